@@ -1,0 +1,66 @@
+"""Ansible step of the pipeline: inventory (from the Pulumi stack output) -> site.yml.
+
+Runs through ansible-runner from Python; by hand it is the same as
+    ansible-playbook -i .cache/stacks/<stack>/inventory.json site.yml
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from infra import stack as stacks
+
+
+class AnsibleFailed(RuntimeError):
+    pass
+
+
+def inventory_path(stack: str) -> Path:
+    return stacks.cache_dir() / "stacks" / stack / "inventory.json"
+
+
+def write_inventory(stack: str, inventory: dict) -> Path:
+    path = inventory_path(stack)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(inventory, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def run_site(stack: str, quiet: bool = False, limit: str | None = None) -> dict:
+    """Run site.yml; returns per-host stats {host: {"changed": n, "failures": n, ...}}."""
+    import ansible_runner  # heavy import, only when configuring
+
+    private = stacks.cache_dir() / "stacks" / stack / "ansible-runner"
+    shutil.rmtree(private / "artifacts", ignore_errors=True)
+    private.mkdir(parents=True, exist_ok=True)
+
+    def progress(event: dict) -> bool:
+        data = event.get("event_data", {})
+        if not quiet and event.get("event") == "playbook_on_task_start":
+            print(f"  ansible: {data.get('task')}", file=sys.stderr, flush=True)
+        if event.get("event") == "runner_on_failed" and not data.get("ignore_errors"):
+            res = data.get("res", {})
+            print(f"  ansible FAILED on {data.get('host')}: {data.get('task')}: "
+                  f"{res.get('msg') or res.get('stderr') or res}", file=sys.stderr, flush=True)
+        return True
+
+    r = ansible_runner.run(
+        private_data_dir=str(private), project_dir=str(stacks.ROOT), playbook=str(stacks.ROOT / "site.yml"),
+        inventory=str(inventory_path(stack)), quiet=True, event_handler=progress, limit=limit,
+        envvars={"ANSIBLE_ROLES_PATH": str(stacks.ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
+                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
+    )
+    stats = r.stats or {}
+    per_host: dict[str, dict] = {}
+    for key in ("ok", "changed", "failures", "dark", "skipped"):
+        for host, n in (stats.get(key) or {}).items():
+            per_host.setdefault(host, {})[key] = n
+    if r.rc != 0:
+        raise AnsibleFailed(f"site.yml failed (rc {r.rc}, status {r.status}); logs in {private}/artifacts")
+    return per_host
+
+
+def changed_total(per_host: dict) -> int:
+    return sum(h.get("changed", 0) for h in per_host.values())

@@ -1,0 +1,48 @@
+"""Where every lab host lives: addresses, namespaces and the inventory. Pure: `dcdrill plan`
+computes it offline, the Pulumi program (infra/lab/program.py) creates exactly this."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from infra import inventory
+from infra.lab import netns
+from infra.topology import Topology
+
+
+def dc_index(t: Topology, dc: str) -> int:
+    return t.dc_names.index(dc) + 1
+
+
+def addresses(t: Topology, prefix: str) -> dict[str, str]:
+    out, per_dc = {}, {}
+    for h in t.hosts():
+        i = dc_index(t, h.dc)
+        per_dc[h.dc] = per_dc.get(h.dc, 0) + 1
+        out[h.name] = f"{prefix}.{i}.{9 + per_dc[h.dc]}"
+    return out
+
+
+def lab_dir(cache: Path) -> Path:
+    return cache / "lab"
+
+
+def build_inventory(t: Topology, settings: dict, cache: Path) -> dict:
+    lab = lab_dir(cache)
+    connection = {
+        "ansible_user": "root",
+        "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        "ansible_python_interpreter": "/usr/bin/python3",
+    }
+    extra = {
+        # The lab has no systemd: the roles start JVMs under dcdrill's small lab supervisor.
+        "service_manager": "lab",
+        "lab_service_python": sys.executable,
+        "kafka_libs_dir": str(cache / "kafka" / "libs"),
+        "kafka_heap_mb": settings["broker_heap_mb"],
+        "zookeeper_heap_mb": settings["zookeeper_heap_mb"],
+    }
+    host_vars = {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
+                 for h in t.hosts()}
+    return inventory.build(t, addresses(t, settings["subnet_prefix"]), connection, extra, host_vars)

@@ -1,0 +1,31 @@
+"""The lab's Pulumi program: a router, then per DC a namespace with a bridge and a link, then hosts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+
+from infra.lab import layout, netns
+from infra.lab.resources import Datacenter, Host, Link, Router
+from infra.topology import Topology
+
+
+def build(t: Topology, settings: dict, cache: Path) -> dict:
+    netns.require_support()
+    prefix = settings["subnet_prefix"]
+    lab = layout.lab_dir(cache)
+    hosts_file = lab / "hosts.txt"
+    router = Router("router", prefix)
+    addresses = layout.addresses(t, prefix)
+    for dc in t.datacenters:
+        i = layout.dc_index(t, dc.name)
+        dc_res = Datacenter(f"dc-{dc.name}", dc.name)
+        link = Link(f"link-{dc.name}", dc.name, i, prefix, settings["latency_ms"], settings["jitter_ms"],
+                    pulumi.ResourceOptions(depends_on=[router, dc_res]))
+        for h in (h for h in t.hosts() if h.dc == dc.name):
+            Host(f"host-{h.short}", {
+                "short": h.short, "name": h.name, "dc": h.dc, "role": h.role,
+                "ip": addresses[h.name], "gateway": f"{prefix}.{i}.1", "prefix": prefix,
+                "lab_dir": str(lab), "hosts_file": str(hosts_file),
+            }, pulumi.ResourceOptions(depends_on=[link]))
+    return layout.build_inventory(t, settings, cache)

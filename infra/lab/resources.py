@@ -1,0 +1,134 @@
+"""Pulumi dynamic resources for the lab: Router, Datacenter, Link and Host.
+
+Each provider is a thin shell over the plain functions in `infra.lab.netns`, so the same
+operations are usable (and tested) without Pulumi. Every create cleans up after itself when
+it fails halfway: Pulumi records nothing for a failed create, so whatever it left behind
+would be out of `pulumi destroy`'s reach.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
+
+from infra.lab import netns, sshd
+
+
+def _replace_on_change(olds: dict, news: dict, in_place: tuple[str, ...] = ()) -> DiffResult:
+    changed = sorted(k for k in set(olds) | set(news)
+                     if not k.startswith("__") and k != "ns" and olds.get(k) != news.get(k))
+    replaces = [k for k in changed if k not in in_place]
+    return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
+
+
+def _created(ns: str, props: dict, undo, make) -> CreateResult:
+    try:
+        make()
+    except BaseException:
+        undo()
+        raise
+    return CreateResult(id_=ns, outs={**props, "ns": ns})
+
+
+class RouterProvider(ResourceProvider):
+    def create(self, props):
+        return _created(netns.ROUTER, props, lambda: netns.delete_router(props["prefix"]),
+                        lambda: netns.create_router(props["prefix"]))
+
+    def delete(self, id_, props):
+        netns.delete_router(props["prefix"])
+
+    def read(self, id_, props):
+        return ReadResult(id_ if netns.ns_exists(netns.ROUTER) else "", props)
+
+    def diff(self, id_, olds, news):
+        return _replace_on_change(olds, news)
+
+
+class DatacenterProvider(ResourceProvider):
+    def create(self, props):
+        return _created(netns.dc_ns(props["dc"]), props, lambda: netns.delete_dc(props["dc"]),
+                        lambda: netns.create_dc(props["dc"]))
+
+    def delete(self, id_, props):
+        netns.delete_dc(props["dc"])
+
+    def read(self, id_, props):
+        return ReadResult(id_ if netns.ns_exists(id_) else "", props)
+
+    def diff(self, id_, olds, news):
+        return _replace_on_change(olds, news)
+
+
+class LinkProvider(ResourceProvider):
+    """DC bridge <-> router, with netem latency. Latency changes are applied in place."""
+
+    def create(self, props):
+        return _created(f"{netns.ROUTER}/{netns.router_dev(props['index'])}", props,
+                        lambda: netns.delete_link(props["index"]),
+                        lambda: netns.create_link(props["dc"], props["index"], props["prefix"],
+                                                  props["latency_ms"], props["jitter_ms"]))
+
+    def update(self, id_, olds, news):
+        netns.set_link_latency(news["dc"], news["index"], news["latency_ms"], news["jitter_ms"])
+        from pulumi.dynamic import UpdateResult
+        return UpdateResult(outs={**news, "ns": id_})
+
+    def delete(self, id_, props):
+        netns.delete_link(props["index"])
+
+    def read(self, id_, props):
+        alive = netns.link_exists(netns.router_dev(props["index"]), netns.ROUTER)
+        return ReadResult(id_ if alive else "", props)
+
+    def diff(self, id_, olds, news):
+        return _replace_on_change(olds, news, in_place=("latency_ms", "jitter_ms"))
+
+
+class HostProvider(ResourceProvider):
+    """A lab machine: its own namespace on its DC's bridge, a lab name, and sshd."""
+
+    def create(self, props):
+        def make():
+            netns.create_host(props["short"], props["dc"], props["ip"], props["gateway"], props["prefix"],
+                              Path(props["hosts_file"]))
+            netns.set_names({props["name"]: props["ip"]}, Path(props["hosts_file"]))
+            sshd.start(props["short"], props["ip"], Path(props["lab_dir"]))
+
+        return _created(netns.host_ns(props["short"]), props, lambda: self.delete("", props), make)
+
+    def delete(self, id_, props):
+        netns.delete_host(props["short"])  # kills every process in it: sshd, JVMs, clients
+        netns.set_names({props["name"]: None}, Path(props["hosts_file"]))
+        shutil.rmtree(Path(props["lab_dir"]) / "hosts" / props["short"], ignore_errors=True)
+
+    def read(self, id_, props):
+        alive = netns.host_address(props["short"]) == props["ip"]
+        return ReadResult(id_ if alive else "", props)
+
+    def diff(self, id_, olds, news):
+        return _replace_on_change(olds, news)
+
+
+class Router(Resource):
+    def __init__(self, name: str, prefix: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(RouterProvider(), name, {"prefix": prefix, "ns": None}, opts)
+
+
+class Datacenter(Resource):
+    def __init__(self, name: str, dc: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(DatacenterProvider(), name, {"dc": dc, "ns": None}, opts)
+
+
+class Link(Resource):
+    def __init__(self, name: str, dc: str, index: int, prefix: str, latency_ms: float, jitter_ms: float,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(LinkProvider(), name, {"dc": dc, "index": index, "prefix": prefix,
+                                                "latency_ms": latency_ms, "jitter_ms": jitter_ms, "ns": None}, opts)
+
+
+class Host(Resource):
+    def __init__(self, name: str, props: dict, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(HostProvider(), name, {**props, "ns": None}, opts)

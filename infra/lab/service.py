@@ -1,0 +1,95 @@
+"""The lab's service supervisor: what systemd does on a real host, for hosts without systemd.
+
+The Ansible roles render one JSON spec per service ({name, argv, match, env, cwd, log, pidfile}) and
+call `python -m infra.lab.service start SPEC` inside the host's namespace; the chaos driver's
+heal restarts a killed service with the same command. Exit codes follow systemctl's habits:
+status exits 3 when the service is not running.
+
+    python -m infra.lab.service {start|stop|restart|kill|status} SPEC.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def load(spec_path: str) -> dict:
+    return json.loads(Path(spec_path).read_text())
+
+
+def running_pid(spec: dict) -> int | None:
+    pidfile = Path(spec["pidfile"])
+    if not pidfile.exists():
+        return None
+    try:
+        pid = int(pidfile.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (ValueError, OSError):
+        return None
+    # A recycled pid belongs to another program: the spec's `match` (the main class) must appear.
+    return pid if spec.get("match", spec["argv"][0]).encode() in cmdline else None
+
+
+def start(spec: dict) -> str:
+    if running_pid(spec):
+        return "running"
+    Path(spec["log"]).parent.mkdir(parents=True, exist_ok=True)
+    log = open(spec["log"], "ab")
+    proc = subprocess.Popen(spec["argv"], cwd=spec.get("cwd") or "/", env={**os.environ, **spec.get("env", {})},
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    Path(spec["pidfile"]).write_text(str(proc.pid))
+    return "started"
+
+
+def stop(spec: dict, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> str:
+    pid = running_pid(spec)
+    if not pid:
+        return "stopped"
+    os.kill(pid, sig)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        _reap(pid)
+        time.sleep(0.2)
+    if Path(f"/proc/{pid}").exists():
+        os.kill(pid, signal.SIGKILL)
+    Path(spec["pidfile"]).unlink(missing_ok=True)
+    return "stopped"
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m infra.lab.service", description=__doc__.split("\n\n")[0])
+    p.add_argument("action", choices=["start", "stop", "restart", "kill", "status"])
+    p.add_argument("spec", help="the service's JSON spec, rendered by the Ansible role")
+    a = p.parse_args(argv)
+    spec = load(a.spec)
+    if a.action == "status":
+        pid = running_pid(spec)
+        print(f"{spec['name']}: {'running pid ' + str(pid) if pid else 'not running'}")
+        return 0 if pid else 3
+    if a.action == "start":
+        print(f"{spec['name']}: {start(spec)}")
+    elif a.action == "stop":
+        print(f"{spec['name']}: {stop(spec)}")
+    elif a.action == "kill":
+        print(f"{spec['name']}: {stop(spec, signal.SIGKILL, 5)}")
+    else:
+        stop(spec)
+        print(f"{spec['name']}: {start(spec)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from infra.lab import netns
+
+
+def keypair(lab_dir: Path) -> Path:
+    """The lab's client key (private key path); its public half is the hosts' authorized key."""
+    ssh = lab_dir / "ssh"
+    ssh.mkdir(parents=True, exist_ok=True)
+    key = ssh / "id_ed25519"
+    if not key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dcdrill-lab", "-f", str(key)], check=True)
+    host_key = ssh / "ssh_host_ed25519_key"
+    if not host_key.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
+    return key
+
+
+def start(short: str, ip: str, lab_dir: Path) -> None:
+    """Start sshd inside the host's namespace, listening on its lab address only."""
+    key = keypair(lab_dir)
+    ssh = lab_dir / "ssh"
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
+    pidfile = lab_dir / "hosts" / short / "sshd.pid"
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    ns = netns.host_ns(short)
+    if pidfile.exists() and any(str(p) == pidfile.read_text().strip() for p in netns.ns_pids(ns)):
+        return
+    netns.sh(
+        "/usr/sbin/sshd", "-f", "/dev/null",
+        "-o", f"ListenAddress={ip}", "-o", f"HostKey={ssh / 'ssh_host_ed25519_key'}",
+        "-o", f"PidFile={pidfile}", "-o", f"AuthorizedKeysFile={key}.pub",
+        "-o", "PermitRootLogin=prohibit-password", "-o", "PasswordAuthentication=no",
+        "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no", "-o", "StrictModes=no",
+        "-o", "Subsystem=sftp internal-sftp", "-o", "MaxStartups=100", "-o", "MaxSessions=100",
+        ns=ns,
+    )

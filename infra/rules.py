@@ -1,0 +1,130 @@
+"""Multi-DC rules and per-DC loss predictions, as data (a list of violations, a dict of
+predictions), never printed here. `dcdrill plan`, the lab's `pulumi up` and the verifier's
+verdict all call these same functions.
+
+Notation (issue #5): r_d = replicas of a partition in DC d (Topology.replicas_in),
+N = ZooKeeper nodes, z_d = those in d.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from infra.topology import ACKS, BACKENDS, PROFILES, Topology
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def quorum_survives(t: Topology, dc: str) -> bool:
+    """The ensemble survives losing d iff N - z_d >= floor(N/2) + 1."""
+    n = t.total_zookeepers
+    return n - t.dc(dc).zookeepers >= n // 2 + 1
+
+
+def writable_after_loss(t: Topology, dc: str) -> bool:
+    """acks=all producers stay writable iff quorum survives and factor - r_d >= minInsync.
+
+    With acks=1/0 one surviving replica is enough to elect a leader.
+    """
+    left = t.replication.factor - t.replicas_in(dc)
+    needed = t.replication.min_insync if t.acks == "all" else 1
+    return quorum_survives(t, dc) and left >= needed
+
+
+def acked_loss_possible(t: Topology, dc: str) -> bool:
+    """Can losing d lose an acknowledged record?
+
+    acks=all: only if the ISR can shrink to d's replicas alone (minInsync <= r_d) and an
+    out-of-sync replica may then be elected (unclean election on).
+    acks=1 (and 0): the leader acknowledges alone, so any DC that can hold a leader.
+    """
+    r_d = t.replicas_in(dc)
+    if t.acks == "all":
+        return t.replication.min_insync <= r_d and t.replication.unclean_leader_election
+    return r_d > 0
+
+
+def predictions(t: Topology) -> dict:
+    return {
+        dc.name: {
+            "quorum_survives": quorum_survives(t, dc.name),
+            "writable": writable_after_loss(t, dc.name),
+            "acked_loss_possible": acked_loss_possible(t, dc.name),
+        }
+        for dc in t.datacenters
+    }
+
+
+def check(t: Topology) -> list[Violation]:
+    """Every rule the topology breaks, plain rules first, then the profile's promise."""
+    out: list[Violation] = []
+
+    def bad(rule: str, message: str) -> None:
+        out.append(Violation(rule, message))
+
+    if t.backend not in BACKENDS:
+        bad("unknown-backend", f"dcdrill:backend is {t.backend!r}; valid: {', '.join(BACKENDS)}")
+    if t.profile not in PROFILES:
+        bad("unknown-profile", f"dcdrill:profile is {t.profile!r}; valid: {', '.join(PROFILES)}")
+    if t.acks not in ACKS:
+        bad("unknown-acks", f"producer.acks is {t.acks!r}; valid: 0, 1, all")
+    if t.coordination != "zookeeper":
+        bad("unsupported-coordination", f"coordination is {t.coordination!r}; only zookeeper is supported (KRaft later)")
+    if not t.datacenters:
+        bad("no-datacenters", "dcdrill:cluster.datacenters is empty")
+        return out
+
+    names = t.dc_names
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        bad("duplicate-dc", f"DC names must be unique; repeated: {', '.join(dupes)}")
+    for dc in t.datacenters:
+        if dc.brokers < 0 or dc.zookeepers < 0:
+            bad("negative-count", f"{dc.name}: brokers={dc.brokers}, zookeepers={dc.zookeepers} must be >= 0")
+        elif dc.brokers == 0 and dc.zookeepers == 0:
+            bad("empty-dc", f"{dc.name} has no brokers and no ZooKeeper nodes")
+
+    f, m = t.replication.factor, t.replication.min_insync
+    if f < 1 or m < 1:
+        bad("replication-positive", f"factor={f} and minInsync={m} must both be >= 1")
+    if f > t.total_brokers:
+        bad("factor-exceeds-brokers", f"replication factor {f} > {t.total_brokers} brokers")
+    if m > f:
+        bad("min-insync-exceeds-factor", f"minInsync {m} > replication factor {f}")
+    if t.total_zookeepers < 1:
+        bad("no-zookeeper", "the cluster needs at least one ZooKeeper node")
+    elif len(t.datacenters) > 1 and not dupes:
+        broken = [dc.name for dc in t.datacenters if not quorum_survives(t, dc.name)]
+        for name in broken:
+            n, z = t.total_zookeepers, t.dc(name).zookeepers
+            bad("quorum-dc-loss",
+                f"losing {name} leaves {n - z} of {n} ZooKeeper nodes, below the quorum of {n // 2 + 1}")
+    if dupes:
+        return out
+
+    r_max = t.max_replicas_per_dc
+    if t.profile == "consistency-first" and m <= r_max:
+        bad("consistency-min-insync",
+            f"consistency-first needs minInsync > replicas in the fullest DC: minInsync {m} <= r_d {r_max} "
+            f"(factor {f} over {len(t.broker_dcs)} broker DCs), so one DC can hold the whole ISR")
+    if t.profile == "availability-first":
+        if f - m < r_max:
+            bad("availability-headroom",
+                f"availability-first needs factor - minInsync >= r_d: {f} - {m} = {f - m} < {r_max}, "
+                f"so losing the fullest DC stops acks=all writes")
+        if not t.replication.unclean_leader_election:
+            bad("availability-unclean",
+                "availability-first needs uncleanLeaderElection: true so partitions whose ISR was in the lost DC come back")
+    return out
+
+
+def blocking(t: Topology, violations: list[Violation] | None = None) -> list[Violation]:
+    """The violations not waived under `dcdrill:acceptRisks`."""
+    vs = check(t) if violations is None else violations
+    return [v for v in vs if v.rule not in t.accept_risks]

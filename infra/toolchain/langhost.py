@@ -1,0 +1,60 @@
+"""A Pulumi language host for Python programs, served by the pinned Python SDK itself.
+
+Why this exists: `make setup` builds the Pulumi CLI from the Go module proxy, but the proxy
+here serves no version of `github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3`
+(every query answers "This module version is not available"; see README "Toolchain").
+The CLI speaks to a language host over gRPC (LanguageRuntime), and the Python SDK ships a
+complete LanguageRuntime servicer for Automation API inline programs. This launcher serves
+that servicer the way the CLI launches any language plugin (`pulumi-language-python [flags]
+ENGINE_ADDRESS`, port printed on stdout) and runs the project's `main:` folder as the program.
+`pulumi up`, `preview`, `refresh` and `destroy` then work unchanged.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from concurrent import futures
+
+import grpc
+from pulumi.automation._server import LanguageServer
+from pulumi.runtime.proto import language_pb2_grpc
+
+MAX_MESSAGE = 400 * 1024 * 1024  # as the SDK's own servers allow
+
+
+class ProjectLanguageServer(LanguageServer):
+    def __init__(self, engine_address: str) -> None:
+        super().__init__(program=self._program)
+        self.engine_address = engine_address
+        self.program_dir = ""
+
+    def _program(self) -> None:
+        runpy.run_path(self.program_dir, run_name="__main__")
+
+    def Run(self, request, context):
+        info = request.info
+        self.program_dir = os.path.join(info.root_directory, info.program_directory) if info.program_directory \
+            else (request.program or request.pwd)
+        if request.pwd:
+            os.chdir(request.pwd)
+        if not request.args:
+            request.args.append(self.engine_address)  # the servicer reads the engine address from args[0]
+        return super().Run(request, context)
+
+
+def main(argv: list[str]) -> int:
+    positional = [a for a in argv if not a.startswith("-")]
+    engine = positional[-1] if positional else ""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=[
+        ("grpc.max_send_message_length", MAX_MESSAGE), ("grpc.max_receive_message_length", MAX_MESSAGE)])
+    language_pb2_grpc.add_LanguageRuntimeServicer_to_server(ProjectLanguageServer(engine), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    server.wait_for_termination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

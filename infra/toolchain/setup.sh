@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# make setup: installs everything dcdrill needs, idempotently. Each step is skipped when its
+# stamp under $DCDRILL_CACHE matches its inputs, so a second run takes seconds.
+#   1. Debian packages (iproute2, sshd, iptables, ...)       apt-get
+#   2. Python deps pinned in pyproject.toml -> .venv/         PyPI
+#   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
+#   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
+#      plus the Python language host and dynamic-provider launchers (see langhost.py)
+#   5. Pulumi local file backend -> cache/pulumi-state
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
+VENV=$ROOT/.venv
+mkdir -p "$CACHE/bin" "$CACHE/stamps"
+step() { printf '\n== setup: %s\n' "$*"; }
+stamp_ok() { [ -f "$CACHE/stamps/$1" ] && [ "$(cat "$CACHE/stamps/$1")" = "$2" ]; }
+stamp() { echo "$2" > "$CACHE/stamps/$1"; }
+
+# 1. system packages ------------------------------------------------------------------------
+need=()
+for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
+            iptables:iptables pgrep:procps java:openjdk-17-jdk-headless mvn:maven; do
+  cmd=${pair%%:*}; pkg=${pair##*:}
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  step "apt-get install ${need[*]}"
+  [ "$(id -u)" = 0 ] || { echo "setup needs root to apt-get install ${need[*]}" >&2; exit 1; }
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+command -v go >/dev/null || { echo "setup needs Go >= 1.24 on PATH to build the Pulumi CLI" >&2; exit 1; }
+
+# 2. Python virtualenv ------------------------------------------------------------------------
+key=$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)
+if ! stamp_ok venv "$key" || [ ! -x "$VENV/bin/dcdrill" ]; then
+  step "Python deps into .venv (pinned in pyproject.toml)"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -e "$ROOT[dev]"
+  stamp venv "$key"
+fi
+
+# 3. Kafka jars from Maven Central --------------------------------------------------------------
+key=$(sha256sum "$ROOT/infra/toolchain/kafka-pom.xml" | cut -c1-16)
+if ! stamp_ok kafka "$key"; then
+  step "Apache Kafka + ZooKeeper jars from Maven Central"
+  rm -rf "$CACHE/kafka/libs"
+  mvn -B -q -f "$ROOT/infra/toolchain/kafka-pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$CACHE/kafka/libs"
+  stamp kafka "$key"
+fi
+
+# 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------
+GOMOD=$ROOT/infra/toolchain/pulumi-go
+PULUMI_VERSION=$(sed -n 's/.*github.com\/pulumi\/pulumi\/pkg\/v3 \(v[0-9.]*\).*/\1/p' "$GOMOD/go.mod" | head -1)
+key="$PULUMI_VERSION-$(sha256sum "$GOMOD/go.sum" | cut -c1-16)"
+if ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
+  step "Pulumi CLI $PULUMI_VERSION from the Go module proxy (first build: ~10 min on 2 cores)"
+  (cd "$GOMOD" && GOFLAGS=-mod=mod go build -trimpath \
+     -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+     -o "$CACHE/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+  stamp pulumi "$key"
+fi
+# The language host and the dynamic-provider launcher run on the venv's Python.
+cat > "$CACHE/bin/pulumi-language-python" <<EOS
+#!/bin/sh
+exec "$VENV/bin/python" -u -m infra.toolchain.langhost "\$@"
+EOS
+cat > "$CACHE/bin/pulumi-resource-pulumi-python" <<EOS
+#!/bin/sh
+exec "$VENV/bin/python" -u -m pulumi.dynamic "\$@"
+EOS
+chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
+
+# 5. Pulumi local file backend ---------------------------------------------------------------------
+mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
+echo "setup: ok (venv $VENV, cache $CACHE)"

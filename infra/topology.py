@@ -1,0 +1,205 @@
+"""The topology model: pure dataclasses built from a stack's `dcdrill:` config.
+
+Everything else derives from this model: the Pulumi resources (lab or AWS), the Ansible
+inventory, the predictions of what losing each DC does (`infra.rules`) and the verdict.
+No Pulumi import here, so `dcdrill plan` and the verifier can use it offline.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+PROFILES = ("consistency-first", "availability-first")
+BACKENDS = ("local", "aws")
+ACKS = ("0", "1", "all")
+
+
+class ConfigError(ValueError):
+    """The stack config cannot even be read into a model (wrong shape or type)."""
+
+
+@dataclass(frozen=True)
+class Datacenter:
+    name: str
+    brokers: int
+    zookeepers: int
+    region: str | None = None  # aws only
+    zone: str | None = None  # aws only: the AZ name, e.g. eu-west-1a
+
+
+@dataclass(frozen=True)
+class Replication:
+    factor: int
+    min_insync: int
+    unclean_leader_election: bool
+
+
+@dataclass(frozen=True)
+class Host:
+    """One machine of the cluster: a lab namespace or an EC2 instance."""
+
+    name: str  # DNS-style name, e.g. b1.dc-a.lab
+    role: str  # kafka_broker | zookeeper | client
+    dc: str
+    node_id: int  # broker.id or ZooKeeper myid; client index for clients
+
+    @property
+    def short(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    backend: str
+    profile: str
+    coordination: str
+    datacenters: tuple[Datacenter, ...]
+    replication: Replication
+    acks: str
+    domain: str = "lab"
+    accept_risks: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    # -- derived facts -------------------------------------------------------------------------
+    @property
+    def dc_names(self) -> list[str]:
+        return [dc.name for dc in self.datacenters]
+
+    def dc(self, name: str) -> Datacenter:
+        for dc in self.datacenters:
+            if dc.name == name:
+                return dc
+        raise KeyError(f"unknown DC {name!r}; valid: {', '.join(self.dc_names)}")
+
+    @property
+    def broker_dcs(self) -> list[Datacenter]:
+        return [dc for dc in self.datacenters if dc.brokers > 0]
+
+    @property
+    def total_brokers(self) -> int:
+        return sum(dc.brokers for dc in self.datacenters)
+
+    @property
+    def total_zookeepers(self) -> int:
+        return sum(dc.zookeepers for dc in self.datacenters)
+
+    def replicas_in(self, dc_name: str) -> int:
+        """r_d: replicas of one partition that rack-aware assignment can put in DC d.
+
+        Kafka spreads a partition's replicas round-robin over racks, so the fullest DC holds
+        ceil(factor / broker DCs); a DC never holds more replicas than it has brokers.
+        """
+        dc = self.dc(dc_name)
+        if dc.brokers == 0 or not self.broker_dcs:
+            return 0
+        return min(dc.brokers, math.ceil(self.replication.factor / len(self.broker_dcs)))
+
+    @property
+    def max_replicas_per_dc(self) -> int:
+        return max((self.replicas_in(dc.name) for dc in self.datacenters), default=0)
+
+    def hosts(self) -> list[Host]:
+        """Every host, numbered globally: broker ids and ZooKeeper myids start at 1.
+
+        One client host per DC that holds brokers: producers and consumers run "in" a DC.
+        """
+        hosts: list[Host] = []
+        broker_id = zk_id = client_id = 0
+        for dc in self.datacenters:
+            for _ in range(dc.zookeepers):
+                zk_id += 1
+                hosts.append(Host(f"zk{zk_id}.{dc.name}.{self.domain}", "zookeeper", dc.name, zk_id))
+            for _ in range(dc.brokers):
+                broker_id += 1
+                hosts.append(Host(f"b{broker_id}.{dc.name}.{self.domain}", "kafka_broker", dc.name, broker_id))
+            if dc.brokers:
+                client_id += 1
+                hosts.append(Host(f"c{client_id}.{dc.name}.{self.domain}", "client", dc.name, client_id))
+        return hosts
+
+    def hosts_with_role(self, role: str) -> list[Host]:
+        return [h for h in self.hosts() if h.role == role]
+
+    def to_record(self) -> dict:
+        """The resolved stack as the drill record's topology.json carries it."""
+        from infra import rules  # local import: rules depends on this module
+
+        return {
+            "cluster": self.name,
+            "backend": self.backend,
+            "profile": self.profile,
+            "coordination": self.coordination,
+            "replication_factor": self.replication.factor,
+            "min_insync_replicas": self.replication.min_insync,
+            "unclean_leader_election": self.replication.unclean_leader_election,
+            "acks": self.acks,
+            "datacenters": [
+                {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
+                 "replicas_per_partition": self.replicas_in(dc.name)}
+                for dc in self.datacenters
+            ],
+            "hosts": [{"name": h.name, "role": h.role, "dc": h.dc, "node_id": h.node_id} for h in self.hosts()],
+            "predictions": rules.predictions(self),
+        }
+
+
+def _int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            return int(str(value))
+        except ValueError:
+            raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
+    return value
+
+
+def _bool(value, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise ConfigError(f"{what} must be true or false, got {value!r}")
+
+
+def from_config(config: dict, stack: str = "") -> Topology:
+    """Build the model from a stack's config mapping (keys like `dcdrill:cluster`)."""
+    try:
+        cluster = config["dcdrill:cluster"]
+    except KeyError:
+        raise ConfigError(f"stack {stack!r} has no dcdrill:cluster config") from None
+    if not isinstance(cluster, dict):
+        raise ConfigError("dcdrill:cluster must be a mapping")
+    dcs = []
+    for i, raw in enumerate(cluster.get("datacenters") or []):
+        if not isinstance(raw, dict) or "name" not in raw:
+            raise ConfigError(f"dcdrill:cluster.datacenters[{i}] needs at least a name")
+        dcs.append(Datacenter(
+            name=str(raw["name"]),
+            brokers=_int(raw.get("brokers", 0), f"datacenters[{i}].brokers"),
+            zookeepers=_int(raw.get("zookeepers", 0), f"datacenters[{i}].zookeepers"),
+            region=raw.get("region"),
+            zone=raw.get("zone"),
+        ))
+    repl = cluster.get("replication") or {}
+    producer = cluster.get("producer") or {}
+    acks = str(producer.get("acks", "all")).lower()
+    if acks == "-1":
+        acks = "all"
+    return Topology(
+        name=str(cluster.get("name", "main")),
+        backend=str(config.get("dcdrill:backend", "local")),
+        profile=str(config.get("dcdrill:profile", "consistency-first")),
+        coordination=str(cluster.get("coordination", "zookeeper")),
+        datacenters=tuple(dcs),
+        replication=Replication(
+            factor=_int(repl.get("factor", 3), "replication.factor"),
+            min_insync=_int(repl.get("minInsync", 2), "replication.minInsync"),
+            unclean_leader_election=_bool(repl.get("uncleanLeaderElection", False),
+                                          "replication.uncleanLeaderElection"),
+        ),
+        acks=acks,
+        domain=str(cluster.get("domain", "lab" if config.get("dcdrill:backend", "local") == "local" else "dcdrill.internal")),
+        accept_risks=tuple(config.get("dcdrill:acceptRisks") or ()),
+        extra={k: v for k, v in config.items() if k.startswith("dcdrill:") and k not in (
+            "dcdrill:cluster", "dcdrill:backend", "dcdrill:profile", "dcdrill:acceptRisks")},
+    )
