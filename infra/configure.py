@@ -6,6 +6,7 @@ Runs through ansible-runner from Python; by hand it is the same as
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -49,7 +50,8 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None) -> dict:
     r = ansible_runner.run(
         private_data_dir=str(private), project_dir=str(stacks.ROOT), playbook=str(stacks.ROOT / "site.yml"),
         inventory=str(inventory_path(stack)), quiet=True, event_handler=progress, limit=limit,
-        envvars={"ANSIBLE_ROLES_PATH": str(stacks.ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
+        envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+                 "ANSIBLE_ROLES_PATH": str(stacks.ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
                  "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
     )
     stats = r.stats or {}

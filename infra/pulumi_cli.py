@@ -57,7 +57,7 @@ def ensure_stack(stack: str) -> None:
 
 def up(stack: str) -> None:
     ensure_stack(stack)
-    run(stack, "up", "--yes", "--skip-preview", "--suppress-progress")
+    run(stack, "up", "--yes", "--skip-preview", "--suppress-progress", "--suppress-outputs")
 
 
 def destroy(stack: str) -> None:

@@ -41,7 +41,7 @@ def _metadata(bootstrap: list[str], timeout_s: float) -> tuple[dict | None, list
 
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
-                                 api_version_auto_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status")
+                                 bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status")
     except Exception as exc:  # noqa: BLE001 - any client failure means "no metadata"
         return None, None, f"no broker answered: {exc}"
     try:

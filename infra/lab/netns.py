@@ -90,7 +90,8 @@ def delete_ns(ns: str) -> None:
 
 def veth(a: str, a_ns: str | None, b: str, b_ns: str) -> None:
     """A veth pair a<->b, a moved into a_ns (None = root ns), b into b_ns, both up."""
-    tmp_a, tmp_b = f"t{os.getpid() % 100000}a{a}"[:15], f"t{os.getpid() % 100000}b{b}"[:15]
+    tag = os.urandom(4).hex()  # creates run in parallel threads of one provider process
+    tmp_a, tmp_b = f"ta{tag}", f"tb{tag}"
     sh("ip", "link", "add", tmp_a, "type", "veth", "peer", "name", tmp_b)
     if a_ns:
         sh("ip", "link", "set", tmp_a, "netns", a_ns)
@@ -148,17 +149,35 @@ def router_dev(index: int) -> str:
     return f"dc{index}"
 
 
-def create_link(dc: str, index: int, prefix: str, latency_ms: float, jitter_ms: float = 0.0) -> None:
+def create_link(dc: str, index: int, prefix: str, latency_ms: float, jitter_ms: float = 0.0) -> bool:
     """Join a DC's bridge to the router; half the one-way inter-DC latency sits on each side."""
     ns, dev = dc_ns(dc), router_dev(index)
     if not link_exists(dev, ROUTER):
         veth(dev, ROUTER, "up0", ns)
         sh("ip", "link", "set", "up0", "master", "br0", ns=ns)
         sh("ip", "addr", "add", f"{prefix}.{index}.1/24", "dev", dev, ns=ROUTER)
-    set_link_latency(dc, index, latency_ms, jitter_ms)
+    return set_link_latency(dc, index, latency_ms, jitter_ms)
 
 
-def set_link_latency(dc: str, index: int, latency_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> None:
+def netem_supported() -> bool:
+    """Some kernels are built without sch_netem (CONFIG_NET_SCH_NETEM unset): then no latency."""
+    probe = subprocess.run(["tc", "qdisc", "add", "dev", MGMT_DEV, "root", "netem", "delay", "1ms"],
+                           capture_output=True, text=True)
+    if probe.returncode == 0:
+        subprocess.run(["tc", "qdisc", "del", "dev", MGMT_DEV, "root"], capture_output=True)
+        return True
+    return "unknown" not in probe.stderr
+
+
+def set_link_latency(dc: str, index: int, latency_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> bool:
+    """Half the one-way delay on each side of the DC's link. Returns False (and changes nothing)
+    when the kernel has no netem; callers record that the latency was not applied."""
+    if not (latency_ms or jitter_ms or loss_pct):
+        for ns, dev in ((ROUTER, router_dev(index)), (dc_ns(dc), "up0")):
+            sh("tc", "qdisc", "del", "dev", dev, "root", ns=ns, check=False)
+        return True
+    if not netem_supported():
+        return False
     for ns, dev in ((ROUTER, router_dev(index)), (dc_ns(dc), "up0")):
         args = ["tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{latency_ms / 2:g}ms"]
         if jitter_ms:
@@ -166,6 +185,7 @@ def set_link_latency(dc: str, index: int, latency_ms: float, jitter_ms: float = 
         if loss_pct:
             args += ["loss", f"{loss_pct:g}%"]
         sh(*args, ns=ns)
+    return True
 
 
 def delete_link(index: int) -> None:

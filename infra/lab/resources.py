@@ -63,28 +63,42 @@ class DatacenterProvider(ResourceProvider):
 
 
 class LinkProvider(ResourceProvider):
-    """DC bridge <-> router, with netem latency. Latency changes are applied in place."""
+    """DC bridge <-> router, with netem latency. Latency changes are applied in place.
+
+    `latency_applied` is false on kernels without sch_netem: the lab then runs without the
+    configured inter-DC latency, and says so (stack output, topology.json, status).
+    """
 
     def create(self, props):
-        return _created(f"{netns.ROUTER}/{netns.router_dev(props['index'])}", props,
-                        lambda: netns.delete_link(props["index"]),
-                        lambda: netns.create_link(props["dc"], props["index"], props["prefix"],
-                                                  props["latency_ms"], props["jitter_ms"]))
+        index = int(props["index"])  # the engine hands numbers back as floats
+        applied = []
+
+        def make():
+            applied.append(netns.create_link(props["dc"], index, props["prefix"], props["latency_ms"], props["jitter_ms"]))
+            if not applied[0]:
+                pulumi.log.warn(f"link {props['dc']}: this kernel has no sch_netem; "
+                                f"{props['latency_ms']} ms inter-DC latency NOT applied")
+
+        result = _created(f"{netns.ROUTER}/{netns.router_dev(index)}", props,
+                          lambda: netns.delete_link(index), make)
+        result.outs["latency_applied"] = applied[0]
+        return result
 
     def update(self, id_, olds, news):
-        netns.set_link_latency(news["dc"], news["index"], news["latency_ms"], news["jitter_ms"])
         from pulumi.dynamic import UpdateResult
-        return UpdateResult(outs={**news, "ns": id_})
+        applied = netns.set_link_latency(news["dc"], int(news["index"]), news["latency_ms"], news["jitter_ms"])
+        return UpdateResult(outs={**news, "ns": id_, "latency_applied": applied})
 
     def delete(self, id_, props):
-        netns.delete_link(props["index"])
+        netns.delete_link(int(props["index"]))
 
     def read(self, id_, props):
-        alive = netns.link_exists(netns.router_dev(props["index"]), netns.ROUTER)
+        alive = netns.link_exists(netns.router_dev(int(props["index"])), netns.ROUTER)
         return ReadResult(id_ if alive else "", props)
 
     def diff(self, id_, olds, news):
-        return _replace_on_change(olds, news, in_place=("latency_ms", "jitter_ms"))
+        return _replace_on_change({k: v for k, v in olds.items() if k != "latency_applied"}, news,
+                                  in_place=("latency_ms", "jitter_ms"))
 
 
 class HostProvider(ResourceProvider):

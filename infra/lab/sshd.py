@@ -1,6 +1,7 @@
 """SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host."""
 from __future__ import annotations
 
+import fcntl
 import subprocess
 from pathlib import Path
 
@@ -8,15 +9,19 @@ from infra.lab import netns
 
 
 def keypair(lab_dir: Path) -> Path:
-    """The lab's client key (private key path); its public half is the hosts' authorized key."""
+    """The lab's client key (private key path); its public half is the hosts' authorized key.
+
+    Hosts are created in parallel: a file lock makes exactly one of them generate the keys.
+    """
     ssh = lab_dir / "ssh"
     ssh.mkdir(parents=True, exist_ok=True)
-    key = ssh / "id_ed25519"
-    if not key.exists():
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dcdrill-lab", "-f", str(key)], check=True)
-    host_key = ssh / "ssh_host_ed25519_key"
-    if not host_key.exists():
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
+    key, host_key = ssh / "id_ed25519", ssh / "ssh_host_ed25519_key"
+    with open(ssh / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for path, comment in ((key, "dcdrill-lab"), (host_key, "dcdrill-lab-host")):
+            if not path.exists():
+                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                               check=True, stdin=subprocess.DEVNULL, capture_output=True)
     return key
 
 

@@ -1,0 +1,137 @@
+"""The `dcdrill` command: plan, lab, status, workload, verify, drill.
+
+Exit codes shared by every subcommand: 0 ok / verdict pass, 1 verdict fail, 2 bad input,
+3 fault not injected or heal failed, 4 steady state not met before the fault.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from infra import rules
+from infra import stack as stacks
+from infra.topology import ConfigError
+
+EXIT_BAD_INPUT = 2
+
+
+def _plan(args) -> int:
+    from infra.lab import layout
+
+    t = stacks.load(args.stack)
+    violations = rules.check(t)
+    if t.backend == "local":
+        inv = layout.build_inventory(t, stacks.lab_settings(stacks.load_config(args.stack)), stacks.cache_dir())
+    else:
+        from infra.aws import plan as aws_plan
+        inv = aws_plan.inventory(t, stacks.load_config(args.stack))
+    out = {"inventory": inv, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t)}
+    blocking = rules.blocking(t, violations)
+    if args.json:
+        print(json.dumps(out, indent=2, sort_keys=True))
+    else:
+        print(f"stack {args.stack}: {t.backend}, {t.profile}, factor {t.replication.factor}, "
+              f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}")
+        for h in t.hosts():
+            print(f"  {h.role:<13} {h.name}")
+        print("rules:" + (" all pass" if not violations else ""))
+        for v in violations:
+            waived = " (accepted risk)" if v not in blocking else ""
+            print(f"  [{v.rule}] {v.message}{waived}")
+        print("losing one DC:")
+        for dc, p in out["predictions"].items():
+            print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
+                  f"writes {'continue' if p['writable'] else 'STOP':<9} "
+                  f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
+    return EXIT_BAD_INPUT if blocking else 0
+
+
+def _lab(args) -> int:
+    from infra import lifecycle, status
+    from infra.lab import netns
+
+    netns.require_support()
+    if args.action == "up":
+        st = lifecycle.up(args.stack, quiet=args.quiet)
+        print(status.render(st))
+    elif args.action == "down":
+        lifecycle.down(args.stack)
+        left = netns.lab_namespaces()
+        if left:
+            print(f"dcdrill: warning: namespaces left behind: {', '.join(left)}", file=sys.stderr)
+            return 1
+    elif args.action == "refresh":
+        from infra import pulumi_cli
+        pulumi_cli.refresh(args.stack)
+    return 0
+
+
+def _status(args) -> int:
+    from infra import lifecycle, status
+
+    st = status.cluster_status(lifecycle.inventory(args.stack))
+    print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
+    return 0 if status.healthy(st) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dcdrill", description=__doc__.split("\n\n")[0],
+                                epilog="Exit codes: " + __doc__.split("Exit codes shared by every subcommand: ")[1])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
+    sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
+    sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
+    sp.set_defaults(func=_plan)
+
+    sp = sub.add_parser("lab", help="bring a local stack up (pulumi up + Ansible until healthy) or down")
+    sp.add_argument("action", choices=["up", "down", "refresh"])
+    sp.add_argument("--stack", default="local")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
+    sp.set_defaults(func=_lab)
+
+    sp = sub.add_parser("status", help="brokers, ZooKeeper quorum and partitions (with the DC of every replica)")
+    sp.add_argument("--stack", default="local")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=_status)
+
+    for register in _extensions():
+        register(sub)
+    return p
+
+
+def _extensions():
+    """Subcommands that live next to their code (workload, verify, drill)."""
+    from validation import cli as validation_cli
+    out = [validation_cli.register]
+    try:
+        from spark import cli as spark_cli
+        out.append(spark_cli.register)
+    except ImportError:
+        pass
+    try:
+        from chaos import cli as chaos_cli
+        out.append(chaos_cli.register)
+    except ImportError:
+        pass
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"dcdrill: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # the lab's own errors carry one clear sentence
+        from infra.lab.netns import LabUnavailable
+        if isinstance(exc, LabUnavailable):
+            print(f"dcdrill: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The multi-DC rules and predictions, both sides of each boundary."""
+from infra import rules, stack
+from tests.conftest import make
+
+TWO_AND_A_HALF = [("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)]
+THREE = [("dc-a", 1, 1), ("dc-b", 1, 1), ("dc-c", 1, 1)]
+
+
+def names(t):
+    return [v.rule for v in rules.check(t)]
+
+
+def test_shipped_local_stack_is_clean_and_predicted_right():
+    t = stack.load("local")
+    assert rules.check(t) == []
+    assert [h.name for h in t.hosts_with_role("kafka_broker")] == ["b1.dc-a.lab", "b2.dc-a.lab", "b3.dc-b.lab", "b4.dc-b.lab"]
+    assert t.replicas_in("dc-a") == 2 and t.replicas_in("dc-c") == 0
+    p = rules.predictions(t)
+    # 2.5 DC, consistency-first: losing a broker DC keeps quorum, stops acks=all writes, loses nothing.
+    assert p["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert p["dc-c"] == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
+
+
+def test_shipped_3dc_stack_survives_any_dc_with_writes():
+    t = stack.load("local-3dc")
+    assert rules.check(t) == []
+    assert all(p == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
+               for p in rules.predictions(t).values())
+
+
+def test_quorum_boundary():
+    # 3 nodes: losing 1 keeps 2 >= 2. 2 in one DC + 1: losing the 2 leaves 1 < 2.
+    assert "quorum-dc-loss" not in names(make(TWO_AND_A_HALF))
+    bad = make([("dc-a", 2, 2), ("dc-b", 2, 1)])
+    assert "quorum-dc-loss" in names(bad)
+    assert "losing dc-a leaves 1 of 3" in rules.check(bad)[0].message + " ".join(v.message for v in rules.check(bad))
+
+
+def test_factor_and_min_insync_boundaries():
+    assert "factor-exceeds-brokers" not in names(make(TWO_AND_A_HALF, factor=4))
+    assert "factor-exceeds-brokers" in names(make(TWO_AND_A_HALF, factor=5, min_insync=3))
+    assert "min-insync-exceeds-factor" not in names(make(TWO_AND_A_HALF, factor=4, min_insync=4))
+    assert "min-insync-exceeds-factor" in names(make(TWO_AND_A_HALF, factor=3, min_insync=4))
+
+
+def test_consistency_first_boundary():
+    # r_d = 2 in the 2.5-DC layout: minInsync 3 > 2 passes, 2 fails.
+    assert "consistency-min-insync" not in names(make(TWO_AND_A_HALF, min_insync=3))
+    assert "consistency-min-insync" in names(make(TWO_AND_A_HALF, min_insync=2))
+
+
+def test_availability_first_boundaries():
+    ok = make(THREE, factor=3, min_insync=2, unclean=True, profile="availability-first")
+    assert names(ok) == []
+    # factor - minInsync = 0 < r_d = 1
+    assert "availability-headroom" in names(make(THREE, factor=3, min_insync=3, unclean=True, profile="availability-first"))
+    assert "availability-unclean" in names(make(THREE, factor=3, min_insync=2, unclean=False, profile="availability-first"))
+
+
+def test_three_dcs_give_both_promises():
+    for n in (1, 2):
+        dcs = [(d, n, 1) for d in ("dc-a", "dc-b", "dc-c")]
+        t = make(dcs, factor=3 * n, min_insync=n + 1)
+        assert "consistency-min-insync" not in names(t)
+        assert all(p["writable"] for p in rules.predictions(t).values())
+
+
+def test_acked_loss_predictions():
+    # acks=all, unclean on, minInsync <= r_d: an ISR confined to one DC can be lost.
+    t = make(TWO_AND_A_HALF, min_insync=2, unclean=True)
+    assert rules.predictions(t)["dc-a"]["acked_loss_possible"] is True
+    t = make(TWO_AND_A_HALF, min_insync=2, unclean=False)
+    assert rules.predictions(t)["dc-a"]["acked_loss_possible"] is False
+    # acks=1: any DC that can hold a leader; the tiebreaker cannot.
+    t = make(TWO_AND_A_HALF, acks="1")
+    assert rules.predictions(t)["dc-a"]["acked_loss_possible"] is True
+    assert rules.predictions(t)["dc-c"]["acked_loss_possible"] is False
+
+
+def test_plain_rules():
+    assert "duplicate-dc" in names(make([("dc-a", 2, 1), ("dc-a", 2, 1), ("dc-c", 0, 1)]))
+    assert "empty-dc" in names(make([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1), ("dc-d", 0, 0)]))
+    assert "unknown-profile" in names(make(TWO_AND_A_HALF, profile="fast"))
+
+
+def test_accept_risks_waives_only_the_named_rule():
+    t = make(TWO_AND_A_HALF, min_insync=2, **{"dcdrill:acceptRisks": ["consistency-min-insync"]})
+    assert names(t) == ["consistency-min-insync"]
+    assert rules.blocking(t) == []

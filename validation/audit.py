@@ -1,0 +1,90 @@
+"""The final audit: after the cluster has healed, read every partition from its log start to
+its end with `assign` (no group, no commits) into audit/audit.jsonl.
+
+    python -m validation.audit --config JSON
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from validation import clients
+from validation.ledger import Ledger
+
+
+class PartitionOffline(RuntimeError):
+    pass
+
+
+def run(cfg: dict) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic, timeout_s = cfg["topic"], float(cfg.get("audit_timeout_s", 120))
+    consumer = KafkaConsumer(bootstrap_servers=cfg["bootstrap"], group_id=None, enable_auto_commit=False,
+                             client_id="dcdrill-audit", bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+                             request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024)
+    parts = None
+    deadline = time.monotonic() + timeout_s
+    while not parts and time.monotonic() < deadline:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            time.sleep(1)
+    if not parts:
+        raise PartitionOffline(f"topic {topic!r} not found within {timeout_s:.0f}s")
+    tps = [TopicPartition(topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    start, end = _offsets(consumer, tps, deadline)
+    consumer.seek_to_beginning(*tps)
+    remaining = {tp for tp in tps if end[tp] > start[tp]}
+    ledger = Ledger(Path(cfg["run_dir"]) / "audit" / "audit.jsonl")
+    last_progress = {tp: time.monotonic() for tp in tps}
+    while remaining:
+        batch = consumer.poll(timeout_ms=1000)
+        rows = []
+        for tp, records in batch.items():
+            for r in records:
+                if r.offset >= end[tp]:
+                    continue
+                pid, seq, _ = clients.decode_value(r.value)
+                rows.append({"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
+                             "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp})
+            last_progress[tp] = time.monotonic()
+        ledger.write_many(rows)
+        for tp in list(remaining):
+            if consumer.position(tp) >= end[tp]:
+                remaining.discard(tp)
+            elif time.monotonic() - last_progress[tp] > timeout_s:
+                ledger.close()
+                raise PartitionOffline(f"partition {tp.topic}-{tp.partition} made no progress for {timeout_s:.0f}s "
+                                       f"(at {consumer.position(tp)} of {end[tp]}): is it offline?")
+    ledger.close()
+    consumer.close()
+    return 0
+
+
+def _offsets(consumer, tps, deadline):
+    while True:
+        try:
+            return consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        except Exception as exc:  # noqa: BLE001 - a partition without a leader times out here
+            if time.monotonic() > deadline:
+                raise PartitionOffline(f"cannot read log start/end offsets of {tps[0].topic}: {exc} "
+                                       "(a partition is probably offline)") from exc
+            time.sleep(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m validation.audit", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
+    try:
+        return run(json.loads(p.parse_args(argv).config))
+    except PartitionOffline as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""`dcdrill workload ...`: run the workload against a stack by hand (the drill uses the same API)."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from validation import workload as wl
+
+
+def register(sub) -> None:
+    p = sub.add_parser("workload", help="sequenced producers, a live consumer group and the final audit",
+                       description="Runs the workload against a stack and writes the drill record's ledgers "
+                                   "(RECORD.md documents them).")
+    p.add_argument("action", choices=["run", "produce", "audit"],
+                   help="run: producers + consumers + audit; produce: producers only; audit: read the whole log")
+    p.add_argument("--stack", default="local")
+    p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<timestamp>)")
+    p.add_argument("--topic", default="dcdrill")
+    p.add_argument("--producers", type=int, default=3)
+    p.add_argument("--consumers", type=int, default=2)
+    p.add_argument("--rate", type=float, default=200.0, help="records/s per producer; 0 = as fast as possible")
+    p.add_argument("--duration", type=float, default=60.0, dest="duration_s", help="seconds (default 60)")
+    p.add_argument("--count", type=int, help="records per producer instead of a duration")
+    p.add_argument("--record-size", type=int, default=100, help="bytes per record value")
+    p.add_argument("--acks", choices=["0", "1", "all"], help="default: the stack's producer.acks")
+    p.add_argument("--idempotence", action="store_true")
+    p.add_argument("--retries", type=int, default=0)
+    p.add_argument("--delivery-timeout-ms", type=int, default=30000)
+    p.add_argument("--linger-ms", type=int, default=5)
+    p.add_argument("--batch-size", type=int, default=16384)
+    p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
+    p.add_argument("--create-topic", action=__import__("argparse").BooleanOptionalAction, default=True,
+                   help="create a missing topic with the stack's settings (default) or refuse")
+    p.add_argument("--bootstrap-timeout-ms", type=int, default=10000)
+    p.set_defaults(func=_run)
+
+
+def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
+    names = {f.name for f in fields(wl.WorkloadSpec)}
+    values = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    if args.count:
+        values["duration_s"] = None
+    values["rate"] = args.rate or None
+    if args.rate is not None and args.rate < 0:
+        raise ValueError(f"rate must be >= 0 (0 = unlimited), got {args.rate}")
+    values["acks"] = args.acks or stack_acks
+    return wl.WorkloadSpec(**values)
+
+
+def _run(args) -> int:
+    from infra import lifecycle
+    from infra import stack as stacks
+
+    t = stacks.load(args.stack)
+    inv = lifecycle.inventory(args.stack)
+    spec = spec_from_args(args, t.acks)
+    spec.validate(inv)
+    run_dir = args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    if args.action == "audit":
+        wl.audit(run_dir, inv, spec)
+        print(f"audit written to {run_dir}/audit/")
+        return 0
+    wl.ensure_topic(inv, spec, create=args.create_topic)
+    wl.write_topology(run_dir, t.to_record())
+    if args.action == "produce":
+        spec.consumers = 0
+    w = wl.Workload(run_dir, inv, spec).start()
+    try:
+        w.wait_producers()
+    finally:
+        codes = w.stop()
+    print(wl.progress_line(w.status(), spec.duration_s or 0), file=sys.stderr)
+    if args.action == "run":
+        wl.audit(run_dir, inv, spec)
+    bad = {n: c for n, c in codes.items() if c not in (0, -15)}
+    if bad:
+        print(f"dcdrill: workload processes failed: {bad}; see {run_dir}/logs/", file=sys.stderr)
+        return 1
+    print(f"drill record: {run_dir}")
+    return 0

@@ -1,0 +1,55 @@
+"""Shared client settings and the record format every workload process agrees on."""
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import zlib
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """Explicit partition from the key, so the intended partition is known even when a send fails."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+def encode_value(producer_id: str, seq: int, send_ms: int, size: int) -> bytes:
+    head = json.dumps({"p": producer_id, "s": seq, "t": send_ms}, separators=(",", ":"))
+    pad = max(0, size - len(head) - 8)
+    return (head[:-1] + ',"x":"' + "x" * pad + '"}').encode() if pad else head.encode()
+
+
+def decode_value(value: bytes | None) -> tuple[str | None, int | None, int | None]:
+    try:
+        d = json.loads(value)
+        return str(d["p"]), int(d["s"]), int(d["t"])
+    except (TypeError, ValueError, KeyError):
+        return None, None, None
+
+
+class StopFlag:
+    """Set by SIGTERM / SIGINT: the processes finish what is in flight, then exit."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: self.event.set())
+        signal.signal(signal.SIGINT, lambda *_: self.event.set())
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self.event.wait(seconds)
+
+
+def write_status(path, status: dict) -> None:
+    """Atomic status snapshot the launcher reads for its progress line."""
+    from pathlib import Path
+    p = Path(path)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(status))
+    tmp.replace(p)

@@ -1,0 +1,89 @@
+"""One member of the live consumer group: records every delivery, commits after recording,
+and keeps retrying through rebalances and DC loss (it never exits on a broker error).
+
+    python -m validation.consumer --config JSON
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from validation import clients
+from validation.ledger import Ledger
+
+
+def run(cfg: dict, stop: clients.StopFlag) -> int:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    cid, dc, run_dir = cfg["consumer_id"], cfg.get("dc"), Path(cfg["run_dir"])
+    consumed = Ledger(run_dir / "consumed" / f"{cid}.jsonl")
+    events = Ledger(run_dir / "events" / f"{cid}.jsonl")
+    status_path = run_dir / "status" / f"consumer-{cid}.json"
+    status_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def event(kind: str, **fields) -> None:
+        events.write({"consumer_id": cid, "event": kind, "ms": clients.now_ms(), "dc": dc, **fields})
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            event("revoked", partitions=sorted([tp.topic, tp.partition] for tp in revoked))
+
+        def on_partitions_assigned(self, assigned):
+            event("assigned", partitions=sorted([tp.topic, tp.partition] for tp in assigned))
+
+    consumer = None
+    delivered = 0
+    last_report = 0.0
+    while not stop:
+        try:
+            if consumer is None:
+                consumer = KafkaConsumer(
+                    bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=f"dcdrill-{cid}",
+                    enable_auto_commit=False, auto_offset_reset="earliest", client_rack=dc,
+                    session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
+                    bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000)
+                consumer.subscribe([cfg["topic"]], listener=Listener())
+            batch = consumer.poll(timeout_ms=500)
+            rows = []
+            now = clients.now_ms()
+            for tp, records in batch.items():
+                for r in records:
+                    pid, seq, _ = clients.decode_value(r.value)
+                    rows.append({"consumer_id": cid, "group": cfg["group"], "topic": tp.topic, "partition": tp.partition,
+                                 "offset": r.offset, "producer_id": pid, "seq": seq, "consume_ms": now, "dc": dc})
+            if rows:
+                consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
+                delivered += len(rows)
+                try:
+                    consumer.commit()
+                except Exception as exc:  # noqa: BLE001 - a failed commit means redelivery later
+                    event("commit-failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        except Exception as exc:  # noqa: BLE001 - keep going through DC loss
+            event("error", error=f"{type(exc).__name__}: {exc}"[:300])
+            if stop.wait(1.0):
+                break
+        if time.monotonic() - last_report > 1.0:
+            clients.write_status(status_path, {"consumer_id": cid, "dc": dc, "delivered": delivered})
+            last_report = time.monotonic()
+    if consumer is not None:
+        try:
+            consumer.close(autocommit=False)
+        except Exception:  # noqa: BLE001
+            pass
+    clients.write_status(status_path, {"consumer_id": cid, "dc": dc, "delivered": delivered})
+    consumed.close()
+    events.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m validation.consumer", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
+    return run(json.loads(p.parse_args(argv).config), clients.StopFlag())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

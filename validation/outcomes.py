@@ -1,0 +1,37 @@
+"""Three-valued outcomes, as in Jepsen: ok (acknowledged), fail (known not written), info
+(indeterminate). When in doubt it is info: calling a written record `fail` would make the
+verifier report a cluster bug that is really ours.
+"""
+from __future__ import annotations
+
+from kafka import errors as E
+
+# The broker refused the request before appending anything.
+REJECTED_BEFORE_APPEND = (
+    E.NotEnoughReplicasError, E.NotLeaderForPartitionError, E.LeaderNotAvailableError,
+    E.UnknownTopicOrPartitionError, E.MessageSizeTooLargeError, E.RecordListTooLargeError,
+    E.InvalidTopicError, E.TopicAuthorizationFailedError, E.CorruptRecordError,
+    E.InvalidRequiredAcksError,
+)
+
+
+def classify(exc: BaseException, retries: int) -> str:
+    """Outcome of a failed send.
+
+    `fail` needs certainty: the broker refused before appending *and* no earlier attempt of
+    the same batch can have been written (retries == 0). A client-side error raised before the
+    record left the client (metadata or buffer timeout) is `fail` too. Everything else, such as
+    request timeouts, disconnects or NotEnoughReplicasAfterAppend (written, then ISR too small),
+    is `info`.
+    """
+    if isinstance(exc, E.NotEnoughReplicasAfterAppendError):
+        return "info"
+    if isinstance(exc, REJECTED_BEFORE_APPEND):
+        return "fail" if retries == 0 else "info"
+    if isinstance(exc, (E.KafkaTimeoutError, BufferError)) and "metadata" in str(exc).lower():
+        return "fail"
+    return "info"
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]

@@ -1,0 +1,206 @@
+"""Starting, watching and stopping the workload processes: the Python API the chaos experiment
+uses and `dcdrill workload` wraps. Each producer / consumer runs on a client host of the
+inventory, i.e. in a DC: lab hosts through their namespace, elsewhere as local processes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from infra.inventory import bootstrap_servers
+from validation.ledger import Ledger
+
+
+@dataclass
+class WorkloadSpec:
+    topic: str = "dcdrill"
+    producers: int = 3
+    consumers: int = 2
+    rate: float | None = 200.0  # records/s per producer; None = as fast as possible
+    duration_s: float | None = 60.0
+    count: int | None = None
+    record_size: int = 100
+    acks: str = "all"
+    idempotence: bool = False
+    retries: int = 0
+    delivery_timeout_ms: int = 30000
+    request_timeout_ms: int = 10000
+    linger_ms: int = 5
+    batch_size: int = 16384
+    max_in_flight: int = 5
+    keys: int = 1000
+    group: str = "dcdrill-verifier"
+    bootstrap_timeout_ms: int = 10000
+    hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
+
+    def validate(self, inventory: dict) -> None:
+        for name in ("rate", "duration_s", "count", "record_size", "producers"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ValueError(f"{name} must be > 0, got {v}")
+        if self.consumers < 0:
+            raise ValueError(f"consumers must be >= 0, got {self.consumers}")
+        if self.acks not in ("0", "1", "all"):
+            raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
+        valid = client_hosts(inventory)
+        dcs = sorted({hv["dc"] for hv in valid.values()})
+        for h in self.hosts:
+            if h not in valid and h not in dcs:
+                raise ValueError(f"unknown client host or DC {h!r}; valid hosts: {', '.join(sorted(valid))}; "
+                                 f"valid DCs: {', '.join(dcs)}")
+
+
+def client_hosts(inventory: dict) -> dict[str, dict]:
+    return inventory["all"]["children"].get("client", {}).get("hosts", {})
+
+
+def placements(inventory: dict, wanted: list[str], n: int) -> list[tuple[str, dict]]:
+    hosts = client_hosts(inventory)
+    chosen = []
+    for w in wanted or sorted(hosts):
+        chosen += [(name, hv) for name, hv in sorted(hosts.items()) if w in (name, hv["dc"])]
+    if not chosen:
+        raise ValueError("the inventory has no client hosts to run the workload on")
+    return [chosen[i % len(chosen)] for i in range(n)]
+
+
+def _argv(module: str, host_vars: dict | None, cfg: dict) -> list[str]:
+    base = [sys.executable, "-m", module, "--config", json.dumps(cfg)]
+    if host_vars and host_vars.get("netns"):
+        return ["ip", "netns", "exec", host_vars["netns"], *base]
+    return base
+
+
+def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
+                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms)
+    try:
+        if spec.topic in admin.list_topics():
+            return
+        if not create:
+            raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
+        av = inventory["all"]["vars"]
+        admin.create_topics([NewTopic(spec.topic, partitions, av["kafka_replication_factor"],
+                                      topic_configs={"min.insync.replicas": str(av["kafka_min_insync_replicas"])})])
+    finally:
+        admin.close()
+
+
+class Workload:
+    """Producers and consumers as child processes; `stop()` lets them settle what is in flight."""
+
+    def __init__(self, run_dir: Path, inventory: dict, spec: WorkloadSpec):
+        spec.validate(inventory)
+        self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+
+    def _cfg(self, **extra) -> dict:
+        return {**asdict(self.spec), "run_dir": str(self.run_dir.resolve()),
+                "bootstrap": bootstrap_servers(self.inventory), **extra}
+
+    def start(self) -> "Workload":
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        logs = self.run_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        for i, (host, hv) in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
+            cid = f"c{i + 1}"
+            self._spawn(cid, _argv("validation.consumer", hv, self._cfg(consumer_id=cid, dc=hv["dc"], host=host)), env)
+        for i, (host, hv) in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
+            pid = f"p{i + 1}"
+            self._spawn(pid, _argv("validation.producer", hv, self._cfg(producer_id=pid, dc=hv["dc"], host=host)), env)
+        return self
+
+    def _spawn(self, name: str, argv: list[str], env: dict) -> None:
+        log = open(self.run_dir / "logs" / f"{name}.log", "ab")
+        self.procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                                  stdin=subprocess.DEVNULL, start_new_session=True)))
+
+    def producers_running(self) -> bool:
+        return any(p.poll() is None for n, p in self.procs if n.startswith("p"))
+
+    def status(self) -> dict:
+        snaps = []
+        for f in sorted((self.run_dir / "status").glob("*.json")):
+            try:
+                snaps.append(json.loads(f.read_text()))
+            except (OSError, ValueError):
+                pass
+        return aggregate(snaps)
+
+    def wait_producers(self, progress: bool = True, timeout_s: float | None = None) -> None:
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        started = time.monotonic()
+        last = 0
+        while self.producers_running() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.5)
+            if progress and sys.stderr.isatty():
+                print("\r" + progress_line(self.status(), time.monotonic() - started), end="", file=sys.stderr)
+            elif progress and time.monotonic() - last > 10:
+                last = time.monotonic()
+        if progress and sys.stderr.isatty():
+            print(file=sys.stderr)
+
+    def stop(self, timeout_s: float = 60.0) -> dict[str, int]:
+        """SIGTERM every process (producers first), wait; returns exit codes by process name."""
+        for group in ("p", "c"):
+            for name, p in self.procs:
+                if name.startswith(group) and p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            for name, p in self.procs:
+                if name.startswith(group):
+                    try:
+                        p.wait(max(0.1, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+        return {name: p.returncode for name, p in self.procs}
+
+
+def aggregate(snaps: list[dict]) -> dict:
+    out = {"sent": 0, "ok": 0, "fail": 0, "info": 0, "in_flight": 0, "delivered": 0, "by_dc": {}}
+    for s in snaps:
+        for k in ("sent", "ok", "fail", "info", "in_flight", "delivered"):
+            out[k] += s.get(k, 0)
+        if "producer_id" in s:
+            d = out["by_dc"].setdefault(s.get("dc") or "-", {"ok": 0, "fail": 0, "info": 0})
+            for k in ("ok", "fail", "info"):
+                d[k] += s.get(k, 0)
+    return out
+
+
+def progress_line(st: dict, elapsed_s: float) -> str:
+    rate = st["ok"] / elapsed_s if elapsed_s > 0 else 0
+    dcs = " ".join(f"{dc}:{v['ok']}/{v['fail']}/{v['info']}" for dc, v in sorted(st["by_dc"].items()))
+    return (f"[{elapsed_s:5.0f}s] {rate:7.0f} acked/s  acked {st['ok']}  failed {st['fail']}  "
+            f"indeterminate {st['info']}  in flight {st['in_flight']}  consumed {st['delivered']}  [{dcs}]   ")
+
+
+def audit(run_dir: Path, inventory: dict, spec: WorkloadSpec, timeout_s: float = 120.0) -> None:
+    """Read the whole log into audit/ (from a client host, like the other clients)."""
+    hosts = placements(inventory, spec.hosts, 1)
+    cfg = {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": bootstrap_servers(inventory),
+           "audit_timeout_s": timeout_s}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    res = subprocess.run(_argv("validation.audit", hosts[0][1], cfg), env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")
+
+
+def write_topology(run_dir: Path, record: dict) -> None:
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    (Path(run_dir) / "topology.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def append_fault(run_dir: Path, fault: dict) -> None:
+    with Ledger(Path(run_dir) / "faults.jsonl") as ledger:
+        ledger.write(fault)
