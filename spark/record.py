@@ -1,0 +1,175 @@
+"""Reading the drill record into Spark, with the bad-input rules of RECORD.md.
+
+Parsing is Spark's (fast path); diagnostics are Python's and run only when something is wrong:
+the number of corrupt rows Spark saw is compared with the torn last lines found by reading
+each file's tail, and on a mismatch the offending file and line are located and named.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+
+class BadInput(ValueError):
+    """Exit 2: the drill record cannot be verified as it is."""
+
+
+S, L, I = T.StringType(), T.LongType(), T.IntegerType()
+SCHEMAS = {
+    "produced": {"producer_id": S, "seq": L, "topic": S, "partition": I, "key": S, "send_ms": L, "status": S,
+                 "ack_ms": L, "offset": L, "error": S, "dc": S},
+    "consumed": {"consumer_id": S, "group": S, "topic": S, "partition": I, "offset": L, "producer_id": S,
+                 "seq": L, "consume_ms": L, "dc": S},
+    "audit": {"topic": S, "partition": I, "offset": L, "producer_id": S, "seq": L, "timestamp_ms": L},
+}
+# Columns that must be present and non-null on every row (the rest may be null).
+REQUIRED = {
+    "produced": ("producer_id", "seq", "topic", "partition", "send_ms", "status"),
+    "consumed": ("topic", "partition", "offset"),
+    "audit": ("topic", "partition", "offset"),
+}
+PY_TYPES = {S: (str,), L: (int,), I: (int,)}
+CORRUPT = "_corrupt_record"
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def ledger_files(run_dir: str, kind: str) -> tuple[list[str], str]:
+    """(local files, format) of one ledger folder; remote (s3a://) folders are listed by Spark."""
+    if _is_remote(run_dir):
+        return [f"{run_dir.rstrip('/')}/{kind}"], "jsonl"
+    folder = Path(run_dir) / kind
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: ledger folder missing")
+    parquet = sorted(str(p) for p in folder.glob("*.parquet"))
+    jsonl = sorted(str(p) for p in folder.glob("*.jsonl"))
+    if parquet and jsonl:
+        raise BadInput(f"{folder}: mixes .parquet and .jsonl ledgers")
+    return (parquet, "parquet") if parquet else (jsonl, "jsonl")
+
+
+def torn_last_line(path: str) -> bool:
+    """A last line without its newline that does not parse: what a crash mid-write leaves."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        size = f.tell()
+        if size == 0:
+            return False
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    if tail.endswith(b"\n"):
+        return False
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+        return False
+    except ValueError:
+        return True
+
+
+def locate_problem(files: list[str], kind: str) -> str:
+    """Slow path, only after Spark saw a problem: name the file, line and column."""
+    schema, required = SCHEMAS[kind], REQUIRED[kind]
+    for path in files:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        for n, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                if n == len(lines):  # torn last line: allowed
+                    continue
+                return f"{path}:{n}: malformed line"
+            if not isinstance(row, dict):
+                return f"{path}:{n}: a row must be a JSON object"
+            for col in required:
+                if row.get(col) is None:
+                    return f"{path}:{n}: column {col!r} missing or null"
+            for col, typ in schema.items():
+                v = row.get(col)
+                if v is not None and (not isinstance(v, PY_TYPES[typ]) or isinstance(v, bool)):
+                    return f"{path}:{n}: column {col!r} has the wrong type ({type(v).__name__})"
+    return f"{kind}: a row could not be read (no file or line found to blame)"
+
+
+def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]:
+    """The ledger as a DataFrame of its schema's columns, plus facts for validation later:
+    {"files", "format", "torn", "check": DataFrame of [corrupt, missing-required] counts}."""
+    files, fmt = ledger_files(run_dir, kind)
+    schema = SCHEMAS[kind]
+    if not files:
+        return spark.createDataFrame([], T.StructType([T.StructField(c, t) for c, t in schema.items()])), \
+            {"files": [], "format": fmt, "torn": 0, "empty": True}
+    if fmt == "parquet":
+        df = spark.read.parquet(*files)
+        for col, typ in schema.items():
+            if col not in df.columns:
+                raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")
+            if df.schema[col].dataType not in (typ, T.IntegerType() if typ == L else typ, T.LongType() if typ == I else typ):
+                raise BadInput(f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, "
+                               f"expected {typ.simpleString()}")
+        df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
+        torn = 0
+    else:
+        struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
+        df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
+            .json(files)
+        torn = 0 if _is_remote(run_dir) else sum(torn_last_line(f) for f in files)
+    return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
+
+
+def validation_columns(kind: str) -> list:
+    """Aggregates (computed in the checker's passes) that tell whether the ledger was clean."""
+    bad_required = None
+    for col in REQUIRED[kind]:
+        cond = F.col(col).isNull()
+        bad_required = cond if bad_required is None else bad_required | cond
+    return [
+        F.sum(F.when(F.col(CORRUPT).isNotNull(), 1).otherwise(0)).alias(f"{kind}_corrupt"),
+        F.sum(F.when(F.col(CORRUPT).isNull() & bad_required, 1).otherwise(0)).alias(f"{kind}_missing"),
+    ]
+
+
+def clean(df: DataFrame) -> DataFrame:
+    """Rows that parsed (torn last lines are the only corrupt rows left once validated)."""
+    return df.filter(F.col(CORRUPT).isNull())
+
+
+def read_json(run_dir: str, name: str, required: bool = True):
+    path = Path(run_dir) / name
+    if not path.exists():
+        if required:
+            raise BadInput(f"{path}: missing")
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_faults(run_dir: str) -> list[dict]:
+    path = Path(run_dir) / "faults.jsonl"
+    if not path.exists():
+        return []
+    from validation.ledger import read
+
+    rows, _ = read(path)
+    faults = []
+    for f in rows:
+        if "start_ms" not in f:
+            raise BadInput(f"{path}: a fault without start_ms: {f}")
+        faults.append(f)
+    # One entry per fault: a heal line completes the injection line of the same fault.
+    merged: dict[tuple, dict] = {}
+    for f in faults:
+        key = (f.get("fault"), f.get("target"), f["start_ms"])
+        merged.setdefault(key, {}).update({k: v for k, v in f.items() if v is not None})
+    return sorted(merged.values(), key=lambda f: f["start_ms"])

@@ -1,0 +1,125 @@
+"""report/index.html (self-contained: plots embedded as PNG) and report/junit.xml."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from xml.sax.saxutils import escape, quoteattr
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _shade(ax, summary: dict, t0: float) -> None:
+    for f in summary.get("faults", []):
+        end = f.get("end_ms") or (t0 + 1000 * (ax.get_xlim()[1]))
+        ax.axvspan((f["start_ms"] - t0) / 1000, (end - t0) / 1000, color="tab:red", alpha=0.15,
+                   label=f"{f['fault']} {f['target']}")
+
+
+def plots(summary: dict) -> dict[str, str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tl = summary["timeline"]
+    if not tl["send"]:
+        return {}
+    t0 = tl["send"][0]["sec"] * 1000
+    out = {}
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.plot([(r["sec"] * 1000 - t0) / 1000 for r in tl["acks"]], [r["acked"] for r in tl["acks"]], label="acks/s")
+    ax.plot([(r["sec"] * 1000 - t0) / 1000 for r in tl["send"]], [r["failed"] + r["indeterminate"] for r in tl["send"]],
+            label="failed + indeterminate (by send second)", color="tab:orange")
+    _shade(ax, summary, t0)
+    ax.set_xlabel("seconds since the first send"), ax.set_ylabel("records"), ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("Acknowledgements per second")
+    out["acks"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    xs = [(r["sec"] * 1000 - t0) / 1000 for r in tl["send"]]
+    ax.plot(xs, [r["latency_p50_ms"] for r in tl["send"]], label="p50")
+    ax.plot(xs, [r["latency_p99_ms"] for r in tl["send"]], label="p99")
+    _shade(ax, summary, t0)
+    ax.set_yscale("symlog"), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
+    ax.set_title("Produce latency (acknowledged records, by send second)"), ax.legend(fontsize=8)
+    out["latency"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.bar(xs, [r["acked_lost"] for r in tl["send"]], label="acked lost", color="tab:red")
+    ax.bar(xs, [r["duplicates_in_log"] for r in tl["send"]], bottom=[r["acked_lost"] for r in tl["send"]],
+           label="duplicates in log", color="tab:purple")
+    _shade(ax, summary, t0)
+    ax.set_xlabel("send time (s)"), ax.set_ylabel("records"), ax.set_title("Lost and duplicated records by send time")
+    ax.legend(fontsize=8)
+    out["loss"] = _png(fig)
+
+    parts = summary["by_partition"]
+    if parts:
+        fig, ax = plt.subplots(figsize=(9, 2.8))
+        ax.bar([f"{p['topic']}-{p['partition']}" for p in parts], [p["max_ack_gap_ms"] for p in parts])
+        ax.set_ylabel("ms"), ax.set_title("Max gap between consecutive acks, per partition (unavailability)")
+        ax.tick_params(axis="x", rotation=45)
+        out["gaps"] = _png(fig)
+    return out
+
+
+def _table(rows: list[dict], cols: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render_html(summary: dict) -> str:
+    imgs = plots(summary)
+    topo = summary["topology"]
+    verdict = summary["verdict"]
+    color = "#1a7f37" if verdict == "pass" else "#cf222e"
+    rules = "".join(f"<tr><td>{'✔' if r['passed'] else '✘'}</td><td>{html.escape(r['rule'])}</td>"
+                    f"<td>{html.escape(r['description'])}</td><td>{html.escape(r['message'])}</td></tr>"
+                    for r in summary["rules"])
+    counts = _table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
+    cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
+            "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
+    faults = _table(summary["faults"], ["fault", "target", "start_ms", "end_ms", "recovery_ms",
+                                        "partitions_acking_after_start", "partitions"])
+    window = summary.get("data_loss_window")
+    pred = topo.get("predictions", {})
+    fig = "".join(f'<figure><img src="{src}" alt="{name}"></figure>' for name, src in imgs.items())
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>dcdrill report {html.escape(summary['run'])}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}
+th{{background:#f3f3f3}}.verdict{{font-size:1.6em;color:{color};font-weight:bold}}img{{max-width:100%}}</style></head><body>
+<h1>dcdrill drill report</h1>
+<p class="verdict">Verdict: {verdict.upper()}</p>
+<p>Run <code>{html.escape(summary['run'])}</code>. Cluster <b>{html.escape(str(topo.get('cluster')))}</b>,
+profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
+min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {topo.get('unclean_leader_election')},
+acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
+<p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, writes {'continue' if p['writable'] else 'stop'}, acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}" for dc, p in pred.items()))}</p>
+<h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
+<h2>Faults</h2>{faults}
+<p>Data-loss window (send time of lost acknowledged records): {html.escape(str(window) if window else 'no acknowledged record lost')}</p>
+{fig}
+<h2>By phase</h2>{_table(summary['phases'], ['phase'] + cols)}
+<h2>By producer DC</h2>{_table(summary['by_dc'], ['dc'] + cols)}
+<h2>By partition</h2>{_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
+<h2>Counts</h2>{counts}
+<p>Definitions: RECORD.md in the dcdrill repository.</p></body></html>"""
+
+
+def render_junit(summary: dict) -> str:
+    cases = []
+    for r in summary["rules"]:
+        body = "" if r["passed"] else f"<failure message={quoteattr(r['message'])}>{escape(str(r['numbers']))}</failure>"
+        cases.append(f'  <testcase classname="dcdrill.{escape(summary["run"])}" name={quoteattr(r["rule"])}>{body}</testcase>')
+    failures = sum(not r["passed"] for r in summary["rules"])
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="dcdrill drill" tests="{len(cases)}" '
+            f'failures="{failures}" errors="0">\n' + "\n".join(cases) + "\n</testsuite>\n")

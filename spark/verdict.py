@@ -1,0 +1,56 @@
+"""The verdict: the counts against what the topology promised (topology.json). Pure Python.
+
+Always: no phantoms, no failed record present; no acknowledged-offset mismatch and no divergent
+offsets unless unclean election is on (then truncation may legitimately move records).
+consistency-first: no acknowledged record lost.
+availability-first: loss is allowed (and reported with its window), but writes must have
+continued during every fault.
+"""
+from __future__ import annotations
+
+
+def rules_for(topology: dict) -> list[tuple[str, str]]:
+    """(rule name, description) in the order the report and junit.xml show them."""
+    out = [("no-phantoms", "phantoms = 0: the log holds no record nobody produced"),
+           ("no-failed-present", "failed_present = 0: a record the client was told failed is not in the log")]
+    if not topology.get("unclean_leader_election"):
+        out += [("acked-offsets-match", "ack_offset_mismatch = 0: every acknowledged offset holds its record"),
+                ("no-divergent-offsets", "divergent_offsets = 0: consumers saw the log the audit read")]
+    if topology.get("profile") == "consistency-first":
+        out.append(("no-acked-loss", "acked_lost = 0: consistency-first loses no acknowledged record"))
+    if topology.get("profile") == "availability-first":
+        out.append(("writes-continued", "availability-first: records were acknowledged during every fault"))
+    return out
+
+
+def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]]:
+    """(verdict, violations, results per rule)."""
+    c = summary["counts"]
+    during = {p["phase"]: p for p in summary.get("phases", []) if p["phase"].startswith("during ")}
+    checks = {
+        "no-phantoms": ("phantoms", c["phantoms"], 0),
+        "no-failed-present": ("failed_present", c["failed_present"], 0),
+        "acked-offsets-match": ("ack_offset_mismatch", c["ack_offset_mismatch"], 0),
+        "no-divergent-offsets": ("divergent_offsets", c["divergent_offsets"], 0),
+        "no-acked-loss": ("acked_lost", c["acked_lost"], 0),
+    }
+    results = []
+    for rule, description in rules_for(topology):
+        if rule == "writes-continued":
+            stalled = [name for name, p in during.items() if not p["acked"]]
+            ok = bool(during) and not stalled
+            numbers = {"acked_during": {name: p["acked"] for name, p in during.items()}}
+            message = "no fault in the record" if not during else (
+                f"no acknowledged write during: {', '.join(stalled)}" if stalled else "writes continued")
+        else:
+            name, value, limit = checks[rule]
+            ok = value <= limit
+            numbers = {name: value, "allowed": limit}
+            message = f"{name} = {value}" + ("" if ok else f" (allowed {limit})")
+            if rule == "no-acked-loss" and not ok and summary.get("data_loss_window"):
+                numbers["data_loss_window"] = summary["data_loss_window"]
+        results.append({"rule": rule, "description": description, "passed": ok, "message": message,
+                        "numbers": numbers})
+    violations = [{"rule": r["rule"], "message": r["message"], "numbers": r["numbers"]} for r in results
+                  if not r["passed"]]
+    return ("fail" if violations else "pass"), violations, results

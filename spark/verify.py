@@ -1,0 +1,137 @@
+"""Verify a drill record: counts, fault-window splits, verdict, report.
+
+    spark-submit spark/verify.py RUN_DIR        (any master: --master, --conf as usual)
+    dcdrill verify RUN_DIR                      (the same code, local[*] by default)
+
+Writes RUN_DIR/report/{summary.json,index.html,junit.xml}.
+Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark import checker, report, verdict  # noqa: E402
+from spark.record import CORRUPT, BadInput, load, locate_problem, read_faults, read_json, validation_columns  # noqa: E402
+
+EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def session(master: str | None = None):
+    from pyspark.sql import SparkSession
+
+    # Spark binds to loopback only: the verifier needs no network beyond this machine.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    b = SparkSession.builder.appName("dcdrill-verify")
+    if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        b = b.master(master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"))
+        b = b.config("spark.driver.memory", os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"))
+    b = (b.config("spark.sql.shuffle.partitions", os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.sql.session.timeZone", "UTC"))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def load_validated(spark, run_dir: str, kind: str):
+    """Parse once and cache; then check the ledger was clean, naming file and line if not."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    df, info = load(spark, run_dir, kind)
+    if info["empty"]:
+        return df, 0, 0
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    row = df.agg(*validation_columns(kind), F.count(F.lit(1)).alias("rows")).collect()[0]
+    corrupt, missing = row[f"{kind}_corrupt"] or 0, row[f"{kind}_missing"] or 0
+    if corrupt > info["torn"] or missing:
+        raise BadInput(locate_problem(info["files"], kind))
+    return df, info["torn"], row["rows"] - corrupt
+
+
+def verify(run_dir: str, spark=None) -> tuple[int, dict]:
+    t0 = time.monotonic()
+    if "://" not in run_dir and not Path(run_dir).is_dir():
+        raise BadInput(f"{run_dir}: drill record directory missing")
+    topology = read_json(run_dir, "topology.json")
+    faults = read_faults(run_dir) if "://" not in run_dir else []
+    spark = spark or session()
+    P, torn_p, n_p = load_validated(spark, run_dir, "produced")
+    if n_p == 0:
+        raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
+    A, torn_a, _ = load_validated(spark, run_dir, "audit")
+    C, torn_c, _ = load_validated(spark, run_dir, "consumed")
+    bad_status = P.filter(~P.status.isin("ok", "fail", "info") & P[CORRUPT].isNull()).limit(1).collect()
+    if bad_status:
+        raise BadInput(f"{run_dir}/produced: status must be ok, fail or info, got {bad_status[0]['status']!r}")
+    summary = checker.run(P, A, C, faults, torn_lines=torn_p + torn_a + torn_c)
+    for df in (P, A, C):
+        df.unpersist()
+    summary["run"] = Path(run_dir).name if "://" not in run_dir else run_dir
+    summary["topology"] = topology
+    summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
+    summary["verify_seconds"] = round(time.monotonic() - t0, 2)
+    write(run_dir, summary)
+    return (EXIT_PASS if summary["verdict"] == "pass" else EXIT_FAIL), summary
+
+
+def write(run_dir: str, summary: dict) -> None:
+    if "://" in run_dir:
+        return  # remote records: the summary goes to stdout only
+    out = Path(run_dir) / "report"
+    out.mkdir(exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    (out / "index.html").write_text(report.render_html(summary))
+    (out / "junit.xml").write_text(report.render_junit(summary))
+
+
+def one_screen(summary: dict) -> str:
+    c = summary["counts"]
+    lines = [f"verdict: {summary['verdict'].upper()}  ({summary['topology'].get('profile')}, "
+             f"verified in {summary['verify_seconds']}s)",
+             f"  produced {c['produced']}: acked {c['acked']}, failed {c['failed']}, indeterminate {c['indeterminate']}",
+             f"  acked lost {c['acked_lost']}, acked unseen {c['acked_unseen']}, failed present {c['failed_present']}, "
+             f"indeterminate present {c['indeterminate_present']}",
+             f"  duplicates in log {c['duplicates_in_log']}, delivered {c['duplicates_delivered']}, phantoms {c['phantoms']}, "
+             f"reordered {c['reordered']}, divergent offsets {c['divergent_offsets']}, "
+             f"offset mismatches {c['ack_offset_mismatch']}",
+             f"  max ack gap {c['max_ack_gap_ms']} ms, torn lines {c['torn_lines']}"]
+    for f in summary["faults"]:
+        lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
+                     f"recovery {f['recovery_ms']} ms")
+    for v in summary["violations"]:
+        lines.append(f"  VIOLATION [{v['rule']}] {v['message']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark-submit spark/verify.py", description=__doc__.split("\n\n")[0],
+                                epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.")
+    p.add_argument("run_dir", help="the drill record directory (local path or s3a://...)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
+    args = p.parse_args(argv)
+    try:
+        code, summary = verify(args.run_dir)
+    except BadInput as exc:
+        print(f"verify: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(json.dumps(summary, indent=2, default=str) if args.json else one_screen(summary))
+    if "://" not in args.run_dir:
+        print(f"report: {Path(args.run_dir) / 'report' / 'index.html'}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
