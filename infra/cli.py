@@ -103,19 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extensions():
     """Subcommands that live next to their code (workload, verify, drill)."""
+    from chaos import cli as chaos_cli
+    from spark import cli as spark_cli
     from validation import cli as validation_cli
-    out = [validation_cli.register]
-    try:
-        from spark import cli as spark_cli
-        out.append(spark_cli.register)
-    except ImportError:
-        pass
-    try:
-        from chaos import cli as chaos_cli
-        out.append(chaos_cli.register)
-    except ImportError:
-        pass
-    return out
+
+    return [validation_cli.register, spark_cli.register, chaos_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,71 @@
+"""Probes return data (numbers, booleans, dicts) for tolerances; waits poll until a condition
+holds or raise on timeout, so an experiment never takes a fixed pause to mean "healed"."""
+from __future__ import annotations
+
+import time
+
+from chaos import drill
+from infra import status as cluster
+
+__all__ = ["offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
+           "zookeeper_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
+
+
+def _status(configuration) -> dict:
+    return cluster.cluster_status(drill.inventory(configuration))
+
+
+def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:
+    return _status(configuration)["offline_partitions"]
+
+
+def under_replicated_partitions(configuration: dict = None, secrets: dict = None) -> int:
+    return _status(configuration)["under_replicated_partitions"]
+
+
+def isr_per_dc(topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:
+    """{partition: {dc: in-sync replicas in that DC}} for one topic."""
+    out = {}
+    for p in _status(configuration)["partitions"]:
+        if p["topic"] == topic:
+            counts: dict[str, int] = {}
+            for dc in p["isr_dcs"]:
+                counts[dc] = counts.get(dc, 0) + 1
+            out[str(p["partition"])] = counts
+    return out
+
+
+def controller_present(configuration: dict = None, secrets: dict = None) -> bool:
+    st = _status(configuration)
+    return st["controller"] is not None and any(b["alive"] and b["id"] == st["controller"] for b in st["brokers"])
+
+
+def zookeeper_quorum(configuration: dict = None, secrets: dict = None) -> bool:
+    return _status(configuration)["zookeeper"]["quorum"]
+
+
+def cluster_healthy(configuration: dict = None, secrets: dict = None) -> bool:
+    """Every broker alive, full ZooKeeper quorum, no offline and no under-replicated partition."""
+    return cluster.healthy(_status(configuration))
+
+
+def _wait(condition, what: str, timeout_s: float, configuration) -> dict:
+    start = time.monotonic()
+    while True:
+        st = _status(configuration)
+        if condition(st):
+            return {"waited_s": round(time.monotonic() - start, 1), "condition": what}
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}")
+        time.sleep(2)
+
+
+def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
+    """Until every broker is alive, ZooKeeper has quorum and every ISR is full again."""
+    return _wait(cluster.healthy, "converged ISR", float(timeout_s), configuration)
+
+
+def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
+    """Until every partition has a live leader (writes may still be refused below min ISR)."""
+    return _wait(lambda st: st["partitions"] and st["offline_partitions"] == 0, "a leader everywhere",
+                 float(timeout_s), configuration)

@@ -1,0 +1,1 @@
+"""The lab driver: faults on the netns lab (processes and the router)."""

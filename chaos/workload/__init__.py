@@ -1,0 +1,1 @@
+"""The workload as Chaos Toolkit activities: start in the background, probe progress, stop, audit."""

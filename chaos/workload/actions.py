@@ -1,0 +1,40 @@
+"""Start and stop the workload from an experiment. Chaos Toolkit runs every activity in one
+process, so the running workload is kept here between activities."""
+from __future__ import annotations
+
+from chaos import drill
+from validation import workload as wl
+
+__all__ = ["start_workload", "stop_workload", "run_audit"]
+
+_running: dict[str, wl.Workload] = {}
+
+
+def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, record_size: int = 100,
+                   retries: int = 0, idempotence: bool = False, topic: str = "dcdrill",
+                   configuration: dict = None, secrets: dict = None) -> dict:
+    """Producers and consumers in the background, until stop_workload (no fixed duration)."""
+    t = drill.topology(configuration)
+    inv = drill.inventory(configuration)
+    spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
+                           duration_s=None, record_size=int(record_size), acks=t.acks, retries=int(retries),
+                           idempotence=bool(idempotence))
+    wl.ensure_topic(inv, spec)
+    run = drill.run_dir(configuration)
+    wl.write_topology(run, t.to_record())
+    _running[str(run)] = wl.Workload(run, inv, spec).start()
+    return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate}
+
+
+def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
+    w = _running.pop(str(drill.run_dir(configuration)), None)
+    if w is None:
+        return {"stopped": False}
+    codes = w.stop()
+    return {"stopped": True, "exit_codes": codes, "status": w.status()}
+
+
+def run_audit(timeout_s: float = 120, topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:
+    inv = drill.inventory(configuration)
+    wl.audit(drill.run_dir(configuration), inv, wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
+    return {"audit": str(drill.run_dir(configuration) / "audit")}
