@@ -154,19 +154,23 @@ def position_pass(p: DataFrame, a: DataFrame, c: DataFrame) -> tuple[DataFrame, 
 
 
 def recovery(p: DataFrame, faults: list[dict]) -> list[dict]:
-    """Per fault: for each partition, the first ack of a record sent at or after the fault start;
-    recovery = the slowest partition's, minus the fault start (None if a partition never acked)."""
-    out = []
-    ok = p.filter(F.col("st") == OK)
+    """Per fault, the measured recovery time: for each partition, the longest gap between
+    consecutive acks that overlaps the fault window ends with the partition's first ack "again";
+    recovery = the slowest partition's first ack again minus the fault start. None when a
+    partition never acknowledged anything after the fault start."""
+    w = Window.partitionBy("topic", "partition").orderBy("ack_ms")
+    acks = p.filter(F.col("st") == OK).select("topic", "partition", "ack_ms",
+                                              F.lag("ack_ms").over(w).alias("prev_ack_ms"))
     partitions = p.select("topic", "partition").distinct().count()
+    out = []
     for f in faults:
-        start = f["start_ms"]
-        firsts = ok.filter(F.col("send_ms") >= start).groupBy("topic", "partition") \
-            .agg(F.min("ack_ms").alias("first_ack")).collect()
-        slowest = max((r["first_ack"] for r in firsts), default=None)
-        all_back = len(firsts) == partitions
-        out.append({"recovery_ms": (slowest - start) if slowest is not None and all_back else None,
-                    "partitions_acking_after_start": len(firsts), "partitions": partitions})
+        start, end = f["start_ms"], f.get("end_ms") or 2**62
+        gaps = acks.filter((F.col("ack_ms") >= start) & (F.col("prev_ack_ms") <= end)) \
+            .groupBy("topic", "partition") \
+            .agg(F.max_by("ack_ms", F.col("ack_ms") - F.col("prev_ack_ms")).alias("back_ms")).collect()
+        back = max((r["back_ms"] for r in gaps), default=None)
+        out.append({"recovery_ms": (back - start) if back is not None and len(gaps) == partitions else None,
+                    "partitions_acking_after_start": len(gaps), "partitions": partitions})
     return out
 
 

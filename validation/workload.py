@@ -149,9 +149,24 @@ class Workload:
         if progress and sys.stderr.isatty():
             print(file=sys.stderr)
 
+    def drain_consumers(self, idle_s: float = 15.0, timeout_s: float = 90.0) -> None:
+        """After the producers stopped: let consumers catch up until they have delivered every
+        acknowledged record, or stop making progress for idle_s, or timeout_s passes."""
+        deadline = time.monotonic() + timeout_s
+        last, last_change = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            st = self.status()
+            if st["delivered"] >= st["ok"] or time.monotonic() - last_change > idle_s:
+                return
+            if st["delivered"] != last:
+                last, last_change = st["delivered"], time.monotonic()
+            time.sleep(0.5)
+
     def stop(self, timeout_s: float = 60.0) -> dict[str, int]:
-        """SIGTERM every process (producers first), wait; returns exit codes by process name."""
+        """SIGTERM the producers, let the consumers drain, then SIGTERM them; returns exit codes."""
         for group in ("p", "c"):
+            if group == "c" and any(n.startswith("c") for n, _ in self.procs):
+                self.drain_consumers()
             for name, p in self.procs:
                 if name.startswith(group) and p.poll() is None:
                     p.send_signal(signal.SIGTERM)

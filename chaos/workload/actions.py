@@ -10,10 +10,16 @@ __all__ = ["start_workload", "stop_workload", "run_audit"]
 _running: dict[str, wl.Workload] = {}
 
 
+def drill_topic(configuration) -> str:
+    """A fresh topic per drill: the audit then reads this drill's records and nothing older."""
+    return f"dcdrill-{drill.run_dir(configuration).name}"
+
+
 def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, record_size: int = 100,
-                   retries: int = 0, idempotence: bool = False, topic: str = "dcdrill",
+                   retries: int = 0, idempotence: bool = False, topic: str = None,
                    configuration: dict = None, secrets: dict = None) -> dict:
     """Producers and consumers in the background, until stop_workload (no fixed duration)."""
+    topic = topic or drill_topic(configuration)
     t = drill.topology(configuration)
     inv = drill.inventory(configuration)
     spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
@@ -23,7 +29,7 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     run = drill.run_dir(configuration)
     wl.write_topology(run, t.to_record())
     _running[str(run)] = wl.Workload(run, inv, spec).start()
-    return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate}
+    return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate, "topic": topic}
 
 
 def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
@@ -34,7 +40,8 @@ def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
     return {"stopped": True, "exit_codes": codes, "status": w.status()}
 
 
-def run_audit(timeout_s: float = 120, topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:
+def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:
+    topic = topic or drill_topic(configuration)
     inv = drill.inventory(configuration)
     wl.audit(drill.run_dir(configuration), inv, wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
     return {"audit": str(drill.run_dir(configuration) / "audit")}
