@@ -1,0 +1,125 @@
+"""The verifier on drill records with known anomalies: every count, exactly; bad input exits 2."""
+import json
+
+import pytest
+
+from spark import verify
+from spark.record import BadInput
+from tests import records
+from tests.records import a, c, p
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = verify.session("local[2]")
+    yield s
+    s.stop()
+
+
+def test_every_anomaly_counted_exactly(tmp_path, spark):
+    code, s = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
+    assert s["counts"] == {
+        "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2,
+        "acked_lost": 3,            # p1/7..9, truncated by the unclean election
+        "acked_unseen": 3,          # p2/0..2 never reached a consumer
+        "failed_present": 1,        # p4/2
+        "indeterminate_present": 1,  # p3/1
+        "duplicates_in_log": 1,     # p3/1 written twice (producer retry)
+        "duplicates_delivered": 2,  # p3/0 redelivered after a rebalance; p3/1 read at both offsets
+        "phantoms": 1,              # ghost/0
+        "ack_offset_mismatch": 1,   # p3/3 acked at offset 5, which holds p3/4
+        "divergent_offsets": 3,     # partition 0 offsets 7..9: consumers saw the truncated log
+        "reordered": 1,             # p4/0 after p4/1
+        "max_ack_gap_ms": 1100,     # partition 0: 1900 -> 3000
+        "torn_lines": 1,            # consumed/c1.jsonl's last line
+    }
+    # consistency-first with unclean election on: offsets may move, but nothing acked may be lost.
+    assert code == verify.EXIT_FAIL and s["verdict"] == "fail"
+    assert {v["rule"] for v in s["violations"]} == {"no-phantoms", "no-failed-present", "no-acked-loss"}
+    assert s["data_loss_window"]["first_relative_to_fault_ms"] == 190
+    assert s["data_loss_window"]["last_relative_to_fault_ms"] == 390
+    phases = {ph["phase"]: ph for ph in s["phases"]}
+    assert phases["during kill-dc dc-a"]["acked_lost"] == 3
+    assert sum(ph["produced"] for ph in s["phases"]) == 23
+
+
+def test_offsets_rules_apply_without_unclean_election(tmp_path, spark):
+    _, s = verify.verify(str(records.anomalies(tmp_path / "run", unclean=False)), spark=spark)
+    assert {"acked-offsets-match", "no-divergent-offsets"} <= {v["rule"] for v in s["violations"]}
+
+
+def test_report_files(tmp_path, spark):
+    run = records.anomalies(tmp_path / "run")
+    verify.verify(str(run), spark=spark)
+    summary = json.loads((run / "report" / "summary.json").read_text())
+    assert summary["verdict"] == "fail"
+    junit = (run / "report" / "junit.xml").read_text()
+    assert junit.count("<testcase") == len(summary["rules"]) and junit.count("<failure") == 3
+    html = (run / "report" / "index.html").read_text()
+    assert "Verdict: FAIL" in html and html.count("data:image/png;base64,") >= 3
+
+
+def test_clean_record_passes(tmp_path, spark):
+    P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(5)]
+    A = [a(0, i, "p1", i) for i in range(5)]
+    C = [c(0, i, "p1", i) for i in range(5)]
+    code, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    assert code == verify.EXIT_PASS and s["counts"]["acked_lost"] == 0 and s["violations"] == []
+
+
+def test_parquet_ledgers_give_the_same_counts(tmp_path, spark):
+    run = records.anomalies(tmp_path / "json")
+    _, from_json = verify.verify(str(run), spark=spark)
+    pq = tmp_path / "parquet"
+    for kind in ("produced", "audit", "consumed"):
+        df, _ = verify.load(spark, str(run), kind)
+        df.filter(df["_corrupt_record"].isNull()).drop("_corrupt_record").coalesce(1) \
+            .write.parquet(str(pq / f"{kind}-tmp"))
+        (pq / kind).mkdir(parents=True)
+        for i, f in enumerate(sorted((pq / f"{kind}-tmp").glob("*.parquet"))):
+            f.rename(pq / kind / f"part{i}.parquet")
+    (pq / "topology.json").write_text((run / "topology.json").read_text())
+    (pq / "faults.jsonl").write_text((run / "faults.jsonl").read_text())
+    _, from_parquet = verify.verify(str(pq), spark=spark)
+    assert from_parquet["counts"] == {**from_json["counts"], "torn_lines": 0}
+
+
+@pytest.mark.parametrize("tail,expect", [
+    ('{"broken json\n{"consumer_id": "c1", "group": "g", "topic": "t", "partition": 0, "offset": 9}\n',
+     "c1.jsonl:6: malformed line"),
+])
+def test_malformed_middle_line_names_file_and_line(tmp_path, spark, tail, expect):
+    P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(5)]
+    run = records.write(tmp_path / "r", P, [a(0, i, "p1", i) for i in range(5)],
+                        [c(0, i, "p1", i) for i in range(5)], tails={"consumed/c1.jsonl": tail})
+    with pytest.raises(BadInput, match=expect):
+        verify.verify(str(run), spark=spark)
+
+
+def test_missing_and_mistyped_columns_are_named(tmp_path, spark):
+    bad = p("p1", 1, "ok", 0, 1, 1001)
+    del bad["status"]
+    run = records.write(tmp_path / "a", [p("p1", 0, "ok", 0, 0, 1000), bad], [], [])
+    with pytest.raises(BadInput, match="column 'status' missing"):
+        verify.verify(str(run), spark=spark)
+    wrong = p("p1", 1, "ok", 0, 1, 1001) | {"seq": "one"}
+    run = records.write(tmp_path / "b", [p("p1", 0, "ok", 0, 0, 1000), wrong], [], [])
+    with pytest.raises(BadInput, match="column 'seq' has the wrong type"):
+        verify.verify(str(run), spark=spark)
+
+
+def test_empty_or_missing_input_is_bad_input(tmp_path, spark):
+    with pytest.raises(BadInput, match="missing"):
+        verify.verify(str(tmp_path / "nowhere"), spark=spark)
+    run = records.write(tmp_path / "empty", [], [], [])
+    with pytest.raises(BadInput, match="empty"):
+        verify.verify(str(run), spark=spark)
+    (tmp_path / "noaudit").mkdir()
+    run = records.write(tmp_path / "noaudit", [p("p1", 0, "ok", 0, 0, 1000)], [], [])
+    (run / "audit").rmdir()
+    with pytest.raises(BadInput, match="audit: ledger folder missing"):
+        verify.verify(str(run), spark=spark)
+
+
+def test_cli_exit_codes(tmp_path):
+    assert verify.main([str(tmp_path / "nowhere")]) == verify.EXIT_BAD_INPUT
