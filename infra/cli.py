@@ -21,6 +21,9 @@ def _plan(args) -> int:
 
     t = stacks.load(args.stack)
     violations = rules.check(t)
+    if t.backend == "aws":
+        from infra.aws import plan as aws_plan
+        violations += aws_plan.check(t, stacks.load_config(args.stack))
     if t.backend == "local":
         inv = layout.build_inventory(t, stacks.lab_settings(stacks.load_config(args.stack)), stacks.cache_dir())
     else:

@@ -1,0 +1,81 @@
+"""Hosts: EC2 instances in their DC's AZ with a separate gp3 data volume (kept when the
+instance goes: a replaced broker finds its log again), an SSM instance profile, the tags the
+chaos AWS driver targets (`cluster`, `dc`, `az_id`, `role`, `node_id`) and a private DNS record
+(the name Kafka advertises and certificates carry)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+# Formats (first boot only) and mounts the data volume where the roles keep ZooKeeper/Kafka data.
+USER_DATA = """#!/bin/sh
+set -e
+dev=$(lsblk -dpno NAME,SERIAL | awk '/vol/ {print $1}' | grep -v "$(findmnt -no SOURCE / | sed 's/p[0-9]*$//')" | head -1)
+[ -n "$dev" ] || dev=/dev/nvme1n1
+blkid "$dev" || mkfs.ext4 -q "$dev"
+mkdir -p /var/lib/dcdrill
+grep -q /var/lib/dcdrill /etc/fstab || echo "$dev /var/lib/dcdrill ext4 defaults,nofail 0 2" >> /etc/fstab
+mount -a
+"""
+
+
+class SsmProfile(pulumi.ComponentResource):
+    """One IAM role + instance profile so Ansible (amazon.aws.aws_ssm) reaches every host."""
+
+    def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:SsmProfile", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(f"{name}-role", assume_role_policy=pulumi.Output.json_dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                    "Principal": {"Service": "ec2.amazonaws.com"}}]}),
+            tags={"cluster": cluster}, opts=child)
+        aws.iam.RolePolicyAttachment(f"{name}-ssm", role=role.name,
+                                     policy_arn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore", opts=child)
+        self.profile = aws.iam.InstanceProfile(f"{name}-profile", role=role.name, opts=child)
+        self.register_outputs({"profile": self.profile.name})
+
+
+@dataclass
+class HostArgs:
+    cluster: str
+    fqdn: str
+    role: str
+    dc: str
+    node_id: int
+    zone: str
+    az_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    security_group_ids: list
+    instance_type: str
+    ami: pulumi.Input[str]
+    data_volume_gb: int
+    instance_profile: pulumi.Input[str]
+    zone_id: pulumi.Input[str]
+    provider: aws.Provider
+    extra_tags: dict = field(default_factory=dict)
+
+
+class ClusterHost(pulumi.ComponentResource):
+    def __init__(self, name: str, args: HostArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:ClusterHost", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        tags = {"cluster": args.cluster, "dc": args.dc, "az_id": args.az_id, "role": args.role,
+                "node_id": str(args.node_id), "Name": args.fqdn, **args.extra_tags}
+        self.instance = aws.ec2.Instance(
+            f"{name}-instance", ami=args.ami, instance_type=args.instance_type, subnet_id=args.subnet_id,
+            availability_zone=args.zone, vpc_security_group_ids=args.security_group_ids,
+            iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
+            metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
+            user_data=USER_DATA if args.role != "client" else None, tags=tags, opts=child)
+        if args.role != "client":
+            volume = aws.ebs.Volume(f"{name}-data", availability_zone=args.zone, size=args.data_volume_gb,
+                                    type="gp3", encrypted=True, tags={**tags, "Name": f"{args.fqdn}-data"},
+                                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                                        retain_on_delete=True)))
+            aws.ec2.VolumeAttachment(f"{name}-attach", device_name="/dev/sdf", volume_id=volume.id,
+                                     instance_id=self.instance.id, opts=child)
+        aws.route53.Record(f"{name}-dns", zone_id=args.zone_id, name=args.fqdn, type="A", ttl=60,
+                           records=[self.instance.private_ip], opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"instance_id": self.instance.id, "private_ip": self.instance.private_ip})

@@ -1,0 +1,69 @@
+"""Per-region network: a VPC, one private subnet per DC (AZ) with its route table, and
+inter-region VPC peering with routes both ways."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+
+@dataclass
+class RegionNetworkArgs:
+    cluster: str
+    region: str
+    cidr: str
+    subnets: dict[str, tuple[str, str]]  # dc -> (zone, cidr)
+    provider: aws.Provider
+
+
+class RegionNetwork(pulumi.ComponentResource):
+    def __init__(self, name: str, args: RegionNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:RegionNetwork", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        tags = {"cluster": args.cluster, "region": args.region}
+        self.cidr = args.cidr
+        self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.cidr, enable_dns_support=True,
+                               enable_dns_hostnames=True, tags={**tags, "Name": f"{args.cluster}-{args.region}"},
+                               opts=child)
+        # One route table for the region's private subnets: peering routes are added to it.
+        self.route_table = aws.ec2.RouteTable(f"{name}-private", vpc_id=self.vpc.id, tags=tags, opts=child)
+        self.subnets: dict[str, aws.ec2.Subnet] = {}
+        for dc, (zone, cidr) in sorted(args.subnets.items()):
+            sn = aws.ec2.Subnet(f"{name}-{dc}", vpc_id=self.vpc.id, cidr_block=cidr, availability_zone=zone,
+                                map_public_ip_on_launch=False, tags={**tags, "dc": dc, "Name": f"{args.cluster}-{dc}"},
+                                opts=child)
+            aws.ec2.RouteTableAssociation(f"{name}-{dc}", subnet_id=sn.id, route_table_id=self.route_table.id,
+                                          opts=child)
+            self.subnets[dc] = sn
+        self.register_outputs({"vpc_id": self.vpc.id})
+
+
+@dataclass
+class PeeringArgs:
+    requester: RegionNetwork
+    accepter: RegionNetwork
+    accepter_region: str
+    requester_provider: aws.Provider
+    accepter_provider: aws.Provider
+
+
+class Peering(pulumi.ComponentResource):
+    """Inter-region peering (security groups cannot reference across regions: CIDRs are used)."""
+
+    def __init__(self, name: str, args: PeeringArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:Peering", name, None, opts)
+        req = pulumi.ResourceOptions(parent=self, provider=args.requester_provider)
+        acc = pulumi.ResourceOptions(parent=self, provider=args.accepter_provider)
+        self.connection = aws.ec2.VpcPeeringConnection(
+            f"{name}-pcx", vpc_id=args.requester.vpc.id, peer_vpc_id=args.accepter.vpc.id,
+            peer_region=args.accepter_region, auto_accept=False, opts=req)
+        accepted = aws.ec2.VpcPeeringConnectionAccepter(
+            f"{name}-accept", vpc_peering_connection_id=self.connection.id, auto_accept=True, opts=acc)
+        aws.ec2.Route(f"{name}-to-peer", route_table_id=args.requester.route_table.id,
+                      destination_cidr_block=args.accepter.cidr, vpc_peering_connection_id=self.connection.id,
+                      opts=pulumi.ResourceOptions.merge(req, pulumi.ResourceOptions(depends_on=[accepted])))
+        aws.ec2.Route(f"{name}-from-peer", route_table_id=args.accepter.route_table.id,
+                      destination_cidr_block=args.requester.cidr, vpc_peering_connection_id=self.connection.id,
+                      opts=pulumi.ResourceOptions.merge(acc, pulumi.ResourceOptions(depends_on=[accepted])))
+        self.register_outputs({"peering_id": self.connection.id})

@@ -1,0 +1,95 @@
+"""AWS layout as pure data (no Pulumi import): VPC CIDRs per region, a subnet per DC, the
+checks that must pass before any resource is registered, and the inventory shape.
+
+`dcdrill:aws` stack config (all optional):
+  vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region
+  clientCidrs: [cidr, ...]            who may reach the CLIENT listener (default: the cluster's VPCs)
+  brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium
+  dataVolumeGb                        gp3 data volume per host, default 100
+  ami: {region: ami-id}               default: the newest Debian 12 image per region
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from infra import inventory as inv
+from infra.rules import Violation
+from infra.topology import Topology
+
+
+@dataclass(frozen=True)
+class AwsSettings:
+    vpc_cidrs: dict[str, str]
+    client_cidrs: list[str]
+    broker_instance_type: str
+    zookeeper_instance_type: str
+    data_volume_gb: int
+    ami: dict[str, str]
+
+
+def regions(t: Topology) -> list[str]:
+    out: list[str] = []
+    for dc in t.datacenters:
+        if dc.region and dc.region not in out:
+            out.append(dc.region)
+    return out
+
+
+def settings(t: Topology, config: dict) -> AwsSettings:
+    raw = config.get("dcdrill:aws") or {}
+    cidrs = {r: (raw.get("vpcCidrs") or {}).get(r, f"10.{20 + i}.0.0/16") for i, r in enumerate(regions(t))}
+    return AwsSettings(vpc_cidrs=cidrs, client_cidrs=list(raw.get("clientCidrs") or cidrs.values()),
+                       broker_instance_type=raw.get("brokerInstanceType", "m6i.large"),
+                       zookeeper_instance_type=raw.get("zookeeperInstanceType", "t3.medium"),
+                       data_volume_gb=int(raw.get("dataVolumeGb", 100)), ami=dict(raw.get("ami") or {}))
+
+
+def check(t: Topology, config: dict) -> list[Violation]:
+    """AWS-specific refusals: a DC without region/zone, a zone outside its region, overlapping VPCs."""
+    out = []
+    for dc in t.datacenters:
+        if not dc.region or not dc.zone:
+            out.append(Violation("aws-zone-missing", f"{dc.name} needs region: and zone: on the aws backend"))
+        elif not (dc.zone.startswith(dc.region) and len(dc.zone) == len(dc.region) + 1 and dc.zone[-1].isalpha()):
+            out.append(Violation("aws-zone-region", f"{dc.name}: zone {dc.zone} is not in region {dc.region}"))
+    if out:
+        return out
+    s = settings(t, config)
+    nets = {r: ipaddress.ip_network(c) for r, c in s.vpc_cidrs.items()}
+    rs = sorted(nets)
+    for i, a in enumerate(rs):
+        for b in rs[i + 1:]:
+            if nets[a].overlaps(nets[b]):
+                out.append(Violation("aws-cidr-overlap", f"VPC CIDRs overlap: {a} {nets[a]} and {b} {nets[b]}"))
+    for cidr in s.client_cidrs:
+        if ipaddress.ip_network(cidr).prefixlen == 0:
+            out.append(Violation("aws-world-open", f"clientCidrs must not contain {cidr}: nothing is world-open"))
+    return out
+
+
+def subnet_cidrs(t: Topology, s: AwsSettings) -> dict[str, str]:
+    """One private /20 per DC, carved in config order from its region's VPC."""
+    out, used = {}, {}
+    for dc in t.datacenters:
+        subnets = list(ipaddress.ip_network(s.vpc_cidrs[dc.region]).subnets(new_prefix=20))
+        i = used.get(dc.region, 0)
+        out[dc.name] = str(subnets[i])
+        used[dc.region] = i + 1
+    return out
+
+
+def connection_vars(region: str) -> dict:
+    # Ansible reaches EC2 hosts through SSM (no SSH, no public address): amazon.aws.aws_ssm,
+    # ansible_host = the instance id, file transfer through the stack's S3 bucket.
+    return {"ansible_connection": "amazon.aws.aws_ssm", "ansible_aws_ssm_region": region}
+
+
+def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
+              bucket: str = "<ssm-transfer-bucket>") -> dict:
+    """The same schema as the lab's; offline (`dcdrill plan`) instance ids are placeholders."""
+    ids = instance_ids or {h.name: f"<instance-id of {h.name}>" for h in t.hosts()}
+    host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
+    extra = {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
+             "ansible_aws_ssm_bucket_name": bucket, "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    return inv.build(t, ids, None, extra, host_vars)

@@ -1,0 +1,57 @@
+"""Security groups per role and region, least privilege:
+ZooKeeper client/quorum/election only from brokers and ZooKeeper peers; REPLICATION only
+between brokers; CLIENT only from the configured client CIDRs. Other regions are reached by
+their VPC CIDRs (security groups cannot be referenced across regions). Nothing is world-open."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+ZK_PORTS = (2181, 2888, 3888)
+CLIENT_PORT, REPLICATION_PORT = 9092, 9093
+
+
+@dataclass
+class SecurityArgs:
+    cluster: str
+    vpc_id: pulumi.Input[str]
+    other_region_cidrs: list[str]
+    client_cidrs: list[str]
+    provider: aws.Provider
+
+
+class ClusterSecurity(pulumi.ComponentResource):
+    def __init__(self, name: str, args: SecurityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:ClusterSecurity", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        egress = [aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"])]
+        self.zookeeper = aws.ec2.SecurityGroup(f"{name}-zookeeper", vpc_id=args.vpc_id, egress=egress,
+                                               description="dcdrill ZooKeeper", tags={"cluster": args.cluster,
+                                                                                      "role": "zookeeper"}, opts=child)
+        self.broker = aws.ec2.SecurityGroup(f"{name}-broker", vpc_id=args.vpc_id, egress=egress,
+                                            description="dcdrill Kafka broker", tags={"cluster": args.cluster,
+                                                                                      "role": "kafka_broker"}, opts=child)
+        self.client = aws.ec2.SecurityGroup(f"{name}-client", vpc_id=args.vpc_id, egress=egress,
+                                            description="dcdrill drill clients", tags={"cluster": args.cluster,
+                                                                                       "role": "client"}, opts=child)
+
+        def rule(rname: str, sg, port: int, source_sg=None, cidrs=None, what: str = ""):
+            aws.ec2.SecurityGroupRule(rname, type="ingress", security_group_id=sg.id, protocol="tcp",
+                                      from_port=port, to_port=port, source_security_group_id=source_sg,
+                                      cidr_blocks=cidrs, description=what, opts=child)
+
+        for port in ZK_PORTS:
+            rule(f"{name}-zk{port}-from-brokers", self.zookeeper, port, self.broker.id, what="brokers")
+            rule(f"{name}-zk{port}-from-peers", self.zookeeper, port, self.zookeeper.id, what="ZooKeeper peers")
+            if args.other_region_cidrs:
+                rule(f"{name}-zk{port}-other-regions", self.zookeeper, port, cidrs=args.other_region_cidrs,
+                     what="brokers and peers in other regions")
+        rule(f"{name}-replication", self.broker, REPLICATION_PORT, self.broker.id, what="brokers")
+        if args.other_region_cidrs:
+            rule(f"{name}-replication-other-regions", self.broker, REPLICATION_PORT, cidrs=args.other_region_cidrs,
+                 what="brokers in other regions")
+        rule(f"{name}-client", self.broker, CLIENT_PORT, cidrs=args.client_cidrs, what="clients")
+        rule(f"{name}-client-from-drill", self.broker, CLIENT_PORT, self.client.id, what="drill clients")
+        self.register_outputs({})

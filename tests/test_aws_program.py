@@ -1,0 +1,125 @@
+"""The real AWS Pulumi program under pulumi.runtime mocks, for each AWS stack."""
+from collections import Counter
+
+import pulumi
+import pytest
+
+from infra import stack
+from infra.aws import plan, program
+
+WORLD = "0.0.0.0/0"
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self):
+        self.resources = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        outs = dict(args.inputs)
+        if args.typ == "aws:ec2/instance:Instance":
+            outs["privateIp"] = f"10.0.0.{len(self.resources) % 250}"
+        if args.typ == "aws:route53/zone:Zone":
+            outs["zoneId"] = "Z123"
+        if args.typ == "aws:s3/bucket:Bucket":
+            outs["bucket"] = "ssm-transfer-bucket"
+        self.resources.append(args)
+        return [f"{args.name}-id", outs]
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == "aws:ec2/getAmi:getAmi":
+            return {"id": "ami-0123"}
+        if args.token == "aws:index/getAvailabilityZone:getAvailabilityZone":
+            return {"name": args.args["name"], "zoneId": "az-" + args.args["name"]}
+        return {}
+
+    def of(self, typ):
+        return [r for r in self.resources if r.typ == typ]
+
+
+def run_program(stack_name, config_patch=None):
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="dcdrill", stack=stack_name, preview=False)
+    config = {**stack.load_config(stack_name), **(config_patch or {})}
+    t = stack.load(stack_name) if not config_patch else __import__("infra.topology", fromlist=["x"]).from_config(config)
+    result = {}
+
+    @pulumi.runtime.test
+    def go():
+        return program.build(t, config).apply(lambda inv: result.update(inventory=inv))
+
+    go()
+    return mocks, t, result["inventory"]
+
+
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker"])
+def test_stack_builds_as_described(name):
+    mocks, t, inv = run_program(name)
+    instances = mocks.of("aws:ec2/instance:Instance")
+    assert len(instances) == len(t.hosts())
+    per_zone = Counter(i.inputs["availabilityZone"] for i in instances)
+    assert per_zone == Counter(t.dc(h.dc).zone for h in t.hosts())
+    for i in instances:
+        tags = i.inputs["tags"]
+        assert set(tags) >= {"cluster", "dc", "az_id", "role", "node_id"}
+        assert tags["az_id"] == "az-" + t.dc(tags["dc"]).zone
+        assert i.inputs.get("associatePublicIpAddress") is False
+    volumes = mocks.of("aws:ebs/volume:Volume")
+    assert len(volumes) == t.total_brokers + t.total_zookeepers
+    assert all(v.inputs["type"] == "gp3" for v in volumes)
+    assert len(mocks.of("aws:ec2/volumeAttachment:VolumeAttachment")) == len(volumes)
+    records = mocks.of("aws:route53/record:Record")
+    assert sorted(r.inputs["name"] for r in records) == sorted(h.name for h in t.hosts())
+    zone = mocks.of("aws:route53/zone:Zone")[0]
+    assert len(zone.inputs["vpcs"]) == len(plan.regions(t))  # the private zone spans every VPC
+    assert len(mocks.of("aws:ec2/vpc:Vpc")) == len(plan.regions(t))
+    assert len(mocks.of("aws:ec2/subnet:Subnet")) == len(t.datacenters)
+    # inventory: same schema as the lab, SSM connection, instance ids as hosts
+    b1 = inv["all"]["children"]["kafka_broker"]["hosts"][f"b1.dc-a.{t.domain}"]
+    assert b1["ansible_connection"] == "amazon.aws.aws_ssm" and b1["ansible_host"].endswith("-id")
+    assert b1["rack"] == "dc-a" and inv["all"]["vars"]["service_manager"] == "systemd"
+
+
+def test_two_regions_are_peered_with_routes_both_ways():
+    mocks, t, _ = run_program("aws-2region-tiebreaker")
+    assert len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 3  # 3 regions, pairwise
+    routes = mocks.of("aws:ec2/route:Route")
+    assert len(routes) == 6
+    assert {r.inputs["destinationCidrBlock"] for r in routes} == {"10.20.0.0/16", "10.21.0.0/16", "10.22.0.0/16"}
+    mocks, _, _ = run_program("aws-3az")
+    assert not mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")
+
+
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker"])
+def test_zookeeper_and_replication_ports_are_never_world_open(name):
+    mocks, _, _ = run_program(name)
+    rules = mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule")
+    assert rules
+    for r in rules:
+        assert r.inputs["type"] == "ingress"
+        assert WORLD not in (r.inputs.get("cidrBlocks") or [])
+        if r.inputs["fromPort"] in (2181, 2888, 3888, 9093):
+            assert r.inputs.get("sourceSecurityGroupId") or all(
+                c.startswith("10.") for c in r.inputs["cidrBlocks"]), r.inputs
+    for sg in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
+        assert not sg.inputs.get("ingress")
+
+
+@pytest.mark.parametrize("patch,rule", [
+    ({"zone": "eu-central-1a"}, "aws-zone-region"),
+    ({"zone": None}, "aws-zone-missing"),
+])
+def test_bad_aws_input_is_refused_before_any_resource(patch, rule):
+    config = stack.load_config("aws-3az-tiebreaker")
+    dcs = [dict(d) for d in config["dcdrill:cluster"]["datacenters"]]
+    dcs[0].update(patch)
+    cluster = {**config["dcdrill:cluster"], "datacenters": dcs}
+    with pytest.raises(Exception, match=rule):
+        run_program("aws-3az-tiebreaker", {"dcdrill:cluster": cluster})
+
+
+def test_overlapping_vpc_cidrs_are_refused():
+    config = stack.load_config("aws-2region-tiebreaker")
+    cfg = {**config, "dcdrill:aws": {"vpcCidrs": {"eu-west-1": "10.20.0.0/16", "eu-central-1": "10.20.128.0/17",
+                                                  "eu-north-1": "10.22.0.0/16"}}}
+    from infra.topology import from_config
+    assert [v.rule for v in plan.check(from_config(cfg), cfg)] == ["aws-cidr-overlap"]
