@@ -1,0 +1,62 @@
+"""Lab bring-up time and peak memory, from nothing to healthy, then the teardown time.
+
+    .venv/bin/python tests/benchmarks/lab_bringup.py [--stack local] [--keep]
+
+Samples the machine's used memory and the JVMs' summed RSS every 0.5 s while `dcdrill lab up`
+runs; prints bring-up seconds, peak JVM RSS, and the machine's peak used memory over its baseline.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import threading
+import time
+
+
+def used_mib() -> float:
+    info = dict(line.split(":") for line in open("/proc/meminfo"))
+    kib = lambda k: int(info[k].strip().split()[0])  # noqa: E731
+    return (kib("MemTotal") - kib("MemAvailable")) / 1024
+
+
+def jvm_rss_mib() -> float:
+    out = subprocess.run(["ps", "-eo", "rss,args"], capture_output=True, text=True).stdout
+    return sum(int(l.split()[0]) for l in out.splitlines()[1:]
+               if "kafka.Kafka" in l or "QuorumPeerMain" in l) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stack", default="local")
+    ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    args = ap.parse_args()
+    cli = [sys.executable, "-m", "infra.cli"]
+    subprocess.run(cli + ["lab", "down", "--stack", args.stack], capture_output=True)
+    base = used_mib()
+    peak = {"used": base, "jvm": 0.0}
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak["used"] = max(peak["used"], used_mib())
+            peak["jvm"] = max(peak["jvm"], jvm_rss_mib())
+            time.sleep(0.5)
+
+    threading.Thread(target=sample, daemon=True).start()
+    t0 = time.monotonic()
+    subprocess.run(cli + ["lab", "up", "--stack", args.stack, "--quiet"], check=True, capture_output=True)
+    up_s = time.monotonic() - t0
+    time.sleep(2)
+    done.set()
+    print(f"stack {args.stack}: bring-up {up_s:.1f}s (pulumi up + Ansible + healthy)")
+    print(f"peak JVM RSS {peak['jvm']:.0f} MiB; machine used memory peak {peak['used']:.0f} MiB "
+          f"(baseline {base:.0f} MiB, +{peak['used'] - base:.0f} MiB) of {used_mib() + 0:.0f} now")
+    if not args.keep:
+        t0 = time.monotonic()
+        subprocess.run(cli + ["lab", "down", "--stack", args.stack], check=True, capture_output=True)
+        print(f"teardown {time.monotonic() - t0:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

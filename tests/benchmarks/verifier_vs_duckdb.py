@@ -1,0 +1,118 @@
+"""Verifier vs DuckDB on the same drill record, in the same run.
+
+Generates a drill record of N produced records (consumed and audit ledgers of the same size,
+Parquet, with a sprinkling of loss, duplicates and phantoms), then times
+  * `dcdrill verify` (a fresh process: Spark start-up included), and
+  * DuckDB computing acked_lost, acked_unseen, duplicates_in_log and phantoms,
+checks that both agree, and prints the ratio. `--sizes 1000000 10000000` shows growth.
+
+    .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--format parquet|jsonl]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def generate(run: Path, n: int, fmt: str) -> None:
+    """1 producer per million records; every 1000th acked record lost, every 997th duplicated,
+    every 5000th audit row a phantom; consumers see the audit log."""
+    for d in ("produced", "consumed", "audit"):
+        (run / d).mkdir(parents=True, exist_ok=True)
+    (run / "topology.json").write_text(json.dumps({"cluster": "bench", "profile": "consistency-first",
+                                                   "replication_factor": 3, "min_insync_replicas": 2,
+                                                   "unclean_leader_election": False, "acks": "all", "datacenters": []}))
+    (run / "faults.jsonl").write_text(json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1_700_000_300_000,
+                                                  "end_ms": 1_700_000_330_000}) + "\n")
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    base = f"""
+      SELECT 'p' || (i // 1000000)::VARCHAR AS producer_id, (i % 1000000)::BIGINT AS seq, 'bench' AS topic,
+             (i % 12)::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
+             (1700000000000 + i // 20)::BIGINT AS send_ms, i FROM range({n}) t(i)"""
+    out = (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet)") if fmt == "parquet" else \
+        (lambda name: f"'{run}/{name}/part.jsonl' (FORMAT json)")
+    con.execute(f"""COPY (SELECT producer_id, seq, topic, partition, key, send_ms,
+                   'ok' AS status, send_ms + 5 AS ack_ms, (i // 12)::BIGINT AS "offset", NULL::VARCHAR AS error,
+                   'dc-a' AS dc FROM ({base})) TO {out('produced')}""")
+    con.execute(f"""COPY (
+        SELECT topic, partition, "offset", producer_id, seq, send_ms AS timestamp_ms FROM (
+          SELECT topic, partition, (i // 12)::BIGINT AS "offset", producer_id, seq, send_ms, i FROM ({base}))
+        WHERE i % 1000 <> 7
+        UNION ALL SELECT topic, partition, (i // 12)::BIGINT + 100000000, producer_id, seq, send_ms
+          FROM ({base}) WHERE i % 997 = 3
+        UNION ALL SELECT 'bench', 0, 200000000 + i, 'ghost', i, 0 FROM range({n // 5000}) t(i)
+      ) TO {out('audit')}""")
+    con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
+                   timestamp_ms AS consume_ms, 'dc-b' AS dc FROM read_{'parquet' if fmt == 'parquet' else 'json'}(
+                   '{run}/audit/part.{'parquet' if fmt == 'parquet' else 'jsonl'}')) TO {out('consumed')}""")
+
+
+def duck(run: Path, fmt: str) -> tuple[float, dict]:
+    reader = "read_parquet" if fmt == "parquet" else "read_json_auto"
+    ext = "parquet" if fmt == "parquet" else "jsonl"
+    t0 = time.monotonic()
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    q = f"""
+      WITH p AS (SELECT producer_id, seq, status FROM {reader}('{run}/produced/*.{ext}')),
+           a AS (SELECT producer_id, seq, count(*) AS n FROM {reader}('{run}/audit/*.{ext}') GROUP BY ALL),
+           c AS (SELECT DISTINCT producer_id, seq FROM {reader}('{run}/consumed/*.{ext}'))
+      SELECT
+        (SELECT count(*) FROM p ANTI JOIN a USING (producer_id, seq) WHERE status = 'ok'),
+        (SELECT count(*) FROM p ANTI JOIN c USING (producer_id, seq) WHERE status = 'ok'),
+        (SELECT sum(n - 1) FROM a),
+        (SELECT sum(n) FROM a ANTI JOIN p USING (producer_id, seq))"""
+    lost, unseen, dups, phantoms = con.execute(q).fetchone()
+    return time.monotonic() - t0, {"acked_lost": lost, "acked_unseen": unseen, "duplicates_in_log": int(dups),
+                                   "phantoms": int(phantoms)}
+
+
+def spark(run: Path) -> tuple[float, dict]:
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "infra.cli", "verify", str(run), "--json"], capture_output=True,
+                         text=True, cwd=ROOT)
+    took = time.monotonic() - t0
+    if res.returncode not in (0, 1):
+        raise SystemExit(f"verify failed: {res.stderr[-2000:]}")
+    counts = json.loads((run / "report" / "summary.json").read_text())["counts"]
+    return took, counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000_000])
+    ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for n in args.sizes:
+        run = Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{n}-"))
+        t0 = time.monotonic()
+        generate(run, n, args.format)
+        gen = time.monotonic() - t0
+        d_s, d_counts = duck(run, args.format)
+        s_s, s_counts = spark(run)
+        agree = all(s_counts[k] == v for k, v in d_counts.items())
+        rows.append((n, d_s, s_s))
+        print(f"N={n:>11,} ({args.format}, generated in {gen:.1f}s): duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  "
+              f"ratio {s_s / d_s:5.2f}x  counts agree: {agree} {d_counts}", flush=True)
+        if not args.keep:
+            shutil.rmtree(run)
+    if len(rows) > 1:
+        (n0, _, s0), (n1, _, s1) = rows[0], rows[-1]
+        print(f"growth: {n1 / n0:.0f}x records -> {s1 / s0:.2f}x verify time")
+
+
+if __name__ == "__main__":
+    main()
