@@ -128,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         producer = SequencedProducer(cfg, stop)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a trace
-        from kafka.errors import NoBrokersAvailable
-        if isinstance(exc, NoBrokersAvailable):
+        if "bootstrap" in str(exc).lower() or type(exc).__name__ in ("NoBrokersAvailable", "KafkaTimeoutError"):
             print(f"producer {cfg['producer_id']}: no broker reachable at {', '.join(cfg['bootstrap'])} "
                   f"within {cfg['bootstrap_timeout_ms']} ms", file=sys.stderr)
             return 2
