@@ -31,10 +31,11 @@ def rows(run, kind):
     return out
 
 
-def test_run_writes_ledgers_matching_the_schema(lab, tmp_path):
+@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     run = tmp_path / "run"
-    res = subprocess.run(DCDRILL + ["workload", "run", "--duration", "20", "--producers", "3", "--consumers", "2",
-                                    "--topic", "it-workload", "--run-dir", str(run)],
+    res = subprocess.run(DCDRILL + ["workload", "run", "--duration", "15", "--producers", "3", "--consumers", "2",
+                                    "--topic", f"it-workload-{client}", "--client", client, "--run-dir", str(run)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     for kind, types in TYPES.items():

@@ -34,7 +34,11 @@ class Ledger:
         self.write_many([row])
 
     def write_many(self, rows: list[dict]) -> None:
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode()
+        self.write_lines("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows), len(rows))
+
+    def write_lines(self, text: str, n_rows: int) -> None:
+        """Append already-serialized JSON lines (each ending in a newline) in one write."""
+        data = text.encode()
         with self._lock:
             if self._closed:
                 raise LedgerError(f"{self.path}: ledger already closed")
@@ -43,7 +47,7 @@ class Ledger:
                 while view:  # one write() normally; loop on a short write
                     n = os.write(self._fd, view)
                     view = view[n:]
-                self.rows += len(rows)
+                self.rows += n_rows
                 if time.monotonic() - self._last_sync >= self._interval:
                     os.fsync(self._fd)
                     self._last_sync = time.monotonic()

@@ -35,3 +35,17 @@ def classify(exc: BaseException, retries: int) -> str:
 
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def classify_librdkafka(err, retries: int) -> str:
+    """The same rules for confluent-kafka's KafkaError codes."""
+    from confluent_kafka import KafkaError as K
+
+    rejected = {K.NOT_ENOUGH_REPLICAS, K.NOT_LEADER_FOR_PARTITION, K.LEADER_NOT_AVAILABLE, K.UNKNOWN_TOPIC_OR_PART,
+                K.MSG_SIZE_TOO_LARGE, K.INVALID_REQUIRED_ACKS, K.TOPIC_AUTHORIZATION_FAILED,
+                K._UNKNOWN_PARTITION, K._UNKNOWN_TOPIC, K._MSG_SIZE_TOO_LARGE}
+    if err.code() == K.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+        return "info"
+    if err.code() in rejected:
+        return "fail" if retries == 0 else "info"
+    return "info"

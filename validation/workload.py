@@ -38,6 +38,7 @@ class WorkloadSpec:
     group: str = "dcdrill-verifier"
     bootstrap_timeout_ms: int = 10000
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
+    client: str = "kafka-python"  # producer backend: kafka-python | confluent (validation/backends.py)
 
     def validate(self, inventory: dict) -> None:
         for name in ("rate", "duration_s", "count", "record_size", "producers"):
@@ -46,6 +47,8 @@ class WorkloadSpec:
                 raise ValueError(f"{name} must be > 0, got {v}")
         if self.consumers < 0:
             raise ValueError(f"consumers must be >= 0, got {self.consumers}")
+        if self.client not in ("kafka-python", "confluent"):
+            raise ValueError(f"client must be kafka-python or confluent, got {self.client!r}")
         if self.acks not in ("0", "1", "all"):
             raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
         valid = client_hosts(inventory)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,42 +28,43 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stack", default="local")
     ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
     client = sorted(inv["all"]["children"]["client"]["hosts"].values(), key=lambda h: h["dc"])[0]
     boot = ",".join(bootstrap_servers(inv))
-    results = {}
-
-    topic = f"bench-perf-{int(time.time())}"
-    wl.ensure_topic(inv, wl.WorkloadSpec(topic=topic))
     libs = stacks.cache_dir() / "kafka" / "libs"
-    t0 = time.monotonic()
-    out = subprocess.run(["ip", "netns", "exec", client["netns"], "java", "-Xmx512m", "-cp", f"{libs}/*",
-                          "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
-                          "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
-                          "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5"],
-                         capture_output=True, text=True, check=True).stdout
-    wall = time.monotonic() - t0
-    m = re.findall(r"([\d.]+) records/sec", out)
-    results["ProducerPerformance"] = float(m[-1])
-    print(f"ProducerPerformance: {results['ProducerPerformance']:.0f} records/s (its own figure; wall {wall:.1f}s)")
-
-    topic = f"bench-dcdrill-{int(time.time())}"
-    spec = wl.WorkloadSpec(topic=topic, producers=1, consumers=0, rate=None, duration_s=None, count=args.records,
-                           record_size=100, acks="all", linger_ms=5, hosts=[client["dc"]])
-    wl.ensure_topic(inv, spec)
-    run = Path(tempfile.mkdtemp(prefix="dcdrill-bench-"))
-    w = wl.Workload(run, inv, spec).start()
-    w.wait_producers(progress=False)
-    w.stop()
-    rows, _ = read(run / "produced" / "p1.jsonl")
-    ok = [r for r in rows if r["status"] == "ok"]
-    span = (max(r["ack_ms"] for r in ok) - min(r["send_ms"] for r in rows)) / 1000
-    results["dcdrill"] = len(ok) / span
-    print(f"dcdrill producer (kafka-python, ledger of {len(rows)} rows): {results['dcdrill']:.0f} records/s "
-          f"(first send to last ack)")
-    print(f"ratio dcdrill / ProducerPerformance = {results['dcdrill'] / results['ProducerPerformance']:.2f}")
-    print(json.dumps(results))
+    runs: dict[str, list[float]] = {"ProducerPerformance": [], "kafka-python": [], "confluent": []}
+    for rnd in range(args.rounds):
+        topic = f"bench-perf-{int(time.time())}-{rnd}"
+        wl.ensure_topic(inv, wl.WorkloadSpec(topic=topic))
+        out = subprocess.run(["ip", "netns", "exec", client["netns"], "java", "-Xmx512m", "-cp", f"{libs}/*",
+                              "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                              "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
+                              "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5"],
+                             capture_output=True, text=True, check=True).stdout
+        runs["ProducerPerformance"].append(float(re.findall(r"([\d.]+) records/sec", out)[-1]))
+        for backend in ("kafka-python", "confluent"):
+            spec = wl.WorkloadSpec(topic=f"bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
+                                   rate=None, duration_s=None, count=args.records, record_size=100, acks="all",
+                                   linger_ms=5, hosts=[client["dc"]], client=backend)
+            wl.ensure_topic(inv, spec)
+            run = Path(tempfile.mkdtemp(prefix="dcdrill-bench-"))
+            w = wl.Workload(run, inv, spec).start()
+            w.wait_producers(progress=False)
+            w.stop()
+            rows, _ = read(run / "produced" / "p1.jsonl")
+            ok = [r for r in rows if r["status"] == "ok"]
+            assert len(rows) == args.records, "every record has its ledger row"
+            runs[backend].append(len(ok) / ((max(r["ack_ms"] for r in ok) - min(r["send_ms"] for r in rows)) / 1000))
+        print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in runs.items()), flush=True)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"medians over {args.rounds} rounds, {args.records} records of 100 bytes, acks=all, one producer in {client['dc']}:")
+    print(f"  ProducerPerformance (Java, no ledger)   {med['ProducerPerformance']:9.0f} records/s")
+    for backend in ("kafka-python", "confluent"):
+        print(f"  dcdrill {backend:<14} (full ledger)  {med[backend]:9.0f} records/s   "
+              f"ratio {med[backend] / med['ProducerPerformance']:.2f}")
+    print(json.dumps(med))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,119 @@
+"""Producer clients behind one small interface, so the same sequencing and ledger run on either:
+
+* `kafka-python` (default): pure Python, its own I/O thread calls back.
+* `confluent`: confluent-kafka (librdkafka in C); callbacks run in our thread inside `service()`.
+  Several times faster on this machine (tests/benchmarks/workload_vs_perftest.py).
+"""
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Callable
+
+from validation import outcomes
+
+# settle(seq, status, offset, error): status ok | fail | info; called once per record.
+Settle = Callable[[int, str, "int | None", "str | None"], None]
+
+
+class KafkaPythonClient:
+    calls_back_in_service = False
+
+    def __init__(self, cfg: dict, settle: Settle):
+        from kafka import KafkaProducer
+
+        self.settle = settle
+        self.retries = int(cfg["retries"])
+        self.p = KafkaProducer(
+            bootstrap_servers=cfg["bootstrap"], client_id=f"dcdrill-{cfg['producer_id']}",
+            acks={"all": "all", "1": 1, "0": 0}[str(cfg["acks"])], retries=self.retries,
+            enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
+            request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
+            batch_size=int(cfg["batch_size"]), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+            max_in_flight_requests_per_connection=int(cfg["max_in_flight"]))
+
+    def partition_count(self, topic: str, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            parts = self.p.partitions_for(topic)
+            if parts:
+                return len(parts)
+        return 0
+
+    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int) -> None:
+        try:
+            fut = self.p.send(topic, key=key, value=value, partition=partition)
+        except Exception as exc:  # noqa: BLE001 - raised before the record left the client
+            self.settle(seq, "fail" if "metadata" in str(exc).lower() else "info", None, outcomes.describe(exc))
+            return
+        fut.add_callback(self._ok, seq)
+        fut.add_errback(self._err, seq)
+
+    def _ok(self, seq: int, metadata) -> None:
+        self.settle(seq, "ok", metadata.offset, None)
+
+    def _err(self, seq: int, exc: BaseException) -> None:
+        self.settle(seq, outcomes.classify(exc, self.retries), None, outcomes.describe(exc))
+
+    def service(self) -> None:
+        pass  # kafka-python calls back from its own thread
+
+    def flush(self, timeout_s: float) -> None:
+        self.p.flush(timeout=timeout_s)
+
+    def close(self) -> None:
+        self.p.close(timeout=5)
+
+
+class ConfluentClient:
+    calls_back_in_service = True
+
+    def __init__(self, cfg: dict, settle: Settle):
+        from confluent_kafka import Producer
+
+        self.settle = settle
+        self.retries = int(cfg["retries"])
+        self.p = Producer({
+            "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
+            "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])], "retries": self.retries,
+            "enable.idempotence": bool(cfg["idempotence"]), "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
+            "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
+            "batch.size": int(cfg["batch_size"]), "max.in.flight": int(cfg["max_in_flight"]),
+            "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
+        })
+        self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
+
+    def partition_count(self, topic: str, timeout_s: float) -> int:
+        try:
+            md = self.p.list_topics(topic, timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            raise TimeoutError(f"Unable to bootstrap: {exc}") from None
+        t = md.topics.get(topic)
+        return len(t.partitions) if t is not None and t.error is None else 0
+
+    def _delivered(self, seq: int, err, msg) -> None:
+        if err is None:
+            self.settle(seq, "ok", msg.offset(), None)
+        else:
+            self.settle(seq, outcomes.classify_librdkafka(err, self.retries), None, f"{err.name()}: {err.str()}"[:300])
+
+    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int) -> None:
+        delivered = partial(self._delivered, seq)
+        while True:
+            try:
+                self.p.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered)
+                return
+            except BufferError:  # local queue full: serve callbacks, then retry the same record
+                self.p.poll(0.05)
+
+    def service(self) -> None:
+        self.p.poll(0)
+
+    def flush(self, timeout_s: float) -> None:
+        self.p.flush(timeout_s)  # serves the remaining callbacks
+
+    def close(self) -> None:
+        self.p.flush(0)
+
+
+BACKENDS = {"kafka-python": KafkaPythonClient, "confluent": ConfluentClient}
