@@ -33,20 +33,17 @@ def main() -> None:
     wall = time.monotonic() - t0
     print(f"drill exit {res.returncode}, wall {wall:.1f}s ({'within' if wall <= 300 else 'OVER'} the 5-minute goal)")
     journal = json.loads((run / "journal.json").read_text())
-    rows = []
-    for r in journal["run"]:
-        name = r["activity"]["name"]
-        pause = r["activity"].get("pauses", {}).get("after") or 0
-        rows.append((name, r["duration"], float(pause)))
     phases = json.loads((run / "phases.json").read_text())
+    acts = journal["run"]
     print(f"{'phase':<28}{'seconds':>9}{'share':>8}")
     exp_total = 0.0
-    for name, dur, pause in rows:
-        exp_total += dur + pause
-        label = name + (f" (+{pause:.0f}s hold)" if pause else "")
-        print(f"{label:<28}{dur + pause:9.1f}{(dur + pause) / wall:8.0%}")
+    for i, r in enumerate(acts):  # an activity's share runs until the next starts (its pauses included)
+        until = ts(acts[i + 1]["start"]) if i + 1 < len(acts) else ts(r["end"])
+        took = until - ts(r["start"])
+        exp_total += took
+        print(f"{r['activity']['name']:<28}{took:9.1f}{took / wall:8.0%}")
     other = phases.get("experiment", 0) - exp_total
-    print(f"{'chaos start + hypotheses':<28}{other:9.1f}{other / wall:8.0%}")
+    print(f"{'chaos start, hypotheses, rollbacks':<28}{other:9.1f}{other / wall:8.0%}")
     for k in ("lab up", "verify"):
         print(f"{k:<28}{phases.get(k, 0):9.1f}{phases.get(k, 0) / wall:8.0%}")
 
