@@ -28,7 +28,25 @@ class Ledger:
         self._interval = fsync_interval_s
         self._last_sync = time.monotonic()
         self._closed = False
+        self._dirty = False
         self.rows = 0
+        # fsync at least once a second even when writes stop: a quiet ledger is synced too.
+        self._syncer = threading.Thread(target=self._sync_loop, daemon=True, name=f"fsync {self.path.name}")
+        self._syncer.start()
+
+    def _sync_loop(self) -> None:
+        while True:
+            time.sleep(self._interval)
+            with self._lock:
+                if self._closed:
+                    return
+                if self._dirty:
+                    try:
+                        os.fsync(self._fd)
+                    except OSError:
+                        pass  # the next write reports the error
+                    self._dirty = False
+                    self._last_sync = time.monotonic()
 
     def write(self, row: dict) -> None:
         self.write_many([row])
@@ -48,9 +66,7 @@ class Ledger:
                     n = os.write(self._fd, view)
                     view = view[n:]
                 self.rows += n_rows
-                if time.monotonic() - self._last_sync >= self._interval:
-                    os.fsync(self._fd)
-                    self._last_sync = time.monotonic()
+                self._dirty = True
             except OSError as exc:
                 raise LedgerError(f"cannot write ledger {self.path}: {exc.strerror or exc}") from exc
 
@@ -58,6 +74,7 @@ class Ledger:
         with self._lock:
             if not self._closed:
                 os.fsync(self._fd)
+                self._dirty = False
                 self._last_sync = time.monotonic()
 
     def close(self) -> None:

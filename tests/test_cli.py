@@ -1,0 +1,73 @@
+"""`dcdrill plan` and the refusals that need no cluster."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra import cli, stack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "infra.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_plan_json_has_inventory_violations_and_predictions():
+    res = run("plan", "--stack", "local", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["violations"] == []
+    assert out["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_broker", "client"}
+
+
+@pytest.fixture
+def broken_stack(tmp_path, monkeypatch):
+    """A stack directory with one rule-breaking stack: minInsync 2 <= r_d 2 under consistency-first."""
+    cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+    cfg["config"]["dcdrill:cluster"]["replication"]["minInsync"] = 2
+    (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    return cfg
+
+
+def test_plan_exits_2_naming_the_rule_unless_accepted(broken_stack, tmp_path, capsys):
+    assert cli.main(["plan", "--stack", "broken"]) == 2
+    assert "[consistency-min-insync] consistency-first needs minInsync > replicas in the fullest DC: minInsync 2 <= r_d 2" \
+        in capsys.readouterr().out
+    broken_stack["config"]["dcdrill:acceptRisks"] = ["consistency-min-insync"]
+    (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(broken_stack))
+    assert cli.main(["plan", "--stack", "broken"]) == 0
+    assert "(accepted risk)" in capsys.readouterr().out
+
+
+def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, capsys):
+    from infra import lifecycle
+    with pytest.raises(lifecycle.RuleViolation, match="consistency-min-insync"):
+        lifecycle.checked("broken")
+
+
+def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, capsys):
+    cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+    cfg["config"]["dcdrill:cluster"]["datacenters"] = [
+        {"name": "dc-a", "brokers": 4, "zookeepers": 1}, {"name": "dc-b", "brokers": 0, "zookeepers": 1},
+        {"name": "dc-c", "brokers": 0, "zookeepers": 1}]
+    (tmp_path / "Pulumi.one.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    assert cli.main(["drill", "--stack", "one", "--experiment", "kill-dc", "--dc", "dc-a"]) == 2
+    assert "dc-a holds every broker" in capsys.readouterr().err
+
+
+def test_unknown_stack_lists_the_valid_ones(capsys):
+    assert cli.main(["plan", "--stack", "nope"]) == 2
+    assert "valid: aws-2region-tiebreaker, aws-3az, aws-3az-tiebreaker, local, local-3dc" in capsys.readouterr().err
+
+
+def test_every_command_has_help():
+    for cmd in ("plan", "lab", "status", "workload", "verify", "drill"):
+        res = run(cmd, "--help")
+        assert res.returncode == 0 and "usage:" in res.stdout
