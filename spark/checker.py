@@ -3,8 +3,8 @@
 Two shuffles do all the row-level work, on compact keys (64-bit hashes, no strings, no Python
 UDFs):
   * identity pass: produced ∪ audit ∪ consumed grouped by (xxhash64(producer_id), seq);
-    everything per record (lost, unseen, present, duplicates, phantoms) and, through grouping
-    sets over that one result, the splits by phase, DC, partition and second;
+    everything per record (lost, unseen, present, duplicates, phantoms), then one aggregation at
+    the finest grain (phase, DC, partition, second) that every coarser split adds up from;
   * position pass: acked-produced ∪ audit ∪ consumed hash-partitioned by (topic, partition) and
     sorted inside each partition: offset mismatches, divergent offsets, reordering and ack gaps
     are window functions over that one exchange.
@@ -31,7 +31,7 @@ def compact(P: DataFrame, A: DataFrame, C: DataFrame):
     st = (F.when(F.col("status") == "ok", OK).when(F.col("status") == "fail", FAIL)
           .when(F.col("status") == "info", INFO).otherwise(0))
     p = clean(P).select(idh.alias("idh"), "seq", th.alias("th"), "topic", "partition", "offset", "send_ms",
-                        "ack_ms", st.cast("byte").alias("st"), "dc")
+                        "ack_ms", st.cast("byte").alias("st"), "dc", F.xxhash64("dc").alias("dch"))
     a = clean(A).select(idh.alias("idh"), "seq", th.alias("th"), "topic", "partition", "offset")
     c = clean(C).select(idh.alias("idh"), "seq", th.alias("th"), "topic", "partition", "offset")
     return p, a, c
@@ -56,7 +56,9 @@ def phase_expr(faults: list[dict]):
 
 
 def identity_pass(p: DataFrame, a: DataFrame, c: DataFrame) -> DataFrame:
-    u = (p.select("idh", "seq", F.lit(0).cast("byte").alias("src"), "st", "send_ms", "ack_ms", "dc", "topic",
+    # Only fixed-width columns in the aggregation buffer (strings would force a sort-based
+    # aggregate): DC and topic travel as 64-bit hashes and are named again afterwards.
+    u = (p.select("idh", "seq", F.lit(0).cast("byte").alias("src"), "st", "send_ms", "ack_ms", "dch", "th",
                   "partition")
          .unionByName(a.select("idh", "seq", F.lit(1).cast("byte").alias("src")), allowMissingColumns=True)
          .unionByName(c.select("idh", "seq", F.lit(2).cast("byte").alias("src")), allowMissingColumns=True))
@@ -66,54 +68,68 @@ def identity_pass(p: DataFrame, a: DataFrame, c: DataFrame) -> DataFrame:
         F.sum(F.when(src == 1, 1).otherwise(0)).alias("a_n"),
         F.sum(F.when(src == 2, 1).otherwise(0)).alias("c_n"),
         F.max("st").alias("st"), F.max("send_ms").alias("send_ms"), F.max("ack_ms").alias("ack_ms"),
-        F.max("dc").alias("dc"), F.max("topic").alias("topic"), F.max("partition").alias("partition"),
+        F.max("dch").alias("dch"), F.max("th").alias("th"), F.max("partition").alias("partition"),
     )
 
 
-def breakdowns(ident: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
-    """All counts per phase, DC, partition, send second and ack second, plus the global row: one
-    aggregation with grouping sets over the identity pass."""
+ADDITIVE = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
+            "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms")
+
+
+def breakdowns(ident: DataFrame, faults: list[dict], dc_names: dict, topic_names: dict) -> dict[str, list[dict]]:
+    """All counts per phase, DC, partition and send second, plus the total. One aggregation at
+    the finest grain (phase, dc, topic, partition, send second) gives a small table whose rows
+    add up to every coarser split; latency percentiles, which do not add up, are computed per
+    phase and per second on the acknowledged rows only."""
     st, a_n, c_n, p_n = F.col("st"), F.col("a_n"), F.col("c_n"), F.col("p_n")
     lost = (st == OK) & (a_n == 0)
-    d = ident.select(
-        "*", phase_expr(faults).alias("phase"),
-        F.floor(F.col("send_ms") / 1000).alias("send_sec"),
-        F.when(st == OK, F.floor(F.col("ack_ms") / 1000)).alias("ack_sec"),
-        lost.alias("lost"), (F.col("ack_ms") - F.col("send_ms")).alias("latency"),
-    )
-    d.createOrReplaceTempView("dcdrill_identities")
 
-    def s(cond: str) -> str:
-        return f"SUM(CASE WHEN {cond} THEN 1 ELSE 0 END)"
+    def n(cond):
+        return F.sum(F.when(cond, 1).otherwise(0))
 
-    sql = f"""
-    SELECT grouping_id(phase, dc, topic, partition, send_sec, ack_sec) AS gid, phase, dc, topic, partition,
-           send_sec, ack_sec,
-           SUM(p_n) AS produced, SUM(CASE WHEN st = {OK} THEN p_n ELSE 0 END) AS acked,
-           SUM(CASE WHEN st = {FAIL} THEN p_n ELSE 0 END) AS failed,
-           SUM(CASE WHEN st = {INFO} THEN p_n ELSE 0 END) AS indeterminate,
-           {s('lost')} AS acked_lost, {s(f'st = {OK} AND c_n = 0')} AS acked_unseen,
-           {s(f'st = {FAIL} AND a_n > 0')} AS failed_present, {s(f'st = {INFO} AND a_n > 0')} AS indeterminate_present,
-           SUM(GREATEST(a_n - 1, 0)) AS duplicates_in_log, SUM(GREATEST(c_n - 1, 0)) AS duplicates_delivered,
-           SUM(CASE WHEN p_n = 0 THEN a_n ELSE 0 END) AS phantoms,
-           MIN(CASE WHEN lost THEN send_ms END) AS lost_first_send_ms,
-           MAX(CASE WHEN lost THEN send_ms END) AS lost_last_send_ms,
-           percentile_approx(CASE WHEN st = {OK} THEN latency END, 0.5, 1000) AS latency_p50_ms,
-           percentile_approx(CASE WHEN st = {OK} THEN latency END, 0.99, 1000) AS latency_p99_ms
-    FROM dcdrill_identities
-    GROUP BY GROUPING SETS ((), (phase), (dc), (topic, partition), (send_sec), (ack_sec))
-    """
-    rows = [r.asDict() for r in ident.sparkSession.sql(sql).collect()]
-    # grouping_id bit i (from the right, last column = bit 0) is 1 when that column is aggregated away.
-    full = 0b111111
-    sets = {"total": full, "phase": full & ~0b100000, "dc": full & ~0b010000,
-            "partition": full & ~0b001100, "send_sec": full & ~0b000010, "ack_sec": full & ~0b000001}
-    out: dict[str, list[dict]] = {name: [] for name in sets}
-    for r in rows:
-        for name, gid in sets.items():
-            if r["gid"] == gid:
-                out[name].append(r)
-    return out
+    d = ident.select("*", phase_expr(faults).alias("phase"), F.floor(F.col("send_ms") / 1000).alias("send_sec"))
+    fine = d.groupBy("phase", "dch", "th", "partition", "send_sec").agg(
+        F.sum(p_n).alias("produced"), F.sum(F.when(st == OK, p_n).otherwise(0)).alias("acked"),
+        F.sum(F.when(st == FAIL, p_n).otherwise(0)).alias("failed"),
+        F.sum(F.when(st == INFO, p_n).otherwise(0)).alias("indeterminate"),
+        n(lost).alias("acked_lost"), n((st == OK) & (c_n == 0)).alias("acked_unseen"),
+        n((st == FAIL) & (a_n > 0)).alias("failed_present"), n((st == INFO) & (a_n > 0)).alias("indeterminate_present"),
+        F.sum(F.greatest(a_n - 1, F.lit(0))).alias("duplicates_in_log"),
+        F.sum(F.greatest(c_n - 1, F.lit(0))).alias("duplicates_delivered"),
+        F.sum(F.when(p_n == 0, a_n).otherwise(0)).alias("phantoms"),
+        F.min(F.when(lost, F.col("send_ms"))).alias("lost_first_send_ms"),
+        F.max(F.when(lost, F.col("send_ms"))).alias("lost_last_send_ms"),
+    ).collect()
+    ok = d.filter(st == OK).select("phase", "send_sec", (F.col("ack_ms") - F.col("send_ms")).alias("latency"),
+                                   F.floor(F.col("ack_ms") / 1000).alias("ack_sec"))
+    pct = F.percentile_approx("latency", [0.5, 0.99], 1000).alias("pct")
+    latency = {("phase", r["phase"]): r["pct"] for r in ok.groupBy("phase").agg(pct).collect()}
+    latency |= {("send_sec", r["send_sec"]): r["pct"] for r in ok.groupBy("send_sec").agg(pct).collect()}
+    acks = [{"ack_sec": r["ack_sec"], "acked": r["count"]} for r in ok.groupBy("ack_sec").count().collect()]
+
+    fine = [{**r.asDict(), "dc": dc_names.get(r["dch"]), "topic": topic_names.get(r["th"])} for r in fine]
+
+    def roll(keys: tuple[str, ...]) -> list[dict]:
+        groups: dict[tuple, dict] = {}
+        for r in fine:
+            k = tuple(r[c] for c in keys)
+            g = groups.setdefault(k, {**dict(zip(keys, k)), **{c: 0 for c in ADDITIVE},
+                                      "lost_first_send_ms": None, "lost_last_send_ms": None})
+            for c in ADDITIVE:
+                g[c] += r[c] or 0
+            for c, pick in (("lost_first_send_ms", min), ("lost_last_send_ms", max)):
+                if r[c] is not None:
+                    g[c] = r[c] if g[c] is None else pick(g[c], r[c])
+        out = list(groups.values())
+        if len(keys) == 1 and keys[0] in ("phase", "send_sec"):
+            for g in out:
+                p50, p99 = latency.get((keys[0], g[keys[0]])) or (None, None)
+                g["latency_p50_ms"], g["latency_p99_ms"] = p50, p99
+        return out
+
+    total = roll(())
+    return {"total": total, "phase": roll(("phase",)), "dc": roll(("dc",)), "partition": roll(("topic", "partition")),
+            "send_sec": roll(("send_sec",)), "ack_sec": acks}
 
 
 def position_pass(p: DataFrame, a: DataFrame, c: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -177,10 +193,16 @@ def recovery(p: DataFrame, faults: list[dict]) -> list[dict]:
 def run(P: DataFrame, A: DataFrame, C: DataFrame, faults: list[dict], torn_lines: int = 0) -> dict:
     p, a, c = compact(P, A, C)
     ident = identity_pass(p, a, c).persist(StorageLevel.MEMORY_AND_DISK)
-    groups = breakdowns(ident, faults)
+    names = p.groupBy("dch", "th").agg(F.max("dc").alias("dc"), F.max("topic").alias("topic")).collect()
+    groups = breakdowns(ident, faults, {r["dch"]: r["dc"] for r in names}, {r["th"]: r["topic"] for r in names})
     per_partition, mismatched = position_pass(p, a, c)
     part_rows = {(r["topic"], r["partition"]): r.asDict() for r in per_partition.collect()}
-    ack_offset_mismatch = mismatched.join(ident.filter(F.col("a_n") > 0).select("idh", "seq"), ["idh", "seq"]).count()
+    # Mismatches are normally rare: broadcast them rather than shuffle the whole identity table.
+    mismatched = mismatched.persist(StorageLevel.MEMORY_AND_DISK)
+    small = mismatched.count() <= 2_000_000
+    ack_offset_mismatch = ident.filter(F.col("a_n") > 0).select("idh", "seq").join(
+        F.broadcast(mismatched) if small else mismatched, ["idh", "seq"]).count()
+    mismatched.unpersist()
 
     total = groups["total"][0] if groups["total"] else {}
     counts = {k: int(total.get(k) or 0) for k in COUNT_NAMES if k in total}
@@ -207,7 +229,7 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, faults: list[dict], torn_lines
         keep = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                 "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms",
                 "latency_p99_ms")
-        return [{**{k: r[k] for k in keys}, **{k: r[k] for k in keep}} for r in rows]
+        return [{**{k: r[k] for k in keys}, **{k: r.get(k) for k in keep}} for r in rows]
 
     by_partition = []
     for r in sorted(groups["partition"], key=lambda r: (str(r["topic"]), r["partition"] if r["partition"] is not None else -1)):
@@ -229,8 +251,8 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, faults: list[dict], torn_lines
         "timeline": {
             "send": sorted(({"sec": r["send_sec"], "acked": r["acked"], "failed": r["failed"],
                              "indeterminate": r["indeterminate"], "acked_lost": r["acked_lost"],
-                             "duplicates_in_log": r["duplicates_in_log"], "latency_p50_ms": r["latency_p50_ms"],
-                             "latency_p99_ms": r["latency_p99_ms"]}
+                             "duplicates_in_log": r["duplicates_in_log"], "latency_p50_ms": r.get("latency_p50_ms"),
+                             "latency_p99_ms": r.get("latency_p99_ms")}
                             for r in groups["send_sec"] if r["send_sec"] is not None), key=lambda r: r["sec"]),
             "acks": sorted(({"sec": r["ack_sec"], "acked": r["acked"]}
                             for r in groups["ack_sec"] if r["ack_sec"] is not None), key=lambda r: r["sec"]),

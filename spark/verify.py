@@ -53,7 +53,8 @@ def load_validated(spark, run_dir: str, kind: str):
     df, info = load(spark, run_dir, kind)
     if info["empty"]:
         return df, 0, 0
-    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    if info["format"] == "jsonl":  # parse JSON once; Parquet is cheaper to re-read than to cache
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
     row = df.agg(*validation_columns(kind), F.count(F.lit(1)).alias("rows")).collect()[0]
     corrupt, missing = row[f"{kind}_corrupt"] or 0, row[f"{kind}_missing"] or 0
     if corrupt > info["torn"] or missing:
