@@ -6,8 +6,9 @@ UDFs):
     everything per record (lost, unseen, present, duplicates, phantoms), then one aggregation at
     the finest grain (phase, DC, partition, second) that every coarser split adds up from;
   * position pass: acked-produced ∪ audit ∪ consumed hash-partitioned by (topic, partition) and
-    sorted inside each partition: offset mismatches, divergent offsets, reordering and ack gaps
-    are window functions over that one exchange.
+    sorted by position: offset mismatches and divergent offsets.
+Two narrower sorts finish the job: the audit alone by producer and offset (reordering) and the
+acknowledged rows alone by ack time (ack gaps, recovery time).
 RECORD.md defines every count; tests/test_checker.py pins them on records with known anomalies.
 """
 from __future__ import annotations
@@ -133,60 +134,55 @@ def breakdowns(ident: DataFrame, faults: list[dict], dc_names: dict, topic_names
 
 
 def position_pass(p: DataFrame, a: DataFrame, c: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """Per (topic, partition): max ack gap, reordered rows, divergent offsets; and the acked rows
-    whose audit position disagrees (joined with the identity pass by the caller)."""
-    v = (p.filter(F.col("st") == OK).select("th", "topic", "partition", "offset", "idh", "seq", "ack_ms",
+    """Offsets: acked-produced ∪ audit ∪ consumed, hash-partitioned by (topic, partition) and
+    grouped by position in one sort. Returns the consumed rows that disagree with the audit at
+    their position, and the acked (idh, seq) whose audit position holds something else."""
+    v = (p.filter(F.col("st") == OK).select("th", "topic", "partition", "offset", "idh", "seq",
                                             F.lit(0).cast("byte").alias("src"))
-         .unionByName(a.select("th", "topic", "partition", "offset", "idh", "seq", F.lit(1).cast("byte").alias("src")),
-                      allowMissingColumns=True)
-         .unionByName(c.select("th", "topic", "partition", "offset", "idh", "seq", F.lit(2).cast("byte").alias("src")),
-                      allowMissingColumns=True)
-         .repartition("th", "partition"))  # the one exchange; every window below reuses it
+         .unionByName(a.select("th", "topic", "partition", "offset", "idh", "seq", F.lit(1).cast("byte").alias("src")))
+         .unionByName(c.select("th", "topic", "partition", "offset", "idh", "seq", F.lit(2).cast("byte").alias("src")))
+         .repartition("th", "partition"))
     src, is_a = F.col("src"), F.col("src") == 1
     w_pos = Window.partitionBy("th", "partition", "offset")
-    w_pos_ordered = w_pos.orderBy("src", "idh", "seq")
-    w_prod = Window.partitionBy("th", "partition", "src", "idh").orderBy("offset") \
-        .rowsBetween(Window.unboundedPreceding, -1)
-    w_ack = Window.partitionBy("th", "partition", "src").orderBy("ack_ms")
-    v = v.select(
-        "*",
-        F.sum(F.when(is_a, 1).otherwise(0)).over(w_pos).alias("a_cnt"),
-        F.max(F.when(is_a, F.col("idh"))).over(w_pos).alias("a_idh"),
-        F.max(F.when(is_a, F.col("seq"))).over(w_pos).alias("a_seq"),
-        F.row_number().over(w_pos_ordered).alias("rn"),
-        F.max("seq").over(w_prod).alias("prev_max_seq"),
-        (F.col("ack_ms") - F.lag("ack_ms").over(w_ack)).alias("gap"),
-    )
+    v = v.select("*", F.sum(F.when(is_a, 1).otherwise(0)).over(w_pos).alias("a_cnt"),
+                 F.max(F.when(is_a, F.col("idh"))).over(w_pos).alias("a_idh"),
+                 F.max(F.when(is_a, F.col("seq"))).over(w_pos).alias("a_seq"))
     differs = (F.col("a_cnt") == 0) | (F.col("a_idh") != F.col("idh")) | (F.col("a_seq") != F.col("seq")) \
         | F.col("a_idh").isNull() | F.col("idh").isNull() | F.col("seq").isNull()
-    v = v.select("*", F.max(F.when((src == 2) & differs, 1).otherwise(0)).over(w_pos).alias("c_div"))
-    per_partition = v.groupBy("topic", "partition").agg(
-        F.max(F.when(src == 0, F.col("gap"))).alias("max_ack_gap_ms"),
-        F.sum(F.when(is_a & (F.col("seq") < F.col("prev_max_seq")), 1).otherwise(0)).alias("reordered"),
-        F.sum(F.when((F.col("rn") == 1) & (F.col("c_div") == 1), 1).otherwise(0)).alias("divergent_offsets"),
-    )
-    mismatched = v.filter((src == 0) & differs).select("idh", "seq")
-    return per_partition, mismatched
+    flagged = v.filter((src != 1) & differs).select("src", "topic", "partition", "offset", "idh", "seq")
+    return flagged.filter(src == 2), flagged.filter(src == 0).select("idh", "seq")
 
 
-def recovery(p: DataFrame, faults: list[dict]) -> list[dict]:
+def reordering(a: DataFrame) -> DataFrame:
+    """Per (topic, partition): audit rows whose seq is below their producer's largest seq at a
+    lower offset. Sorts the audit alone (not the union)."""
+    w = Window.partitionBy("th", "partition", "idh").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
+    return a.select("topic", "partition", "seq", F.max("seq").over(w).alias("prev_max")) \
+        .groupBy("topic", "partition").agg(F.sum(F.when(F.col("seq") < F.col("prev_max"), 1).otherwise(0))
+                                           .alias("reordered"))
+
+
+def ack_gaps(p: DataFrame) -> DataFrame:
+    """Acknowledged rows per partition in ack order with the previous ack time (shared by the max
+    ack gap and the recovery time)."""
+    w = Window.partitionBy("topic", "partition").orderBy("ack_ms")
+    return p.filter(F.col("st") == OK).select("topic", "partition", "ack_ms", F.lag("ack_ms").over(w).alias("prev_ack_ms"))
+
+
+def recovery(gaps: DataFrame, partitions: int, faults: list[dict]) -> list[dict]:
     """Per fault, the measured recovery time: for each partition, the longest gap between
     consecutive acks that overlaps the fault window ends with the partition's first ack "again";
     recovery = the slowest partition's first ack again minus the fault start. None when a
     partition never acknowledged anything after the fault start."""
-    w = Window.partitionBy("topic", "partition").orderBy("ack_ms")
-    acks = p.filter(F.col("st") == OK).select("topic", "partition", "ack_ms",
-                                              F.lag("ack_ms").over(w).alias("prev_ack_ms"))
-    partitions = p.select("topic", "partition").distinct().count()
     out = []
     for f in faults:
         start, end = f["start_ms"], f.get("end_ms") or 2**62
-        gaps = acks.filter((F.col("ack_ms") >= start) & (F.col("prev_ack_ms") <= end)) \
+        rows = gaps.filter((F.col("ack_ms") >= start) & (F.col("prev_ack_ms") <= end)) \
             .groupBy("topic", "partition") \
             .agg(F.max_by("ack_ms", F.col("ack_ms") - F.col("prev_ack_ms")).alias("back_ms")).collect()
-        back = max((r["back_ms"] for r in gaps), default=None)
-        out.append({"recovery_ms": (back - start) if back is not None and len(gaps) == partitions else None,
-                    "partitions_acking_after_start": len(gaps), "partitions": partitions})
+        back = max((r["back_ms"] for r in rows), default=None)
+        out.append({"recovery_ms": (back - start) if back is not None and len(rows) == partitions else None,
+                    "partitions_acking_after_start": len(rows), "partitions": partitions})
     return out
 
 
@@ -195,8 +191,19 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, faults: list[dict], torn_lines
     ident = identity_pass(p, a, c).persist(StorageLevel.MEMORY_AND_DISK)
     names = p.groupBy("dch", "th").agg(F.max("dc").alias("dc"), F.max("topic").alias("topic")).collect()
     groups = breakdowns(ident, faults, {r["dch"]: r["dc"] for r in names}, {r["th"]: r["topic"] for r in names})
-    per_partition, mismatched = position_pass(p, a, c)
-    part_rows = {(r["topic"], r["partition"]): r.asDict() for r in per_partition.collect()}
+    divergent, mismatched = position_pass(p, a, c)
+    divergent = divergent.persist(StorageLevel.MEMORY_AND_DISK)
+    part_rows: dict[tuple, dict] = {}
+    for r in divergent.groupBy("topic", "partition").agg(
+            F.countDistinct("offset").alias("divergent_offsets")).collect():
+        part_rows.setdefault((r["topic"], r["partition"]), {})["divergent_offsets"] = r["divergent_offsets"]
+    divergent.unpersist()
+    for r in reordering(a).collect():
+        part_rows.setdefault((r["topic"], r["partition"]), {})["reordered"] = r["reordered"]
+    gaps = ack_gaps(p).persist(StorageLevel.MEMORY_AND_DISK)
+    for r in gaps.groupBy("topic", "partition").agg(
+            F.max(F.col("ack_ms") - F.col("prev_ack_ms")).alias("max_ack_gap_ms")).collect():
+        part_rows.setdefault((r["topic"], r["partition"]), {})["max_ack_gap_ms"] = r["max_ack_gap_ms"]
     # Mismatches are normally rare: broadcast them rather than shuffle the whole identity table.
     mismatched = mismatched.persist(StorageLevel.MEMORY_AND_DISK)
     small = mismatched.count() <= 2_000_000
@@ -207,13 +214,15 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, faults: list[dict], torn_lines
     total = groups["total"][0] if groups["total"] else {}
     counts = {k: int(total.get(k) or 0) for k in COUNT_NAMES if k in total}
     counts["ack_offset_mismatch"] = int(ack_offset_mismatch)
-    counts["divergent_offsets"] = sum(int(r["divergent_offsets"] or 0) for r in part_rows.values())
-    counts["reordered"] = sum(int(r["reordered"] or 0) for r in part_rows.values())
-    counts["max_ack_gap_ms"] = max((int(r["max_ack_gap_ms"] or 0) for r in part_rows.values()), default=0)
+    counts["divergent_offsets"] = sum(int(r.get("divergent_offsets") or 0) for r in part_rows.values())
+    counts["reordered"] = sum(int(r.get("reordered") or 0) for r in part_rows.values())
+    counts["max_ack_gap_ms"] = max((int(r.get("max_ack_gap_ms") or 0) for r in part_rows.values()), default=0)
     counts["torn_lines"] = torn_lines
     counts = {k: counts.get(k, 0) for k in COUNT_NAMES}
 
-    fault_stats = recovery(p, faults)
+    partitions = len({(r["topic"], r["partition"]) for r in groups["partition"] if r["topic"] is not None})
+    fault_stats = recovery(gaps, partitions, faults)
+    gaps.unpersist()
     for f, stats in zip(faults, fault_stats):
         stats.update(fault=f.get("fault"), target=f.get("target"), start_ms=f["start_ms"], end_ms=f.get("end_ms"))
     first_lost, last_lost = total.get("lost_first_send_ms"), total.get("lost_last_send_ms")
