@@ -32,10 +32,17 @@ def plots(summary: dict) -> dict[str, str]:
         return {}
     t0 = tl["send"][0]["sec"] * 1000
     out = {}
+    # Dense seconds: a second without any ack is a zero, not a gap to draw a line across.
+    first = tl["send"][0]["sec"]
+    last = max([r["sec"] for r in tl["send"]] + [r["sec"] for r in tl["acks"]])
+    secs = list(range(first, last + 1))
+    acks = {r["sec"]: r["acked"] for r in tl["acks"]}
+    sends = {r["sec"]: r for r in tl["send"]}
+    xs_all = [s - first for s in secs]
 
     fig, ax = plt.subplots(figsize=(9, 3))
-    ax.plot([(r["sec"] * 1000 - t0) / 1000 for r in tl["acks"]], [r["acked"] for r in tl["acks"]], label="acks/s")
-    ax.plot([(r["sec"] * 1000 - t0) / 1000 for r in tl["send"]], [r["failed"] + r["indeterminate"] for r in tl["send"]],
+    ax.plot(xs_all, [acks.get(s, 0) for s in secs], label="acks/s")
+    ax.plot(xs_all, [(sends[s]["failed"] + sends[s]["indeterminate"]) if s in sends else 0 for s in secs],
             label="failed + indeterminate (by send second)", color="tab:orange")
     _shade(ax, summary, t0)
     ax.set_xlabel("seconds since the first send"), ax.set_ylabel("records"), ax.legend(loc="upper right", fontsize=8)
@@ -44,8 +51,11 @@ def plots(summary: dict) -> dict[str, str]:
 
     fig, ax = plt.subplots(figsize=(9, 3))
     xs = [(r["sec"] * 1000 - t0) / 1000 for r in tl["send"]]
-    ax.plot(xs, [r["latency_p50_ms"] for r in tl["send"]], label="p50")
-    ax.plot(xs, [r["latency_p99_ms"] for r in tl["send"]], label="p99")
+    nan = float("nan")  # no acknowledged record sent that second: a break in the line
+    ax.plot(xs_all, [sends[s]["latency_p50_ms"] if s in sends and sends[s]["latency_p50_ms"] is not None else nan
+                     for s in secs], label="p50")
+    ax.plot(xs_all, [sends[s]["latency_p99_ms"] if s in sends and sends[s]["latency_p99_ms"] is not None else nan
+                     for s in secs], label="p99")
     _shade(ax, summary, t0)
     ax.set_yscale("symlog"), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
     ax.set_title("Produce latency (acknowledged records, by send second)"), ax.legend(fontsize=8)
