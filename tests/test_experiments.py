@@ -13,10 +13,11 @@ CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
 @pytest.mark.parametrize("name", ["kill-dc", "isolate-dc", "tiebreaker-loss", "slow-link", "rolling-restart"])
-def test_experiment_is_valid_and_heals_always(name):
+def test_experiment_is_valid_and_heals_always(name, tmp_path):
     assert name in experiments()
     path = EXPERIMENTS / f"{name}.json"
-    res = subprocess.run([CHAOS, "--no-version-check", "validate", str(path)], capture_output=True, text=True)
+    res = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(tmp_path / "chaos.log"), "validate", str(path)],
+                         capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     e = json.loads(path.read_text())
     assert e["runtime"]["rollbacks"]["strategy"] == "always"
