@@ -6,6 +6,7 @@ import pytest
 
 from infra import stack
 from infra.aws import plan, program
+from infra.topology import from_config
 
 WORLD = "0.0.0.0/0"
 
@@ -40,7 +41,7 @@ def run_program(stack_name, config_patch=None):
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="dcdrill", stack=stack_name, preview=False)
     config = {**stack.load_config(stack_name), **(config_patch or {})}
-    t = stack.load(stack_name) if not config_patch else __import__("infra.topology", fromlist=["x"]).from_config(config)
+    t = from_config(config, stack_name)
     result = {}
 
     @pulumi.runtime.test
@@ -121,5 +122,4 @@ def test_overlapping_vpc_cidrs_are_refused():
     config = stack.load_config("aws-2region-tiebreaker")
     cfg = {**config, "dcdrill:aws": {"vpcCidrs": {"eu-west-1": "10.20.0.0/16", "eu-central-1": "10.20.128.0/17",
                                                   "eu-north-1": "10.22.0.0/16"}}}
-    from infra.topology import from_config
     assert [v.rule for v in plan.check(from_config(cfg), cfg)] == ["aws-cidr-overlap"]

@@ -5,7 +5,6 @@ import sys
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from infra import configure, pulumi_cli, status

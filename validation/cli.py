@@ -1,6 +1,7 @@
 """`dcdrill workload ...`: run the workload against a stack by hand (the drill uses the same API)."""
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from dataclasses import fields
@@ -33,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--client", choices=["kafka-python", "confluent"], default="kafka-python",
                    help="producer backend (same ledger); confluent-kafka is several times faster")
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
-    p.add_argument("--create-topic", action=__import__("argparse").BooleanOptionalAction, default=True,
+    p.add_argument("--create-topic", action=argparse.BooleanOptionalAction, default=True,
                    help="create a missing topic with the stack's settings (default) or refuse")
     p.add_argument("--bootstrap-timeout-ms", type=int, default=10000)
     p.set_defaults(func=_run)

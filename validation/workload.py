@@ -80,6 +80,14 @@ def _argv(module: str, host_vars: dict | None, cfg: dict) -> list[str]:
     return base
 
 
+def _process_config(run_dir: Path, inventory: dict, spec: WorkloadSpec, **extra) -> dict:
+    return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": bootstrap_servers(inventory), **extra}
+
+
+def _process_env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+
 def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -106,14 +114,13 @@ class Workload:
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
     def _cfg(self, **extra) -> dict:
-        return {**asdict(self.spec), "run_dir": str(self.run_dir.resolve()),
-                "bootstrap": bootstrap_servers(self.inventory), **extra}
+        return _process_config(self.run_dir, self.inventory, self.spec, **extra)
 
     def start(self) -> "Workload":
         self.run_dir.mkdir(parents=True, exist_ok=True)
         logs = self.run_dir / "logs"
         logs.mkdir(exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        env = _process_env()
         for i, (host, hv) in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
             cid = f"c{i + 1}"
             self._spawn(cid, _argv("validation.consumer", hv, self._cfg(consumer_id=cid, dc=hv["dc"], host=host)), env)
@@ -142,13 +149,10 @@ class Workload:
     def wait_producers(self, progress: bool = True, timeout_s: float | None = None) -> None:
         deadline = time.monotonic() + timeout_s if timeout_s else None
         started = time.monotonic()
-        last = 0
         while self.producers_running() and (deadline is None or time.monotonic() < deadline):
             time.sleep(0.5)
-            if progress and sys.stderr.isatty():
+            if progress and sys.stderr.isatty():  # a live line on a terminal, quiet otherwise
                 print("\r" + progress_line(self.status(), time.monotonic() - started), end="", file=sys.stderr)
-            elif progress and time.monotonic() - last > 10:
-                last = time.monotonic()
         if progress and sys.stderr.isatty():
             print(file=sys.stderr)
 
@@ -206,10 +210,8 @@ def progress_line(st: dict, elapsed_s: float) -> str:
 def audit(run_dir: Path, inventory: dict, spec: WorkloadSpec, timeout_s: float = 120.0) -> None:
     """Read the whole log into audit/ (from a client host, like the other clients)."""
     hosts = placements(inventory, spec.hosts, 1)
-    cfg = {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": bootstrap_servers(inventory),
-           "audit_timeout_s": timeout_s}
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    res = subprocess.run(_argv("validation.audit", hosts[0][1], cfg), env=env, capture_output=True, text=True)
+    cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s)
+    res = subprocess.run(_argv("validation.audit", hosts[0][1], cfg), env=_process_env(), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")
 

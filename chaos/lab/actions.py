@@ -100,12 +100,17 @@ def heal_dc(dc: str = None, configuration: dict = None, secrets: dict = None) ->
     return drill.heal(configuration, dc, _undo)
 
 
+def _start_service(name: str, spec: str, ns: str) -> None:
+    """Start a service inside its host's namespace with the supervisor the Ansible roles use."""
+    res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "infra.lab.service", "start", spec],
+                         capture_output=True, text=True, cwd=str(Path(__file__).resolve().parents[2]))
+    if res.returncode != 0:
+        raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
+
+
 def _undo(undo: dict, configuration: dict) -> None:
     for name, spec, ns in undo.get("restart") or []:
-        res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "infra.lab.service", "start", spec],
-                             capture_output=True, text=True, cwd=str(Path(__file__).resolve().parents[2]))
-        if res.returncode != 0:
-            raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
+        _start_service(name, spec, ns)
     if undo.get("isolation"):
         netns.heal_isolation(undo["isolation"])
     if undo.get("loss"):
@@ -124,11 +129,9 @@ def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, sec
     restarted = []
     entry = drill.record_start(configuration, "rolling-restart", "all-brokers", {})
     for name, hv in sorted(inv["all"]["children"]["kafka_broker"]["hosts"].items()):
-        spec = service.load(_spec_path("kafka_broker", hv))
-        service.stop(spec, signal.SIGTERM)
-        subprocess.run(["ip", "netns", "exec", hv["netns"], sys.executable, "-m", "infra.lab.service", "start",
-                        _spec_path("kafka_broker", hv)], check=True, capture_output=True,
-                       cwd=str(Path(__file__).resolve().parents[2]))
+        spec_path = _spec_path("kafka_broker", hv)
+        service.stop(service.load(spec_path), signal.SIGTERM)
+        _start_service(name, spec_path, hv["netns"])
         wait_converged(timeout_s=wait_timeout_s, configuration=configuration)
         restarted.append(name)
     with drill.fault_state(configuration) as state:

@@ -12,7 +12,6 @@ import json
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
