@@ -7,11 +7,12 @@ def register(sub) -> None:
                        description="Counts loss, duplication, reordering and divergence in a drill record, "
                                    "splits them by fault phase, and gives a verdict against the topology. "
                                    "Same code as `spark-submit spark/verify.py RUN_DIR`.")
-    p.add_argument("run_dir")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run_dir", help="the drill record directory (runs/<id>, or s3a://...)")
+    p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=lambda a: _run(a))
 
 
 def _run(args) -> int:
     from spark import verify
-    return verify.main([args.run_dir] + (["--json"] if args.json else []))
+    return verify.main([args.run_dir] + (["--json"] if args.json else []) + (["--quiet"] if args.quiet else []))

@@ -33,6 +33,7 @@ REQUIRED = {
     "audit": ("topic", "partition", "offset"),
 }
 PY_TYPES = {S: (str,), L: (int,), I: (int,)}
+STATUSES = ("ok", "fail", "info")
 CORRUPT = "_corrupt_record"
 
 
@@ -97,16 +98,34 @@ def locate_problem(files: list[str], kind: str) -> str:
                 v = row.get(col)
                 if v is not None and (not isinstance(v, PY_TYPES[typ]) or isinstance(v, bool)):
                     return f"{path}:{n}: column {col!r} has the wrong type ({type(v).__name__})"
+            if kind == "produced" and row["status"] not in STATUSES:
+                return f"{path}:{n}: status must be ok, fail or info, got {row['status']!r}"
     return f"{kind}: a row could not be read (no file or line found to blame)"
 
 
+def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> str:
+    """Slow path for Parquet ledgers: name the file, the column and how many rows."""
+    for path in files:
+        df = spark.read.parquet(path)
+        for col in REQUIRED[kind]:
+            nulls = df.filter(F.col(col).isNull()).count()
+            if nulls:
+                return f"{path}: column {col!r} is null in {nulls} rows"
+        if kind == "produced":
+            bad = df.filter(~F.col("status").isin(*STATUSES)).select("status").limit(1).collect()
+            if bad:
+                return f"{path}: status must be ok, fail or info, got {bad[0]['status']!r}"
+    return f"{kind}: a row could not be read (no file to blame)"
+
+
 def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]:
-    """The ledger as a DataFrame of its schema's columns, plus facts for validation later:
-    {"files", "format", "torn", "check": DataFrame of [corrupt, missing-required] counts}."""
+    """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
+    {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass."""
     files, fmt = ledger_files(run_dir, kind)
     schema = SCHEMAS[kind]
     if not files:
-        return spark.createDataFrame([], T.StructType([T.StructField(c, t) for c, t in schema.items()])), \
+        empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
+        return spark.createDataFrame([], empty), \
             {"files": [], "format": fmt, "torn": 0, "empty": True}
     if fmt == "parquet":
         df = spark.read.parquet(*files)
@@ -124,23 +143,6 @@ def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]
             .json(files)
         torn = 0 if _is_remote(run_dir) else sum(torn_last_line(f) for f in files)
     return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
-
-
-def validation_columns(kind: str) -> list:
-    """Aggregates (computed in the checker's passes) that tell whether the ledger was clean."""
-    bad_required = None
-    for col in REQUIRED[kind]:
-        cond = F.col(col).isNull()
-        bad_required = cond if bad_required is None else bad_required | cond
-    return [
-        F.sum(F.when(F.col(CORRUPT).isNotNull(), 1).otherwise(0)).alias(f"{kind}_corrupt"),
-        F.sum(F.when(F.col(CORRUPT).isNull() & bad_required, 1).otherwise(0)).alias(f"{kind}_missing"),
-    ]
-
-
-def clean(df: DataFrame) -> DataFrame:
-    """Rows that parsed (torn last lines are the only corrupt rows left once validated)."""
-    return df.filter(F.col(CORRUPT).isNull())
 
 
 def read_json(run_dir: str, name: str, required: bool = True):

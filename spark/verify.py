@@ -18,8 +18,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import checker, report, verdict  # noqa: E402
-from spark.record import CORRUPT, BadInput, load, locate_problem, read_faults, read_json, validation_columns  # noqa: E402
+from spark import cds, checker, report, verdict  # noqa: E402
+from spark.record import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -33,6 +33,7 @@ def session(master: str | None = None):
     if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         b = b.master(master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"))
         b = b.config("spark.driver.memory", os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"))
+        b = b.config("spark.driver.extraJavaOptions", cds.java_options())
     b = (b.config("spark.sql.shuffle.partitions", os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"))
          .config("spark.sql.adaptive.enabled", "true")
          .config("spark.ui.enabled", "false")
@@ -45,40 +46,56 @@ def session(master: str | None = None):
     return spark
 
 
-def load_validated(spark, run_dir: str, kind: str):
-    """Parse once and cache; then check the ledger was clean, naming file and line if not."""
+def load_ledger(spark, run_dir: str, kind: str):
+    """A ledger as a DataFrame; JSON Lines are parsed once and kept (both passes read them)."""
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     df, info = load(spark, run_dir, kind)
-    if info["empty"]:
-        return df, 0, 0
-    if info["format"] == "jsonl":  # parse JSON once; Parquet is cheaper to re-read than to cache
+    if info["format"] == "jsonl" and not info["empty"]:
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
-    row = df.agg(*validation_columns(kind), F.count(F.lit(1)).alias("rows")).collect()[0]
-    corrupt, missing = row[f"{kind}_corrupt"] or 0, row[f"{kind}_missing"] or 0
-    if corrupt > info["torn"] or missing:
-        raise BadInput(locate_problem(info["files"], kind))
-    return df, info["torn"], row["rows"] - corrupt
+    return df, info
 
 
-def verify(run_dir: str, spark=None) -> tuple[int, dict]:
+def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
+    """Exit 2 naming file and line, unless the only unreadable rows are torn last lines."""
+    for kind, col in (("produced", "bad_p"), ("audit", "bad_a"), ("consumed", "bad_c")):
+        if totals[col] > infos[kind]["torn"]:
+            files = infos[kind]["files"]
+            raise BadInput(locate_problem_parquet(spark, files, kind) if infos[kind]["format"] == "parquet"
+                           else locate_problem(files, kind))
+    if totals["too_many_copies"]:
+        raise BadInput(f"{run_dir}: {totals['too_many_copies']} records appear more than {2**checker.FIELD - 1} "
+                       "times in one ledger; the verifier counts up to that many copies")
+    if totals["produced_twice"]:
+        raise BadInput(f"{run_dir}/produced: {totals['produced_twice']} records (producer_id, seq) have more than "
+                       "one produced row; a produced ledger holds one outcome per record")
+
+
+def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
     t0 = time.monotonic()
+
+    def progress(step: str) -> None:
+        if not quiet:
+            print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
     if "://" not in run_dir and not Path(run_dir).is_dir():
         raise BadInput(f"{run_dir}: drill record directory missing")
     topology = read_json(run_dir, "topology.json")
     faults = read_faults(run_dir) if "://" not in run_dir else []
     spark = spark or session()
-    P, torn_p, n_p = load_validated(spark, run_dir, "produced")
-    if n_p == 0:
+    ledgers = {kind: load_ledger(spark, run_dir, kind) for kind in ("produced", "audit", "consumed")}
+    if ledgers["produced"][1]["empty"]:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
-    A, torn_a, _ = load_validated(spark, run_dir, "audit")
-    C, torn_c, _ = load_validated(spark, run_dir, "consumed")
-    bad_status = P.filter(~P.status.isin("ok", "fail", "info") & P[CORRUPT].isNull()).limit(1).collect()
-    if bad_status:
-        raise BadInput(f"{run_dir}/produced: status must be ok, fail or info, got {bad_status[0]['status']!r}")
-    summary = checker.run(P, A, C, faults, torn_lines=torn_p + torn_a + torn_c)
-    for df in (P, A, C):
+    (P, _), (A, _), (C, _) = ledgers.values()
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    progress("spark session and ledgers")
+    ident = checker.identity_pass(checker.narrow(P, A, C), partitions)
+    progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
+    reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
+    torn = sum(info["torn"] for _, info in ledgers.values())
+    summary = checker.run(P, A, C, ident, faults, torn_lines=torn, progress=progress)
+    if summary["counts"]["produced"] == 0:
+        raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
+    for df, _ in ledgers.values():
         df.unpersist()
     summary["run"] = Path(run_dir).name if "://" not in run_dir else run_dir
     summary["topology"] = topology
@@ -122,9 +139,10 @@ def main(argv: list[str] | None = None) -> int:
                                 epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.")
     p.add_argument("run_dir", help="the drill record directory (local path or s3a://...)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
     try:
-        code, summary = verify(args.run_dir)
+        code, summary = verify(args.run_dir, quiet=args.quiet)
     except BadInput as exc:
         print(f"verify: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -123,3 +123,28 @@ def test_empty_or_missing_input_is_bad_input(tmp_path, spark):
 
 def test_cli_exit_codes(tmp_path):
     assert verify.main([str(tmp_path / "nowhere")]) == verify.EXIT_BAD_INPUT
+
+
+def test_records_written_three_times_and_read_at_several_positions(tmp_path, spark):
+    """The identity pass is exact for one or two audit copies and checks three or more again."""
+    P = [p("p1", 0, "ok", 0, 1, 1000), p("p1", 1, "ok", 0, 7, 1010), p("p1", 2, "ok", 0, 5, 1020)]
+    # p1/0 at 0, 1, 2: acked at 1, the middle copy (fine); p1/1 at 3, 4, 6: acked at 7 (mismatch);
+    # p1/2 once, at 5.
+    A = [a(0, 0, "p1", 0), a(0, 1, "p1", 0), a(0, 2, "p1", 0), a(0, 3, "p1", 1), a(0, 4, "p1", 1),
+         a(0, 5, "p1", 2), a(0, 6, "p1", 1)]
+    # consumers read p1/0 at 1 and 2 (both hold it), and p1/2 at 5 and at 7 (the audit has nothing at 7).
+    C = [c(0, 1, "p1", 0), c(0, 2, "p1", 0), c(0, 3, "p1", 1), c(0, 5, "p1", 2), c(0, 7, "p1", 2)]
+    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    counts = s["counts"]
+    assert counts["ack_offset_mismatch"] == 1
+    assert counts["duplicates_in_log"] == 4 and counts["duplicates_delivered"] == 2
+    assert counts["divergent_offsets"] == 1 and counts["acked_lost"] == 0
+
+
+def test_unknown_status_and_double_produced_rows_are_bad_input(tmp_path, spark):
+    run = records.write(tmp_path / "a", [p("p1", 0, "ok", 0, 0, 1000), p("p1", 1, "maybe", 0, 1, 1001)], [], [])
+    with pytest.raises(BadInput, match="p1.jsonl:2: status must be ok, fail or info, got 'maybe'"):
+        verify.verify(str(run), spark=spark)
+    run = records.write(tmp_path / "b", [p("p1", 0, "ok", 0, 0, 1000), p("p1", 0, "fail", 0)], [], [])
+    with pytest.raises(BadInput, match="more than one produced row"):
+        verify.verify(str(run), spark=spark)

@@ -7,6 +7,7 @@
 #   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
 #   5. Pulumi local file backend -> cache/pulumi-state
+#   6. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
@@ -75,4 +76,10 @@ chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------
 mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
+
+# 6. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
+if [ ! -f "$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
+  step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
+  (cd "$ROOT" && "$VENV/bin/python" -m spark.cds)
+fi
 echo "setup: ok (venv $VENV, cache $CACHE)"

@@ -1,0 +1,118 @@
+"""From the checker's small aggregates to the summary's tables. Pure Python, no Spark.
+
+The producer pass hands over three small tables (see spark/checker.py): counts at the finest
+grain, acknowledgement bitmaps (one 50-bit word per partition and 50 ms) and a latency
+histogram. Everything here is exact: splits add up from the fine grain, percentiles are
+nearest-rank over the histogram, and ack gaps come from the bitmaps, which hold every
+distinct acknowledgement millisecond.
+"""
+from __future__ import annotations
+
+import math
+
+WORD_MS = 50  # one bitmap word covers 50 ms; 1000 is a multiple, so words never straddle a second
+ADDITIVE = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
+            "indeterminate_present", "duplicates_in_log", "duplicates_delivered")
+
+
+def roll(fine: list[dict], keys: tuple[str, ...]) -> list[dict]:
+    """Sum the fine-grain rows up to `keys`; the first and last lost send time travel along."""
+    groups: dict[tuple, dict] = {}
+    for r in fine:
+        k = tuple(r[c] for c in keys)
+        g = groups.setdefault(k, {**dict(zip(keys, k)), **{c: 0 for c in ADDITIVE},
+                                  "lost_first_send_ms": None, "lost_last_send_ms": None})
+        for c in ADDITIVE:
+            g[c] += r[c] or 0
+        for c, pick in (("lost_first_send_ms", min), ("lost_last_send_ms", max)):
+            if r[c] is not None:
+                g[c] = r[c] if g[c] is None else pick(g[c], r[c])
+    return list(groups.values())
+
+
+def percentiles(histogram: dict[int, int], qs=(0.5, 0.99)) -> list[int | None]:
+    """Nearest-rank percentiles of {latency_ms: count}."""
+    n = sum(histogram.values())
+    if not n:
+        return [None for _ in qs]
+    out, ranks = [], [max(1, math.ceil(q * n)) for q in qs]
+    seen, it = 0, iter(sorted(histogram.items()))
+    value = None
+    for rank in ranks:
+        while seen < rank:
+            value, count = next(it)
+            seen += count
+        out.append(value)
+    return out
+
+
+def _bits(mask: int) -> list[int]:
+    """Set bit positions of a word, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _inner_max_gap(mask: int) -> int:
+    """Largest distance between consecutive set bits (0 with fewer than two)."""
+    runs = bin(mask)[2:].rstrip("0").split("1")[1:-1]
+    return max(map(len, runs)) + 1 if runs else 0
+
+
+class AckTimeline:
+    """Every distinct acknowledgement millisecond of one partition, as sorted bitmap words."""
+
+    def __init__(self, words: list[tuple[int, int]]):
+        self.words = sorted((w, m) for w, m in words if m)
+
+    def max_gap(self) -> int:
+        best, prev_last = 0, None
+        for word, mask in self.words:
+            base = word * WORD_MS
+            first, last = base + (mask & -mask).bit_length() - 1, base + mask.bit_length() - 1
+            if prev_last is not None:
+                best = max(best, first - prev_last)
+            best = max(best, _inner_max_gap(mask))
+            prev_last = last
+        return best
+
+    def gaps_overlapping(self, start: int, end: int):
+        """(previous ack, next ack) pairs with next >= start and previous <= end."""
+        prev = None
+        for word, mask in self.words:
+            if prev is not None and prev > end:
+                return
+            base = word * WORD_MS
+            if base + WORD_MS <= start:  # wholly before the fault: only its last ack matters
+                prev = base + mask.bit_length() - 1
+                continue
+            for b in _bits(mask):
+                t = base + b
+                if prev is not None and t >= start and prev <= end:
+                    yield prev, t
+                prev = t
+                if prev > end:
+                    return
+
+    def back_after(self, start: int, end: int) -> int | None:
+        """The end of the longest gap overlapping the fault: the partition's first ack "again"."""
+        best = None
+        for prev, nxt in self.gaps_overlapping(start, end):
+            if best is None or nxt - prev > best[0]:  # ties: the earliest
+                best = (nxt - prev, nxt)
+        return best[1] if best else None
+
+
+def recovery(timelines: dict[tuple, AckTimeline], partitions: int, faults: list[dict]) -> list[dict]:
+    """Per fault: the slowest partition's first ack again minus the fault start; None when some
+    partition acknowledged nothing after the fault started."""
+    out = []
+    for f in faults:
+        start, end = f["start_ms"], f.get("end_ms") or 2**62
+        backs = [b for b in (t.back_after(start, end) for t in timelines.values()) if b is not None]
+        out.append({"recovery_ms": (max(backs) - start) if backs and len(backs) == partitions else None,
+                    "partitions_acking_after_start": len(backs), "partitions": partitions})
+    return out

@@ -1,0 +1,32 @@
+"""The pure-Python half of the verifier: percentiles and ack gaps from bitmap words."""
+from spark.rollup import WORD_MS, AckTimeline, percentiles, recovery
+
+
+def words(*acks_ms):
+    out: dict[int, int] = {}
+    for t in acks_ms:
+        out[t // WORD_MS] = out.get(t // WORD_MS, 0) | 1 << (t % WORD_MS)
+    return list(out.items())
+
+
+def test_nearest_rank_percentiles():
+    assert percentiles({5: 98, 7: 1, 900: 1}) == [5, 7]
+    assert percentiles({3: 1}) == [3, 3]
+    assert percentiles({}) == [None, None]
+
+
+def test_max_gap_inside_and_across_words():
+    assert AckTimeline(words(1000, 1001, 1040)).max_gap() == 39          # inside one word
+    assert AckTimeline(words(1000, 1049, 1050, 3100)).max_gap() == 2050  # across words
+    assert AckTimeline(words(1000, 1000)).max_gap() == 0
+    assert AckTimeline([]).max_gap() == 0
+
+
+def test_recovery_is_the_slowest_partitions_first_ack_after_the_longest_overlapping_gap():
+    fault = {"start_ms": 2000, "end_ms": 4000}
+    timelines = {("t", 0): AckTimeline(words(1990, 1995, 5200, 5201)),   # outage 1995 -> 5200
+                 ("t", 1): AckTimeline(words(1999, 2600, 2601))}         # back at 2600
+    [r] = recovery(timelines, 2, [fault])
+    assert r == {"recovery_ms": 3200, "partitions_acking_after_start": 2, "partitions": 2}
+    [r] = recovery({("t", 0): timelines[("t", 0)], ("t", 1): AckTimeline(words(100))}, 2, [fault])
+    assert r["recovery_ms"] is None and r["partitions_acking_after_start"] == 1
