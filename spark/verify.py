@@ -33,7 +33,8 @@ def session(master: str | None = None):
     if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         b = b.master(master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"))
         b = b.config("spark.driver.memory", os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"))
-        b = b.config("spark.driver.extraJavaOptions", cds.java_options())
+        b = b.config("spark.driver.extraJavaOptions",
+                     f"{cds.java_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip())
     b = (b.config("spark.sql.shuffle.partitions", os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"))
          .config("spark.sql.adaptive.enabled", "true")
          .config("spark.ui.enabled", "false")
