@@ -61,8 +61,8 @@ def exercise(tmp: Path) -> None:
 
     spark = verify.session()
     _record(tmp / "jsonl")
+    (tmp / "parquet").mkdir()
     for name in ("topology.json", "faults.jsonl"):
-        (tmp / "parquet").mkdir(exist_ok=True)
         (tmp / "parquet" / name).write_bytes((tmp / "jsonl" / name).read_bytes())
     for kind in ("produced", "audit", "consumed"):
         spark.read.json(str(tmp / "jsonl" / kind)).coalesce(1).write.parquet(str(tmp / "parquet" / f"{kind}.tmp"))

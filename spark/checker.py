@@ -2,15 +2,16 @@
 
 Built around one wide shuffle, because on a drill record almost every record is clean:
   1. identity pass: produced ∪ audit ∪ consumed narrowed to four fixed-width columns (producer
-     hash, seq, row kind, position hash), hash-partitioned once by identity and aggregated twice
-     inside that shuffle (per identity and position, then per identity). Only the anomalous
-     identities leave it, with their flags, and the totals of every identity count.
+     hash, seq, row kind, position hash), hash-partitioned once by identity and aggregated once
+     per identity. Only the anomalous identities leave it, with their flags, and the totals of
+     every identity count.
   2. producer pass: the produced ledger joined with those few anomalies and aggregated into three
      small tables in one scan (GROUPING SETS): counts at the finest grain every split adds up
      from, acknowledgement bitmaps (exact ack gaps and recovery without sorting the acks) and a
      latency histogram (exact percentiles). spark/rollup.py turns them into the summary.
   3. reordering: the audit alone, sorted per (partition, producer) by offset.
-  4. divergent positions: only when the identity pass found candidates, their rows again.
+  4. divergent positions and offset mismatches of records written 3+ times: only when the
+     identity pass found candidates, and only their rows, are read again.
 Position checks rely on what the audit guarantees: one audit row per (topic, partition, offset).
 RECORD.md defines every count; tests/test_checker.py pins them on records with known anomalies.
 """
@@ -23,7 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.record import CORRUPT, REQUIRED
+from spark.record import CORRUPT, REQUIRED, STATUSES
 
 # Row kinds in the identity shuffle: the produced ledger's status travels in the kind.
 P_OK, P_FAIL, P_INFO, A_ROW, C_ROW, P_BAD, A_BAD, C_BAD = range(8)
@@ -42,7 +43,7 @@ def bad_row(kind: str):
     for col in REQUIRED[kind]:
         cond = cond | F.col(col).isNull()
     if kind == "produced":
-        cond = cond | ~F.col("status").isin("ok", "fail", "info")
+        cond = cond | ~F.col("status").isin(*STATUSES)
     return cond
 
 

@@ -78,6 +78,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
     def progress(step: str) -> None:
         if not quiet:
             print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
+
     if "://" not in run_dir and not Path(run_dir).is_dir():
         raise BadInput(f"{run_dir}: drill record directory missing")
     topology = read_json(run_dir, "topology.json")
