@@ -1,8 +1,8 @@
 """From the checker's small aggregates to the summary's tables. Pure Python, no Spark.
 
-The producer pass hands over three small tables (see spark/checker.py): counts at the finest
-grain, acknowledgement bitmaps (one 50-bit word per partition and 50 ms) and a latency
-histogram. Everything here is exact: splits add up from the fine grain, percentiles are
+The checker hands over small tables (see spark/checker.py): counts at the finest grain, with
+acknowledgement bitmaps (one 50-bit word per partition and 50 ms), the anomalies at the same
+grain, and a latency histogram. Everything here is exact: splits add up from the fine grain, percentiles are
 nearest-rank over the histogram, and ack gaps come from the bitmaps, which hold every
 distinct acknowledgement millisecond.
 """
@@ -16,16 +16,17 @@ ADDITIVE = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked
 
 
 def roll(fine: list[dict], keys: tuple[str, ...]) -> list[dict]:
-    """Sum the fine-grain rows up to `keys`; the first and last lost send time travel along."""
+    """Sum the fine-grain rows up to `keys` (a row may hold only some counts); the first and last
+    lost send time travel along."""
     groups: dict[tuple, dict] = {}
     for r in fine:
         k = tuple(r[c] for c in keys)
         g = groups.setdefault(k, {**dict(zip(keys, k)), **{c: 0 for c in ADDITIVE},
                                   "lost_first_send_ms": None, "lost_last_send_ms": None})
         for c in ADDITIVE:
-            g[c] += r[c] or 0
+            g[c] += r.get(c) or 0
         for c, pick in (("lost_first_send_ms", min), ("lost_last_send_ms", max)):
-            if r[c] is not None:
+            if r.get(c) is not None:
                 g[c] = r[c] if g[c] is None else pick(g[c], r[c])
     return list(groups.values())
 

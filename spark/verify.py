@@ -12,7 +12,9 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
@@ -37,6 +39,9 @@ def session(master: str | None = None):
                      f"{cds.java_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip())
     b = (b.config("spark.sql.shuffle.partitions", os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"))
          .config("spark.sql.adaptive.enabled", "true")
+         # One producer's rows in one partition are a window partition: keep up to 4M in memory
+         # (the default, 4096, spills every longer one to disk).
+         .config("spark.sql.windowExec.buffer.in.memory.threshold", str(1 << 22))
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.host", "127.0.0.1")
@@ -81,6 +86,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
 
     if "://" not in run_dir and not Path(run_dir).is_dir():
         raise BadInput(f"{run_dir}: drill record directory missing")
+    threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = read_json(run_dir, "topology.json")
     faults = read_faults(run_dir) if "://" not in run_dir else []
     spark = spark or session()
@@ -90,11 +96,23 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
     (P, _), (A, _), (C, _) = ledgers.values()
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     progress("spark session and ledgers")
-    ident = checker.identity_pass(checker.narrow(P, A, C), partitions)
-    progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
-    reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
+    # The single-ledger jobs run alongside the identity passes: they fill the cores while the
+    # driver plans, compiles and collects, and in the single-task tails of stages.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        side = pool.submit(checker.ledgerwise, P, A, faults)
+        try:
+            scr = checker.screen(checker.narrow(P, A, C), partitions)
+            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << checker.BUCKET_BITS} records to look at)")
+            ident = checker.identity_pass(P, A, C, scr, partitions)
+            progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
+            reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
+            lw = side.result()
+        except BaseException:
+            spark.sparkContext.cancelAllJobs()
+            raise
+    progress("producer pass and reordering")
     torn = sum(info["torn"] for _, info in ledgers.values())
-    summary = checker.run(P, A, C, ident, faults, torn_lines=torn, progress=progress)
+    summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
     if summary["counts"]["produced"] == 0:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     for df, _ in ledgers.values():
