@@ -1,19 +1,24 @@
 """The counts, as a pure function of the drill record's DataFrames.
 
-Built around one wide shuffle, because on a drill record almost every record is clean:
-  1. identity pass: produced ∪ audit ∪ consumed narrowed to four fixed-width columns (producer
-     hash, seq, row kind, position hash), hash-partitioned once by identity and aggregated once
-     per identity. Only the anomalous identities leave it, with their flags, and the totals of
-     every identity count.
-  2. producer pass: the produced ledger joined with those few anomalies and aggregated into three
-     small tables in one scan (GROUPING SETS): counts at the finest grain every split adds up
-     from, acknowledgement bitmaps (exact ack gaps and recovery without sorting the acks) and a
-     latency histogram (exact percentiles). spark/rollup.py turns them into the summary.
-  3. reordering: the audit alone, sorted per (partition, producer) by offset.
+Built for records where almost every record is clean:
+  1. screen: produced ∪ audit ∪ consumed narrowed to fixed-width columns (producer hash, seq,
+     row kind, position hash) and folded into bitmaps per 64 consecutive seqs of a producer,
+     with XOR certificates over the positions. Map-side aggregation turns ~64 rows into one
+     before the only wide shuffle; a bucket whose sets agree and whose certificates cancel has
+     nothing to report. Bad rows are counted here.
+  2. identity pass: the rows of the other buckets only (a broadcast filter), one aggregation per
+     identity. Anomalous identities leave it with their flags and where their produced row sits
+     (phase, DC and topic, partition, second), so no second look at the produced ledger is needed.
+  3. single-ledger jobs, run alongside 1 and 2 (spark/verify.py): the producer pass (counts per
+     fine split, acknowledgement bitmaps for exact gaps and recovery, latency histogram for exact
+     percentiles: GROUPING SETS, one scan, no join) and reordering (the audit sorted per
+     partition and producer by offset, on four longs).
   4. divergent positions and offset mismatches of records written 3+ times: only when the
      identity pass found candidates, and only their rows, are read again.
 Position checks rely on what the audit guarantees: one audit row per (topic, partition, offset).
-RECORD.md defines every count; tests/test_checker.py pins them on records with known anomalies.
+Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
+spark/rollup.py turns the small tables into the summary. RECORD.md defines every count;
+tests/test_checker.py pins them on records with known anomalies.
 """
 from __future__ import annotations
 

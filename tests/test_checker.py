@@ -148,3 +148,36 @@ def test_unknown_status_and_double_produced_rows_are_bad_input(tmp_path, spark):
     run = records.write(tmp_path / "b", [p("p1", 0, "ok", 0, 0, 1000), p("p1", 0, "fail", 0)], [], [])
     with pytest.raises(BadInput, match="more than one produced row"):
         verify.verify(str(run), spark=spark)
+
+
+def test_screen_passes_clean_buckets_and_catches_what_the_sets_hide(tmp_path, spark):
+    """300 records per producer are five buckets for the screen. Each anomaly below leaves the
+    ok, audit and consumed *sets* equal, so only the position certificates can catch it; the
+    clean buckets around them must add nothing."""
+    n = 300
+    P = [p(pid, i, "ok", k, i, 1000 + i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    A = [a(k, i, pid, i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    C = [c(k, i, pid, i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    # p1/70 and p1/71 swapped places in the log (and consumers saw the log as it is):
+    A[70], A[71] = a(0, 70, "p1", 71), a(0, 71, "p1", 70)
+    C[70], C[71] = c(0, 70, "p1", 71), c(0, 71, "p1", 70)
+    # p2/200 was read by a consumer at an offset where the log holds p2/201 (and p2/201 too).
+    C[n + 200] = c(1, 201, "p2", 200)
+    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    counts = s["counts"]
+    assert counts["ack_offset_mismatch"] == 2      # p1/70 and p1/71: acked where the other one lives
+    assert counts["reordered"] == 1                # p1/70 after p1/71
+    assert counts["divergent_offsets"] == 1        # partition 1 offset 201 seen holding p2/200
+    assert counts["duplicates_delivered"] == 0 and counts["acked_lost"] == 0 and counts["acked_unseen"] == 0
+    assert counts["produced"] == 2 * n and counts["phantoms"] == 0
+
+
+def test_clean_buckets_alone_need_no_identity_pass(tmp_path, spark, capsys):
+    P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(200)] + [p("p1", 200, "fail", 0)]
+    A = [a(0, i, "p1", i) for i in range(200)]
+    C = [c(0, i, "p1", i) for i in range(200)]
+    code, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    assert code == verify.EXIT_PASS
+    assert s["counts"]["failed"] == 1 and s["counts"]["produced"] == 201
+    assert sum(v for k, v in s["counts"].items() if k not in ("produced", "acked", "failed", "max_ack_gap_ms")) == 0
+    assert "screen (0 buckets" in capsys.readouterr().err

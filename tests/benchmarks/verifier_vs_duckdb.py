@@ -36,6 +36,7 @@ def generate(run: Path, n: int, fmt: str) -> None:
                                                   "end_ms": 1_700_000_330_000}) + "\n")
     con = duckdb.connect()
     con.execute("SET threads TO 2")
+    con.execute("SET enable_progress_bar = false")
     base = f"""
       SELECT 'p' || (i // 1000000)::VARCHAR AS producer_id, (i % 1000000)::BIGINT AS seq, 'bench' AS topic,
              (i % 12)::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
@@ -64,6 +65,7 @@ def duck(run: Path, fmt: str) -> tuple[float, dict]:
     t0 = time.monotonic()
     con = duckdb.connect()
     con.execute("SET threads TO 2")
+    con.execute("SET enable_progress_bar = false")
     q = f"""
       WITH p AS (SELECT producer_id, seq, status FROM {reader}('{run}/produced/*.{ext}')),
            a AS (SELECT producer_id, seq, count(*) AS n FROM {reader}('{run}/audit/*.{ext}') GROUP BY ALL),
