@@ -47,7 +47,8 @@ def session(master: str | None = None):
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.sql.session.timeZone", "UTC"))
-    spark = b.getOrCreate()
+    with cds.spark_java_home():
+        spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
