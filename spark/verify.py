@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import cds, checker, report, verdict  # noqa: E402
+from spark import cds, checker, identities, report, verdict  # noqa: E402
 from spark.record import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -71,7 +71,7 @@ def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
             raise BadInput(locate_problem_parquet(spark, files, kind) if infos[kind]["format"] == "parquet"
                            else locate_problem(files, kind))
     if totals["too_many_copies"]:
-        raise BadInput(f"{run_dir}: {totals['too_many_copies']} records appear more than {2**checker.FIELD - 1} "
+        raise BadInput(f"{run_dir}: {totals['too_many_copies']} records appear more than {2**identities.FIELD - 1} "
                        "times in one ledger; the verifier counts up to that many copies")
     if totals["produced_twice"]:
         raise BadInput(f"{run_dir}/produced: {totals['produced_twice']} records (producer_id, seq) have more than "
@@ -102,9 +102,9 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         side = pool.submit(checker.ledgerwise, P, A, faults)
         try:
-            scr = checker.screen(checker.narrow(P, A, C), partitions)
-            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << checker.BUCKET_BITS} records to look at)")
-            ident = checker.identity_pass(P, A, C, scr, partitions)
+            scr = identities.screen(identities.narrow(P, A, C), partitions)
+            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at)")
+            ident = identities.identity_pass(P, A, C, scr, partitions)
             progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
             reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
             lw = side.result()
