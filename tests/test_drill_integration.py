@@ -14,8 +14,8 @@ pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "infra.cli"]
 
 
-def drill(run, *args, timeout=600):
-    return subprocess.run(DCDRILL + ["drill", "--stack", "local", "--hold", "10", "--run-dir", str(run), *args],
+def drill(run, *args, hold=10, timeout=600):
+    return subprocess.run(DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -25,7 +25,9 @@ def summary(run):
 
 def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     run = tmp_path / "kill"
-    res = drill(run, "--experiment", "kill-dc", "--dc", "dc-a")
+    # Held 20 s: survivors refuse writes only once the ISR has shrunk below minISR, which takes
+    # replica.lag.time.max.ms (10 s in the lab) plus a check interval; a 10 s hold sometimes ends first.
+    res = drill(run, "--experiment", "kill-dc", "--dc", "dc-a", hold=20)
     assert res.returncode == 0, res.stdout + res.stderr
     faults = read_faults(str(run))
     assert [(f["fault"], f["target"]) for f in faults] == [("kill-dc", "dc-a")]
