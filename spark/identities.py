@@ -82,7 +82,7 @@ def bucket_key(idh, seq):
     return F.xxhash64(idh, F.shiftright(seq, BUCKET_BITS))
 
 
-def screen(rows: DataFrame, partitions: int) -> Screen:
+def screen(rows: DataFrame) -> Screen:
     """Bitmaps per 64 consecutive seqs of a producer: which seqs were produced ok / fail / info,
     written to the log, consumed; how many rows each ledger holds; and XOR certificates over the
     position hashes. A bucket is clean when the ok, audit and consumed sets are equal, nothing is
@@ -131,7 +131,8 @@ def dc_topic():
 
 @dataclass
 class Identities:
-    anomalies: DataFrame  # persisted: (idh, seq) + flags, only identities with something to say
+    anomalies: DataFrame  # persisted: (idh, seq), flags and the produced row's split keys, only
+                          # identities with something to say
     totals: dict          # every identity count, bad-row counts, number of anomalous identities
 
 
@@ -159,17 +160,17 @@ def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partiti
     field = lambda i: F.shiftright(F.col("packed"), i * FIELD).bitwiseAND((1 << FIELD) - 1)  # noqa: E731
     p_n, a_n, c_n, p_kind, p_pos = field(0), field(1), field(2), F.col("p_kind"), F.col("p_pos")
     a_lo, a_hi, c_lo, c_hi = F.col("a_lo"), F.col("a_hi"), F.col("c_lo"), F.col("c_hi")
-    valid, p_ok = F.col("idh").isNotNull(), (p_n > 0) & (p_kind == P_OK)
-    one = lambda cond: F.when(valid & cond, 1).otherwise(0)  # noqa: E731
+    p_ok = (p_n > 0) & (p_kind == P_OK)  # bad rows never get here: the bucket filter drops them
+    one = lambda cond: F.when(cond, 1).otherwise(0)  # noqa: E731
     at_audit = (p_pos == a_lo) | (p_pos == a_hi)  # exact unless 3+ audit rows: then checked again
     flags = ident.select(
         "idh", "seq", "send_ms", "dt", "partition",
         one(p_ok & (a_n == 0)).alias("acked_lost"), one(p_ok & (c_n == 0)).alias("acked_unseen"),
         one((p_kind == P_FAIL) & (a_n > 0)).alias("failed_present"),
         one((p_kind == P_INFO) & (a_n > 0)).alias("indeterminate_present"),
-        F.when(valid, F.greatest(a_n - 1, F.lit(0))).otherwise(0).alias("duplicates_in_log"),
-        F.when(valid, F.greatest(c_n - 1, F.lit(0))).otherwise(0).alias("duplicates_delivered"),
-        F.when(valid & (p_n == 0), a_n).otherwise(0).alias("phantoms"),
+        F.greatest(a_n - 1, F.lit(0)).alias("duplicates_in_log"),
+        F.greatest(c_n - 1, F.lit(0)).alias("duplicates_delivered"),
+        F.when(p_n == 0, a_n).otherwise(0).alias("phantoms"),
         one(p_ok & (a_n > 0) & (a_n < 3) & ~F.coalesce(at_audit, F.lit(False))).alias("ack_offset_mismatch"),
         one(p_ok & (a_n >= 3) & ~F.coalesce(at_audit, F.lit(False))).alias("mismatch_candidates"),
         # Consumed somewhere the audit may not hold this record: resolved exactly afterwards. With at

@@ -30,8 +30,7 @@ def warm_up() -> None:
 
 
 def plots(summary: dict) -> dict[str, str]:
-    import matplotlib
-    matplotlib.use("Agg")
+    warm_up()
     import matplotlib.pyplot as plt
 
     tl = summary["timeline"]

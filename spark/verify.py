@@ -102,7 +102,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         side = pool.submit(checker.ledgerwise, P, A, faults)
         try:
-            scr = identities.screen(identities.narrow(P, A, C), partitions)
+            scr = identities.screen(identities.narrow(P, A, C))
             progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at)")
             ident = identities.identity_pass(P, A, C, scr, partitions)
             progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
