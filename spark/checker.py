@@ -22,14 +22,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.identities import FLAGS, Identities, bad_row, dc_topic
+from spark.identities import Identities, bad_row, dc_topic
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",
                "ack_offset_mismatch", "divergent_offsets", "reordered", "max_ack_gap_ms", "torn_lines")
 
 
-FINE, LATENCY = ("phase", "dt", "partition", "send_sec", "ack_word"), ("phase", "send_sec", "latency")
+# The fine grain groups by the DC and topic names themselves, so no separate job has to find
+# them; dt (dc_topic()) and tp (partition_key()) are added to its few rows, to meet the identity
+# pass's anomalies (which carry hashes) and the reordering counts.
+FINE, LATENCY = ("phase", "dc", "topic", "partition", "send_sec", "ack_word"), ("phase", "send_sec", "latency")
 
 
 def phase_index(faults: list[dict]):
@@ -55,7 +58,8 @@ def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
     histogram per (phase, second). No join: anomalies come from the identity pass."""
     ok = (F.col("status") == "ok") & F.col("ack_ms").isNotNull()
     d = P.filter(~bad_row("produced")).select(
-        phase_index(faults).alias("phase"), dc_topic().alias("dt"), "partition", "status", "ack_ms",
+        phase_index(faults).alias("phase"), F.coalesce(F.col("dc"), F.lit("")).alias("dc"), "topic", "partition",
+        "status", "ack_ms",
         F.floor(F.col("send_ms") / 1000).alias("send_sec"),
         F.when(ok, F.floor(F.col("ack_ms") / rollup.WORD_MS)).alias("ack_word"),
         F.when(ok, F.col("ack_ms") - F.col("send_ms")).alias("latency"))
@@ -67,36 +71,18 @@ def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
     rows = d.groupingSets([list(FINE), list(LATENCY)], *dict.fromkeys(FINE + LATENCY)).agg(
         F.grouping_id().alias("gid"), F.count(F.lit(1)).alias("produced"), n(status == "ok").alias("acked"),
         n(status == "fail").alias("failed"), n(status == "info").alias("indeterminate"),
-        F.bit_or(F.when(ok, F.expr(f"shiftleft(1L, CAST(ack_ms % {rollup.WORD_MS} AS INT))"))).alias("mask")).collect()
+        F.bit_or(F.when(ok, F.expr(f"shiftleft(1L, CAST(ack_ms % {rollup.WORD_MS} AS INT))"))).alias("mask")) \
+        .withColumn("dt", dc_topic()).withColumn("tp", partition_key()).collect()
     fine_gid = _gid(FINE)
     tables: dict[str, list[dict]] = {"fine": [], "latency": []}
     for r in rows:
         r = r.asDict()
         if r["gid"] == fine_gid:
+            r["dc"] = r["dc"] or None
             tables["fine"].append(r)
         elif r["latency"] is not None:  # rows without an acknowledgement have no latency
             tables["latency"].append(r)
     return tables
-
-
-def anomalies_by_split(ident: Identities, faults: list[dict]) -> list[dict]:
-    """The anomalous records with a produced row, summed at the fine grain of the producer pass."""
-    if not ident.totals["anomalous"]:
-        return []
-    lost = F.col("acked_lost") == 1
-    return [r.asDict() for r in ident.anomalies.filter(F.col("send_ms").isNotNull())
-            .groupBy(phase_index(faults).alias("phase"), "dt", "partition",
-                     F.floor(F.col("send_ms") / 1000).alias("send_sec"))
-            .agg(*[F.sum(c).alias(c) for c in FLAGS],
-                 F.min(F.when(lost, F.col("send_ms"))).alias("lost_first_send_ms"),
-                 F.max(F.when(lost, F.col("send_ms"))).alias("lost_last_send_ms")).collect()]
-
-
-def names(P: DataFrame) -> dict[int, tuple]:
-    """dc_topic() hash -> (dc, topic), hashed by Spark after the (few) distinct pairs are found."""
-    return {r["dt"]: (r["dc"] or None, r["topic"]) for r in P.filter(~bad_row("produced"))
-            .select(F.coalesce(F.col("dc"), F.lit("")).alias("dc"), "topic").distinct()
-            .select(dc_topic().alias("dt"), "dc", "topic").collect()}
 
 
 def _gid(keys: tuple[str, ...]) -> int:
@@ -118,14 +104,6 @@ def reordering(A: DataFrame) -> dict[int, int]:
 
 def partition_key():
     return F.xxhash64("topic", "partition")
-
-
-def partition_names(spark, pairs: set[tuple]) -> dict[int, tuple]:
-    """partition_key() -> (topic, partition) for the few pairs the report knows."""
-    if not pairs:
-        return {}
-    df = spark.createDataFrame(sorted(pairs), "topic string, partition int")
-    return {r["k"]: (r["topic"], r["partition"]) for r in df.select(partition_key().alias("k"), "*").collect()}
 
 
 def _rows_of(df: DataFrame, ledger: str, cand: DataFrame, cols: list[str]) -> DataFrame:
@@ -163,12 +141,11 @@ class Ledgerwise:
     """What the checker computes from one ledger alone, independent of the identity passes
     (verify.py runs these Spark jobs alongside them)."""
     tables: dict[str, list[dict]]  # producer_pass()
-    dc_topics: dict[int, tuple]    # names()
     reordered: dict[int, int]      # reordering()
 
 
 def ledgerwise(P: DataFrame, A: DataFrame, faults: list[dict]) -> Ledgerwise:
-    return Ledgerwise(producer_pass(P, faults), names(P), reordering(A))
+    return Ledgerwise(producer_pass(P, faults), reordering(A))
 
 
 def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: list[dict], lw: Ledgerwise,
@@ -177,14 +154,14 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     t = ident.totals
     tables = lw.tables
     labels = phase_labels(faults)
+    dc_topics = {r["dt"]: (r["dc"], r["topic"]) for r in tables["fine"]}
+    tp_names = {r["tp"]: (r["topic"], r["partition"]) for r in tables["fine"]}
     # Acknowledgement words are only for the timelines: fold them away once, then roll up.
-    fine = rollup.roll(tables["fine"], FINE[:-1]) + anomalies_by_split(ident, faults)
-    for r in fine:
-        r["dc"], r["topic"] = lw.dc_topics[r["dt"]]
+    fine = rollup.roll(tables["fine"], FINE[:-1]) + [dict(zip(("dc", "topic"), dc_topics[r["dt"]]), **r)
+                                                      for r in ident.by_split]
     for r in fine + tables["latency"]:
         r["phase"] = labels[r["phase"]]
     part_rows: dict[tuple, dict] = {}
-    tp_names = partition_names(P.sparkSession, {(r["topic"], r["partition"]) for r in fine})
     for k, n in lw.reordered.items():
         if n:
             part_rows.setdefault(tp_names.get(k, ("?", k)), {})["reordered"] = n
@@ -196,7 +173,7 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     words: dict[tuple, dict[int, int]] = {}
     for r in tables["fine"]:
         if r["ack_word"] is not None:
-            w = words.setdefault(lw.dc_topics[r["dt"]][1:] + (r["partition"],), {})
+            w = words.setdefault((r["topic"], r["partition"]), {})
             w[r["ack_word"]] = w.get(r["ack_word"], 0) | (r["mask"] or 0)
     timelines = {k: rollup.AckTimeline(list(v.items())) for k, v in words.items()}
     for k, tl in timelines.items():

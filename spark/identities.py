@@ -134,17 +134,21 @@ class Identities:
     anomalies: DataFrame  # persisted: (idh, seq), flags and the produced row's split keys, only
                           # identities with something to say
     totals: dict          # every identity count, bad-row counts, number of anomalous identities
+    by_split: list[dict]  # the flags summed per (phase, dt, partition, send_sec) of the produced
+                          # row, with the first and last lost send time; keys are None without one
 
 
-def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partitions: int) -> Identities:
+def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partitions: int, phase) -> Identities:
     """The rows of the suspicious buckets only, one hash aggregation per identity, on a packed
     occurrence count (produced, audit and consumed rows in 16-bit fields of one long) and the
-    lowest and highest position seen. Totals include the screen's (bad rows per ledger)."""
+    lowest and highest position seen. The anomalies come back summed per split of their produced
+    row (`phase`: a column of send_ms), in the same job as the totals. Totals include the
+    screen's (bad rows per ledger)."""
     if not scr.totals["suspicious"]:
         empty = P.sparkSession.createDataFrame(
             [], "idh long, seq long, send_ms long, dt long, partition int, " + ", ".join(f"{c} int" for c in FLAGS))
         scr.cached.unpersist()
-        return Identities(empty, {**dict.fromkeys(IDENTITY_TOTALS, 0), **scr.totals})
+        return Identities(empty, {**dict.fromkeys(IDENTITY_TOTALS, 0), **scr.totals}, [])
     look = scr.suspicious
     look = F.broadcast(look) if scr.totals["suspicious"] <= BROADCAST_ROWS else look
     rows = narrow(P, A, C, look)
@@ -182,6 +186,12 @@ def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partiti
         one((F.col("rows") != p_n + a_n + c_n)).alias("too_many_copies"))
     counted = [c for c in flags.columns if c not in ("idh", "seq", "send_ms", "dt", "partition")]
     anomalies = flags.filter(F.greatest(*[F.col(c) for c in counted]) > 0).persist(StorageLevel.MEMORY_AND_DISK)
-    row = anomalies.agg(*[F.sum(c).alias(c) for c in counted], F.count(F.lit(1)).alias("anomalous")).collect()[0]
+    lost = F.col("acked_lost") == 1
+    by_split = [r.asDict() for r in anomalies.groupBy(
+        phase.alias("phase"), "dt", "partition", F.floor(F.col("send_ms") / 1000).alias("send_sec")).agg(
+        *[F.sum(c).alias(c) for c in counted], F.count(F.lit(1)).alias("anomalous"),
+        F.min(F.when(lost, F.col("send_ms"))).alias("lost_first_send_ms"),
+        F.max(F.when(lost, F.col("send_ms"))).alias("lost_last_send_ms")).collect()]
     scr.cached.unpersist()
-    return Identities(anomalies, {**{k: int(v or 0) for k, v in row.asDict().items()}, **scr.totals})
+    totals = {k: sum(r[k] for r in by_split) for k in counted + ["anomalous"]}
+    return Identities(anomalies, {**totals, **scr.totals}, [r for r in by_split if r["send_sec"] is not None])

@@ -20,14 +20,20 @@ def roll(fine: list[dict], keys: tuple[str, ...]) -> list[dict]:
     lost send time travel along."""
     groups: dict[tuple, dict] = {}
     for r in fine:
-        k = tuple(r[c] for c in keys)
-        g = groups.setdefault(k, {**dict(zip(keys, k)), **{c: 0 for c in ADDITIVE},
-                                  "lost_first_send_ms": None, "lost_last_send_ms": None})
+        k = tuple([r[c] for c in keys])
+        g = groups.get(k)
+        if g is None:
+            g = groups[k] = {**dict(zip(keys, k)), **dict.fromkeys(ADDITIVE, 0),
+                             "lost_first_send_ms": None, "lost_last_send_ms": None}
         for c in ADDITIVE:
-            g[c] += r.get(c) or 0
-        for c, pick in (("lost_first_send_ms", min), ("lost_last_send_ms", max)):
-            if r.get(c) is not None:
-                g[c] = r[c] if g[c] is None else pick(g[c], r[c])
+            v = r.get(c)
+            if v:
+                g[c] += v
+        first, last = r.get("lost_first_send_ms"), r.get("lost_last_send_ms")
+        if first is not None:
+            g["lost_first_send_ms"] = first if g["lost_first_send_ms"] is None else min(g["lost_first_send_ms"], first)
+        if last is not None:
+            g["lost_last_send_ms"] = last if g["lost_last_send_ms"] is None else max(g["lost_last_send_ms"], last)
     return list(groups.values())
 
 

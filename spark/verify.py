@@ -104,7 +104,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
         try:
             scr = identities.screen(identities.narrow(P, A, C))
             progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at)")
-            ident = identities.identity_pass(P, A, C, scr, partitions)
+            ident = identities.identity_pass(P, A, C, scr, partitions, checker.phase_index(faults))
             progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
             reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
             lw = side.result()
