@@ -4,15 +4,17 @@ Generates a drill record of N produced records (consumed and audit ledgers of th
 Parquet, with a sprinkling of loss, duplicates and phantoms), then times
   * `dcdrill verify` (a fresh process: Spark start-up included), and
   * DuckDB computing acked_lost, acked_unseen, duplicates_in_log and phantoms,
-checks that both agree, and prints the ratio. `--sizes 1000000 10000000` shows growth.
+checks that both agree, and prints the ratio. `--sizes 1000000 10000000` shows growth;
+`--rounds 3` times the two in turn three times and quotes medians (the machine drifts).
 
-    .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--format parquet|jsonl]
+    .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--rounds R] [--format parquet|jsonl]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +97,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000_000])
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
+    ap.add_argument("--rounds", type=int, default=1, help="time DuckDB and verify in turn this many times")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     rows = []
@@ -103,12 +106,20 @@ def main() -> None:
         t0 = time.monotonic()
         generate(run, n, args.format)
         gen = time.monotonic() - t0
-        d_s, d_counts = duck(run, args.format)
-        s_s, s_counts = spark(run)
-        agree = all(s_counts[k] == v for k, v in d_counts.items())
+        ducks, verifies, ratios, agree = [], [], [], True
+        for r in range(args.rounds):
+            d_s, d_counts = duck(run, args.format)
+            s_s, s_counts = spark(run)
+            agree = agree and all(s_counts[k] == v for k, v in d_counts.items())
+            ducks.append(d_s), verifies.append(s_s), ratios.append(s_s / d_s)
+            if args.rounds > 1:
+                print(f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x",
+                      flush=True)
+        d_s, s_s = statistics.median(ducks), statistics.median(verifies)
         rows.append((n, d_s, s_s))
-        print(f"N={n:>11,} ({args.format}, generated in {gen:.1f}s): duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  "
-              f"ratio {s_s / d_s:5.2f}x  counts agree: {agree} {d_counts}", flush=True)
+        print(f"N={n:>11,} ({args.format}, generated in {gen:.1f}s, medians of {args.rounds}): duckdb {d_s:6.2f}s  "
+              f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
+              flush=True)
         if not args.keep:
             shutil.rmtree(run)
     if len(rows) > 1:
