@@ -169,15 +169,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
+    before = _active_session()
     try:
         code, summary = verify(args.run_dir, quiet=args.quiet)
     except BadInput as exc:
         print(f"verify: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        # Stop the session this run started: the command returns with Spark's clean-up (shuffle
+        # and temporary files) done, not with a JVM still tidying up behind it.
+        started = _active_session()
+        if started is not None and started is not before:
+            started.stop()
     print(json.dumps(summary, indent=2, default=str) if args.json else one_screen(summary))
     if "://" not in args.run_dir:
         print(f"report: {Path(args.run_dir) / 'report' / 'index.html'}")
     return code
+
+
+def _active_session():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
 
 
 if __name__ == "__main__":
