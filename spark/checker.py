@@ -58,8 +58,7 @@ def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
     histogram per (phase, second). No join: anomalies come from the identity pass."""
     ok = (F.col("status") == "ok") & F.col("ack_ms").isNotNull()
     d = P.filter(~bad_row("produced")).select(
-        phase_index(faults).alias("phase"), F.coalesce(F.col("dc"), F.lit("")).alias("dc"), "topic", "partition",
-        "status", "ack_ms",
+        phase_index(faults).alias("phase"), "dc", "topic", "partition", "status", "ack_ms",
         F.floor(F.col("send_ms") / 1000).alias("send_sec"),
         F.when(ok, F.floor(F.col("ack_ms") / rollup.WORD_MS)).alias("ack_word"),
         F.when(ok, F.col("ack_ms") - F.col("send_ms")).alias("latency"))
@@ -78,7 +77,6 @@ def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
     for r in rows:
         r = r.asDict()
         if r["gid"] == fine_gid:
-            r["dc"] = r["dc"] or None
             tables["fine"].append(r)
         elif r["latency"] is not None:  # rows without an acknowledgement have no latency
             tables["latency"].append(r)
@@ -157,8 +155,9 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     dc_topics = {r["dt"]: (r["dc"], r["topic"]) for r in tables["fine"]}
     tp_names = {r["tp"]: (r["topic"], r["partition"]) for r in tables["fine"]}
     # Acknowledgement words are only for the timelines: fold them away once, then roll up.
-    fine = rollup.roll(tables["fine"], FINE[:-1]) + [dict(zip(("dc", "topic"), dc_topics[r["dt"]]), **r)
-                                                      for r in ident.by_split]
+    for r in ident.by_split:
+        r["dc"], r["topic"] = dc_topics[r["dt"]]
+    fine = rollup.roll(tables["fine"], FINE[:-1]) + ident.by_split
     for r in fine + tables["latency"]:
         r["phase"] = labels[r["phase"]]
     part_rows: dict[tuple, dict] = {}
