@@ -10,9 +10,13 @@ def register(sub) -> None:
     p.add_argument("run_dir", help="the drill record directory (runs/<id>, or s3a://...)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as with spark-submit (repeat it); for s3a:// records the "
+                        "spark.hadoop.fs.s3a.* endpoint and credentials")
     p.set_defaults(func=lambda a: _run(a))
 
 
 def _run(args) -> int:
     from spark import verify
-    return verify.main([args.run_dir] + (["--json"] if args.json else []) + (["--quiet"] if args.quiet else []))
+    return verify.main([args.run_dir] + (["--json"] if args.json else []) + (["--quiet"] if args.quiet else [])
+                       + [x for c in args.conf for x in ("--conf", c)])

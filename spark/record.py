@@ -7,11 +7,11 @@ each file's tail, and on a mismatch the offending file and line are located and 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from spark import storage
 
 
 class BadInput(ValueError):
@@ -37,34 +37,23 @@ STATUSES = ("ok", "fail", "info")
 CORRUPT = "_corrupt_record"
 
 
-def _is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
-
-
-def ledger_files(run_dir: str, kind: str) -> tuple[list[str], str]:
-    """(local files, format) of one ledger folder; remote (s3a://) folders are listed by Spark."""
-    if _is_remote(run_dir):
-        return [f"{run_dir.rstrip('/')}/{kind}"], "jsonl"
-    folder = Path(run_dir) / kind
-    if not folder.is_dir():
+def ledger_files(spark, run_dir: str, kind: str) -> tuple[list[str], str]:
+    """(files, format) of one ledger folder, local or remote (spark/storage.py)."""
+    folder = storage.join(run_dir, kind)
+    names = storage.listdir(spark, folder)
+    if names is None:
         raise BadInput(f"{folder}: ledger folder missing")
-    parquet = sorted(str(p) for p in folder.glob("*.parquet"))
-    jsonl = sorted(str(p) for p in folder.glob("*.jsonl"))
+    parquet = [n for n in names if n.endswith(".parquet")]
+    jsonl = [n for n in names if n.endswith(".jsonl")]
     if parquet and jsonl:
         raise BadInput(f"{folder}: mixes .parquet and .jsonl ledgers")
     return (parquet, "parquet") if parquet else (jsonl, "jsonl")
 
 
-def torn_last_line(path: str) -> bool:
+def torn_last_line(spark, path: str) -> bool:
     """A last line without its newline that does not parse: what a crash mid-write leaves."""
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        if size == 0:
-            return False
-        f.seek(max(0, size - 65536))
-        tail = f.read()
-    if tail.endswith(b"\n"):
+    tail = storage.read_tail(spark, path, 65536)
+    if not tail or tail.endswith(b"\n"):
         return False
     last = tail.rsplit(b"\n", 1)[-1]
     try:
@@ -74,12 +63,11 @@ def torn_last_line(path: str) -> bool:
         return True
 
 
-def locate_problem(files: list[str], kind: str) -> str:
+def locate_problem(spark, files: list[str], kind: str) -> str:
     """Slow path, only after Spark saw a problem: name the file, line and column."""
     schema, required = SCHEMAS[kind], REQUIRED[kind]
     for path in files:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
+        lines = (storage.read_bytes(spark, path) or b"").split(b"\n")
         for n, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -121,7 +109,7 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
 def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass."""
-    files, fmt = ledger_files(run_dir, kind)
+    files, fmt = ledger_files(spark, run_dir, kind)
     schema = SCHEMAS[kind]
     if not files:
         empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
@@ -141,29 +129,34 @@ def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]
         struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
         df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
             .json(files)
-        torn = 0 if _is_remote(run_dir) else sum(torn_last_line(f) for f in files)
+        torn = sum(torn_last_line(spark, f) for f in files)
     return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
 
 
-def read_json(run_dir: str, name: str, required: bool = True):
-    path = Path(run_dir) / name
-    if not path.exists():
+def read_json(run_dir: str, name: str, required: bool = True, spark=None):
+    path = storage.join(run_dir, name)
+    data = storage.read_bytes(spark, path)
+    if data is None:
         if required:
             raise BadInput(f"{path}: missing")
         return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(data)
     except ValueError as exc:
         raise BadInput(f"{path}: not valid JSON ({exc})") from None
 
 
-def read_faults(run_dir: str) -> list[dict]:
-    path = Path(run_dir) / "faults.jsonl"
-    if not path.exists():
+def read_faults(run_dir: str, spark=None) -> list[dict]:
+    path = storage.join(run_dir, "faults.jsonl")
+    data = storage.read_bytes(spark, path)
+    if data is None:
         return []
-    from validation.ledger import read
+    from validation.ledger import parse
 
-    rows, _ = read(path)
+    try:
+        rows, _ = parse(data, path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     faults = []
     for f in rows:
         if "start_ms" not in f:

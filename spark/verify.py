@@ -1,8 +1,10 @@
 """Verify a drill record: counts, fault-window splits, verdict, report.
 
     spark-submit spark/verify.py RUN_DIR        (any master: --master, --conf as usual)
-    dcdrill verify RUN_DIR                      (the same code, local[*] by default)
+    dcdrill verify RUN_DIR [--conf KEY=VALUE]   (the same code, local[*] by default)
 
+RUN_DIR is a local folder or a Hadoop URI such as s3a://bucket/runs/<id> (the s3a jars come
+from `make setup`; endpoint and credentials are the usual spark.hadoop.fs.s3a.* settings).
 Writes RUN_DIR/report/{summary.json,index.html,junit.xml}.
 Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import cds, checker, identities, report, verdict  # noqa: E402
+from spark import cds, checker, identities, report, storage, verdict  # noqa: E402
 from spark.record import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -33,7 +35,9 @@ EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 JIT_OPTIONS = "-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompileHugeMethods"
 
 
-def session(master: str | None = None):
+def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False):
+    """The verifier's Spark session. `conf`: extra Spark settings (what --conf gives). `s3a`: put
+    hadoop-aws and the AWS SDK on the classpath, for s3a:// records."""
     from pyspark.sql import SparkSession
 
     # Spark binds to loopback only: the verifier needs no network beyond this machine.
@@ -54,6 +58,14 @@ def session(master: str | None = None):
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.sql.session.timeZone", "UTC"))
+    if s3a:
+        jars = storage.s3a_jars()
+        if not jars:
+            raise BadInput("s3a:// records need hadoop-aws and the AWS SDK: run `make setup` "
+                           "(infra/toolchain/s3a-pom.xml)")
+        b = b.config("spark.jars", ",".join(jars))
+    for key, value in (conf or {}).items():
+        b = b.config(key, value)
     with cds.spark_java_home():
         spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -76,7 +88,7 @@ def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
         if totals[col] > infos[kind]["torn"]:
             files = infos[kind]["files"]
             raise BadInput(locate_problem_parquet(spark, files, kind) if infos[kind]["format"] == "parquet"
-                           else locate_problem(files, kind))
+                           else locate_problem(spark, files, kind))
     if totals["too_many_copies"]:
         raise BadInput(f"{run_dir}: {totals['too_many_copies']} records appear more than {2**identities.FIELD - 1} "
                        "times in one ledger; the verifier counts up to that many copies")
@@ -85,19 +97,22 @@ def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
                        "one produced row; a produced ledger holds one outcome per record")
 
 
-def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
+def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None) -> tuple[int, dict]:
     t0 = time.monotonic()
 
     def progress(step: str) -> None:
         if not quiet:
             print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
 
-    if "://" not in run_dir and not Path(run_dir).is_dir():
+    remote = storage.is_remote(run_dir)
+    if remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
+        spark = spark or session(conf=conf, s3a=run_dir.startswith("s3a://"))
+    if not storage.is_dir(spark, run_dir):
         raise BadInput(f"{run_dir}: drill record directory missing")
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
-    topology = read_json(run_dir, "topology.json")
-    faults = read_faults(run_dir) if "://" not in run_dir else []
-    spark = spark or session()
+    topology = read_json(run_dir, "topology.json", spark=spark)
+    faults = read_faults(run_dir, spark=spark)
+    spark = spark or session(conf=conf)
     ledgers = {kind: load_ledger(spark, run_dir, kind) for kind in ("produced", "audit", "consumed")}
     if ledgers["produced"][1]["empty"]:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
@@ -125,22 +140,20 @@ def verify(run_dir: str, spark=None, quiet: bool = True) -> tuple[int, dict]:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     for df, _ in ledgers.values():
         df.unpersist()
-    summary["run"] = Path(run_dir).name if "://" not in run_dir else run_dir
+    summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
-    write(run_dir, summary)
+    write(spark, run_dir, summary)
     return (EXIT_PASS if summary["verdict"] == "pass" else EXIT_FAIL), summary
 
 
-def write(run_dir: str, summary: dict) -> None:
-    if "://" in run_dir:
-        return  # remote records: the summary goes to stdout only
-    out = Path(run_dir) / "report"
-    out.mkdir(exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-    (out / "index.html").write_text(report.render_html(summary))
-    (out / "junit.xml").write_text(report.render_junit(summary))
+def write(spark, run_dir: str, summary: dict) -> None:
+    """The report next to the ledgers, remote records included."""
+    files = {"summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",
+             "index.html": report.render_html(summary), "junit.xml": report.render_junit(summary)}
+    for name, text in files.items():
+        storage.write_bytes(spark, storage.join(run_dir, "report", name), text.encode())
 
 
 def one_screen(summary: dict) -> str:
@@ -168,10 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dir", help="the drill record directory (local path or s3a://...)")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as with spark-submit (repeat it), e.g. spark.hadoop.fs.s3a.endpoint=...")
     args = p.parse_args(argv)
+    conf = dict(c.split("=", 1) for c in args.conf if "=" in c)
+    if len(conf) != len(args.conf):
+        p.error("--conf takes KEY=VALUE")
     before = _active_session()
     try:
-        code, summary = verify(args.run_dir, quiet=args.quiet)
+        code, summary = verify(args.run_dir, quiet=args.quiet, conf=conf)
     except BadInput as exc:
         print(f"verify: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -182,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         if started is not None and started is not before:
             started.stop()
     print(json.dumps(summary, indent=2, default=str) if args.json else one_screen(summary))
-    if "://" not in args.run_dir:
-        print(f"report: {Path(args.run_dir) / 'report' / 'index.html'}")
+    print(f"report: {storage.join(args.run_dir, 'report', 'index.html')}")
     return code
 
 

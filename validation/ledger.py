@@ -98,8 +98,12 @@ def read(path: Path) -> tuple[list[dict], bool]:
 
     A malformed line anywhere but the last is an error naming the file and line number.
     """
+    return parse(Path(path).read_bytes(), str(path))
+
+
+def parse(data: bytes, name: str) -> tuple[list[dict], bool]:
+    """`read` on a file's bytes (`name` is what errors call the file)."""
     rows, torn = [], False
-    data = Path(path).read_bytes()
     lines = data.split(b"\n")
     for i, line in enumerate(lines, 1):
         if not line.strip():
@@ -110,5 +114,5 @@ def read(path: Path) -> tuple[list[dict], bool]:
             if i == len(lines) and not data.endswith(b"\n"):
                 torn = True
                 continue
-            raise ValueError(f"{path}:{i}: malformed ledger line") from None
+            raise ValueError(f"{name}:{i}: malformed ledger line") from None
     return rows, torn

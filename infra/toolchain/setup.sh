@@ -4,6 +4,7 @@
 #   1. Debian packages (iproute2, sshd, iptables, ...)       apt-get
 #   2. Python deps pinned in pyproject.toml -> .venv/         PyPI
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
+#      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
 #   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
 #   5. Pulumi local file backend -> cache/pulumi-state
@@ -50,6 +51,15 @@ if ! stamp_ok kafka "$key"; then
   mvn -B -q -f "$ROOT/infra/toolchain/kafka-pom.xml" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$CACHE/kafka/libs"
   stamp kafka "$key"
+fi
+
+key=$(sha256sum "$ROOT/infra/toolchain/s3a-pom.xml" | cut -c1-16)
+if ! stamp_ok s3a "$key"; then
+  step "hadoop-aws + AWS SDK jars (s3a:// drill records) from Maven Central"
+  rm -rf "$CACHE/s3a/libs"
+  mvn -B -q -f "$ROOT/infra/toolchain/s3a-pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$CACHE/s3a/libs"
+  stamp s3a "$key"
 fi
 
 # 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------

@@ -1,0 +1,81 @@
+"""`dcdrill verify s3a://...`: a drill record in S3, read through hadoop-aws, with moto's S3
+server on loopback as the endpoint. The verifier runs as a user runs it: a fresh process."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from spark import storage
+from tests import records
+
+BUCKET = "drills"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client.create_bucket(Bucket=BUCKET)
+    yield endpoint, client
+    server.stop()
+
+
+def _upload(client, run, prefix: str) -> None:
+    for path in sorted(run.rglob("*")):
+        if path.is_file():
+            client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(run)}", Body=path.read_bytes())
+
+
+def _verify(endpoint: str, uri: str) -> subprocess.CompletedProcess:
+    conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
+            "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
+            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}
+    args = [x for k, v in conf.items() for x in ("--conf", f"spark.hadoop.{k}={v}")]
+    # Nothing may look for credentials or a region off this machine (the instance metadata service).
+    env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "DCDRILL_SPARK_MASTER": "local[2]"}
+    return subprocess.run([sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args],
+                          capture_output=True, text=True, env=env, cwd=storage.ROOT, timeout=600)
+
+
+def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3):
+    endpoint, client = s3
+    run = records.anomalies(tmp_path / "run")  # every anomaly, a torn last line, faults.jsonl
+    _upload(client, run, "runs/r1")
+    done = _verify(endpoint, f"s3a://{BUCKET}/runs/r1")
+    assert done.returncode == 1, done.stderr[-3000:]  # the verdict fails: acked records were lost
+    summary = json.loads(done.stdout[:done.stdout.rindex("}") + 1])
+    assert summary["counts"] == {
+        "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2, "acked_lost": 3, "acked_unseen": 3,
+        "failed_present": 1, "indeterminate_present": 1, "duplicates_in_log": 1, "duplicates_delivered": 2,
+        "phantoms": 1, "ack_offset_mismatch": 1, "divergent_offsets": 3, "reordered": 1, "max_ack_gap_ms": 1100,
+        "torn_lines": 1}  # the same as tests/test_checker.py on the local copy
+    assert summary["faults"][0]["target"] == "dc-a"
+    keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix="runs/r1/report/")["Contents"]}
+    assert keys == {f"runs/r1/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
+    stored = json.loads(client.get_object(Bucket=BUCKET, Key="runs/r1/report/summary.json")["Body"].read())
+    assert stored["counts"] == summary["counts"] and stored["verdict"] == "fail"
+
+
+def test_s3a_record_without_audit_is_bad_input(tmp_path, s3):
+    endpoint, client = s3
+    run = records.write(tmp_path / "run", [records.p("p1", 0, "ok", 0, 0, 1000)], [], [])
+    (run / "audit").rmdir()
+    _upload(client, run, "runs/r2")
+    done = _verify(endpoint, f"s3a://{BUCKET}/runs/r2")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"s3a://{BUCKET}/runs/r2/audit: ledger folder missing" in done.stderr
