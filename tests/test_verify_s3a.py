@@ -7,10 +7,12 @@ import subprocess
 import sys
 
 import boto3
+import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
 
 from spark import storage
+from spark.record import REQUIRED, SCHEMAS
 from tests import records
 
 BUCKET = "drills"
@@ -52,22 +54,42 @@ def _verify(endpoint: str, uri: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, cwd=storage.ROOT, timeout=600)
 
 
-def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3):
+EXPECTED = {
+    "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2, "acked_lost": 3, "acked_unseen": 3,
+    "failed_present": 1, "indeterminate_present": 1, "duplicates_in_log": 1, "duplicates_delivered": 2,
+    "phantoms": 1, "ack_offset_mismatch": 1, "divergent_offsets": 3, "reordered": 1, "max_ack_gap_ms": 1100,
+    "torn_lines": 1}  # the same as tests/test_checker.py on the local copy
+
+
+def _as_parquet(run, out):
+    """The record with Parquet ledgers (DuckDB writes them; the torn last line is left out)."""
+    duck = {"string": "VARCHAR", "bigint": "BIGINT", "int": "INTEGER"}
+    for kind, schema in SCHEMAS.items():
+        (out / kind).mkdir(parents=True)
+        cols = ", ".join(f"'{c}': '{duck[t.simpleString()]}'" for c, t in schema.items())
+        duckdb.sql(f"COPY (SELECT * FROM read_json('{run}/{kind}/*.jsonl', columns={{{cols}}}, ignore_errors=true) "
+                   f"WHERE {REQUIRED[kind][0]} IS NOT NULL) "
+                   f"TO '{out}/{kind}/part0.parquet' (FORMAT parquet)")
+    for name in ("topology.json", "faults.jsonl"):
+        (out / name).write_bytes((run / name).read_bytes())
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3, fmt):
     endpoint, client = s3
     run = records.anomalies(tmp_path / "run")  # every anomaly, a torn last line, faults.jsonl
-    _upload(client, run, "runs/r1")
-    done = _verify(endpoint, f"s3a://{BUCKET}/runs/r1")
+    if fmt == "parquet":
+        run = _as_parquet(run, tmp_path / "parquet")
+    _upload(client, run, f"runs/{fmt}")
+    done = _verify(endpoint, f"s3a://{BUCKET}/runs/{fmt}")
     assert done.returncode == 1, done.stderr[-3000:]  # the verdict fails: acked records were lost
     summary = json.loads(done.stdout[:done.stdout.rindex("}") + 1])
-    assert summary["counts"] == {
-        "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2, "acked_lost": 3, "acked_unseen": 3,
-        "failed_present": 1, "indeterminate_present": 1, "duplicates_in_log": 1, "duplicates_delivered": 2,
-        "phantoms": 1, "ack_offset_mismatch": 1, "divergent_offsets": 3, "reordered": 1, "max_ack_gap_ms": 1100,
-        "torn_lines": 1}  # the same as tests/test_checker.py on the local copy
+    assert summary["counts"] == {**EXPECTED, "torn_lines": 1 if fmt == "jsonl" else 0}
     assert summary["faults"][0]["target"] == "dc-a"
-    keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix="runs/r1/report/")["Contents"]}
-    assert keys == {f"runs/r1/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
-    stored = json.loads(client.get_object(Bucket=BUCKET, Key="runs/r1/report/summary.json")["Body"].read())
+    keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"runs/{fmt}/report/")["Contents"]}
+    assert keys == {f"runs/{fmt}/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
+    stored = json.loads(client.get_object(Bucket=BUCKET, Key=f"runs/{fmt}/report/summary.json")["Body"].read())
     assert stored["counts"] == summary["counts"] and stored["verdict"] == "fail"
 
 
