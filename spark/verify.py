@@ -37,35 +37,49 @@ JIT_OPTIONS = "-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompileH
 
 def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False):
     """The verifier's Spark session. `conf`: extra Spark settings (what --conf gives). `s3a`: put
-    hadoop-aws and the AWS SDK on the classpath, for s3a:// records."""
+    hadoop-aws and the AWS SDK on the classpath, for s3a:// records.
+    Under spark-submit, its options win: the defaults below only fill what it left unset."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     # Spark binds to loopback only: the verifier needs no network beyond this machine.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    b = SparkSession.builder.appName("dcdrill-verify")
-    if not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-        b = b.master(master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"))
-        b = b.config("spark.driver.memory", os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"))
-        b = b.config("spark.driver.extraJavaOptions",
-                     f"{cds.java_options()} {JIT_OPTIONS} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip())
-    b = (b.config("spark.sql.shuffle.partitions", os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"))
-         .config("spark.sql.adaptive.enabled", "true")
-         # One producer's rows in one partition are a window partition: keep up to 4M in memory
-         # (the default, 4096, spills every longer one to disk).
-         .config("spark.sql.windowExec.buffer.in.memory.threshold", str(1 << 22))
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.sql.session.timeZone", "UTC"))
-    if s3a:
+    # spark-submit starts the JVM and hands this process its gateway: --master, --conf and
+    # --jars are already in the JVM's SparkConf, and JVM options can no longer change.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if submitted:
+        SparkContext._ensure_initialized()  # attach to that JVM, so SparkConf reads what it was given
+    given = dict(SparkConf().getAll()) if submitted else {}
+    settings = {
+        "spark.app.name": "dcdrill-verify",
+        "spark.sql.shuffle.partitions": os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.adaptive.enabled": "true",
+        # One producer's rows in one partition are a window partition: keep up to 4M in memory
+        # (the default, 4096, spills every longer one to disk).
+        "spark.sql.windowExec.buffer.in.memory.threshold": str(1 << 22),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if not submitted and "master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        settings |= {
+            "spark.master": master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"),
+            "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"),
+            "spark.driver.extraJavaOptions":
+                f"{cds.java_options()} {JIT_OPTIONS} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
+        }
+    if s3a and not submitted:
         jars = storage.s3a_jars()
         if not jars:
             raise BadInput("s3a:// records need hadoop-aws and the AWS SDK: run `make setup` "
                            "(infra/toolchain/s3a-pom.xml)")
-        b = b.config("spark.jars", ",".join(jars))
-    for key, value in (conf or {}).items():
-        b = b.config(key, value)
+        settings["spark.jars"] = ",".join(jars)
+    b = SparkSession.builder
+    for key, value in {**settings, **(conf or {})}.items():
+        if key not in given:
+            b = b.config(key, value)
     with cds.spark_java_home():
         spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -144,6 +158,8 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["topology"] = topology
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
+    # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
+    summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
     write(spark, run_dir, summary)
     return (EXIT_PASS if summary["verdict"] == "pass" else EXIT_FAIL), summary
 

@@ -181,3 +181,23 @@ def test_clean_buckets_alone_need_no_identity_pass(tmp_path, spark, capsys):
     assert s["counts"]["failed"] == 1 and s["counts"]["produced"] == 201
     assert sum(v for k, v in s["counts"].items() if k not in ("produced", "acked", "failed", "max_ack_gap_ms")) == 0
     assert "screen (0 buckets" in capsys.readouterr().err
+
+
+def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
+    """`spark-submit spark/verify.py RUN_DIR`: spark-submit's --master and --conf are kept (the
+    verifier's defaults only fill the rest), and the record gets the same counts and report."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = records.anomalies(tmp_path / "run")
+    venv_bin = str(Path(sys.executable).parent)
+    done = subprocess.run([os.path.join(venv_bin, "spark-submit"), "--master", "local[1]",
+                           "--conf", "spark.sql.shuffle.partitions=3", "spark/verify.py", str(run), "--quiet"],
+                          capture_output=True, text=True, cwd=Path(verify.__file__).parent.parent, timeout=600,
+                          env={**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"})
+    assert done.returncode == verify.EXIT_FAIL, done.stderr[-3000:]
+    s = json.loads((run / "report" / "summary.json").read_text())
+    assert s["spark"]["master"] == "local[1]" and s["spark"]["shuffle_partitions"] == 3
+    assert s["counts"]["acked_lost"] == 3 and s["counts"]["torn_lines"] == 1 and s["verdict"] == "fail"
