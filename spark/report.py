@@ -131,7 +131,15 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <h2>By producer DC</h2>{_table(summary['by_dc'], ['dc'] + cols)}
 <h2>By partition</h2>{_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
 <h2>Counts</h2>{counts}
-<p>Definitions: RECORD.md in the dcdrill repository.</p></body></html>"""
+<p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _engine(summary: dict) -> str:
+    sp = summary.get("spark")
+    if not sp:
+        return ""
+    return (f"Verified by Spark {sp['version']} ({sp['master']}, {sp['shuffle_partitions']} shuffle partitions) "
+            f"in {summary.get('verify_seconds')} s.")
 
 
 def render_junit(summary: dict) -> str:

@@ -57,6 +57,7 @@ def test_report_files(tmp_path, spark):
     assert junit.count("<testcase") == len(summary["rules"]) and junit.count("<failure") == 3
     html = (run / "report" / "index.html").read_text()
     assert "Verdict: FAIL" in html and html.count("data:image/png;base64,") >= 3
+    assert f"Verified by Spark {summary['spark']['version']} (local[2]" in html
 
 
 def test_clean_record_passes(tmp_path, spark):
