@@ -43,24 +43,18 @@ if ! stamp_ok venv "$key" || [ ! -x "$VENV/bin/dcdrill" ]; then
   stamp venv "$key"
 fi
 
-# 3. Kafka jars from Maven Central --------------------------------------------------------------
-key=$(sha256sum "$ROOT/infra/toolchain/kafka-pom.xml" | cut -c1-16)
-if ! stamp_ok kafka "$key"; then
-  step "Apache Kafka + ZooKeeper jars from Maven Central"
-  rm -rf "$CACHE/kafka/libs"
-  mvn -B -q -f "$ROOT/infra/toolchain/kafka-pom.xml" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$CACHE/kafka/libs"
-  stamp kafka "$key"
-fi
-
-key=$(sha256sum "$ROOT/infra/toolchain/s3a-pom.xml" | cut -c1-16)
-if ! stamp_ok s3a "$key"; then
-  step "hadoop-aws + AWS SDK jars (s3a:// drill records) from Maven Central"
-  rm -rf "$CACHE/s3a/libs"
-  mvn -B -q -f "$ROOT/infra/toolchain/s3a-pom.xml" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$CACHE/s3a/libs"
-  stamp s3a "$key"
-fi
+# 3. Jars from Maven Central: each <name>-pom.xml's runtime dependencies -> $CACHE/<name>/libs --------
+maven_libs() {
+  local pom="$ROOT/infra/toolchain/$1-pom.xml" key
+  key=$(sha256sum "$pom" | cut -c1-16)
+  stamp_ok "$1" "$key" && return 0
+  step "$2 from Maven Central"
+  rm -rf "$CACHE/$1/libs"
+  mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CACHE/$1/libs"
+  stamp "$1" "$key"
+}
+maven_libs kafka "Apache Kafka + ZooKeeper jars"
+maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
 
 # 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------
 GOMOD=$ROOT/infra/toolchain/pulumi-go
