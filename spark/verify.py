@@ -121,6 +121,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         if not quiet:
             print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
 
+    run_dir = run_dir.removeprefix("file://")  # a local URI is a local folder
     remote = storage.is_remote(run_dir)
     if remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
         spark = spark or session(conf=conf, s3a=run_dir.startswith("s3a://"))

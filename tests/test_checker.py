@@ -64,8 +64,11 @@ def test_clean_record_passes(tmp_path, spark):
     P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(5)]
     A = [a(0, i, "p1", i) for i in range(5)]
     C = [c(0, i, "p1", i) for i in range(5)]
-    code, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    run = records.write(tmp_path / "r", P, A, C)
+    code, s = verify.verify(str(run), spark=spark)
     assert code == verify.EXIT_PASS and s["counts"]["acked_lost"] == 0 and s["violations"] == []
+    code, s = verify.verify(f"file://{run}", spark=spark)  # the same folder as a URI
+    assert code == verify.EXIT_PASS and s["run"] == "r"
 
 
 def test_parquet_ledgers_give_the_same_counts(tmp_path, spark):
