@@ -56,7 +56,11 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         # tasks to plan and fewer, longer window partitions, with a task still to fill each tail.
         "spark.sql.shuffle.partitions": os.environ.get("DCDRILL_SHUFFLE_PARTITIONS",
                                                        str(max(4, 2 * (os.cpu_count() or 2)))),
-        "spark.sql.adaptive.enabled": "true",
+        # Adaptive execution re-plans (and re-generates code for) every query after each stage.
+        # The verifier's plans need none of it (broadcasts are explicit, partitions are few),
+        # and on 2 cores the re-planning is driver CPU the tasks wait for: paired 10M runs with
+        # it off took 0.90x the time.
+        "spark.sql.adaptive.enabled": "false",
         # One producer's rows in one partition are a window partition: keep up to 4M in memory
         # (the default, 4096, spills every longer one to disk).
         "spark.sql.windowExec.buffer.in.memory.threshold": str(1 << 22),
