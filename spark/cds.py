@@ -68,6 +68,18 @@ def spark_java_home():
             os.environ["JAVA_HOME"] = saved
 
 
+def cache_dir() -> Path:
+    """Where `make setup` keeps what it fetched and built (DCDRILL_CACHE, else .cache/)."""
+    return Path(os.environ.get("DCDRILL_CACHE", ROOT / ".cache"))
+
+
+def s3a_jars() -> list[str]:
+    """hadoop-aws and the AWS SDK modules it calls, as `make setup` resolved them from Maven Central
+    (infra/toolchain/s3a-pom.xml); empty when they are not there."""
+    libs = cache_dir() / "s3a" / "libs"
+    return sorted(str(p) for p in libs.glob("*.jar")) if libs.is_dir() else []
+
+
 def archive_path() -> Path:
     import pyspark
 
@@ -75,7 +87,7 @@ def archive_path() -> Path:
     java_bin = str(Path(home) / "bin" / "java") if home else "java"
     java = subprocess.run([java_bin, "-version"], capture_output=True, text=True).stderr.split("\n")[0]
     tag = "".join(ch if ch.isalnum() else "-" for ch in java.split('"')[1]) if '"' in java else "jdk"
-    return Path(os.environ.get("DCDRILL_CACHE", ROOT / ".cache")) / f"spark-cds-{pyspark.__version__}-{tag}.jsa"
+    return cache_dir() / f"spark-cds-{pyspark.__version__}-{tag}.jsa"
 
 
 def java_options() -> str:

@@ -7,6 +7,7 @@ each file's tail, and on a mismatch the offending file and line are located and 
 from __future__ import annotations
 
 import json
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

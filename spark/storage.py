@@ -4,29 +4,20 @@ Spark reads the ledgers itself; this module does the few small reads and writes 
 (listing a ledger folder, topology.json, faults.jsonl, the tail of a JSON Lines file, the report)
 the same way for both. Remote paths go through the JVM's Hadoop FileSystem, so they reach what
 Spark reaches, with the same credentials and endpoint settings (`spark.hadoop.fs.s3a.*`).
-Local paths need no Spark session (spark may be None).
+Local paths need no Spark session (spark may be None); a file:// URI is made a plain path
+before it gets here (spark/verify.py).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+    return "://" in path
 
 
 def join(base: str, *names: str) -> str:
     return "/".join([base.rstrip("/"), *names])
-
-
-def s3a_jars() -> list[str]:
-    """hadoop-aws and the AWS SDK modules it calls, as `make setup` resolved them from Maven Central
-    (infra/toolchain/s3a-pom.xml); empty when they are not there."""
-    libs = Path(os.environ.get("DCDRILL_CACHE", ROOT / ".cache")) / "s3a" / "libs"
-    return sorted(str(p) for p in libs.glob("*.jar")) if libs.is_dir() else []
 
 
 def _fs(spark, path: str):

@@ -78,7 +78,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
                 f"{cds.java_options()} {JIT_OPTIONS} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
     if s3a and not submitted:
-        jars = storage.s3a_jars()
+        jars = cds.s3a_jars()
         if not jars:
             raise BadInput("s3a:// records need hadoop-aws and the AWS SDK: run `make setup` "
                            "(infra/toolchain/s3a-pom.xml)")
@@ -208,9 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting, as with spark-submit (repeat it), e.g. spark.hadoop.fs.s3a.endpoint=...")
     args = p.parse_args(argv)
-    conf = dict(c.split("=", 1) for c in args.conf if "=" in c)
-    if len(conf) != len(args.conf):
+    if any("=" not in c for c in args.conf):
         p.error("--conf takes KEY=VALUE")
+    conf = dict(c.split("=", 1) for c in args.conf)
     before = _active_session()
     try:
         code, summary = verify(args.run_dir, quiet=args.quiet, conf=conf)

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
 
-from spark import storage
+from spark import cds
 from spark.record import REQUIRED, SCHEMAS
 from tests import records
 
@@ -51,7 +51,7 @@ def _verify(endpoint: str, uri: str) -> subprocess.CompletedProcess:
     # Nothing may look for credentials or a region off this machine (the instance metadata service).
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "DCDRILL_SPARK_MASTER": "local[2]"}
     return subprocess.run([sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args],
-                          capture_output=True, text=True, env=env, cwd=storage.ROOT, timeout=600)
+                          capture_output=True, text=True, env=env, cwd=cds.ROOT, timeout=600)
 
 
 EXPECTED = {
