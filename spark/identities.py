@@ -40,19 +40,27 @@ def bad_row(kind: str):
     return cond
 
 
-def narrow(P: DataFrame, A: DataFrame, C: DataFrame, look: DataFrame | None = None) -> DataFrame:
+def narrow(P: DataFrame, A: DataFrame, C: DataFrame, look: DataFrame | None = None, small: bool = True,
+           read_consumed: bool = True) -> DataFrame:
     """Every row of the three ledgers as (idh, seq, kind, pos): 64-bit hashes instead of names,
     and a position only where one was promised (acknowledged) or observed (audit, consumed).
     Bad rows get a null idh and their kind as seq, so they are counted per ledger, not matched.
-    With `look` (bucket keys from the screen), only the rows of those buckets, filtered before
-    anything but the producer hash is computed."""
+    With `look` (the screen's suspicious buckets: `bucket`, `mirror`), only the rows of those
+    buckets, filtered before anything but the producer hash is computed (`small`: broadcast it).
+    Where the consumed rows of a bucket mirror its audit rows, they are not read: each audit row
+    stands in for both (`read_consumed` False: no bucket needs the consumed ledger at all)."""
     status = F.col("status")
 
-    def rows(df, ledger, kind, bad_kind, pos):
+    def rows(df, ledger, kind, bad_kind, pos, look=None):
         bad = bad_row(ledger)
         df = df.withColumn("idh", F.when(~bad, F.xxhash64("producer_id")))
         if look is not None:
-            df = df.join(look, bucket_key(F.col("idh"), F.col("seq")) == look["bucket"], "left_semi")
+            df = df.join(look, bucket_key(F.col("idh"), F.col("seq")) == look["bucket"],
+                         "inner" if "mirror" in look.columns else "left_semi")
+        if "mirror" in df.columns:  # an audit row of a mirrored bucket is also its consumed row
+            df = df.withColumn("k", F.explode(F.when(F.col("mirror"), F.array(F.lit(kind), F.lit(C_ROW)))
+                                              .otherwise(F.array(F.lit(kind)))))
+            kind = F.col("k")
         # Where a produced row sits in the report's splits, so anomalies need no second look at P.
         where = [F.col("send_ms"), dc_topic(), F.col("partition")] if ledger == "produced" else \
             [F.lit(None).cast("long"), F.lit(None).cast("long"), F.lit(None).cast("int")]
@@ -64,8 +72,12 @@ def narrow(P: DataFrame, A: DataFrame, C: DataFrame, look: DataFrame | None = No
     # screen's XOR certificates need (two records swapping places must not cancel out).
     pos = F.xxhash64("topic", "partition", "offset", "seq")
     p_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO)
-    return rows(P, "produced", p_kind, P_BAD, F.when((status == "ok") & F.col("offset").isNotNull(), pos)) \
-        .unionByName(rows(A, "audit", A_ROW, A_BAD, pos)).unionByName(rows(C, "consumed", C_ROW, C_BAD, pos))
+    hint = F.broadcast if small else (lambda df: df)  # noqa: E731
+    keys, unmirrored = (None, None) if look is None else \
+        (hint(look.select("bucket")), hint(look.filter(~F.col("mirror")).select("bucket")))
+    out = rows(P, "produced", p_kind, P_BAD, F.when((status == "ok") & F.col("offset").isNotNull(), pos), keys) \
+        .unionByName(rows(A, "audit", A_ROW, A_BAD, pos, None if look is None else hint(look)))
+    return out.unionByName(rows(C, "consumed", C_ROW, C_BAD, pos, unmirrored)) if read_consumed else out
 
 
 BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer
@@ -73,8 +85,9 @@ BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer
 
 @dataclass
 class Screen:
-    suspicious: DataFrame  # bucket keys (xxhash64 of producer hash and seq bucket) to look at
-    totals: dict           # suspicious buckets, bad rows per ledger
+    suspicious: DataFrame  # bucket keys (xxhash64 of producer hash and seq bucket) to look at, and
+                           # whether their consumed rows mirror their audit rows
+    totals: dict           # suspicious and unmirrored buckets, bad rows per ledger
     cached: DataFrame      # what `suspicious` reads: unpersisted once the identity pass is done
 
 
@@ -115,13 +128,18 @@ def screen(rows: DataFrame) -> Screen:
              & (F.bit_count(ok) + F.bit_count(fail) + F.bit_count(info) == F.bit_count(produced))
              & (F.col("n_a") == F.bit_count(a)) & (F.col("n_c") == F.bit_count(c)) & (a == ok) & (c == ok)
              & (F.col("x_ok").bitwiseXOR(F.col("x_a")) == 0) & (F.col("x_a").bitwiseXOR(F.col("x_c")) == 0))
+    # The consumed rows are the audit rows (same seqs, counts and positions: the audit holds one
+    # row per position, so equal counts and cancelling certificates leave no room for a swap).
+    # The identity pass then lets each audit row stand in for its consumed twin.
+    mirror = (c == a) & (F.col("n_c") == F.col("n_a")) & (F.col("x_a").bitwiseXOR(F.col("x_c")) == 0)
     valid = F.col("idh").isNotNull()
-    g = g.select(F.when(valid, F.xxhash64("idh", "b")).alias("bucket"), "b", "rows", (valid & ~clean).alias("look")) \
-        .filter(~valid | F.col("look")).persist(StorageLevel.MEMORY_AND_DISK)
+    g = g.select(F.when(valid, F.xxhash64("idh", "b")).alias("bucket"), "b", "rows", (valid & ~clean).alias("look"),
+                 mirror.alias("mirror")).filter(~valid | F.col("look")).persist(StorageLevel.MEMORY_AND_DISK)
     row = g.agg(F.sum(F.col("look").cast("int")).alias("suspicious"),
+                F.sum((F.col("look") & ~F.col("mirror")).cast("int")).alias("unmirrored"),
                 *[F.sum(F.when(F.col("bucket").isNull() & (F.col("b") == k), F.col("rows")).otherwise(0)).alias(name)
                   for k, name in ((P_BAD, "bad_p"), (A_BAD, "bad_a"), (C_BAD, "bad_c"))]).collect()[0]
-    return Screen(g.filter("look").select("bucket"), {k: int(v or 0) for k, v in row.asDict().items()}, g)
+    return Screen(g.filter("look").select("bucket", "mirror"), {k: int(v or 0) for k, v in row.asDict().items()}, g)
 
 
 def dc_topic():
@@ -149,9 +167,8 @@ def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partiti
             [], "idh long, seq long, send_ms long, dt long, partition int, " + ", ".join(f"{c} int" for c in FLAGS))
         scr.cached.unpersist()
         return Identities(empty, {**dict.fromkeys(IDENTITY_TOTALS, 0), **scr.totals}, [])
-    look = scr.suspicious
-    look = F.broadcast(look) if scr.totals["suspicious"] <= BROADCAST_ROWS else look
-    rows = narrow(P, A, C, look)
+    rows = narrow(P, A, C, scr.suspicious, small=scr.totals["suspicious"] <= BROADCAST_ROWS,
+                  read_consumed=scr.totals["unmirrored"] > 0)
     kind, pos = F.col("kind"), F.col("pos")
     is_p = kind <= P_INFO
     packed = F.when(is_p, 1).when(kind == A_ROW, 1 << FIELD).when(kind == C_ROW, 1 << 2 * FIELD).otherwise(0)

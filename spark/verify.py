@@ -147,7 +147,8 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         side = pool.submit(checker.ledgerwise, P, A, faults)
         try:
             scr = identities.screen(identities.narrow(P, A, C))
-            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at)")
+            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at, "
+                     f"{scr.totals['unmirrored']} whose consumed rows differ from the log)")
             ident = identities.identity_pass(P, A, C, scr, partitions, checker.phase_index(faults))
             progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
             reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})

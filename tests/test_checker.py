@@ -187,6 +187,26 @@ def test_clean_buckets_alone_need_no_identity_pass(tmp_path, spark, capsys):
     assert "screen (0 buckets" in capsys.readouterr().err
 
 
+def test_consumers_that_saw_the_log_as_it_is_are_not_read_again(tmp_path, spark, capsys):
+    """Where the consumed rows of a suspicious bucket are the audit rows, the identity pass lets
+    each audit row stand for its consumed twin instead of reading the consumed ledger again: the
+    counts on the consumed side must come out as if it had been read."""
+    P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(200)]
+    A = [a(0, i, "p1", i) for i in range(200) if i != 5]              # p1/5 lost
+    A += [a(0, 500, "p1", 70), a(0, 501, "ghost", 1)]                 # p1/70 written twice, a phantom
+    C = [c(0, r["offset"], r["producer_id"], r["seq"]) for r in A]    # consumers saw the log as it is
+    C += [c(0, 502, "p1", 150)]                                       # ... and one position the log lacks
+    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    counts = s["counts"]
+    assert counts["acked_lost"] == counts["acked_unseen"] == 1
+    assert counts["duplicates_in_log"] == 1 and counts["duplicates_delivered"] == 2  # p1/70; p1/70 and p1/150
+    assert counts["phantoms"] == 1 and counts["divergent_offsets"] == 1 and counts["reordered"] == 1
+    assert counts["ack_offset_mismatch"] == 0
+    # p1/0-63 (the lost record) and the phantom's bucket mirror the log; p1/128-191 holds the
+    # consumed row at offset 502 that the log lacks, and p1/64-127 the duplicate (mirrored too).
+    assert "screen (4 buckets of 64 records to look at, 1 whose consumed rows differ" in capsys.readouterr().err
+
+
 def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
     """`spark-submit spark/verify.py RUN_DIR`: spark-submit's --master and --conf are kept (the
     verifier's defaults only fill the rest), and the record gets the same counts and report."""
