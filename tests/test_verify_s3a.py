@@ -43,15 +43,23 @@ def _upload(client, run, prefix: str) -> None:
             client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(run)}", Body=path.read_bytes())
 
 
-def _verify(endpoint: str, uri: str) -> subprocess.CompletedProcess:
+def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.CompletedProcess:
+    """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars>
+    spark/verify.py URI`, as the README tells a user to run it."""
     conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
             "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
             "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}
     args = [x for k, v in conf.items() for x in ("--conf", f"spark.hadoop.{k}={v}")]
     # Nothing may look for credentials or a region off this machine (the instance metadata service).
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "DCDRILL_SPARK_MASTER": "local[2]"}
-    return subprocess.run([sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args],
-                          capture_output=True, text=True, env=env, cwd=cds.ROOT, timeout=600)
+    if via == "spark-submit":
+        venv_bin = os.path.dirname(sys.executable)
+        env["PATH"] = f"{venv_bin}:{env['PATH']}"
+        command = [os.path.join(venv_bin, "spark-submit"), "--master", "local[2]", "--jars", ",".join(cds.s3a_jars()),
+                   *args, "spark/verify.py", uri, "--json", "--quiet"]
+    else:
+        command = [sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cds.ROOT, timeout=600)
 
 
 EXPECTED = {
@@ -75,21 +83,22 @@ def _as_parquet(run, out):
     return out
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3, fmt):
+@pytest.mark.parametrize("fmt,via", [("jsonl", "dcdrill"), ("parquet", "dcdrill"), ("jsonl", "spark-submit")])
+def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3, fmt, via):
     endpoint, client = s3
     run = records.anomalies(tmp_path / "run")  # every anomaly, a torn last line, faults.jsonl
     if fmt == "parquet":
         run = _as_parquet(run, tmp_path / "parquet")
-    _upload(client, run, f"runs/{fmt}")
-    done = _verify(endpoint, f"s3a://{BUCKET}/runs/{fmt}")
+    prefix = f"runs/{fmt}-{via}"
+    _upload(client, run, prefix)
+    done = _verify(endpoint, f"s3a://{BUCKET}/{prefix}", via)
     assert done.returncode == 1, done.stderr[-3000:]  # the verdict fails: acked records were lost
     summary = json.loads(done.stdout[:done.stdout.rindex("}") + 1])
     assert summary["counts"] == {**EXPECTED, "torn_lines": 1 if fmt == "jsonl" else 0}
     assert summary["faults"][0]["target"] == "dc-a"
-    keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"runs/{fmt}/report/")["Contents"]}
-    assert keys == {f"runs/{fmt}/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
-    stored = json.loads(client.get_object(Bucket=BUCKET, Key=f"runs/{fmt}/report/summary.json")["Body"].read())
+    keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/report/")["Contents"]}
+    assert keys == {f"{prefix}/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
+    stored = json.loads(client.get_object(Bucket=BUCKET, Key=f"{prefix}/report/summary.json")["Body"].read())
     assert stored["counts"] == summary["counts"] and stored["verdict"] == "fail"
 
 
