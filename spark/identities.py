@@ -5,8 +5,8 @@
      with XOR certificates over the positions. Map-side aggregation turns ~64 rows into one
      before the shuffle; a bucket whose sets agree and whose certificates cancel has nothing to
      report. Bad rows are counted here.
-  2. identity pass: the rows of the other buckets only (a broadcast filter), one aggregation per
-     identity. Anomalous identities leave it with their flags and where their produced row sits
+  2. identity pass: the rows of the other buckets only (a broadcast filter; consumed rows only
+     where they differ from the audit's), one aggregation per identity. Anomalous identities leave it with their flags and where their produced row sits
      (phase, DC and topic, partition, second), so no second look at the produced ledger is needed.
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
 """
