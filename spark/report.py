@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from datetime import datetime, timezone
 from xml.sax.saxutils import escape, quoteattr
 
 
@@ -82,9 +83,15 @@ def plots(summary: dict) -> dict[str, str]:
     parts = summary["by_partition"]
     if parts:
         fig, ax = plt.subplots(figsize=(9, 2.8))
-        ax.bar([f"{p['topic']}-{p['partition']}" for p in parts], [p["max_ack_gap_ms"] for p in parts])
+        topics = {p["topic"] for p in parts}
+        # One topic (the usual drill): the partition numbers alone, the topic named once below.
+        labels = [str(p["partition"]) if len(topics) == 1 else f"{p['topic']}-{p['partition']}" for p in parts]
+        ax.bar(labels, [p["max_ack_gap_ms"] for p in parts])
         ax.set_ylabel("ms"), ax.set_title("Max gap between consecutive acks, per partition (unavailability)")
-        ax.tick_params(axis="x", rotation=45)
+        if len(topics) == 1:
+            ax.set_xlabel(f"partition of {next(iter(topics))}")
+        else:
+            ax.tick_params(axis="x", rotation=45)
         out["gaps"] = _png(fig)
     return out
 
@@ -107,9 +114,8 @@ def render_html(summary: dict) -> str:
     counts = _table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
-    faults = _table(summary["faults"], ["fault", "target", "start_ms", "end_ms", "recovery_ms",
-                                        "partitions_acking_after_start", "partitions"])
-    window = summary.get("data_loss_window")
+    faults = _table([_fault_row(f) for f in summary["faults"]],
+                    ["fault", "target", "started (UTC)", "lasted", "recovery", "partitions acking after start"])
     pred = topo.get("predictions", {})
     fig = "".join(f'<figure><img src="{src}" alt="{name}"></figure>' for name, src in imgs.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dcdrill report {html.escape(summary['run'])}</title>
@@ -125,13 +131,37 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, writes {'continue' if p['writable'] else 'stop'}, acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
-<p>Data-loss window (send time of lost acknowledged records): {html.escape(str(window) if window else 'no acknowledged record lost')}</p>
+<p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
 {fig}
 <h2>By phase</h2>{_table(summary['phases'], ['phase'] + cols)}
 <h2>By producer DC</h2>{_table(summary['by_dc'], ['dc'] + cols)}
 <h2>By partition</h2>{_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _fault_row(f: dict) -> dict:
+    """summary.json keeps epoch milliseconds; a reader wants a clock time and seconds."""
+    end, recovery = f.get("end_ms"), f.get("recovery_ms")
+    return {"fault": f["fault"], "target": f["target"], "started (UTC)": _utc(f["start_ms"]),
+            "lasted": "not healed" if end is None else f"{(end - f['start_ms']) / 1000:.1f} s",
+            "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s",
+            "partitions acking after start": f"{f['partitions_acking_after_start']} of {f['partitions']}"}
+
+
+def _loss_window(summary: dict) -> str:
+    w = summary.get("data_loss_window")
+    if not w:
+        return "no acknowledged record lost"
+    text = f"{w['span_ms'] / 1000:.3f} s wide, from {_utc(w['first_lost_send_ms'])} to {_utc(w['last_lost_send_ms'])}"
+    if w.get("first_relative_to_fault_ms") is not None:
+        text += (f", {w['first_relative_to_fault_ms'] / 1000:+.3f} s to {w['last_relative_to_fault_ms'] / 1000:+.3f} s "
+                 "from the first fault's start")
+    return text
 
 
 def _engine(summary: dict) -> str:
