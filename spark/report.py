@@ -131,6 +131,7 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, writes {'continue' if p['writable'] else 'stop'}, acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
+{_predictions(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
 {fig}
 <h2>By phase</h2>{_table(summary['phases'], ['phase'] + cols)}
@@ -162,6 +163,35 @@ def _loss_window(summary: dict) -> str:
         text += (f", {w['first_relative_to_fault_ms'] / 1000:+.3f} s to {w['last_relative_to_fault_ms'] / 1000:+.3f} s "
                  "from the first fault's start")
     return text
+
+
+def _observed_writes(o: dict) -> str:
+    if o["recovery_ms"] is None:
+        return "stopped: some partition acknowledged nothing after the fault started"
+    again = f"every partition acknowledged again {o['recovery_ms'] / 1000:.1f} s after the start"
+    return f"continued ({again})" if o["writable"] else \
+        f"stopped until the heal ({again}; the fault was held {o['held_ms'] / 1000:.1f} s)"
+
+
+def prediction_text(p: dict) -> str:
+    """One line: the topology model's prediction for losing a DC against what the drill saw."""
+    pr, o = p["predicted"], p["observed"]
+    return (f"predicted writes {'continue' if pr['writable'] else 'stop'}, acked loss "
+            f"{'possible' if pr['acked_loss_possible'] else 'impossible'}; observed writes {_observed_writes(o)}, "
+            f"{'acknowledged records lost' if o['acked_loss'] else 'no acknowledged record lost'}: "
+            f"{'as predicted' if p['as_predicted'] else 'NOT as predicted'}")
+
+
+def _predictions(summary: dict) -> str:
+    checks = summary.get("prediction_checks") or []
+    if not checks:
+        return ""
+    rows = "".join(f"<tr><td>{'✔' if p['as_predicted'] else '✘'}</td><td>{html.escape(p['fault'])}</td>"
+                   f"<td>{html.escape(p['target'])}</td><td style='text-align:left'>"
+                   f"{html.escape(prediction_text(p))}</td></tr>" for p in checks)
+    return ("<h2>Prediction vs observation</h2><p>What the topology model (<code>dcdrill plan</code>) said losing "
+            "the DC would do, against what this drill saw. Not a verdict rule: it says whether the model of the "
+            f"cluster was right.</p><table><tr><th></th><th>fault</th><th>DC</th><th></th></tr>{rows}</table>")
 
 
 def _engine(summary: dict) -> str:

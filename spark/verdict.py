@@ -54,3 +54,29 @@ def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]
     violations = [{"rule": r["rule"], "message": r["message"], "numbers": r["numbers"]} for r in results
                   if not r["passed"]]
     return ("fail" if violations else "pass"), violations, results
+
+
+# Faults that take a whole DC away (chaos/lab/actions.py, chaos/aws/actions.py): the topology's
+# prediction for losing that DC applies to them.
+DC_LOSS_FAULTS = ("kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc")
+
+
+def prediction_checks(topology: dict, summary: dict) -> list[dict]:
+    """For each DC-loss fault: what the topology model predicted for losing that DC (`dcdrill
+    plan`) beside what the drill observed. Information for the reader, not a verdict rule: the
+    rules above are the profile's promise; this says whether the model of the cluster was right.
+    Writes "continued" when every partition acknowledged again before the fault was healed."""
+    predictions = topology.get("predictions") or {}
+    out = []
+    for f in summary.get("faults", []):
+        p = predictions.get(f.get("target"))
+        if f.get("fault") not in DC_LOSS_FAULTS or p is None:
+            continue
+        held = None if f.get("end_ms") is None else f["end_ms"] - f["start_ms"]
+        recovery = f.get("recovery_ms")
+        continued = recovery is not None and (held is None or recovery < held)
+        lost = summary["counts"]["acked_lost"]
+        observed = {"writable": continued, "acked_loss": lost > 0, "recovery_ms": recovery, "held_ms": held}
+        out.append({"fault": f["fault"], "target": f["target"], "predicted": p, "observed": observed,
+                    "as_predicted": continued == p["writable"] and (lost == 0 or p["acked_loss_possible"])})
+    return out

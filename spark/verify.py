@@ -166,6 +166,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
+    summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
     # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
@@ -195,6 +196,8 @@ def one_screen(summary: dict) -> str:
     for f in summary["faults"]:
         lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
                      f"recovery {f['recovery_ms']} ms")
+    for p in summary["prediction_checks"]:
+        lines.append(f"  losing {p['target']}: {report.prediction_text(p)}")
     for v in summary["violations"]:
         lines.append(f"  VIOLATION [{v['rule']}] {v['message']}")
     return "\n".join(lines)

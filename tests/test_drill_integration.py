@@ -43,6 +43,9 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert c["acked"] > 0 and c["failed"] > 0 and c["indeterminate"] > 0
     during = next(p for p in s["phases"] if p["phase"] == "during kill-dc dc-a")
     assert during["failed"] > 0
+    # The topology model said losing dc-a stops writes (2 replicas left, minISR 3); so it did.
+    [check] = s["prediction_checks"]
+    assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
     assert status.healthy(status.cluster_status(lab))
 
 
@@ -62,6 +65,8 @@ def test_tiebreaker_loss_keeps_writes_going(lab, tmp_path):
     s = summary(run)
     during = next(p for p in s["phases"] if p["phase"].startswith("during kill-tiebreaker"))
     assert during["acked"] > 0  # ZooKeeper keeps quorum with 2 of 3: the brokers keep taking writes
+    [check] = s["prediction_checks"]
+    assert check["observed"]["writable"] is True and check["as_predicted"], check
 
 
 def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
