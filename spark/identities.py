@@ -6,8 +6,9 @@
      before the shuffle; a bucket whose sets agree and whose certificates cancel has nothing to
      report. Bad rows are counted here.
   2. identity pass: the rows of the other buckets only (a broadcast filter; consumed rows only
-     where they differ from the audit's), one aggregation per identity. Anomalous identities leave it with their flags and where their produced row sits
-     (phase, DC and topic, partition, second), so no second look at the produced ledger is needed.
+     where they differ from the audit's), one aggregation per identity. Anomalous identities
+     leave it with their flags and where their produced row sits (phase, DC and topic,
+     partition, second), so no second look at the produced ledger is needed.
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
 """
 from __future__ import annotations
@@ -51,13 +52,13 @@ def narrow(P: DataFrame, A: DataFrame, C: DataFrame, look: DataFrame | None = No
     stands in for both (`read_consumed` False: no bucket needs the consumed ledger at all)."""
     status = F.col("status")
 
-    def rows(df, ledger, kind, bad_kind, pos, look=None):
+    def rows(df, ledger, kind, bad_kind, pos, look=None, stands_in=False):
         bad = bad_row(ledger)
         df = df.withColumn("idh", F.when(~bad, F.xxhash64("producer_id")))
         if look is not None:
             df = df.join(look, bucket_key(F.col("idh"), F.col("seq")) == look["bucket"],
-                         "inner" if "mirror" in look.columns else "left_semi")
-        if "mirror" in df.columns:  # an audit row of a mirrored bucket is also its consumed row
+                         "inner" if stands_in else "left_semi")
+        if stands_in:  # an audit row of a mirrored bucket is also its consumed row
             df = df.withColumn("k", F.explode(F.when(F.col("mirror"), F.array(F.lit(kind), F.lit(C_ROW)))
                                               .otherwise(F.array(F.lit(kind)))))
             kind = F.col("k")
@@ -72,12 +73,16 @@ def narrow(P: DataFrame, A: DataFrame, C: DataFrame, look: DataFrame | None = No
     # screen's XOR certificates need (two records swapping places must not cancel out).
     pos = F.xxhash64("topic", "partition", "offset", "seq")
     p_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO)
+    p_pos = F.when((status == "ok") & F.col("offset").isNotNull(), pos)
+    if look is None:
+        return rows(P, "produced", p_kind, P_BAD, p_pos).unionByName(rows(A, "audit", A_ROW, A_BAD, pos)) \
+            .unionByName(rows(C, "consumed", C_ROW, C_BAD, pos))
     hint = F.broadcast if small else (lambda df: df)  # noqa: E731
-    keys, unmirrored = (None, None) if look is None else \
-        (hint(look.select("bucket")), hint(look.filter(~F.col("mirror")).select("bucket")))
-    out = rows(P, "produced", p_kind, P_BAD, F.when((status == "ok") & F.col("offset").isNotNull(), pos), keys) \
-        .unionByName(rows(A, "audit", A_ROW, A_BAD, pos, None if look is None else hint(look)))
-    return out.unionByName(rows(C, "consumed", C_ROW, C_BAD, pos, unmirrored)) if read_consumed else out
+    out = rows(P, "produced", p_kind, P_BAD, p_pos, hint(look.select("bucket"))) \
+        .unionByName(rows(A, "audit", A_ROW, A_BAD, pos, hint(look), stands_in=True))
+    if not read_consumed:
+        return out
+    return out.unionByName(rows(C, "consumed", C_ROW, C_BAD, pos, hint(look.filter(~F.col("mirror")).select("bucket"))))
 
 
 BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer

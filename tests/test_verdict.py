@@ -37,6 +37,14 @@ def test_surprises_are_not_as_predicted():
 
 
 def test_only_dc_losses_with_a_prediction_are_checked():
-    s = summary(fault("slow-link", "dc-a", 100), fault("kill-dc", "dc-x", 100))
+    s = summary(fault("degrade-link", "dc-a", 100), fault("kill-dc", "dc-x", 100))
     assert verdict.prediction_checks(TOPOLOGY, s) == []
     assert verdict.prediction_checks({"profile": "consistency-first"}, summary(fault("kill-dc", "dc-a", 1))) == []
+
+
+def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
+    """The list here and the fault names chaos/ writes to faults.jsonl must not drift apart."""
+    from pathlib import Path
+
+    actions = "".join((Path(__file__).parent.parent / "chaos" / d / "actions.py").read_text() for d in ("lab", "aws"))
+    assert all(f'"{name}"' in actions for name in verdict.DC_LOSS_FAULTS)
