@@ -128,7 +128,7 @@ th{{background:#f3f3f3}}.verdict{{font-size:1.6em;color:{color};font-weight:bold
 profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
 min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {topo.get('unclean_leader_election')},
 acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
-<p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, writes {'continue' if p['writable'] else 'stop'}, acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}" for dc, p in pred.items()))}</p>
+<p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
 {_predictions(summary)}
@@ -173,11 +173,15 @@ def _observed_writes(o: dict) -> str:
         f"stopped until the heal ({again}; the fault was held {o['held_ms'] / 1000:.1f} s)"
 
 
+def _predicted(p: dict) -> str:
+    return (f"writes {'continue' if p['writable'] else 'stop'}, "
+            f"acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}")
+
+
 def prediction_text(p: dict) -> str:
     """One line: the topology model's prediction for losing a DC against what the drill saw."""
-    pr, o = p["predicted"], p["observed"]
-    return (f"predicted writes {'continue' if pr['writable'] else 'stop'}, acked loss "
-            f"{'possible' if pr['acked_loss_possible'] else 'impossible'}; observed writes {_observed_writes(o)}, "
+    o = p["observed"]
+    return (f"predicted {_predicted(p['predicted'])}; observed writes {_observed_writes(o)}, "
             f"{'acknowledged records lost' if o['acked_loss'] else 'no acknowledged record lost'}: "
             f"{'as predicted' if p['as_predicted'] else 'NOT as predicted'}")
 

@@ -36,12 +36,11 @@ def is_dir(spark, path: str) -> bool:
 
 def listdir(spark, folder: str) -> list[str] | None:
     """The files (not folders) directly in `folder`, as full paths; None when it does not exist."""
-    if not is_remote(folder):
-        f = Path(folder)
-        return sorted(str(p) for p in f.iterdir() if p.is_file()) if f.is_dir() else None
-    fs, p = _fs(spark, folder)
-    if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
+    if not is_dir(spark, folder):
         return None
+    if not is_remote(folder):
+        return sorted(str(p) for p in Path(folder).iterdir() if p.is_file())
+    fs, p = _fs(spark, folder)
     return sorted(s.getPath().toString() for s in fs.listStatus(p) if s.isFile())
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import cds, checker, identities, report, storage, verdict  # noqa: E402
+from spark import cds, checker, cli, identities, report, storage, verdict  # noqa: E402
 from spark.record import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -206,18 +206,15 @@ def one_screen(summary: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark-submit spark/verify.py", description=__doc__.split("\n\n")[0],
                                 epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.")
-    p.add_argument("run_dir", help="the drill record directory (local path or s3a://...)")
-    p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting, as with spark-submit (repeat it), e.g. spark.hadoop.fs.s3a.endpoint=...")
-    args = p.parse_args(argv)
-    if any("=" not in c for c in args.conf):
-        p.error("--conf takes KEY=VALUE")
-    conf = dict(c.split("=", 1) for c in args.conf)
+    cli.add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify, print the one-screen summary (or --json), return the exit code."""
     before = _active_session()
     try:
-        code, summary = verify(args.run_dir, quiet=args.quiet, conf=conf)
+        code, summary = verify(args.run_dir, quiet=args.quiet, conf=dict(args.conf))
     except BadInput as exc:
         print(f"verify: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
