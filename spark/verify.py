@@ -224,9 +224,28 @@ def run(args: argparse.Namespace) -> int:
         started = _active_session()
         if started is not None and started is not before:
             started.stop()
+            if before is None:
+                _end_jvm()
     print(json.dumps(summary, indent=2, default=str) if args.json else one_screen(summary))
     print(f"report: {storage.join(args.run_dir, 'report', 'index.html')}")
     return code
+
+
+def _end_jvm() -> None:
+    """End the JVM this process launched and wait for it. Left alone, it exits only when it sees
+    this process's end (its stdin closing), so the command would return while the JVM still runs
+    its shutdown: a moment of CPU and memory that the next command pays for. Under spark-submit
+    the JVM is the parent and ends after us: nothing to do."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None  # a later session launches a new JVM
+    proc.stdin.close()
+    proc.wait(timeout=120)
 
 
 def _active_session():

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import boto3
 import duckdb
@@ -45,7 +46,8 @@ def _upload(client, run, prefix: str) -> None:
 
 def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.CompletedProcess:
     """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars>
-    spark/verify.py URI`, as the README tells a user to run it."""
+    spark/verify.py URI`, as the README tells a user to run it. Also checks that the command
+    returns with its JVM ended: nothing of its process group is still running."""
     conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
             "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
             "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}
@@ -59,7 +61,24 @@ def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.Complet
                    *args, "spark/verify.py", uri, "--json", "--quiet"]
     else:
         command = [sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cds.ROOT, timeout=600)
+    # Output to files, not pipes: a JVM still running would hold a pipe open and be waited for.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, cwd=cds.ROOT,
+                                start_new_session=True)
+        proc.wait(timeout=600)
+        left = _group_alive(proc.pid)
+        out.seek(0), err.seek(0)
+        done = subprocess.CompletedProcess(command, proc.returncode, out.read(), err.read())
+    assert not left, f"{via} verify returned with processes of its group still running: {left}"
+    return done
+
+
+def _group_alive(pgid: int) -> list[str]:
+    if os.name != "posix":
+        return []
+    ps = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True).stdout
+    return [line.strip()[:120] for line in ps.splitlines()
+            if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")]
 
 
 EXPECTED = {
