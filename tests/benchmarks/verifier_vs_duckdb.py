@@ -7,7 +7,16 @@ Parquet, with a sprinkling of loss, duplicates and phantoms), then times
 checks that both agree, and prints the ratio. `--sizes 1000000 10000000` shows growth;
 `--rounds 3` times the two in turn three times and quotes medians (the machine drifts).
 
-    .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--rounds R] [--format parquet|jsonl]
+`--floor` also times, in the same rounds, what any Spark verifier pays on this machine (each a
+fresh process with the verifier's own session settings):
+  * startup:     the Spark session and a one-row job, nothing read;
+  * scan:        the identity columns (producer_id, seq) of the three ledgers read and folded,
+                 no shuffle: the least work that can tell a lost record from a kept one;
+  * four-counts: DuckDB's four counts in Spark, one shuffle on compact keys (a packed
+                 occurrence count per identity), the design the goal has in mind.
+
+    .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--rounds R] [--floor]
+                                                            [--format parquet|jsonl] [--keep]
 """
 from __future__ import annotations
 
@@ -93,13 +102,57 @@ def spark(run: Path) -> tuple[float, dict]:
     return took, counts
 
 
+FLOOR = ("startup", "scan", "four-counts")
+
+
+def floor_program(mode: str, run: str) -> None:
+    """One of the Spark floors (FLOOR), run in this process; prints its counts."""
+    sys.path.insert(0, str(ROOT))
+    from pyspark.sql import functions as F
+
+    from spark.verify import session
+
+    spark = session()
+    read = (lambda k: spark.read.parquet(f"{run}/{k}")) if Path(run, "produced", "part.parquet").exists() else \
+        (lambda k: spark.read.json(f"{run}/{k}"))
+    if mode == "startup":
+        print(spark.range(1).count())
+    elif mode == "scan":
+        print([read(k).select(F.bit_xor(F.xxhash64("producer_id").bitwiseXOR(F.col("seq")))).first()[0]
+               for k in ("produced", "audit", "consumed")])
+    else:  # occurrences per identity in 16-bit fields: ok-produced, other-produced, audit, consumed
+        def ledger(kind, value):
+            return read(kind).select(F.xxhash64("producer_id").alias("h"), "seq", value.cast("long").alias("v"))
+        p = ledger("produced", F.when(F.col("status") == "ok", 1).otherwise(1 << 16))
+        g = p.union(ledger("audit", F.lit(1 << 32))).union(ledger("consumed", F.lit(1 << 48))) \
+            .groupBy("h", "seq").agg(F.sum("v").alias("v"))
+        field = lambda i: F.shiftright("v", 16 * i).bitwiseAND(0xFFFF)  # noqa: E731
+        ok, produced, a, c = field(0) > 0, field(0) + field(1), field(2), field(3)
+        print(g.agg(F.sum(F.when(ok & (a == 0), 1).otherwise(0)), F.sum(F.when(ok & (c == 0), 1).otherwise(0)),
+                    F.sum(F.greatest(a - 1, F.lit(0))), F.sum(F.when(produced == 0, a).otherwise(0))).first())
+    spark.stop()
+
+
+def floor(run: Path, mode: str) -> float:
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, __file__, "--floor-program", mode, str(run)], capture_output=True,
+                         text=True, cwd=ROOT)
+    if res.returncode:
+        raise SystemExit(f"spark floor {mode} failed: {res.stderr[-2000:]}")
+    return time.monotonic() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000_000])
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
     ap.add_argument("--rounds", type=int, default=1, help="time DuckDB and verify in turn this many times")
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--floor", action="store_true", help="also time Spark's floors (see above) in each round")
+    ap.add_argument("--keep", action="store_true", help="keep the generated records (their folder is printed)")
+    ap.add_argument("--floor-program", nargs=2, metavar=("MODE", "RUN"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.floor_program:
+        return floor_program(*args.floor_program)
     rows = []
     for n in args.sizes:
         run = Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{n}-"))
@@ -107,20 +160,27 @@ def main() -> None:
         generate(run, n, args.format)
         gen = time.monotonic() - t0
         ducks, verifies, ratios, agree = [], [], [], True
+        floors: dict[str, list[float]] = {m: [] for m in (FLOOR if args.floor else ())}
         for r in range(args.rounds):
             d_s, d_counts = duck(run, args.format)
             s_s, s_counts = spark(run)
             agree = agree and all(s_counts[k] == v for k, v in d_counts.items())
             ducks.append(d_s), verifies.append(s_s), ratios.append(s_s / d_s)
+            for mode, times in floors.items():
+                times.append(floor(run, mode) / d_s)
             if args.rounds > 1:
-                print(f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x",
-                      flush=True)
+                print(f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x" +
+                      "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()), flush=True)
         d_s, s_s = statistics.median(ducks), statistics.median(verifies)
         rows.append((n, d_s, s_s))
         print(f"N={n:>11,} ({args.format}, generated in {gen:.1f}s, medians of {args.rounds}): duckdb {d_s:6.2f}s  "
               f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
               flush=True)
-        if not args.keep:
+        for mode, times in floors.items():
+            print(f"  spark floor {mode:<11} {statistics.median(times):5.2f}x DuckDB's time (median of {len(times)})")
+        if args.keep:
+            print(f"  kept: {run}")
+        else:
             shutil.rmtree(run)
     if len(rows) > 1:
         (n0, _, s0), (n1, _, s1) = rows[0], rows[-1]
