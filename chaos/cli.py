@@ -96,7 +96,8 @@ def run(args) -> int:
     from spark import verify
 
     try:
-        verdict_code, summary = verify.verify(str(run_dir))
+        with verify.spark_scope():
+            verdict_code, summary = verify.verify(str(run_dir))
     except verify.BadInput as exc:
         print(f"dcdrill: the drill record cannot be verified: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -11,6 +11,7 @@ Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -212,30 +213,36 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Verify, print the one-screen summary (or --json), return the exit code."""
-    before = _active_session()
     try:
-        code, summary = verify(args.run_dir, quiet=args.quiet, conf=dict(args.conf))
+        with spark_scope():
+            code, summary = verify(args.run_dir, quiet=args.quiet, conf=dict(args.conf))
     except BadInput as exc:
         print(f"verify: bad input: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    finally:
-        # Stop the session this run started: the command returns with Spark's clean-up (shuffle
-        # and temporary files) done, not with a JVM still tidying up behind it.
-        started = _active_session()
-        if started is not None and started is not before:
-            started.stop()
-            if before is None:
-                _end_jvm()
     print(json.dumps(summary, indent=2, default=str) if args.json else one_screen(summary))
     print(f"report: {storage.join(args.run_dir, 'report', 'index.html')}")
     return code
 
 
+@contextlib.contextmanager
+def spark_scope():
+    """Stop the Spark session started inside, and the JVM if this process launched it: a command
+    returns with Spark's clean-up (shuffle and temporary files) done, not with a JVM still tidying
+    up behind it. A session that was already running is left as it was."""
+    before = _active_session()
+    try:
+        yield
+    finally:
+        started = _active_session()
+        if started is not None and started is not before:
+            started.stop()
+            if before is None:
+                _end_jvm()
+
+
 def _end_jvm() -> None:
-    """End the JVM this process launched and wait for it. Left alone, it exits only when it sees
-    this process's end (its stdin closing), so the command would return while the JVM still runs
-    its shutdown: a moment of CPU and memory that the next command pays for. Under spark-submit
-    the JVM is the parent and ends after us: nothing to do."""
+    """End the JVM this process launched, and wait for it: left alone, it exits only once it sees
+    this process end (its stdin closing). Under spark-submit the JVM is our parent: nothing to do."""
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
