@@ -1,4 +1,4 @@
-"""The `dcdrill` command: plan, lab, status, workload, verify, drill.
+"""The `dcdrill` command: plan, lab, status, workload, verify, history, drill.
 
 Exit codes shared by every subcommand: 0 ok / verdict pass, 1 verdict fail, 2 bad input,
 3 fault not injected or heal failed, 4 steady state not met before the fault.

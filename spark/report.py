@@ -8,7 +8,12 @@ from datetime import datetime, timezone
 from xml.sax.saxutils import escape, quoteattr
 
 
-def _png(fig) -> str:
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+         "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
+         "text-align:right}th{background:#f3f3f3}img{max-width:100%}")
+
+
+def png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
@@ -54,7 +59,7 @@ def plots(summary: dict) -> dict[str, str]:
     _shade(ax, summary, t0)
     ax.set_xlabel("seconds since the first send"), ax.set_ylabel("records"), ax.legend(loc="upper right", fontsize=8)
     ax.set_title("Acknowledgements per second")
-    out["acks"] = _png(fig)
+    out["acks"] = png(fig)
 
     fig, ax = plt.subplots(figsize=(9, 3))
     nan = float("nan")  # no acknowledged record sent that second: a break in the line
@@ -65,7 +70,7 @@ def plots(summary: dict) -> dict[str, str]:
     _shade(ax, summary, t0)
     ax.set_yscale("symlog"), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
     ax.set_title("Produce latency (acknowledged records, by send second)"), ax.legend(fontsize=8)
-    out["latency"] = _png(fig)
+    out["latency"] = png(fig)
 
     # Stairs, not bars: one patch per series however long the drill (a bar per second costs
     # seconds of rendering on a long record).
@@ -78,7 +83,7 @@ def plots(summary: dict) -> dict[str, str]:
     _shade(ax, summary, t0)
     ax.set_xlabel("send time (s)"), ax.set_ylabel("records"), ax.set_title("Lost and duplicated records by send time")
     ax.legend(fontsize=8)
-    out["loss"] = _png(fig)
+    out["loss"] = png(fig)
 
     parts = summary["by_partition"]
     if parts:
@@ -92,11 +97,11 @@ def plots(summary: dict) -> dict[str, str]:
             ax.set_xlabel(f"partition of {next(iter(topics))}")
         else:
             ax.tick_params(axis="x", rotation=45)
-        out["gaps"] = _png(fig)
+        out["gaps"] = png(fig)
     return out
 
 
-def _table(rows: list[dict], cols: list[str]) -> str:
+def html_table(rows: list[dict], cols: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
                    for r in rows)
@@ -111,17 +116,15 @@ def render_html(summary: dict) -> str:
     rules = "".join(f"<tr><td>{'✔' if r['passed'] else '✘'}</td><td>{html.escape(r['rule'])}</td>"
                     f"<td>{html.escape(r['description'])}</td><td>{html.escape(r['message'])}</td></tr>"
                     for r in summary["rules"])
-    counts = _table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
+    counts = html_table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
-    faults = _table([_fault_row(f) for f in summary["faults"]],
+    faults = html_table([_fault_row(f) for f in summary["faults"]],
                     ["fault", "target", "started (UTC)", "lasted", "recovery", "partitions acking after start"])
     pred = topo.get("predictions", {})
     fig = "".join(f'<figure><img src="{src}" alt="{name}"></figure>' for name, src in imgs.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dcdrill report {html.escape(summary['run'])}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}
-th{{background:#f3f3f3}}.verdict{{font-size:1.6em;color:{color};font-weight:bold}}img{{max-width:100%}}</style></head><body>
+<style>{STYLE}.verdict{{font-size:1.6em;color:{color};font-weight:bold}}</style></head><body>
 <h1>dcdrill drill report</h1>
 <p class="verdict">Verdict: {verdict.upper()}</p>
 <p>Run <code>{html.escape(summary['run'])}</code>. Cluster <b>{html.escape(str(topo.get('cluster')))}</b>,
@@ -134,9 +137,9 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 {_predictions(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
 {fig}
-<h2>By phase</h2>{_table(summary['phases'], ['phase'] + cols)}
-<h2>By producer DC</h2>{_table(summary['by_dc'], ['dc'] + cols)}
-<h2>By partition</h2>{_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
+<h2>By phase</h2>{html_table(summary['phases'], ['phase'] + cols)}
+<h2>By producer DC</h2>{html_table(summary['by_dc'], ['dc'] + cols)}
+<h2>By partition</h2>{html_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
 

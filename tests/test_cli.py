@@ -68,6 +68,6 @@ def test_unknown_stack_lists_the_valid_ones(capsys):
 
 
 def test_every_command_has_help():
-    for cmd in ("plan", "lab", "status", "workload", "verify", "drill"):
+    for cmd in ("plan", "lab", "status", "workload", "verify", "history", "drill"):
         res = run(cmd, "--help")
         assert res.returncode == 0 and "usage:" in res.stdout
