@@ -23,7 +23,7 @@ status: setup
 	$(BIN)/dcdrill status --stack $(STACK)
 
 drill: setup  ## the full drill: lab up if needed, experiment, verify, report
-	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),)
+	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
 
 test: setup  ## unit tests, then the integration tests on the real lab
 	$(BIN)/python -m pytest -q -ra tests

@@ -3,7 +3,8 @@
 lab up if needed -> `chaos run` of the experiment (journal kept in the drill record) ->
 check the fault really happened and healed -> Spark verifier -> report.
 Exit: 0 verdict pass, 1 verdict fail, 2 bad input, 3 fault not injected or heal failed,
-4 steady state not met before the fault.
+4 steady state not met before the fault. With --repeat N: the worst of the drills' exit codes
+(the series stops at the first 2, 3 or 4: the setup is wrong, not the cluster).
 """
 from __future__ import annotations
 
@@ -35,7 +36,11 @@ def register(sub) -> None:
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
     p.add_argument("--hold", type=float, default=30.0, help="seconds the fault is held (default 30)")
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
-    p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>)")
+    p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
+                                                "with --repeat, the series folder holding drill-1 ... drill-N")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the drill N times in a row, then compare them as `dcdrill history` does "
+                        "(text, and history.html in the series folder)")
     p.add_argument("--force", action="store_true", help="allow a target holding every broker")
     p.set_defaults(func=run)
 
@@ -52,6 +57,8 @@ def _validate(args) -> tuple:
         if broker_dcs == [dc] and not args.force:
             raise ValueError(f"{dc} holds every broker: the drill would take the whole cluster down "
                              f"(pass --force to do it anyway)")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat must be at least 1, got {args.repeat}")
     if len(t.datacenters) < 2 and not args.force:
         raise ValueError("the stack has a single DC: a DC drill would take everything down (--force)")
     other = args.other_dc or next((d for d in broker_dcs if d != dc), None)
@@ -60,11 +67,44 @@ def _validate(args) -> tuple:
 
 def run(args) -> int:
     t, dc, other = _validate(args)
-    from infra import lifecycle, status
+    from infra import lifecycle
     from infra.lab import netns
 
     if t.backend == "local":
         netns.require_support()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if args.repeat == 1:
+        return _drill(args, t, dc, other, (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
+    series = (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}-x{args.repeat}").resolve()
+    codes = []
+    for i in range(1, args.repeat + 1):
+        lifecycle.say(f"drill {i} of {args.repeat}")
+        codes.append(_drill(args, t, dc, other, series / f"drill-{i}"))
+        if codes[-1] >= EXIT_BAD_INPUT:
+            break
+    _compare(series)
+    return max(codes)
+
+
+def _compare(series: Path) -> None:
+    """The series' drills side by side (spark/history.py), on screen and in history.html."""
+    from spark import history
+
+    try:
+        summaries = history.load([str(series)])
+    except history.BadHistory as exc:  # no drill got as far as its report
+        print(f"dcdrill: nothing to compare: {exc}", file=sys.stderr)
+        return
+    groups = history.groups(summaries)
+    (series / "history.html").write_text(history.render_html(groups, summaries))
+    print(history.render_text(groups))
+    print(f"history: {series / 'history.html'}")
+
+
+def _drill(args, t, dc, other, run_dir: Path) -> int:
+    """One drill into `run_dir`: lab up if needed, experiment, checks, verify."""
+    from infra import lifecycle, status
+
     phases: dict[str, float] = {}
     clock = time.monotonic()
 
@@ -76,7 +116,6 @@ def run(args) -> int:
     if not _is_up(args.stack):
         lifecycle.up(args.stack)
     phase("lab up")
-    run_dir = (args.run_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{args.experiment}").resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     code = _chaos_run(args, t, dc, other, run_dir)
     phase("experiment")

@@ -58,15 +58,20 @@ def test_isolate_dc_split_brain(lab, tmp_path):
     assert status.healthy(status.cluster_status(lab))
 
 
-def test_tiebreaker_loss_keeps_writes_going(lab, tmp_path):
-    run = tmp_path / "tie"
-    res = drill(run, "--experiment", "tiebreaker-loss")
+def test_tiebreaker_loss_keeps_writes_going_drill_after_drill(lab, tmp_path):
+    series = tmp_path / "tie"
+    res = drill(series, "--experiment", "tiebreaker-loss", "--repeat", "2", timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
-    s = summary(run)
-    during = next(p for p in s["phases"] if p["phase"].startswith("during kill-tiebreaker"))
-    assert during["acked"] > 0  # ZooKeeper keeps quorum with 2 of 3: the brokers keep taking writes
-    [check] = s["prediction_checks"]
-    assert check["observed"]["writable"] is True and check["as_predicted"], check
+    for run in (series / "drill-1", series / "drill-2"):
+        s = summary(run)
+        during = next(p for p in s["phases"] if p["phase"].startswith("during kill-tiebreaker"))
+        assert during["acked"] > 0  # ZooKeeper keeps quorum with 2 of 3: the brokers keep taking writes
+        [check] = s["prediction_checks"]
+        assert check["observed"]["writable"] is True and check["as_predicted"], check
+    # The series compared, as `dcdrill history` does: both drills in one group, both as predicted.
+    assert ": kill-tiebreaker dc-c  (2 drills)" in res.stdout, res.stdout
+    assert "verdict pass 2/2; acknowledged loss in 0/2" in res.stdout and "prediction held 2/2" in res.stdout
+    assert "data:image/png;base64," in (series / "history.html").read_text()
 
 
 def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
