@@ -64,7 +64,8 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
 
 def test_unknown_stack_lists_the_valid_ones(capsys):
     assert cli.main(["plan", "--stack", "nope"]) == 2
-    assert "valid: aws-2region-tiebreaker, aws-3az, aws-3az-tiebreaker, local, local-3dc" in capsys.readouterr().err
+    assert ("valid: aws-2region-tiebreaker, aws-3az, aws-3az-tiebreaker, local, local-3dc, local-availability"
+            in capsys.readouterr().err)
 
 
 def test_every_command_has_help():
