@@ -23,21 +23,23 @@ class BadHistory(ValueError):
 
 
 def load(paths: list[str]) -> list[dict]:
-    """The summary.json of each drill record: `paths` are runs folders or drill records.
-    Records without a report (not verified yet) are left out."""
+    """The summary.json of each drill record: `paths` are drill records or folders holding them
+    at any depth (runs/, a `dcdrill drill --repeat` series). Records without a report (not
+    verified yet) are left out. A drill is named by its path below the folder given."""
     found = []
     for path in map(Path, paths):
         if not path.is_dir():
             raise BadHistory(f"{path}: no such directory")
         files = [path / "report" / "summary.json"] if (path / "report").is_dir() else \
-            sorted(path.glob("*/report/summary.json"))
+            sorted(path.rglob("report/summary.json"))
         for f in files:
             try:
                 summary = json.loads(f.read_text())
                 summary["counts"]["acked_lost"]  # the least a summary must hold to be compared
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise BadHistory(f"{f}: not a verifier summary ({exc!r})") from None
-            summary["run"] = f.parent.parent.name
+            record = f.parent.parent
+            summary["run"] = record.name if record == path else str(record.relative_to(path))
             found.append(summary)
     if not found:
         raise BadHistory(f"no verified drill record under {', '.join(paths)} (run `dcdrill verify` first)")

@@ -120,7 +120,7 @@ def render_html(summary: dict) -> str:
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
     faults = html_table([_fault_row(f) for f in summary["faults"]],
-                    ["fault", "target", "started (UTC)", "lasted", "recovery", "partitions acking after start"])
+                         ["fault", "target", "started (UTC)", "lasted", "recovery", "partitions acking after start"])
     pred = topo.get("predictions", {})
     fig = "".join(f'<figure><img src="{src}" alt="{name}"></figure>' for name, src in imgs.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dcdrill report {html.escape(summary['run'])}</title>
