@@ -15,6 +15,15 @@ from validation import clients
 from validation.ledger import Ledger
 
 
+# Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
+# this consumer's preferred read replica, while the consumer's metadata still lists that broker
+# as offline. kafka-python 3.0 then drops the preferred replica and asks the leader again, without
+# refreshing its metadata (the Java client refreshes it here), and loops, delivering nothing until
+# metadata.max.age.ms. Measured with the default 5 minutes: the dc-a consumer stalled for the rest
+# of every kill-dc drill. Fresh metadata every 5 s ends the loop within seconds.
+METADATA_MAX_AGE_MS = 5000
+
+
 def run(cfg: dict, stop: clients.StopFlag) -> int:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
@@ -44,7 +53,8 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
                     bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=f"dcdrill-{cid}",
                     enable_auto_commit=False, auto_offset_reset="earliest", client_rack=dc,
                     session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
-                    bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000)
+                    bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000,
+                    metadata_max_age_ms=METADATA_MAX_AGE_MS)
                 consumer.subscribe([cfg["topic"]], listener=Listener())
             batch = consumer.poll(timeout_ms=500)
             rows = []
