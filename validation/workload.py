@@ -156,14 +156,17 @@ class Workload:
         if progress and sys.stderr.isatty():
             print(file=sys.stderr)
 
-    def drain_consumers(self, idle_s: float = 15.0, timeout_s: float = 90.0) -> None:
-        """After the producers stopped: let consumers catch up until they have delivered every
-        acknowledged record, or stop making progress for idle_s, or timeout_s passes."""
+    def drain_consumers(self, idle_s: float = 5.0, timeout_s: float = 90.0) -> None:
+        """After the producers stopped: let consumers catch up until they deliver nothing new for
+        idle_s (they poll every 0.5 s), or timeout_s passes. Not "delivered >= acknowledged": the
+        log also holds failed and indeterminate sends that were written, which consumers deliver
+        too, so that count is reached before the last acknowledged records arrive (measured: a
+        drill ended 0.5 s after its last ack with 5 acknowledged records not yet delivered)."""
         deadline = time.monotonic() + timeout_s
         last, last_change = -1, time.monotonic()
         while time.monotonic() < deadline:
             st = self.status()
-            if st["delivered"] >= st["ok"] or time.monotonic() - last_change > idle_s:
+            if time.monotonic() - last_change > idle_s:
                 return
             if st["delivered"] != last:
                 last, last_change = st["delivered"], time.monotonic()
