@@ -1,4 +1,4 @@
-"""`dcdrill verify RUN_DIR`: the verifier in-process (local[*] unless DCDRILL_SPARK_MASTER is set).
+"""`dcdrill verify RUN_DIR...`: the verifier in-process (local[*] unless DCDRILL_SPARK_MASTER is set).
 `dcdrill history [RUNS ...]`: repeated drills side by side, from their reports (spark/history.py).
 
 The options are defined here, where importing costs nothing, and `spark-submit spark/verify.py`
@@ -16,8 +16,12 @@ def conf_pair(text: str) -> tuple[str, str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_dir", help="the drill record directory (runs/<id>, another local path, or s3a://...)")
-    p.add_argument("--json", action="store_true", help="print summary.json instead of the one-screen summary")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="a drill record directory (runs/<id>, another local path, or s3a://...); several are "
+                        "verified one after another in one Spark session, the first in a fresh JVM and the "
+                        "others in a warm one (so re-verifying a folder of old records is quick)")
+    p.add_argument("--json", action="store_true",
+                   help="print summary.json instead of the one-screen summary (a JSON list for several records)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--conf", action="append", default=[], type=conf_pair, metavar="KEY=VALUE",
                    help="a Spark setting, as with spark-submit (repeat it); for s3a:// records the "
@@ -29,7 +33,8 @@ def register(sub) -> None:
                        description="Counts loss, duplication, reordering and divergence in a drill record, "
                                    "splits them by fault phase, and gives a verdict against the topology. "
                                    "Same code as `spark-submit spark/verify.py RUN_DIR`.",
-                       epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input.")
+                       epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input; with several records, "
+                              "the worst of theirs.")
     add_arguments(p)
     p.set_defaults(func=_run)
     h = sub.add_parser("history", help="repeated drills side by side: pass rate, loss, recovery spread",

@@ -133,6 +133,22 @@ def test_cli_exit_codes(tmp_path):
     assert verify.main([str(tmp_path / "nowhere")]) == verify.EXIT_BAD_INPUT
 
 
+def test_several_records_in_one_command(tmp_path, spark, capsys):
+    """Each record verified and reported; the exit code is the worst; bad input in one record
+    does not stop the others."""
+    clean = records.write(tmp_path / "clean", [p("p1", 0, "ok", 0, 0, 1000)], [a(0, 0, "p1", 0)], [c(0, 0, "p1", 0)])
+    lossy = records.anomalies(tmp_path / "lossy", unclean=False)
+    assert verify.main([str(clean), str(lossy), "--quiet"]) == verify.EXIT_FAIL
+    out = capsys.readouterr().out
+    assert out.count("verdict: PASS") == 1 and out.count("verdict: FAIL") == 1
+    assert f"report: {lossy}/report/index.html" in out
+    code = verify.main([str(clean), str(tmp_path / "nowhere"), str(lossy), "--quiet", "--json"])
+    captured = capsys.readouterr()
+    assert code == verify.EXIT_BAD_INPUT and "nowhere: drill record directory missing" in captured.err
+    assert [s["run"] for s in json.loads(captured.out)] == ["clean", "lossy"]
+    assert json.loads((clean / "report" / "summary.json").read_text())["verdict"] == "pass"
+
+
 def test_records_written_three_times_and_read_at_several_positions(tmp_path, spark):
     """The identity pass is exact for one or two audit copies and checks three or more again."""
     P = [p("p1", 0, "ok", 0, 1, 1000), p("p1", 1, "ok", 0, 7, 1010), p("p1", 2, "ok", 0, 5, 1020)]
