@@ -14,6 +14,10 @@ fresh process with the verifier's own session settings):
                  no shuffle: the least work that can tell a lost record from a kept one;
   * four-counts: DuckDB's four counts in Spark, one shuffle on compact keys (a packed
                  occurrence count per identity), the design the goal has in mind.
+and, as a fresh `dcdrill verify` too, the verifier's own fixed cost:
+  * verify-10k:  `dcdrill verify` on a record of 10,000 produced records (same generator), where
+                 the data costs next to nothing: the JVM, the cold planning, code generation and
+                 JIT compilation of all its queries.
 
     .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--rounds R] [--floor]
                                                             [--format parquet|jsonl] [--keep]
@@ -160,14 +164,17 @@ def main() -> None:
         generate(run, n, args.format)
         gen = time.monotonic() - t0
         ducks, verifies, ratios, agree = [], [], [], True
-        floors: dict[str, list[float]] = {m: [] for m in (FLOOR if args.floor else ())}
+        floors: dict[str, list[float]] = {m: [] for m in (FLOOR + ("verify-10k",) if args.floor else ())}
+        small = Path(tempfile.mkdtemp(prefix="dcdrill-bench-10k-")) if args.floor else None
+        if small:
+            generate(small, 10_000, args.format)
         for r in range(args.rounds):
             d_s, d_counts = duck(run, args.format)
             s_s, s_counts = spark(run)
             agree = agree and all(s_counts[k] == v for k, v in d_counts.items())
             ducks.append(d_s), verifies.append(s_s), ratios.append(s_s / d_s)
             for mode, times in floors.items():
-                times.append(floor(run, mode) / d_s)
+                times.append((spark(small)[0] if mode == "verify-10k" else floor(run, mode)) / d_s)
             if args.rounds > 1:
                 print(f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x" +
                       "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()), flush=True)
@@ -182,6 +189,8 @@ def main() -> None:
             print(f"  kept: {run}")
         else:
             shutil.rmtree(run)
+        if small:
+            shutil.rmtree(small)
     if len(rows) > 1:
         (n0, _, s0), (n1, _, s1) = rows[0], rows[-1]
         print(f"growth: {n1 / n0:.0f}x records -> {s1 / s0:.2f}x verify time")
