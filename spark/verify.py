@@ -223,8 +223,12 @@ def run(args: argparse.Namespace) -> int:
     A record with bad input is reported and the others are still verified."""
     codes, summaries = [], []
     with spark_scope():
-        if any(d.startswith("s3a://") for d in args.run_dirs):  # the first record's session serves all
-            session(conf=dict(args.conf), s3a=True)
+        if any(d.startswith("s3a://") for d in args.run_dirs):  # one session serves every record:
+            try:                                                 # with the s3a jars if one needs them
+                session(conf=dict(args.conf), s3a=True)
+            except BadInput as exc:
+                print(f"verify: bad input: {exc}", file=sys.stderr)
+                return EXIT_BAD_INPUT
         for run_dir in args.run_dirs:
             if len(args.run_dirs) > 1 and not args.quiet:
                 print(f"verify: {run_dir}", file=sys.stderr, flush=True)
