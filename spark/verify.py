@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     codes, summaries = [], []
     with spark_scope():
         if any(d.startswith("s3a://") for d in args.run_dirs):  # one session serves every record:
-            try:                                                 # with the s3a jars if one needs them
+            try:  # with the s3a jars if one needs them
                 session(conf=dict(args.conf), s3a=True)
             except BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)

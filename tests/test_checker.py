@@ -129,8 +129,11 @@ def test_empty_or_missing_input_is_bad_input(tmp_path, spark):
         verify.verify(str(run), spark=spark)
 
 
-def test_cli_exit_codes(tmp_path):
+def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
     assert verify.main([str(tmp_path / "nowhere")]) == verify.EXIT_BAD_INPUT
+    monkeypatch.setattr(verify.cds, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
+    assert verify.main(["s3a://bucket/runs/r1", "--quiet"]) == verify.EXIT_BAD_INPUT
+    assert "s3a:// records need hadoop-aws" in capsys.readouterr().err
 
 
 def test_several_records_in_one_command(tmp_path, spark, capsys):
