@@ -11,6 +11,11 @@ from __future__ import annotations
 import math
 
 WORD_MS = 50  # one bitmap word covers 50 ms; 1000 is a multiple, so words never straddle a second
+# A gap in a partition's acknowledgements is the fault's outage only when it is longer than both
+# of these: a second, and twice the longest gap the partition showed before the fault (its normal
+# rhythm). DC-loss outages last many seconds; a fault that stops nothing leaves only ordinary gaps.
+OUTAGE_MIN_MS = 1000
+OUTAGE_OVER_NORMAL = 2
 ADDITIVE = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered")
 
@@ -104,13 +109,38 @@ class AckTimeline:
                 if prev > end:
                     return
 
+    def longest_gap_before(self, start: int) -> int:
+        """The longest gap between acknowledgements at or before `start`."""
+        best, prev_last = 0, None
+        for word, mask in self.words:
+            base = word * WORD_MS
+            if base + WORD_MS > start:  # the word holding the start: only its acks up to it
+                mask &= (1 << max(0, start - base + 1)) - 1
+                if not mask:
+                    break
+            if prev_last is not None:
+                best = max(best, base + (mask & -mask).bit_length() - 1 - prev_last)
+            best = max(best, _inner_max_gap(mask))
+            prev_last = base + mask.bit_length() - 1
+            if base + WORD_MS > start:
+                break
+        return best
+
     def back_after(self, start: int, end: int) -> int | None:
-        """The end of the longest gap overlapping the fault: the partition's first ack "again"."""
-        best = None
+        """The partition's first ack "again": the end of the longest gap overlapping the fault when
+        that gap is an outage (OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL), else its first ack at or after
+        the start (it never stopped). Without the outage test, a partition that never stopped
+        would "recover" at the end of whichever ordinary gap happened to be longest, as late as
+        the heal."""
+        best = first = None
         for prev, nxt in self.gaps_overlapping(start, end):
+            first = nxt if first is None else first
             if best is None or nxt - prev > best[0]:  # ties: the earliest
                 best = (nxt - prev, nxt)
-        return best[1] if best else None
+        if best is None:
+            return None
+        normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * self.longest_gap_before(start))
+        return best[1] if best[0] > normal else first
 
 
 def recovery(timelines: dict[tuple, AckTimeline], partitions: int, faults: list[dict]) -> list[dict]:
