@@ -80,15 +80,22 @@ class AckTimeline:
     def __init__(self, words: list[tuple[int, int]]):
         self.words = sorted((w, m) for w, m in words if m)
 
-    def max_gap(self) -> int:
+    def max_gap(self, until: int | None = None) -> int:
+        """The longest gap between acknowledgements (at or before `until`, if given)."""
         best, prev_last = 0, None
         for word, mask in self.words:
             base = word * WORD_MS
-            first, last = base + (mask & -mask).bit_length() - 1, base + mask.bit_length() - 1
+            last_word = until is not None and base + WORD_MS > until
+            if last_word:  # the word holding `until`: only its acks up to it
+                mask &= (1 << max(0, until - base + 1)) - 1
+                if not mask:
+                    break
             if prev_last is not None:
-                best = max(best, first - prev_last)
+                best = max(best, base + (mask & -mask).bit_length() - 1 - prev_last)
             best = max(best, _inner_max_gap(mask))
-            prev_last = last
+            prev_last = base + mask.bit_length() - 1
+            if last_word:
+                break
         return best
 
     def gaps_overlapping(self, start: int, end: int):
@@ -109,23 +116,6 @@ class AckTimeline:
                 if prev > end:
                     return
 
-    def longest_gap_before(self, start: int) -> int:
-        """The longest gap between acknowledgements at or before `start`."""
-        best, prev_last = 0, None
-        for word, mask in self.words:
-            base = word * WORD_MS
-            if base + WORD_MS > start:  # the word holding the start: only its acks up to it
-                mask &= (1 << max(0, start - base + 1)) - 1
-                if not mask:
-                    break
-            if prev_last is not None:
-                best = max(best, base + (mask & -mask).bit_length() - 1 - prev_last)
-            best = max(best, _inner_max_gap(mask))
-            prev_last = base + mask.bit_length() - 1
-            if base + WORD_MS > start:
-                break
-        return best
-
     def back_after(self, start: int, end: int) -> int | None:
         """The partition's first ack "again": the end of the longest gap overlapping the fault when
         that gap is an outage (OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL), else its first ack at or after
@@ -139,7 +129,7 @@ class AckTimeline:
                 best = (nxt - prev, nxt)
         if best is None:
             return None
-        normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * self.longest_gap_before(start))
+        normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * self.max_gap(until=start))
         return best[1] if best[0] > normal else first
 
 

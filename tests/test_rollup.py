@@ -37,10 +37,10 @@ def test_a_partition_that_never_stopped_recovers_at_its_first_ack_after_the_star
     (this made a tiebreaker-loss drill look unwritable: recovery 12.6 s for a 12.5 s fault)."""
     fault = {"start_ms": 2000, "end_ms": 4000}
     steady = AckTimeline(words(*range(1000, 3901, 200), 4200))    # ... 3800, 4000 missing, 4200
-    assert steady.longest_gap_before(2000) == 200
+    assert steady.max_gap(until=2000) == 200
     [r] = recovery({("t", 0): steady}, 1, [fault])
     assert r["recovery_ms"] == 0                                  # an ack at 2000 itself
     slow = AckTimeline(words(*range(0, 2001, 700), 2500, 4500))   # normal gap 700: 2000 -> 4500 is an outage
-    assert slow.longest_gap_before(2000) == 700 and slow.back_after(2000, 4000) == 4500
+    assert slow.max_gap(until=2000) == 700 and slow.back_after(2000, 4000) == 4500
     calm = AckTimeline(words(1000, 1100, 1500, 1900, 2010, 2960))  # 950 ms: over twice the normal 400,
     assert calm.back_after(2000, 4000) == 2010                      # but under a second: no outage
