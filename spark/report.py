@@ -120,7 +120,8 @@ def render_html(summary: dict) -> str:
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
     faults = html_table([_fault_row(f) for f in summary["faults"]],
-                         ["fault", "target", "started (UTC)", "lasted", "recovery", "partitions acking after start"])
+                         ["fault", "target", "started (UTC)", "lasted", "recovery", "writes continued",
+                          "partitions acking after start"])
     pred = topo.get("predictions", {})
     fig = "".join(f'<figure><img src="{src}" alt="{name}"></figure>' for name, src in imgs.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>dcdrill report {html.escape(summary['run'])}</title>
@@ -154,6 +155,7 @@ def _fault_row(f: dict) -> dict:
     return {"fault": f["fault"], "target": f["target"], "started (UTC)": _utc(f["start_ms"]),
             "lasted": "not healed" if end is None else f"{(end - f['start_ms']) / 1000:.1f} s",
             "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s",
+            "writes continued": "yes" if f.get("writes_continued") else "no: not every partition before the heal",
             "partitions acking after start": f"{f['partitions_acking_after_start']} of {f['partitions']}"}
 
 

@@ -134,12 +134,18 @@ class AckTimeline:
 
 
 def recovery(timelines: dict[tuple, AckTimeline], partitions: int, faults: list[dict]) -> list[dict]:
-    """Per fault: the slowest partition's first ack again minus the fault start; None when some
-    partition acknowledged nothing after the fault started."""
+    """Per fault: the slowest partition's first ack again minus the fault start (None when some
+    partition acknowledged nothing after the fault started), how long the fault was held, and
+    whether writes continued during it: every partition acknowledged again before the heal. The
+    verdict's availability rule and the prediction checks both read `writes_continued`: one
+    definition, so they cannot disagree about the same drill."""
     out = []
     for f in faults:
-        start, end = f["start_ms"], f.get("end_ms") or 2**62
-        backs = [b for b in (t.back_after(start, end) for t in timelines.values()) if b is not None]
-        out.append({"recovery_ms": (max(backs) - start) if backs and len(backs) == partitions else None,
+        start, end = f["start_ms"], f.get("end_ms")
+        backs = [b for b in (t.back_after(start, end or 2**62) for t in timelines.values()) if b is not None]
+        rec = (max(backs) - start) if backs and len(backs) == partitions else None
+        held = None if end is None else end - start
+        out.append({"recovery_ms": rec, "held_ms": held,
+                    "writes_continued": rec is not None and (held is None or rec < held),
                     "partitions_acking_after_start": len(backs), "partitions": partitions})
     return out

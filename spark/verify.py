@@ -202,7 +202,8 @@ def one_screen(summary: dict) -> str:
              f"  max ack gap {c['max_ack_gap_ms']} ms, torn lines {c['torn_lines']}"]
     for f in summary["faults"]:
         lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
-                     f"recovery {f['recovery_ms']} ms")
+                     f"recovery {f['recovery_ms']} ms, "
+                     + ("writes continued" if f["writes_continued"] else "not every partition back before the heal"))
     for p in summary["prediction_checks"]:
         lines.append(f"  losing {p['target']}: {report.prediction_text(p)}")
     for v in summary["violations"]:

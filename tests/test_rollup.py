@@ -27,9 +27,16 @@ def test_recovery_is_the_slowest_partitions_first_ack_after_the_longest_overlapp
     timelines = {("t", 0): AckTimeline(words(1990, 1995, 5200, 5201)),   # outage 1995 -> 5200
                  ("t", 1): AckTimeline(words(1999, 2600, 2601))}         # back at 2600
     [r] = recovery(timelines, 2, [fault])
-    assert r == {"recovery_ms": 3200, "partitions_acking_after_start": 2, "partitions": 2}
+    assert r == {"recovery_ms": 3200, "held_ms": 2000, "writes_continued": False,  # back after the heal
+                 "partitions_acking_after_start": 2, "partitions": 2}
     [r] = recovery({("t", 0): timelines[("t", 0)], ("t", 1): AckTimeline(words(100))}, 2, [fault])
-    assert r["recovery_ms"] is None and r["partitions_acking_after_start"] == 1
+    assert r["recovery_ms"] is None and r["partitions_acking_after_start"] == 1 and not r["writes_continued"]
+    # Held longer, the same partitions were all back before the heal; never healed, they still count.
+    assert recovery(timelines, 2, [{"start_ms": 2000, "end_ms": 5201}])[0]["writes_continued"]
+    assert recovery(timelines, 2, [{"start_ms": 2000, "end_ms": 5200}])[0]["writes_continued"] is False
+    assert recovery(timelines, 2, [{"start_ms": 2000}])[0] == {
+        "recovery_ms": 3200, "held_ms": None, "writes_continued": True, "partitions_acking_after_start": 2,
+        "partitions": 2}
 
 
 def test_a_partition_that_never_stopped_recovers_at_its_first_ack_after_the_start():

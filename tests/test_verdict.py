@@ -1,6 +1,7 @@
 """The verdict's prediction check: the topology model's forecast for losing a DC against what
 the drill observed (pure Python, no Spark)."""
-from spark import verdict
+from spark import rollup, verdict
+from tests.test_rollup import words
 
 TOPOLOGY = {"profile": "consistency-first", "predictions": {
     "dc-a": {"quorum_survives": True, "writable": False, "acked_loss_possible": False},
@@ -12,7 +13,15 @@ def summary(*faults, acked_lost=0):
 
 
 def fault(name, target, recovery_ms, held_ms=30_000):
-    return {"fault": name, "target": target, "start_ms": 1_000, "end_ms": 1_000 + held_ms, "recovery_ms": recovery_ms}
+    """A fault as the checker reports it (spark/rollup.recovery): one partition acknowledging every
+    100 ms, silent from the fault's start until `recovery_ms` later (for good, if None)."""
+    start = 1_000_000
+    acks = list(range(start - 5_000, start, 100))
+    if recovery_ms is not None:
+        acks += range(start + recovery_ms, start + max(held_ms, recovery_ms) + 5_000, 100)
+    [stats] = rollup.recovery({("t", 0): rollup.AckTimeline(words(*acks))}, 1,
+                              [{"start_ms": start, "end_ms": start + held_ms}])
+    return {**stats, "fault": name, "target": target, "start_ms": start, "end_ms": start + held_ms}
 
 
 def test_writes_that_stop_until_the_heal_match_a_prediction_of_stop():
@@ -48,3 +57,39 @@ def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
 
     actions = "".join((Path(__file__).parent.parent / "chaos" / d / "actions.py").read_text() for d in ("lab", "aws"))
     assert all(f'"{name}"' in actions for name in verdict.DC_LOSS_FAULTS)
+
+
+AVAILABILITY = {"profile": "availability-first", "unclean_leader_election": True}
+CLEAN = {"phantoms": 0, "failed_present": 0, "ack_offset_mismatch": 0, "divergent_offsets": 0, "acked_lost": 40}
+
+
+def writes_rule(*faults):
+    _, _, results = verdict.evaluate(AVAILABILITY, {"counts": CLEAN, "faults": list(faults)})
+    return next(r for r in results if r["rule"] == "writes-continued")
+
+
+def test_availability_first_passes_when_every_partition_acks_again_before_the_heal():
+    r = writes_rule(fault("kill-dc", "dc-a", 24_000, held_ms=60_000))
+    assert r["passed"] and r["message"] == "writes continued during every fault"
+    assert r["numbers"]["faults"][0] == {"fault": "kill-dc", "target": "dc-a", "recovery_ms": 24_000,
+                                              "held_ms": 60_000, "partitions_acking_after_start": 1, "partitions": 1}
+
+
+def test_availability_first_fails_when_writes_resume_only_after_the_heal():
+    """Records sent during the fault and acknowledged after the heal do not make writes 'continue'
+    (the rule once counted them, by send time, and so passed a drill whose prediction check said
+    the writes had stopped)."""
+    r = writes_rule(fault("kill-dc", "dc-a", 37_200, held_ms=37_000))
+    assert not r["passed"]
+    assert r["message"] == ("kill-dc dc-a: the slowest partition acknowledged again 37.2 s after the start, "
+                            "not before the heal (37.0 s)")
+    [check] = verdict.prediction_checks({"predictions": {"dc-a": {"writable": True, "acked_loss_possible": True}}},
+                                        {"counts": CLEAN, "faults": [fault("kill-dc", "dc-a", 37_200, 37_000)]})
+    assert check["observed"]["writable"] is False  # the same reading as the rule's
+
+
+def test_availability_first_fails_when_a_partition_never_acks_again_or_there_is_no_fault():
+    r = writes_rule(fault("isolate-dc", "dc-a", None))
+    assert not r["passed"] and r["message"] == ("isolate-dc dc-a: 0 of 1 partitions acknowledged anything "
+                                                "after the fault started")
+    assert writes_rule()["message"] == "no fault in the record" and not writes_rule()["passed"]
