@@ -1,4 +1,5 @@
 """`dcdrill plan` and the refusals that need no cluster."""
+import argparse
 import json
 import subprocess
 import sys
@@ -60,6 +61,26 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
     monkeypatch.setattr(stack, "ROOT", tmp_path)
     assert cli.main(["drill", "--stack", "one", "--experiment", "kill-dc", "--dc", "dc-a"]) == 2
     assert "dc-a holds every broker" in capsys.readouterr().err
+
+
+def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
+    """Writes must resume before the heal there, and failing over waits for the ZooKeeper session
+    (18 s) and the producers' request timeout (10 s): the default hold is twice that."""
+    from chaos import cli as drill_cli
+
+    def validate(stack_name, hold):
+        args = argparse.Namespace(stack=stack_name, experiment="kill-dc", dc=None, other_dc=None,
+                                            hold=hold, repeat=1, force=False)
+        drill_cli._validate(args)
+        return args.hold
+
+    assert drill_cli.failover_s() == 28.0
+    assert validate("local-availability", None) == 56.0 and validate("local", None) == 30.0
+    assert capsys.readouterr().err == ""
+    assert validate("local-availability", 30) == 30  # as asked, with a warning
+    assert "a 30 s hold is short for availability-first" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local", "--hold", "0"]) == 2
+    assert "--hold must be > 0 seconds" in capsys.readouterr().err
 
 
 def test_unknown_stack_lists_the_valid_ones(capsys):
