@@ -53,13 +53,13 @@ def experiments() -> list[str]:
 def register(sub) -> None:
     p = sub.add_parser("drill", help="the full drill: lab up, experiment, verify, report",
                        description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n")[1])
-    p.add_argument("--stack", default="local")
+    p.add_argument("--stack", default="local", help="the stack to drill (Pulumi.<stack>.yaml; default local)")
     p.add_argument("--experiment", default="kill-dc", help=f"one of: {', '.join(experiments())}")
     p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
     p.add_argument("--hold", type=float, default=None,
-                   help=f"seconds the fault is held (default {HOLD_S:.0f}; availability-first stacks: twice the "
-                        "failover, see default_hold() in chaos/cli.py)")
+                   help=f"seconds the fault is held (default {HOLD_S:.0f}; on availability-first stacks "
+                        f"{2 * failover_s():.0f}, twice the failover, so writes can resume before the heal)")
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
                                                 "with --repeat, the series folder holding drill-1 ... drill-N")
