@@ -7,7 +7,7 @@ N = ZooKeeper nodes, z_d = those in d.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from infra.topology import ACKS, BACKENDS, PROFILES, Topology
 
@@ -59,6 +59,24 @@ def predictions(t: Topology) -> dict:
         }
         for dc in t.datacenters
     }
+
+
+def matrix(t: Topology) -> list[dict]:
+    """Every acks x minInsync x unclean-election setting on the stack's DC layout and replication
+    factor: what losing each DC does (predictions()) and which profiles' rules it meets (check()).
+    The question before choosing settings, answered by the same model as the stack's own plan.
+    acks=0 is left out: for these predictions it behaves as acks=1."""
+    rows = []
+    for acks in ("1", "all"):
+        for min_insync in range(1, t.replication.factor + 1):
+            for unclean in (False, True):
+                v = replace(t, acks=acks, replication=replace(t.replication, min_insync=min_insync,
+                                                              unclean_leader_election=unclean))
+                rows.append({"acks": acks, "min_insync": min_insync, "unclean_leader_election": unclean,
+                             "current": v.acks == t.acks and v.replication == t.replication,
+                             "predictions": predictions(v),
+                             "profiles": [p for p in PROFILES if not check(replace(v, profile=p))]})
+    return rows
 
 
 def check(t: Topology) -> list[Violation]:
@@ -113,6 +131,10 @@ def check(t: Topology) -> list[Violation]:
         bad("consistency-min-insync",
             f"consistency-first needs minInsync > replicas in the fullest DC: minInsync {m} <= r_d {r_max} "
             f"(factor {f} over {len(t.broker_dcs)} broker DCs), so one DC can hold the whole ISR")
+    if t.profile == "consistency-first" and t.acks != "all":
+        bad("consistency-acks",
+            f"consistency-first needs producer acks=all: with acks={t.acks} the leader acknowledges alone, so "
+            "losing its DC loses what it had not replicated yet")
     if t.profile == "availability-first":
         if f - m < r_max:
             bad("availability-headroom",

@@ -47,6 +47,29 @@ def test_consistency_first_boundary():
     # r_d = 2 in the 2.5-DC layout: minInsync 3 > 2 passes, 2 fails.
     assert "consistency-min-insync" not in names(make(TWO_AND_A_HALF, min_insync=3))
     assert "consistency-min-insync" in names(make(TWO_AND_A_HALF, min_insync=2))
+    # acks=1 and 0: the leader acknowledges alone, whatever minInsync says.
+    assert "consistency-acks" not in names(make(TWO_AND_A_HALF, min_insync=3))
+    assert "consistency-acks" in names(make(TWO_AND_A_HALF, min_insync=3, acks="1"))
+    assert "consistency-acks" in names(make(TWO_AND_A_HALF, min_insync=3, acks="0"))
+
+
+def test_matrix_of_settings_on_one_layout():
+    """Every acks x minInsync x unclean setting for the 2.5-DC layout at factor 4, as `dcdrill plan
+    --matrix` prints it: the predictions and profile fits come from the same functions as plan's."""
+    t = make(TWO_AND_A_HALF, factor=4, min_insync=3)
+    rows = rules.matrix(t)
+    assert len(rows) == 2 * 4 * 2
+    by = {(r["acks"], r["min_insync"], r["unclean_leader_election"]): r for r in rows}
+    assert [k for k, r in by.items() if r["current"]] == [("all", 3, False)]
+    # consistency-first: acks=all and minInsync above the 2 replicas a DC holds, and nothing else.
+    assert sorted(k for k, r in by.items() if "consistency-first" in r["profiles"]) == [
+        ("all", 3, False), ("all", 3, True), ("all", 4, False), ("all", 4, True)]
+    # availability-first: unclean election on and 2 replicas to spare.
+    assert sorted(k for k, r in by.items() if "availability-first" in r["profiles"]) == [
+        ("1", 1, True), ("1", 2, True), ("all", 1, True), ("all", 2, True)]
+    assert by[("all", 3, False)]["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False,
+                                                            "acked_loss_possible": False}
+    assert by[("1", 2, True)]["predictions"]["dc-a"]["acked_loss_possible"] is True
 
 
 def test_availability_first_boundaries():
