@@ -20,6 +20,8 @@ def _plan(args) -> int:
     from infra.lab import layout
 
     t = stacks.load(args.stack)
+    if args.matrix:
+        return _matrix(args.stack, t, args.json)
     violations = rules.check(t)
     if t.backend == "aws":
         from infra.aws import plan as aws_plan
@@ -48,6 +50,36 @@ def _plan(args) -> int:
                   f"writes {'continue' if p['writable'] else 'STOP':<9} "
                   f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
     return EXIT_BAD_INPUT if blocking else 0
+
+
+def _matrix(stack: str, t, as_json: bool) -> int:
+    """`dcdrill plan --matrix`: every acks x minInsync x unclean setting on this stack's layout."""
+    rows = rules.matrix(t)
+    if as_json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+        return 0
+
+    def cell(p: dict) -> str:
+        if not p["quorum_survives"]:
+            return "QUORUM LOST"
+        return f"{'continue' if p['writable'] else 'STOP'}, {'LOSS possible' if p['acked_loss_possible'] else 'no loss'}"
+
+    dcs = t.dc_names
+    print(f"stack {stack}: replication factor {t.replication.factor}, replicas per DC: "
+          + ", ".join(f"{d} {t.replicas_in(d)}" for d in dcs) + ". Losing one DC, for every setting "
+          "(* = the stack's own):")
+    header = ["acks", "minInsync", "unclean"] + [f"losing {d}" for d in dcs] + ["meets the rules of"]
+    table = [[("*" if r["current"] else " ") + r["acks"], str(r["min_insync"]),
+              "on" if r["unclean_leader_election"] else "off", *[cell(r["predictions"][d]) for d in dcs],
+              ", ".join(r["profiles"]) or "-"] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(header, *table)]
+    for line in [header] + table:
+        print("  " + "  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip())
+    print("Predictions assume the replicas were in sync when the DC went. The rules also cover the worst "
+          "case: an ISR shrunk into the lost DC (without unclean election those partitions stop until it "
+          "is back), and acks=all clients (availability-first keeps factor - minInsync >= replicas per DC "
+          "whatever acks the drill's producers use).")
+    return 0
 
 
 def _lab(args) -> int:
@@ -86,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
     sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
     sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
+    sp.add_argument("--matrix", action="store_true",
+                    help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
+                         "factor: what losing each DC does, and which profile's rules it meets")
     sp.set_defaults(func=_plan)
 
     sp = sub.add_parser("lab", help="bring a local stack up (pulumi up + Ansible until healthy) or down")

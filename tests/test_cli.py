@@ -83,6 +83,20 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
     assert "--hold must be > 0 seconds" in capsys.readouterr().err
 
 
+def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
+    assert cli.main(["plan", "--stack", "local", "--matrix"]) == 0
+    out = capsys.readouterr().out
+    assert "replicas per DC: dc-a 2, dc-b 2, dc-c 0" in out
+    [own] = [line for line in out.splitlines() if line.lstrip().startswith("*")]
+    assert own.split()[:4] == ["*all", "3", "off", "STOP,"] and own.endswith("consistency-first")
+    assert cli.main(["plan", "--stack", "local-availability", "--matrix", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2 * 2 * 2  # acks 1 / all, minInsync 1-2, unclean off / on
+    [own] = [r for r in rows if r["current"]]
+    assert (own["acks"], own["min_insync"], own["unclean_leader_election"]) == ("1", 1, True)
+    assert own["profiles"] == ["availability-first"] and own["predictions"]["dc-a"]["acked_loss_possible"]
+
+
 def test_unknown_stack_lists_the_valid_ones(capsys):
     assert cli.main(["plan", "--stack", "nope"]) == 2
     assert ("valid: aws-2region-tiebreaker, aws-3az, aws-3az-tiebreaker, local, local-3dc, local-availability"
