@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from chaos import drill
+from infra import rules
 from infra import stack as stacks
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
@@ -67,11 +69,31 @@ def register(sub) -> None:
                    help="run the drill N times in a row, then compare them as `dcdrill history` does "
                         "(text, and history.html in the series folder)")
     p.add_argument("--force", action="store_true", help="allow a target holding every broker")
+    g = p.add_argument_group("the drill's own settings", "instead of the stack's, for this drill's topic and producers "
+                             "(the lab is the stack's; `dcdrill plan --stack S --matrix` lists what each setting "
+                             "predicts and which profile's rules it meets)")
+    g.add_argument("--acks", choices=["0", "1", "all"])
+    g.add_argument("--factor", type=int, metavar="N", help="replication factor")
+    g.add_argument("--min-insync", type=int, metavar="N", help="min.insync.replicas")
+    g.add_argument("--unclean", choices=["on", "off"], help="unclean.leader.election.enable")
+    g.add_argument("--profile", choices=["consistency-first", "availability-first"], help="the promise the verdict checks")
     p.set_defaults(func=run)
 
 
+def _settings(args) -> dict:
+    """The settings given on the command line, as Topology.with_settings() takes them."""
+    given = {"profile": args.profile, "acks": args.acks, "factor": args.factor, "min_insync": args.min_insync,
+             "unclean_leader_election": None if args.unclean is None else args.unclean == "on"}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def _validate(args) -> tuple:
-    t = stacks.load(args.stack)  # UnknownStack lists the valid stacks
+    t = stacks.load(args.stack).with_settings(_settings(args))  # UnknownStack lists the valid stacks
+    broken = rules.blocking(t)
+    if _settings(args) and broken:
+        raise ValueError(f"these settings break the {t.profile} rules: "
+                         + "; ".join(f"[{v.rule}] {v.message}" for v in broken)
+                         + f" (`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
     if args.experiment not in experiments():
         raise ValueError(f"unknown experiment {args.experiment!r}; valid: {', '.join(experiments())}")
     broker_dcs = [dc.name for dc in t.broker_dcs]
@@ -157,6 +179,8 @@ def _drill(args, t, dc, other, run_dir: Path) -> int:
         lifecycle.up(args.stack)
     phase("lab up")
     run_dir.mkdir(parents=True, exist_ok=True)
+    if _settings(args):  # read by chaos/drill.topology() inside the experiment
+        (run_dir / drill.SETTINGS_FILE).write_text(json.dumps(_settings(args), indent=2, sort_keys=True) + "\n")
     code = _chaos_run(args, t, dc, other, run_dir)
     phase("experiment")
     fault_problem = _fault_problem(run_dir, args.experiment)

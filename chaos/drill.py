@@ -4,6 +4,8 @@ fault state file that lets heal undo exactly what the faults did (and nothing el
 Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
   stack     the Pulumi stack (default: local)
   run_dir   the drill record directory, runs/<drill-id>
+A drill's own settings, where they differ from the stack's (`dcdrill drill --acks ...`), are in
+run_dir/settings.json: a file, because `chaos run --var` only sets keys an experiment declares.
 """
 from __future__ import annotations
 
@@ -33,8 +35,15 @@ def run_dir(configuration: dict | None) -> Path:
     return Path(rd)
 
 
+SETTINGS_FILE = "settings.json"
+
+
 def topology(configuration: dict | None):
-    return stacks.load(stack_name(configuration))
+    """The stack's topology, under the drill's own settings if run_dir/settings.json has some."""
+    t = stacks.load(stack_name(configuration))
+    rd = (configuration or {}).get("run_dir")
+    settings = Path(rd) / SETTINGS_FILE if rd else None
+    return t.with_settings(json.loads(settings.read_text())) if settings and settings.exists() else t
 
 
 def inventory(configuration: dict | None) -> dict:

@@ -7,11 +7,14 @@ No Pulumi import here, so `dcdrill plan` and the verifier can use it offline.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 PROFILES = ("consistency-first", "availability-first")
 BACKENDS = ("local", "aws")
 ACKS = ("0", "1", "all")
+
+
+SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
 
 
 class ConfigError(ValueError):
@@ -120,6 +123,19 @@ class Topology:
 
     def hosts_with_role(self, role: str) -> list[Host]:
         return [h for h in self.hosts() if h.role == role]
+
+    def with_settings(self, settings: dict) -> Topology:
+        """The same cluster under one drill's own settings (`dcdrill drill --acks --factor
+        --min-insync --unclean --profile`; keys: SETTINGS). They are the drill topic's settings
+        and its producers', and every drill writes a fresh topic, so one lab serves them all."""
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise ConfigError(f"unknown drill settings {unknown}; valid: {', '.join(SETTINGS)}")
+        r = self.replication
+        return replace(self, profile=settings.get("profile", self.profile), acks=settings.get("acks", self.acks),
+                       replication=Replication(settings.get("factor", r.factor),
+                                               settings.get("min_insync", r.min_insync),
+                                               settings.get("unclean_leader_election", r.unclean_leader_election)))
 
     def to_record(self) -> dict:
         """The resolved stack as the drill record's topology.json carries it."""

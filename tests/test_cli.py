@@ -70,7 +70,8 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
 
     def validate(stack_name, hold):
         args = argparse.Namespace(stack=stack_name, experiment="kill-dc", dc=None, other_dc=None,
-                                            hold=hold, repeat=1, force=False)
+                                  hold=hold, repeat=1, force=False, acks=None, factor=None, min_insync=None,
+                                  unclean=None, profile=None)
         drill_cli._validate(args)
         return args.hold
 
@@ -81,6 +82,31 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
     assert "a 30 s hold is short for availability-first" in capsys.readouterr().err
     assert cli.main(["drill", "--stack", "local", "--hold", "0"]) == 2
     assert "--hold must be > 0 seconds" in capsys.readouterr().err
+
+
+def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys):
+    """acks / factor / minInsync / unclean / profile for one drill: checked against the rules up
+    front, handed to the experiment in run_dir/settings.json, read back by chaos/drill.topology()."""
+    from chaos import cli as drill_cli
+    from chaos import drill
+
+    args = argparse.Namespace(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1,
+                              force=False, acks="1", factor=None, min_insync=2, unclean="on",
+                              profile="availability-first")
+    t, dc, _ = drill_cli._validate(args)
+    assert (t.profile, t.acks, t.replication.factor, t.replication.min_insync) == ("availability-first", "1", 4, 2)
+    assert t.replication.unclean_leader_election and dc == "dc-a" and args.hold == 56.0
+    (tmp_path / drill.SETTINGS_FILE).write_text(json.dumps(drill_cli._settings(args)))
+    read = drill.topology({"stack": "local", "run_dir": str(tmp_path)})
+    assert read == t and read.to_record()["predictions"]["dc-a"]["acked_loss_possible"]
+    assert drill.topology({"stack": "local", "run_dir": str(tmp_path / "none")}).profile == "consistency-first"
+    # Settings that break the profile's rules are refused before anything runs, naming the rule.
+    assert cli.main(["drill", "--stack", "local", "--acks", "1"]) == 2
+    assert "[consistency-acks]" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local", "--factor", "5"]) == 2
+    assert "[factor-exceeds-brokers] replication factor 5 > 4 brokers" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown drill settings"):
+        read.with_settings({"acks": "all", "retries": 3})
 
 
 def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):

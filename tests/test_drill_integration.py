@@ -77,6 +77,39 @@ def test_tiebreaker_loss_keeps_writes_going_drill_after_drill(lab, tmp_path):
     assert "data:image/png;base64," in (series / "history.html").read_text()
 
 
+def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_path):
+    """acks=1, minInsync 2, unclean election on, availability-first, on the `local` lab (acks=all,
+    minInsync 3): the drill's topic and producers take them, the verdict checks their promise and
+    the prediction is theirs. Held 56 s by default: writes must fail over before the heal."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from infra.inventory import bootstrap_servers
+
+    run = tmp_path / "own"
+    res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
+                                    "--run-dir", str(run), "--acks", "1", "--min-insync", "2", "--unclean", "on",
+                                    "--profile", "availability-first"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    topo = json.loads((run / "topology.json").read_text())
+    assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
+            topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
+    try:
+        topic = f"dcdrill-{run.name}"
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
+    finally:
+        admin.close()
+    assert configs["min.insync.replicas"]["value"] == "2", configs
+    assert configs["unclean.leader.election.enable"]["value"] == "true", configs
+    s = summary(run)
+    [fault] = s["faults"]
+    assert fault["held_ms"] >= 56_000 and fault["writes_continued"], fault
+    assert [r["rule"] for r in s["rules"]] == ["no-phantoms", "no-failed-present", "writes-continued"]
+    [check] = s["prediction_checks"]
+    assert check["predicted"] == {"quorum_survives": True, "writable": True, "acked_loss_possible": True}
+    assert check["observed"]["writable"] and check["as_predicted"], check
+
+
 def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
     run = tmp_path / "interrupted"
     proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "120",

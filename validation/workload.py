@@ -88,7 +88,11 @@ def _process_env() -> dict:
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 
 
-def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True) -> None:
+def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
+                 replication=None) -> None:
+    """Create the topic if missing. `replication` (infra.topology.Replication): its factor,
+    min.insync.replicas and unclean election as the topic's own settings (a drill's); without it,
+    the cluster's (the inventory's)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
@@ -99,8 +103,12 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
         if not create:
             raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
         av = inventory["all"]["vars"]
-        admin.create_topics([NewTopic(spec.topic, partitions, av["kafka_replication_factor"],
-                                      topic_configs={"min.insync.replicas": str(av["kafka_min_insync_replicas"])})])
+        factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
+        if replication is not None:
+            factor, configs = replication.factor, {
+                "min.insync.replicas": str(replication.min_insync),
+                "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
+        admin.create_topics([NewTopic(spec.topic, partitions, factor, topic_configs=configs)])
     finally:
         admin.close()
 

@@ -25,7 +25,7 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
                            duration_s=None, record_size=int(record_size), acks=t.acks, retries=int(retries),
                            idempotence=bool(idempotence))
-    wl.ensure_topic(inv, spec)
+    wl.ensure_topic(inv, spec, replication=t.replication)  # the drill's settings (chaos/drill.topology)
     run = drill.run_dir(configuration)
     wl.write_topology(run, t.to_record())
     _running[str(run)] = wl.Workload(run, inv, spec).start()
