@@ -3,8 +3,8 @@
 lab up if needed -> `chaos run` of the experiment (journal kept in the drill record) ->
 check the fault really happened and healed -> Spark verifier -> report.
 Exit: 0 verdict pass, 1 verdict fail, 2 bad input, 3 fault not injected or heal failed,
-4 steady state not met before the fault. With --repeat N: the worst of the drills' exit codes
-(the series stops at the first 2, 3 or 4: the setup is wrong, not the cluster).
+4 steady state not met before the fault. With --repeat N or --matrix: the worst of the drills'
+exit codes (the series stops at the first 2, 3 or 4: the setup is wrong, not the cluster).
 """
 from __future__ import annotations
 
@@ -16,36 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from chaos import drill
+from chaos import drill, settings
 from infra import rules
 from infra import stack as stacks
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
-ROLES = Path(__file__).resolve().parent.parent / "roles"
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY = 0, 1, 2, 3, 4
 TARGETS_A_DC = {"kill-dc", "isolate-dc", "slow-link"}
-HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and that they come back
-
-
-def failover_s() -> float:
-    """How long a partition led in a lost DC goes without acks at most before failing over: the
-    dead brokers' ZooKeeper sessions expire (zookeeper.session.timeout.ms, roles/kafka_broker), then
-    the producers' requests to the old leaders time out (request_timeout_ms, validation/workload):
-    18 + 10 = 28 s. The lab measured 23-37 s from the fault's start to every partition back."""
-    import yaml
-
-    from validation.workload import WorkloadSpec
-
-    defaults = yaml.safe_load((ROLES / "kafka_broker" / "defaults" / "main.yml").read_text())
-    return (int(defaults["kafka_broker_properties"]["zookeeper.session.timeout.ms"])
-            + WorkloadSpec.request_timeout_ms) / 1000
-
-
-def default_hold(t) -> float:
-    """availability-first promises that writes go on while the DC is gone: every partition must
-    acknowledge again before the heal (the writes-continued rule). A 30 s hold ended before the
-    failover in one drill of three on the lab, so those stacks hold the fault twice the failover."""
-    return max(HOLD_S, 2 * failover_s()) if t.profile == "availability-first" else HOLD_S
 
 
 def experiments() -> list[str]:
@@ -60,8 +37,8 @@ def register(sub) -> None:
     p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
     p.add_argument("--hold", type=float, default=None,
-                   help=f"seconds the fault is held (default {HOLD_S:.0f}; on availability-first stacks "
-                        f"{2 * failover_s():.0f}, twice the failover, so writes can resume before the heal)")
+                   help=f"seconds the fault is held (default {settings.HOLD_S:.0f}; on availability-first stacks "
+                        f"{2 * settings.failover_s():.0f}, twice the failover, so writes can resume before the heal)")
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
                                                 "with --repeat, the series folder holding drill-1 ... drill-N")
@@ -77,20 +54,16 @@ def register(sub) -> None:
     g.add_argument("--min-insync", type=int, metavar="N", help="min.insync.replicas")
     g.add_argument("--unclean", choices=["on", "off"], help="unclean.leader.election.enable")
     g.add_argument("--profile", choices=["consistency-first", "availability-first"], help="the promise the verdict checks")
+    g.add_argument("--matrix", action="store_true",
+                   help="a drill (--repeat: N) for every acks x minInsync x unclean setting on the stack's factor that "
+                        "meets a profile's rules (`dcdrill plan --matrix`), compared at the end: the predictions tested")
     p.set_defaults(func=run)
 
 
-def _settings(args) -> dict:
-    """The settings given on the command line, as Topology.with_settings() takes them."""
-    given = {"profile": args.profile, "acks": args.acks, "factor": args.factor, "min_insync": args.min_insync,
-             "unclean_leader_election": None if args.unclean is None else args.unclean == "on"}
-    return {k: v for k, v in given.items() if v is not None}
-
-
 def _validate(args) -> tuple:
-    t = stacks.load(args.stack).with_settings(_settings(args))  # UnknownStack lists the valid stacks
+    t = stacks.load(args.stack).with_settings(settings.given(args))  # UnknownStack lists the valid stacks
     broken = rules.blocking(t)
-    if _settings(args) and broken:
+    if settings.given(args) and broken:
         raise ValueError(f"these settings break the {t.profile} rules: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in broken)
                          + f" (`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
@@ -110,13 +83,8 @@ def _validate(args) -> tuple:
         raise ValueError("the stack has a single DC: a DC drill would take everything down (--force)")
     if args.hold is not None and args.hold <= 0:
         raise ValueError(f"--hold must be > 0 seconds, got {args.hold:g}")
-    if args.hold is None:
-        args.hold = default_hold(t)
-    elif t.profile == "availability-first" and args.hold < 2 * failover_s():
-        print(f"dcdrill: warning: a {args.hold:g} s hold is short for availability-first: failing over takes up "
-              f"to ~{failover_s():.0f} s here (ZooKeeper session expiry, then the producers' request timeout), "
-              f"and writes that resume only after the heal fail the writes-continued rule "
-              f"(default hold {default_hold(t):.0f} s)", file=sys.stderr)
+    if args.matrix and settings.given(args):
+        raise ValueError("--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile")
     other = args.other_dc or next((d for d in broker_dcs if d != dc), None)
     return t, dc, other
 
@@ -134,14 +102,18 @@ def run(args) -> int:
     # One Spark session for the whole command, started by the first verify: the drills after the
     # first verify in a warm JVM (35k-record drills on the lab: 16.3 s, then 4.5 s). The idle JVM
     # between verifies costs memory (its heap), not CPU.
+    plans = settings.plans(args, t)
     with verify.spark_scope():
-        if args.repeat == 1:
-            return _drill(args, t, dc, other, (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
-        series = (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}-x{args.repeat}").resolve()
+        if args.repeat == 1 and not args.matrix:
+            return _drill(args, t, plans[0][1], dc, other,
+                          (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
+        kind = "matrix" if args.matrix else f"x{args.repeat}"
+        series = (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}-{kind}").resolve()
+        drills = [(name, own, i) for name, own in plans for i in range(1, args.repeat + 1)]
         codes = []
-        for i in range(1, args.repeat + 1):
-            lifecycle.say(f"drill {i} of {args.repeat}")
-            codes.append(_drill(args, t, dc, other, series / f"drill-{i}"))
+        for n, (name, own, i) in enumerate(drills, 1):
+            lifecycle.say(f"drill {n} of {len(drills)}" + (f": {name}" if name else ""))
+            codes.append(_drill(args, t, own, dc, other, series / name / f"drill-{i}"))
             if codes[-1] >= EXIT_BAD_INPUT:
                 break
     _compare(series)
@@ -163,8 +135,9 @@ def _compare(series: Path) -> None:
     print(f"history: {series / 'history.html'}")
 
 
-def _drill(args, t, dc, other, run_dir: Path) -> int:
-    """One drill into `run_dir`: lab up if needed, experiment, checks, verify."""
+def _drill(args, t, own: dict, dc, other, run_dir: Path) -> int:
+    """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
+    checks, verify."""
     from infra import lifecycle, status
 
     phases: dict[str, float] = {}
@@ -179,9 +152,9 @@ def _drill(args, t, dc, other, run_dir: Path) -> int:
         lifecycle.up(args.stack)
     phase("lab up")
     run_dir.mkdir(parents=True, exist_ok=True)
-    if _settings(args):  # read by chaos/drill.topology() inside the experiment
-        (run_dir / drill.SETTINGS_FILE).write_text(json.dumps(_settings(args), indent=2, sort_keys=True) + "\n")
-    code = _chaos_run(args, t, dc, other, run_dir)
+    if own:  # read by chaos/drill.topology() inside the experiment
+        (run_dir / drill.SETTINGS_FILE).write_text(json.dumps(own, indent=2, sort_keys=True) + "\n")
+    code = _chaos_run(args, t, settings.hold(args, t.with_settings(own)), dc, other, run_dir)
     phase("experiment")
     fault_problem = _fault_problem(run_dir, args.experiment)
     journal = _journal(run_dir)
@@ -231,11 +204,11 @@ def _experiment_file(t, experiment: str, run_dir: Path) -> Path:
     return out
 
 
-def _chaos_run(args, t, dc, other, run_dir: Path) -> int:
+def _chaos_run(args, t, hold: float, dc, other, run_dir: Path) -> int:
     chaos = Path(sys.executable).parent / "chaos"
     argv = [str(chaos), "--no-version-check", "--log-file", str(run_dir / "chaos.log"), "run",
             "--journal-path", str(run_dir / "journal.json"),
-            "--var", f"stack={args.stack}", "--var", f"run_dir={run_dir}", "--var", f"hold_s:int={int(args.hold)}",
+            "--var", f"stack={args.stack}", "--var", f"run_dir={run_dir}", "--var", f"hold_s:int={int(hold)}",
             "--var", f"rate:float={args.rate}"]
     if dc:
         argv += ["--var", f"dc={dc}"]

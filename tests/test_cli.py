@@ -63,19 +63,25 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
     assert "dc-a holds every broker" in capsys.readouterr().err
 
 
+def drill_args(**given):
+    """`dcdrill drill` arguments as argparse gives them, with `given` changed."""
+    defaults = dict(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1, force=False,
+                    acks=None, factor=None, min_insync=None, unclean=None, profile=None, matrix=False)
+    return argparse.Namespace(**{**defaults, **given})
+
+
 def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
     """Writes must resume before the heal there, and failing over waits for the ZooKeeper session
     (18 s) and the producers' request timeout (10 s): the default hold is twice that."""
     from chaos import cli as drill_cli
+    from chaos import settings
 
     def validate(stack_name, hold):
-        args = argparse.Namespace(stack=stack_name, experiment="kill-dc", dc=None, other_dc=None,
-                                  hold=hold, repeat=1, force=False, acks=None, factor=None, min_insync=None,
-                                  unclean=None, profile=None)
-        drill_cli._validate(args)
-        return args.hold
+        args = drill_args(stack=stack_name, hold=hold)
+        t, _, _ = drill_cli._validate(args)
+        return settings.hold(args, t)
 
-    assert drill_cli.failover_s() == 28.0
+    assert settings.failover_s() == 28.0
     assert validate("local-availability", None) == 56.0 and validate("local", None) == 30.0
     assert capsys.readouterr().err == ""
     assert validate("local-availability", 30) == 30  # as asked, with a warning
@@ -88,15 +94,14 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
     """acks / factor / minInsync / unclean / profile for one drill: checked against the rules up
     front, handed to the experiment in run_dir/settings.json, read back by chaos/drill.topology()."""
     from chaos import cli as drill_cli
+    from chaos import settings
     from chaos import drill
 
-    args = argparse.Namespace(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1,
-                              force=False, acks="1", factor=None, min_insync=2, unclean="on",
-                              profile="availability-first")
+    args = drill_args(acks="1", min_insync=2, unclean="on", profile="availability-first")
     t, dc, _ = drill_cli._validate(args)
     assert (t.profile, t.acks, t.replication.factor, t.replication.min_insync) == ("availability-first", "1", 4, 2)
-    assert t.replication.unclean_leader_election and dc == "dc-a" and args.hold == 56.0
-    (tmp_path / drill.SETTINGS_FILE).write_text(json.dumps(drill_cli._settings(args)))
+    assert t.replication.unclean_leader_election and dc == "dc-a" and settings.hold(args, t) == 56.0
+    (tmp_path / drill.SETTINGS_FILE).write_text(json.dumps(settings.given(args)))
     read = drill.topology({"stack": "local", "run_dir": str(tmp_path)})
     assert read == t and read.to_record()["predictions"]["dc-a"]["acked_loss_possible"]
     assert drill.topology({"stack": "local", "run_dir": str(tmp_path / "none")}).profile == "consistency-first"
@@ -107,6 +112,22 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
     assert "[factor-exceeds-brokers] replication factor 5 > 4 brokers" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown drill settings"):
         read.with_settings({"acks": "all", "retries": 3})
+
+
+def test_drill_matrix_plans_one_drill_per_setting_that_meets_a_profile():
+    from chaos import cli as drill_cli
+    from chaos import settings
+
+    args = drill_args(matrix=True)
+    t, _, _ = drill_cli._validate(args)
+    plans = dict(settings.plans(args, t))
+    assert len(plans) == 8  # of the 16 settings on local's layout (see the plan --matrix test)
+    assert plans["acks-all_min-insync-3_unclean-off"] == {"profile": "consistency-first", "acks": "all", "min_insync": 3,
+                                                          "unclean_leader_election": False}
+    assert plans["acks-1_min-insync-2_unclean-on"]["profile"] == "availability-first"
+    assert settings.plans(drill_args(), t) == [("", {})]
+    with pytest.raises(ValueError, match="--matrix drills every setting itself"):
+        drill_cli._validate(drill_args(matrix=True, acks="all"))
 
 
 def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
