@@ -41,7 +41,7 @@ def register(sub) -> None:
                         f"{2 * settings.failover_s():.0f}, twice the failover, so writes can resume before the heal)")
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
-                                                "with --repeat, the series folder holding drill-1 ... drill-N")
+                                                "with --repeat or --matrix, the series folder")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the drill N times in a row, then compare them as `dcdrill history` does "
                         "(text, and history.html in the series folder)")
