@@ -95,7 +95,7 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
             topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
     try:
-        topic = f"dcdrill-{run.name}"
+        topic = json.loads((run / "journal.json").read_text())["run"][0]["output"]["topic"]  # start-workload's
         configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
     finally:
         admin.close()

@@ -100,3 +100,7 @@ def test_bad_workload_input_is_refused(lab):
         wl.WorkloadSpec(record_size=0).validate(lab)
     with pytest.raises(ValueError, match="does not exist"):
         wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-missing"), create=False)
+    # A drill's topic must be new: one written before would mix two drills' records.
+    wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-fresh"), fresh=True)
+    with pytest.raises(ValueError, match="'it-fresh' exists already"):
+        wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-fresh"), fresh=True)

@@ -89,16 +89,20 @@ def _process_env() -> dict:
 
 
 def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
-                 replication=None) -> None:
+                 replication=None, fresh: bool = False) -> None:
     """Create the topic if missing. `replication` (infra.topology.Replication): its factor,
     min.insync.replicas and unclean election as the topic's own settings (a drill's); without it,
-    the cluster's (the inventory's)."""
+    the cluster's (the inventory's). `fresh`: the topic must not exist yet (a drill's topic holds
+    that drill's records only: older ones would read as phantoms, and its settings as its own)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
                              bootstrap_timeout_ms=spec.bootstrap_timeout_ms)
     try:
         if spec.topic in admin.list_topics():
+            if fresh:
+                raise ValueError(f"topic {spec.topic!r} exists already: an earlier drill wrote into the same drill "
+                                 "record folder; give the drill a new one")
             return
         if not create:
             raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")

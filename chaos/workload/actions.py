@@ -2,6 +2,9 @@
 process, so the running workload is kept here between activities."""
 from __future__ import annotations
 
+import hashlib
+import re
+
 from chaos import drill
 from validation import workload as wl
 
@@ -11,8 +14,12 @@ _running: dict[str, wl.Workload] = {}
 
 
 def drill_topic(configuration) -> str:
-    """A fresh topic per drill: the audit then reads this drill's records and nothing older."""
-    return f"dcdrill-{drill.run_dir(configuration).name}"
+    """A fresh topic per drill: the audit then reads this drill's records and nothing older. The
+    record folder's name, plus a digest of its whole path: the drills of two series share names
+    (drill-1, ...), and a --matrix series has a drill-1 per setting."""
+    rd = drill.run_dir(configuration).resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", rd.name)[:200]  # what Kafka allows in a topic name
+    return f"dcdrill-{name}-{hashlib.sha1(str(rd).encode()).hexdigest()[:8]}"
 
 
 def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, record_size: int = 100,
@@ -25,7 +32,7 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
                            duration_s=None, record_size=int(record_size), acks=t.acks, retries=int(retries),
                            idempotence=bool(idempotence))
-    wl.ensure_topic(inv, spec, replication=t.replication)  # the drill's settings (chaos/drill.topology)
+    wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/drill.topology)
     run = drill.run_dir(configuration)
     wl.write_topology(run, t.to_record())
     _running[str(run)] = wl.Workload(run, inv, spec).start()
