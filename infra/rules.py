@@ -7,7 +7,7 @@ N = ZooKeeper nodes, z_d = those in d.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from infra.topology import ACKS, BACKENDS, PROFILES, Topology
 
@@ -70,12 +70,11 @@ def matrix(t: Topology) -> list[dict]:
     for acks in ("1", "all"):
         for min_insync in range(1, t.replication.factor + 1):
             for unclean in (False, True):
-                v = replace(t, acks=acks, replication=replace(t.replication, min_insync=min_insync,
-                                                              unclean_leader_election=unclean))
+                v = t.with_settings({"acks": acks, "min_insync": min_insync, "unclean_leader_election": unclean})
                 rows.append({"acks": acks, "min_insync": min_insync, "unclean_leader_election": unclean,
                              "current": v.acks == t.acks and v.replication == t.replication,
                              "predictions": predictions(v),
-                             "profiles": [p for p in PROFILES if not check(replace(v, profile=p))]})
+                             "profiles": [p for p in PROFILES if not check(v.with_settings({"profile": p}))]})
     return rows
 
 
