@@ -61,9 +61,10 @@ def register(sub) -> None:
 
 
 def _validate(args) -> tuple:
-    t = stacks.load(args.stack).with_settings(settings.given(args))  # UnknownStack lists the valid stacks
-    broken = rules.blocking(t)
-    if settings.given(args) and broken:
+    own = settings.given(args)
+    t = stacks.load(args.stack).with_settings(own)  # UnknownStack lists the valid stacks
+    broken = rules.blocking(t) if own else []  # the stack's own settings were checked at `lab up`
+    if broken:
         raise ValueError(f"these settings break the {t.profile} rules: "
                          + "; ".join(f"[{v.rule}] {v.message}" for v in broken)
                          + f" (`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
@@ -83,7 +84,7 @@ def _validate(args) -> tuple:
         raise ValueError("the stack has a single DC: a DC drill would take everything down (--force)")
     if args.hold is not None and args.hold <= 0:
         raise ValueError(f"--hold must be > 0 seconds, got {args.hold:g}")
-    if args.matrix and settings.given(args):
+    if args.matrix and own:
         raise ValueError("--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile")
     other = args.other_dc or next((d for d in broker_dcs if d != dc), None)
     return t, dc, other
