@@ -95,24 +95,28 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
     the cluster's (the inventory's). `fresh`: the topic must not exist yet (a drill's topic holds
     that drill's records only: older ones would read as phantoms, and its settings as its own)."""
     from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
                              bootstrap_timeout_ms=spec.bootstrap_timeout_ms)
     try:
-        if spec.topic in admin.list_topics():
-            if fresh:
-                raise ValueError(f"topic {spec.topic!r} exists already: an earlier drill wrote into the same drill "
-                                 "record folder; give the drill a new one")
-            return
-        if not create:
-            raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
-        av = inventory["all"]["vars"]
-        factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
-        if replication is not None:
-            factor, configs = replication.factor, {
-                "min.insync.replicas": str(replication.min_insync),
-                "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
-        admin.create_topics([NewTopic(spec.topic, partitions, factor, topic_configs=configs)])
+        if spec.topic not in admin.list_topics():
+            if not create:
+                raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
+            av = inventory["all"]["vars"]
+            factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
+            if replication is not None:
+                factor, configs = replication.factor, {
+                    "min.insync.replicas": str(replication.min_insync),
+                    "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
+            try:
+                admin.create_topics([NewTopic(spec.topic, partitions, factor, topic_configs=configs)])
+                return
+            except TopicAlreadyExistsError:  # the broker answering list_topics had not heard of it yet:
+                pass                         # the controller's word is the one that counts
+        if fresh:
+            raise ValueError(f"topic {spec.topic!r} exists already: an earlier drill wrote into the same drill "
+                             "record folder; give the drill a new one")
     finally:
         admin.close()
 
