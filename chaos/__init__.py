@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 __all__ = ["discover"]
 
 ACTIVITY_MODULES = {
-    "action": ("chaos.lab.actions", "chaos.aws.actions", "chaos.workload.actions"),
+    "action": ("chaos.lab.actions", "chaos.aws.actions", "chaos.kafka.actions", "chaos.workload.actions"),
     "probe": ("chaos.kafka.probes", "chaos.workload.probes"),
 }
 

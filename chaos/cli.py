@@ -46,6 +46,9 @@ def register(sub) -> None:
                    help="run the drill N times in a row, then compare them as `dcdrill history` does "
                         "(text, and history.html in the series folder)")
     p.add_argument("--force", action="store_true", help="allow a target holding every broker")
+    p.add_argument("--keep-topic", action="store_true",
+                   help="keep the drill's topic on the cluster (by default it is deleted once the audit has "
+                        "copied it into the record)")
     g = p.add_argument_group("the drill's own settings", "instead of the stack's, for this drill's topic and producers "
                              "(the lab is the stack's; `dcdrill plan --stack S --matrix` lists what each setting "
                              "predicts and which profile's rules it meets)")
@@ -210,7 +213,7 @@ def _chaos_run(args, t, hold: float, dc, other, run_dir: Path) -> int:
     argv = [str(chaos), "--no-version-check", "--log-file", str(run_dir / "chaos.log"), "run",
             "--journal-path", str(run_dir / "journal.json"),
             "--var", f"stack={args.stack}", "--var", f"run_dir={run_dir}", "--var", f"hold_s:int={int(hold)}",
-            "--var", f"rate:float={args.rate}"]
+            "--var", f"rate:float={args.rate}", "--var", f"keep_topic={str(args.keep_topic).lower()}"]
     if dc:
         argv += ["--var", f"dc={dc}"]
     if other:

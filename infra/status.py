@@ -89,6 +89,10 @@ def cluster_status(inventory: dict, timeout_s: float = 5.0) -> dict:
         "partitions": partitions,
         "offline_partitions": sum(1 for p in partitions if p["leader"] == -1),
         "under_replicated_partitions": sum(1 for p in partitions if len(p["isr"]) < len(p["replicas"])),
+        # Led by another replica than the first of its assignment (Kafka's preferred leader):
+        # where a failover left it, until an election moves it back.
+        "off_preferred_leader": sum(1 for p in partitions
+                                    if p["leader"] != -1 and p["replicas"] and p["leader"] != p["replicas"][0]),
         "error": error,
         "bootstrap": bootstrap_servers(inventory),
     }
@@ -110,7 +114,8 @@ def render(status: dict) -> str:
     for n in zk["nodes"]:
         lines.append(f"  {n['host']:<24} {n['mode'] or 'DOWN'}")
     lines.append(f"partitions: {len(status['partitions'])}, offline {status['offline_partitions']}, "
-                 f"under-replicated {status['under_replicated_partitions']}")
+                 f"under-replicated {status['under_replicated_partitions']}, "
+                 f"off their preferred leader {status['off_preferred_leader']}")
     for p in status["partitions"]:
         if not p["topic"].startswith("__"):
             lines.append(f"  {p['topic']}-{p['partition']}: leader {p['leader']} ({p['leader_dc']}) "

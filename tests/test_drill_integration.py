@@ -23,6 +23,46 @@ def summary(run):
     return json.loads((run / "report" / "summary.json").read_text())
 
 
+def activity(run, name) -> dict:
+    """One activity's journal entry, by name."""
+    return next(r for r in json.loads((run / "journal.json").read_text())["run"] if r["activity"]["name"] == name)
+
+
+def test_preferred_leaders_are_restored_before_a_drill(lab):
+    """A partition led by another replica than its preferred one (as a failover leaves it) is
+    moved back by the action every experiment starts with."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from chaos.kafka.actions import elect_preferred_leaders
+    from infra.inventory import bootstrap_servers
+
+    def partition():
+        return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
+    try:
+        admin.create_topics([NewTopic("it-preferred", 1, 4)])
+        deadline = time.monotonic() + 30
+        while not (p := partition())["isr"] or len(p["isr"]) < 4:
+            assert time.monotonic() < deadline, p
+            time.sleep(1)
+        # The same replicas, another first one: the leader stays, but is no longer the preferred.
+        replicas = p["replicas"][1:] + p["replicas"][:1]
+        admin.alter_partition_reassignments({TopicPartition("it-preferred", 0): replicas})
+        deadline = time.monotonic() + 30
+        while (p := partition())["replicas"] != replicas:
+            assert time.monotonic() < deadline, p
+            time.sleep(1)
+        assert p["leader"] != replicas[0] and status.cluster_status(lab)["off_preferred_leader"] >= 1
+        out = elect_preferred_leaders(timeout_s=60, configuration={"stack": "local"})
+    finally:
+        admin.close()
+    assert out["off_preferred_before"] >= 1, out
+    assert partition()["leader"] == replicas[0]
+    assert status.cluster_status(lab)["off_preferred_leader"] == 0
+
+
 def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     run = tmp_path / "kill"
     # Held 20 s: survivors refuse writes only once the ISR has shrunk below minISR, which takes
@@ -50,6 +90,14 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     [check] = s["prediction_checks"]
     assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
     assert status.healthy(status.cluster_status(lab))
+    # The drill began on preferred leaders and deleted its topic once the audit had it.
+    assert activity(run, "balance-leaders")["status"] == "succeeded"
+    deleted = activity(run, "delete-topic")["output"]
+    assert deleted["deleted"] is True, deleted
+    deadline = time.monotonic() + 30  # deletion completes on the brokers after the controller's answer
+    while deleted["topic"] in {p["topic"] for p in status.cluster_status(lab)["partitions"]}:
+        assert time.monotonic() < deadline, f"{deleted['topic']} still listed"
+        time.sleep(1)
 
 
 def test_isolate_dc_split_brain(lab, tmp_path):
@@ -88,19 +136,21 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     run = tmp_path / "own"
     res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
                                     "--run-dir", str(run), "--acks", "1", "--min-insync", "2", "--unclean", "on",
-                                    "--profile", "availability-first"], capture_output=True, text=True, timeout=900)
+                                    "--profile", "availability-first", "--keep-topic"],
+                         capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
     topo = json.loads((run / "topology.json").read_text())
     assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
             topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
     try:
-        topic = json.loads((run / "journal.json").read_text())["run"][0]["output"]["topic"]  # start-workload's
+        topic = activity(run, "start-workload")["output"]["topic"]
         configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
     finally:
         admin.close()
     assert configs["min.insync.replicas"]["value"] == "2", configs
     assert configs["unclean.leader.election.enable"]["value"] == "true", configs
+    assert activity(run, "delete-topic")["output"]["deleted"] is False  # --keep-topic
     s = summary(run)
     [fault] = s["faults"]
     assert fault["held_ms"] >= 56_000 and fault["writes_continued"], fault

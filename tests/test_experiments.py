@@ -22,7 +22,10 @@ def test_experiment_is_valid_and_heals_always(name, tmp_path):
     e = json.loads(path.read_text())
     assert e["runtime"]["rollbacks"]["strategy"] == "always"
     method = [a["name"] for a in e["method"]]
-    assert method[0] == "start-workload" and method[-2:] == ["stop-workload", "final-audit"]
+    # Every drill starts from preferred leaders, and leaves no topic behind once audited.
+    assert method[:2] == ["balance-leaders", "start-workload"]
+    assert method[-3:] == ["stop-workload", "final-audit", "delete-topic"]
+    assert e["configuration"]["keep_topic"] is False
     assert "wait-converged" in method  # a wait, not a pause, says "healed"
     assert {p["name"] for p in e["steady-state-hypothesis"]["probes"]} >= {
         "no-offline-partitions", "zookeeper-has-quorum", "workload-progressing"}
@@ -32,4 +35,5 @@ def test_discover_lists_every_action_and_probe():
     names = {a["name"] for a in chaos.discover()["activities"]}
     assert {"kill_dc", "stop_dc", "isolate_dc", "degrade_link", "kill_tiebreaker", "heal_dc", "rolling_restart",
             "offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
-            "zookeeper_quorum", "wait_converged", "wait_leaders", "workload_progressing"} <= names
+            "zookeeper_quorum", "wait_converged", "wait_leaders", "workload_progressing", "elect_preferred_leaders",
+            "partitions_off_preferred_leader", "delete_topic"} <= names

@@ -121,6 +121,16 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
         admin.close()
 
 
+def delete_topic(inventory: dict, topic: str, timeout_ms: int = 30_000) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=timeout_ms)
+    try:
+        admin.delete_topics([topic], timeout_ms=timeout_ms)
+    finally:
+        admin.close()
+
+
 class Workload:
     """Producers and consumers as child processes; `stop()` lets them settle what is in flight."""
 

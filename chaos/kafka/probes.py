@@ -7,7 +7,8 @@ import time
 from chaos import drill
 from infra import status as cluster
 
-__all__ = ["offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
+__all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
+           "isr_per_dc", "controller_present",
            "zookeeper_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
 
 
@@ -21,6 +22,11 @@ def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:
 
 def under_replicated_partitions(configuration: dict = None, secrets: dict = None) -> int:
     return _status(configuration)["under_replicated_partitions"]
+
+
+def partitions_off_preferred_leader(configuration: dict = None, secrets: dict = None) -> int:
+    """Partitions led by another replica than their preferred one (where a failover left them)."""
+    return _status(configuration)["off_preferred_leader"]
 
 
 def isr_per_dc(topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:

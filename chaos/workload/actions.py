@@ -8,7 +8,7 @@ import re
 from chaos import drill
 from validation import workload as wl
 
-__all__ = ["start_workload", "stop_workload", "run_audit"]
+__all__ = ["start_workload", "stop_workload", "run_audit", "delete_topic"]
 
 _running: dict[str, wl.Workload] = {}
 
@@ -52,3 +52,17 @@ def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = N
     inv = drill.inventory(configuration)
     wl.audit(drill.run_dir(configuration), inv, wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
     return {"audit": str(drill.run_dir(configuration) / "audit")}
+
+
+def delete_topic(keep: bool = False, topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:
+    """The drill's topic, once the audit has copied it into the record: each drill makes one, and
+    a long-lived lab would otherwise pile them up (partitions, replicas, heap). `keep` (the
+    experiment's keep_topic, `dcdrill drill --keep-topic`) leaves it for a look afterwards."""
+    topic = topic or drill_topic(configuration)
+    if str(keep).lower() in ("1", "true", "yes"):
+        return {"topic": topic, "deleted": False}
+    try:
+        wl.delete_topic(drill.inventory(configuration), topic)
+    except Exception as exc:  # noqa: BLE001 - housekeeping: the record is complete, the drill stands
+        return {"topic": topic, "deleted": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {"topic": topic, "deleted": True}

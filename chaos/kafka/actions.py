@@ -1,0 +1,32 @@
+"""Actions on the cluster itself (not faults): put it in the same shape before every drill."""
+from __future__ import annotations
+
+from chaos.kafka.probes import _status, _wait
+
+__all__ = ["elect_preferred_leaders"]
+
+PREFERRED = 0  # ElectLeaders election type (1 is unclean)
+
+
+def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, secrets: dict = None) -> dict:
+    """Move every partition's leadership back to its preferred replica, and wait until it is there.
+
+    After a DC loss and its heal, leaders stay where the failover put them: in the DC that
+    survived, group coordinators included, until Kafka's own rebalance (every 5 minutes). A drill
+    started within those minutes would lose a DC that leads nothing, and the drills of a --repeat
+    series would not be the same drill. Run before the workload starts: an election needs the
+    preferred replica in sync, which the steady state has just checked."""
+    from kafka.admin import KafkaAdminClient
+
+    st = _status(configuration)
+    before = st["off_preferred_leader"]
+    if before:
+        admin = KafkaAdminClient(bootstrap_servers=st["bootstrap"], client_id="dcdrill-chaos")
+        try:
+            # Per-partition errors (a preferred replica not in sync) show in the wait's timeout.
+            admin.elect_leaders(PREFERRED, raise_errors=False)
+        finally:
+            admin.close()
+    waited = _wait(lambda st: st["off_preferred_leader"] == 0, "every partition on its preferred leader",
+                   float(timeout_s), configuration)
+    return {"off_preferred_before": before, **waited}
