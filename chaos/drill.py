@@ -10,7 +10,9 @@ run_dir/settings.json: a file, because `chaos run --var` only sets keys an exper
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +52,31 @@ def inventory(configuration: dict | None) -> dict:
     return lifecycle.inventory(stack_name(configuration))
 
 
+def drill_topic(configuration) -> str:
+    """A fresh topic per drill: the audit then reads this drill's records and nothing older. The
+    record folder's name, plus a digest of its whole path: the drills of two series share names
+    (drill-1, ...), and a --matrix series has a drill-1 per setting."""
+    rd = run_dir(configuration).resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", rd.name)[:200]  # what Kafka allows in a topic name
+    return f"dcdrill-{name}-{hashlib.sha1(str(rd).encode()).hexdigest()[:8]}"
+
+
+def isr_snapshot(configuration) -> dict | None:
+    """How many of the drill topic's partitions had every replica in sync, taken just before a
+    fault. The topology's predictions assume all of them had: a replica already out of sync in
+    the DC that survives can stop writes the model says continue. None when nobody answered."""
+    from infra import status
+
+    try:
+        st = status.cluster_status(inventory(configuration), timeout_s=3.0)
+    except Exception:  # noqa: BLE001 - a missing snapshot must not stop the fault
+        return None
+    parts = [p for p in st["partitions"] if p["topic"] == drill_topic(configuration)]
+    if not parts:
+        return None
+    return {"partitions": len(parts), "in_sync": sum(len(p["isr"]) == len(p["replicas"]) for p in parts)}
+
+
 def hosts_in_dc(inv: dict, dc: str, roles=("zookeeper", "kafka_broker")) -> list[tuple[str, str, dict]]:
     """(role, host name, host vars) of one DC, ZooKeeper first (heal starts them first)."""
     out = []
@@ -82,9 +109,12 @@ def fault_state(configuration):
         path.write_text(json.dumps(state, indent=2, sort_keys=True))
 
 
-def record_start(configuration, fault: str, target: str, undo: dict) -> dict:
-    """Append the fault to faults.jsonl and remember how to undo it."""
+def record_start(configuration, fault: str, target: str, undo: dict, isr: dict | None = None) -> dict:
+    """Append the fault to faults.jsonl and remember how to undo it. `isr`: isr_snapshot(), taken
+    before the fault, recorded with it."""
     entry = {"fault": fault, "target": target, "start_ms": now_ms(), "end_ms": None}
+    if isr is not None:
+        entry["isr_at_start"] = isr
     append_fault(run_dir(configuration), entry)
     with fault_state(configuration) as state:
         state["active"].append({**entry, "undo": undo})

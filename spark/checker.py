@@ -192,7 +192,8 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     by_partition_keys = {(r["topic"], r["partition"]) for r in fine}
     fault_stats = rollup.recovery(timelines, len(by_partition_keys), faults)
     for f, stats in zip(faults, fault_stats):
-        stats.update(fault=f.get("fault"), target=f.get("target"), start_ms=f["start_ms"], end_ms=f.get("end_ms"))
+        stats.update(fault=f.get("fault"), target=f.get("target"), start_ms=f["start_ms"], end_ms=f.get("end_ms"),
+                     isr_at_start=f.get("isr_at_start"))
 
     hist: dict[tuple, dict[int, int]] = {}
     for r in tables["latency"]:

@@ -188,7 +188,8 @@ def prediction_text(p: dict) -> str:
     o = p["observed"]
     return (f"predicted {_predicted(p['predicted'])}; observed writes {_observed_writes(o)}, "
             f"{'acknowledged records lost' if o['acked_loss'] else 'no acknowledged record lost'}: "
-            f"{'as predicted' if p['as_predicted'] else 'NOT as predicted'}")
+            f"{'as predicted' if p['as_predicted'] else 'NOT as predicted'}"
+            + (f" ({p['caveat']})" if p.get("caveat") else ""))
 
 
 def _predictions(summary: dict) -> str:

@@ -80,9 +80,20 @@ def prediction_checks(topology: dict, summary: dict) -> list[dict]:
         continued, lost = f["writes_continued"], summary["counts"]["acked_lost"]
         observed = {"writable": continued, "acked_loss": lost > 0, "recovery_ms": f.get("recovery_ms"),
                     "held_ms": f.get("held_ms")}
-        out.append({"fault": f["fault"], "target": f["target"], "predicted": p, "observed": observed,
-                    "as_predicted": continued == p["writable"] and (lost == 0 or p["acked_loss_possible"])})
+        check = {"fault": f["fault"], "target": f["target"], "predicted": p, "observed": observed,
+                 "as_predicted": continued == p["writable"] and (lost == 0 or p["acked_loss_possible"])}
+        if caveat := _isr_caveat(f.get("isr_at_start")):
+            check["caveat"] = caveat
+        out.append(check)
     return out
+
+
+def _isr_caveat(isr: dict | None) -> str | None:
+    """The model predicts for a full ISR (chaos/drill.isr_snapshot: taken just before the fault)."""
+    if not isr or isr["in_sync"] >= isr["partitions"]:
+        return None
+    return (f"the prediction assumes every replica in sync when the DC went; {isr['partitions'] - isr['in_sync']} "
+            f"of {isr['partitions']} partitions had one out of sync")
 
 
 def _stalled_text(f: dict) -> str:

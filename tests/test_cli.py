@@ -118,7 +118,7 @@ def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
     """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
     the folder alone was written by several drills, whose audit then saw the others' records
     (phantoms) and whose topic kept the first drill's settings."""
-    from chaos.workload.actions import drill_topic
+    from chaos.drill import drill_topic
 
     a, b = (drill_topic({"run_dir": str(tmp_path / s / "drill-1")}) for s in ("x3", "matrix/acks-1_min-insync-2"))
     assert a != b and a.startswith("dcdrill-drill-1-") and b.startswith("dcdrill-drill-1-")

@@ -72,6 +72,8 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     faults = read_faults(str(run))
     assert [(f["fault"], f["target"]) for f in faults] == [("kill-dc", "dc-a")]
     assert faults[0]["end_ms"] > faults[0]["start_ms"]
+    # Taken just before the kill: the prediction below assumes every replica was in sync.
+    assert faults[0]["isr_at_start"] == {"partitions": 6, "in_sync": 6}, faults[0]
     for part in ("journal.json", "produced", "consumed", "audit", "topology.json", "report/index.html",
                  "report/junit.xml"):
         assert (run / part).exists(), part
@@ -89,6 +91,7 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     # The topology model said losing dc-a stops writes (2 replicas left, minISR 3); so it did.
     [check] = s["prediction_checks"]
     assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
+    assert "caveat" not in check and s["faults"][0]["isr_at_start"] == faults[0]["isr_at_start"]
     assert status.healthy(status.cluster_status(lab))
     # The drill began on preferred leaders and deleted its topic once the audit had it.
     assert activity(run, "balance-leaders")["status"] == "succeeded"

@@ -1,6 +1,6 @@
 """The verdict's prediction check: the topology model's forecast for losing a DC against what
 the drill observed (pure Python, no Spark)."""
-from spark import rollup, verdict
+from spark import report, rollup, verdict
 from tests.test_rollup import words
 
 TOPOLOGY = {"profile": "consistency-first", "predictions": {
@@ -43,6 +43,19 @@ def test_surprises_are_not_as_predicted():
     # Writes stopped as predicted, but acknowledged records were lost where the model said impossible.
     assert not verdict.prediction_checks(TOPOLOGY, summary(fault("kill-dc", "dc-a", 40_800),
                                                            acked_lost=3))[0]["as_predicted"]
+
+
+def test_a_fault_that_found_replicas_out_of_sync_carries_a_caveat():
+    """An availability-first surprise (writes stopped where the model said continue) that the
+    record explains: a partition's ISR was already short when the DC went."""
+    short = {**fault("kill-dc", "dc-c", None), "isr_at_start": {"partitions": 6, "in_sync": 5}}
+    [check] = verdict.prediction_checks(TOPOLOGY, summary(short))
+    assert not check["as_predicted"]  # the comparison stays what it is; the caveat says why
+    assert check["caveat"] == ("the prediction assumes every replica in sync when the DC went; "
+                               "1 of 6 partitions had one out of sync")
+    assert check["caveat"] in report.prediction_text(check)
+    full = {**fault("kill-dc", "dc-a", 40_800), "isr_at_start": {"partitions": 6, "in_sync": 6}}
+    assert "caveat" not in verdict.prediction_checks(TOPOLOGY, summary(full))[0]
 
 
 def test_only_dc_losses_with_a_prediction_are_checked():

@@ -26,7 +26,7 @@ def _signal_dc(dc: str, sig: int, fault: str, configuration: dict) -> dict:
     if not targets:
         raise ValueError(f"{dc} runs no Kafka or ZooKeeper process")
     specs = [(name, _spec_path(role, hv), hv["netns"]) for role, name, hv in targets]
-    entry = drill.record_start(configuration, fault, dc, {"restart": specs})
+    entry = drill.record_start(configuration, fault, dc, {"restart": specs}, isr=drill.isr_snapshot(configuration))
     # Brokers first for a clean stop (ZooKeeper must be there for controlled shutdown); all at once for a kill.
     order = specs if sig == signal.SIGKILL else list(reversed(specs))
     for _, spec, _ in order:
@@ -60,7 +60,8 @@ def isolate_dc(dc: str, direction: str = "both", configuration: dict = None, sec
     """Cut the DC off at the router: both directions, or only `ingress` (into the DC) / `egress`."""
     drill.check_dc(configuration, dc)
     index = layout.dc_index(drill.topology(configuration), dc)
-    entry = drill.record_start(configuration, "isolate-dc", dc, {"isolation": index})
+    entry = drill.record_start(configuration, "isolate-dc", dc, {"isolation": index},
+                               isr=drill.isr_snapshot(configuration))
     netns.isolate_dc(index, direction)
     if not netns.is_isolated(index):
         raise RuntimeError(f"isolate-dc {dc}: the router shows no isolation rule")

@@ -2,9 +2,6 @@
 process, so the running workload is kept here between activities."""
 from __future__ import annotations
 
-import hashlib
-import re
-
 from chaos import drill
 from validation import workload as wl
 
@@ -13,20 +10,11 @@ __all__ = ["start_workload", "stop_workload", "run_audit", "delete_topic"]
 _running: dict[str, wl.Workload] = {}
 
 
-def drill_topic(configuration) -> str:
-    """A fresh topic per drill: the audit then reads this drill's records and nothing older. The
-    record folder's name, plus a digest of its whole path: the drills of two series share names
-    (drill-1, ...), and a --matrix series has a drill-1 per setting."""
-    rd = drill.run_dir(configuration).resolve()
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", rd.name)[:200]  # what Kafka allows in a topic name
-    return f"dcdrill-{name}-{hashlib.sha1(str(rd).encode()).hexdigest()[:8]}"
-
-
 def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, record_size: int = 100,
                    retries: int = 0, idempotence: bool = False, topic: str = None,
                    configuration: dict = None, secrets: dict = None) -> dict:
     """Producers and consumers in the background, until stop_workload (no fixed duration)."""
-    topic = topic or drill_topic(configuration)
+    topic = topic or drill.drill_topic(configuration)
     t = drill.topology(configuration)
     inv = drill.inventory(configuration)
     spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
@@ -48,7 +36,7 @@ def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
 
 
 def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:
-    topic = topic or drill_topic(configuration)
+    topic = topic or drill.drill_topic(configuration)
     inv = drill.inventory(configuration)
     wl.audit(drill.run_dir(configuration), inv, wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
     return {"audit": str(drill.run_dir(configuration) / "audit")}
@@ -58,7 +46,7 @@ def delete_topic(keep: bool = False, topic: str = None, configuration: dict = No
     """The drill's topic, once the audit has copied it into the record: each drill makes one, and
     a long-lived lab would otherwise pile them up (partitions, replicas, heap). `keep` (the
     experiment's keep_topic, `dcdrill drill --keep-topic`) leaves it for a look afterwards."""
-    topic = topic or drill_topic(configuration)
+    topic = topic or drill.drill_topic(configuration)
     if str(keep).lower() in ("1", "true", "yes"):
         return {"topic": topic, "deleted": False}
     try:
