@@ -37,7 +37,8 @@ def _plan(args) -> int:
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
         print(f"stack {args.stack}: {t.backend}, {t.profile}, factor {t.replication.factor}, "
-              f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}")
+              f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}, "
+              f"listeners {'TLS' if t.tls else 'PLAINTEXT'}")
         for h in t.hosts():
             print(f"  {h.role:<13} {h.name}")
         print("rules:" + (" all pass" if not violations else ""))

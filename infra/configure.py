@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from infra import pki
 from infra import stack as stacks
 
 
@@ -22,7 +23,17 @@ def inventory_path(stack: str) -> Path:
     return stacks.cache_dir() / "stacks" / stack / "inventory.json"
 
 
+def tls_dir(stack: str) -> Path:
+    return stacks.cache_dir() / "stacks" / stack / "tls"
+
+
 def write_inventory(stack: str, inventory: dict) -> Path:
+    """The inventory Ansible and the clients read. With TLS, the stack's CA and broker key stores
+    are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir)."""
+    av = inventory["all"]["vars"]
+    if av.get("kafka_tls"):
+        brokers = {n: hv["ansible_host"] for n, hv in inventory["all"]["children"]["kafka_broker"]["hosts"].items()}
+        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], brokers))
     path = inventory_path(stack)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(inventory, indent=2, sort_keys=True) + "\n")

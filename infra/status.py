@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 from contextlib import closing
 
-from infra.inventory import bootstrap_servers
+from infra.inventory import bootstrap_servers, client_security
 
 
 def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
@@ -36,12 +36,12 @@ def zookeeper_mode(host: str, port: int = 2181, timeout_s: float = 2.0) -> str |
     return None  # "This ZooKeeper instance is not currently serving requests": no quorum
 
 
-def _metadata(bootstrap: list[str], timeout_s: float) -> tuple[dict | None, list | None, str | None]:
+def _metadata(bootstrap: list[str], timeout_s: float, security: dict) -> tuple[dict | None, list | None, str | None]:
     from kafka.admin import KafkaAdminClient
 
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
-                                 bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status")
+                                 bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status", **security)
     except Exception as exc:  # noqa: BLE001 - any client failure means "no metadata"
         return None, None, f"no broker answered: {exc}"
     try:
@@ -57,7 +57,8 @@ def cluster_status(inventory: dict, timeout_s: float = 5.0) -> dict:
     broker_hosts = kids["kafka_broker"]["hosts"]
     dc_of = {hv["broker_id"]: hv["dc"] for hv in broker_hosts.values()}
     reachable = [f"{n}:9092" for n in sorted(broker_hosts) if _tcp_ok(n, 9092, 1.0)]
-    cluster, topics, error = _metadata(reachable, timeout_s) if reachable else (None, None, "no broker reachable")
+    cluster, topics, error = _metadata(reachable, timeout_s, client_security(inventory)) if reachable else \
+        (None, None, "no broker reachable")
     registered = {b["broker_id"] for b in (cluster or {}).get("brokers", [])}
     brokers = [{"id": hv["broker_id"], "dc": hv["dc"], "host": name,
                 "alive": f"{name}:9092" in reachable and hv["broker_id"] in registered}

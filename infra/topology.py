@@ -61,6 +61,7 @@ class Topology:
     replication: Replication
     acks: str
     domain: str = "lab"
+    tls: bool = False  # TLS on every listener, with the stack's own CA (infra/pki.py)
     accept_risks: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -150,6 +151,7 @@ class Topology:
             "min_insync_replicas": self.replication.min_insync,
             "unclean_leader_election": self.replication.unclean_leader_election,
             "acks": self.acks,
+            "tls": self.tls,
             "datacenters": [
                 {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
                  "replicas_per_partition": self.replicas_in(dc.name)}
@@ -215,6 +217,7 @@ def from_config(config: dict, stack: str = "") -> Topology:
         ),
         acks=acks,
         domain=str(cluster.get("domain", "lab" if config.get("dcdrill:backend", "local") == "local" else "dcdrill.internal")),
+        tls=_bool(cluster.get("tls", False), "tls"),
         accept_risks=tuple(config.get("dcdrill:acceptRisks") or ()),
         extra={k: v for k, v in config.items() if k.startswith("dcdrill:") and k not in (
             "dcdrill:cluster", "dcdrill:backend", "dcdrill:profile", "dcdrill:acceptRisks")},

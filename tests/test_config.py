@@ -44,7 +44,6 @@ RENDER = """
 - hosts: all
   gather_facts: false
   connection: local
-  vars_files: [{root}/roles/kafka_broker/defaults/main.yml, {root}/roles/zookeeper/defaults/main.yml]
   tasks:
     - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
       when: "'kafka_broker' in group_names"
@@ -53,9 +52,15 @@ RENDER = """
 """
 
 
-def _render(tmp: Path, out: Path) -> str:
+def _render(tmp: Path, out: Path, tls: bool = True) -> str:
     inv = layout.build_inventory(stack.load("local"), stack.lab_settings(stack.load_config("local")), tmp)
-    inv["all"]["vars"]["ansible_python_interpreter"] = sys.executable  # render on this machine
+    # The roles' defaults under the inventory's own vars and below its host vars, where Ansible
+    # ranks role defaults too (the inventory's data_root and kafka_tls must win).
+    defaults = {}
+    for role in ("kafka_broker", "zookeeper"):
+        defaults |= yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
+    inv["all"]["vars"] = {**defaults, **inv["all"]["vars"], "kafka_tls": tls,
+                          "ansible_python_interpreter": sys.executable}  # render on this machine
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
@@ -76,7 +81,15 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     assert kv["broker.id"] == "3" and kv["broker.rack"] == "dc-b"
     assert kv["advertised.listeners"] == "CLIENT://b3.dc-b.lab:9092,REPLICATION://b3.dc-b.lab:9093"
     assert kv["inter.broker.listener.name"] == "REPLICATION"
-    assert kv["listener.security.protocol.map"] == "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT"
+    # `local` has tls: true: both listeners TLS, PEM key stores copied next to server.properties.
+    assert kv["listener.security.protocol.map"] == "CLIENT:SSL,REPLICATION:SSL"
+    tls = str(tmp_path / "lab" / "hosts" / "b3" / "kafka" / "tls")
+    assert (kv["ssl.keystore.type"], kv["ssl.keystore.location"]) == ("PEM", f"{tls}/broker.pem")
+    assert (kv["ssl.truststore.type"], kv["ssl.truststore.location"]) == ("PEM", f"{tls}/ca.pem")
+    assert kv["ssl.endpoint.identification.algorithm"] == "https"
+    _render(tmp_path, tmp_path / "plain", tls=False)
+    plain = (tmp_path / "plain" / "b3.dc-b.lab.properties").read_text()
+    assert "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT" in plain and "ssl." not in plain
     assert kv["min.insync.replicas"] == "3" and kv["unclean.leader.election.enable"] == "false"
     assert kv["offsets.topic.replication.factor"] == "4" and kv["transaction.state.log.min.isr"] == "3"
     assert kv["zookeeper.connect"] == "zk1.dc-a.lab:2181,zk2.dc-b.lab:2181,zk3.dc-c.lab:2181"
@@ -90,3 +103,37 @@ def test_stack_files_are_valid_yaml_with_the_documented_shape():
         cfg = yaml.safe_load((ROOT / f"Pulumi.{name}.yaml").read_text())["config"]
         assert cfg["dcdrill:backend"] in ("local", "aws")
         assert "datacenters" in cfg["dcdrill:cluster"]
+
+
+def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
+    """infra/pki.py: a broker's PEM key store holds a PKCS#8 key and a chain the CA verifies, for
+    its DNS name (and its address, where the inventory has one); a second run keeps every file."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    from infra import pki
+
+    d = pki.ensure(tmp_path / "tls", "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
+    assert sorted(p.name for p in d.iterdir()) == ["b1.aws.internal.pem", "b1.dc-a.lab.pem", "ca.key", "ca.pem"]
+    assert pki.names_in((d / "b1.dc-a.lab.pem").read_bytes()) == ("b1.dc-a.lab", "10.77.1.11")
+    assert pki.names_in((d / "b1.aws.internal.pem").read_bytes()) == ("b1.aws.internal", None)  # an instance id
+    store = (d / "b1.dc-a.lab.pem").read_text()
+    assert store.startswith("-----BEGIN PRIVATE KEY-----") and store.count("BEGIN CERTIFICATE") == 2
+    ca = x509.load_pem_x509_certificate((d / "ca.pem").read_bytes())
+    leaf = x509.load_pem_x509_certificates(store.encode())[0]
+    ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes, padding.PKCS1v15(), leaf.signature_hash_algorithm)
+    assert oct((d / "ca.key").stat().st_mode & 0o777) == "0o600"
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    pki.ensure(d, "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+    pki.ensure(d, "main", {"b1.dc-a.lab": "10.77.1.99"})  # the broker moved: a new certificate for it
+    assert pki.names_in((d / "b1.dc-a.lab.pem").read_bytes()) == ("b1.dc-a.lab", "10.77.1.99")
+
+
+def test_clients_get_the_stack_ca_only_on_tls_stacks():
+    inv = {"all": {"vars": {"kafka_tls": True, "kafka_tls_dir": "/x/tls"}}}
+    assert inventory.client_security(inv) == {"security_protocol": "SSL", "ssl_cafile": "/x/tls/ca.pem",
+                                              "ssl_check_hostname": True}
+    assert inventory.client_security({"all": {"vars": {"kafka_tls": False}}}) == {}
+    with pytest.raises(ValueError, match="kafka_tls_dir"):
+        inventory.client_security({"all": {"vars": {"kafka_tls": True}}})

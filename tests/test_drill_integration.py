@@ -35,12 +35,12 @@ def test_preferred_leaders_are_restored_before_a_drill(lab):
     from kafka.admin import KafkaAdminClient, NewTopic
 
     from chaos.kafka.actions import elect_preferred_leaders
-    from infra.inventory import bootstrap_servers
+    from infra.inventory import bootstrap_servers, client_security
 
     def partition():
         return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
     try:
         admin.create_topics([NewTopic("it-preferred", 1, 4)])
         deadline = time.monotonic() + 30
@@ -134,7 +134,7 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     the prediction is theirs. Held 56 s by default: writes must fail over before the heal."""
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-    from infra.inventory import bootstrap_servers
+    from infra.inventory import bootstrap_servers, client_security
 
     run = tmp_path / "own"
     res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
@@ -145,7 +145,7 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     topo = json.loads((run / "topology.json").read_text())
     assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
             topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
     try:
         topic = activity(run, "start-workload")["output"]["topic"]
         configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]

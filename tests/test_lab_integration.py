@@ -8,7 +8,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from infra import configure, pulumi_cli, status
-from infra.inventory import bootstrap_servers
+from infra.inventory import bootstrap_servers, client_security
 
 pytestmark = pytest.mark.lab
 
@@ -22,7 +22,7 @@ def test_lab_is_healthy_and_rack_aware(lab):
 
 
 def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
     admin.create_topics([NewTopic("it-rack", 12, 4, topic_configs={"min.insync.replicas": "3"})])
     admin.close()
     time.sleep(2)
@@ -32,29 +32,50 @@ def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
         assert sorted(p["replica_dcs"]) == ["dc-a", "dc-a", "dc-b", "dc-b"], p
 
 
+def test_listeners_speak_tls_with_the_stack_ca(lab):
+    """`local` has tls: true. Both listeners answer TLS with a certificate the stack's CA signed
+    for the broker's own name; a client expecting another name, or speaking PLAINTEXT, gets nowhere."""
+    import socket
+    import ssl
+
+    from kafka.errors import KafkaTimeoutError
+
+    ctx = ssl.create_default_context(cafile=client_security(lab)["ssl_cafile"])
+    for port in (9092, 9093):  # CLIENT, REPLICATION
+        with socket.create_connection(("b1.dc-a.lab", port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="b1.dc-a.lab") as tls:
+                assert ("DNS", "b1.dc-a.lab") in tls.getpeercert()["subjectAltName"]
+    with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
+        with pytest.raises(ssl.SSLCertVerificationError, match="match"):
+            ctx.wrap_socket(raw, server_hostname="b2.dc-a.lab")
+    with pytest.raises(KafkaTimeoutError):
+        KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), bootstrap_timeout_ms=5000, request_timeout_ms=5000)
+
+
 def test_produce_in_one_dc_consume_in_the_other(lab):
     """A client namespace in dc-a produces, one in dc-b consumes (client.rack = its DC)."""
     code = """
 import json, sys
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-boot = json.loads(sys.argv[2])
+boot, security = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 if sys.argv[1] == "produce":
-    p = KafkaProducer(bootstrap_servers=boot, acks="all")
+    p = KafkaProducer(bootstrap_servers=boot, acks="all", **security)
     offs = [p.send("it-rack", f"m{i}".encode(), partition=i % 12).get(timeout=30).offset for i in range(120)]
     p.close(); print(len(offs))
 else:
-    c = KafkaConsumer(bootstrap_servers=boot, client_rack="dc-b", enable_auto_commit=False, consumer_timeout_ms=15000)
+    c = KafkaConsumer(bootstrap_servers=boot, client_rack="dc-b", enable_auto_commit=False, consumer_timeout_ms=15000,
+                      **security)
     tps = [TopicPartition("it-rack", i) for i in range(12)]
     c.assign(tps); c.seek_to_beginning(*tps)
     print(sum(1 for _ in c))
 """
-    boot = json.dumps(bootstrap_servers(lab))
+    boot, security = json.dumps(bootstrap_servers(lab)), json.dumps(client_security(lab))
     hosts = lab["all"]["children"]["client"]["hosts"]
     ns = {hv["dc"]: hv["netns"] for hv in hosts.values()}
-    prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot],
+    prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot, security],
                           capture_output=True, text=True, timeout=120)
     assert prod.stdout.strip() == "120", prod.stderr
-    cons = subprocess.run(["ip", "netns", "exec", ns["dc-b"], sys.executable, "-c", code, "consume", boot],
+    cons = subprocess.run(["ip", "netns", "exec", ns["dc-b"], sys.executable, "-c", code, "consume", boot, security],
                           capture_output=True, text=True, timeout=120)
     assert cons.stdout.strip() == "120", cons.stderr
 

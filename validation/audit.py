@@ -25,7 +25,8 @@ def run(cfg: dict) -> int:
     topic, timeout_s = cfg["topic"], float(cfg.get("audit_timeout_s", 120))
     consumer = KafkaConsumer(bootstrap_servers=cfg["bootstrap"], group_id=None, enable_auto_commit=False,
                              client_id="dcdrill-audit", bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
-                             request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024)
+                             request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024,
+                             **cfg.get("security", {}))
     parts = None
     deadline = time.monotonic() + timeout_s
     while not parts and time.monotonic() < deadline:

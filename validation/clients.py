@@ -12,6 +12,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def librdkafka_security(security: dict) -> dict:
+    """infra.inventory.client_security (kafka-python's names) in librdkafka's names."""
+    if not security:
+        return {}
+    out = {"security.protocol": security["security_protocol"].lower(), "ssl.ca.location": security["ssl_cafile"]}
+    out["ssl.endpoint.identification.algorithm"] = "https" if security.get("ssl_check_hostname", True) else "none"
+    return out
+
+
 def partition_for(key: str, partitions: int) -> int:
     """Explicit partition from the key, so the intended partition is known even when a send fails."""
     return zlib.crc32(key.encode()) % partitions

@@ -28,13 +28,14 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
 def _canary(configuration, within_s: float) -> bool:
     from kafka import KafkaProducer
 
-    from infra.inventory import bootstrap_servers
+    from infra.inventory import bootstrap_servers, client_security
 
     t = drill.topology(configuration)
+    inv = drill.inventory(configuration)
     acks = {"all": "all", "1": 1, "0": 0}[t.acks]
     try:
-        p = KafkaProducer(bootstrap_servers=bootstrap_servers(drill.inventory(configuration)), acks=acks,
-                          bootstrap_timeout_ms=int(within_s * 1000), max_block_ms=int(within_s * 1000))
+        p = KafkaProducer(bootstrap_servers=bootstrap_servers(inv), acks=acks, bootstrap_timeout_ms=int(within_s * 1000),
+                          max_block_ms=int(within_s * 1000), **client_security(inv))
         try:
             p.send("dcdrill-canary", b"canary").get(timeout=within_s)
             return True

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from infra import lifecycle
 from infra import stack as stacks
-from infra.inventory import bootstrap_servers
+from infra.inventory import bootstrap_servers, client_security
 from validation import workload as wl
 from validation.ledger import read
 
@@ -33,6 +33,8 @@ def main() -> None:
     client = sorted(inv["all"]["children"]["client"]["hosts"].values(), key=lambda h: h["dc"])[0]
     boot = ",".join(bootstrap_servers(inv))
     libs = stacks.cache_dir() / "kafka" / "libs"
+    sec = client_security(inv)  # TLS stacks: the same CA for the Java producer
+    tls = ["security.protocol=SSL", "ssl.truststore.type=PEM", f"ssl.truststore.location={sec['ssl_cafile']}"] if sec else []
     runs: dict[str, list[float]] = {"ProducerPerformance": [], "kafka-python": [], "confluent": []}
     for rnd in range(args.rounds):
         topic = f"bench-perf-{int(time.time())}-{rnd}"
@@ -40,7 +42,7 @@ def main() -> None:
         out = subprocess.run(["ip", "netns", "exec", client["netns"], "java", "-Xmx512m", "-cp", f"{libs}/*",
                               "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
                               "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
-                              "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5"],
+                              "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5", *tls],
                              capture_output=True, text=True, check=True).stdout
         runs["ProducerPerformance"].append(float(re.findall(r"([\d.]+) records/sec", out)[-1]))
         for backend in ("kafka-python", "confluent"):
