@@ -38,7 +38,8 @@ def _plan(args) -> int:
     else:
         print(f"stack {args.stack}: {t.backend}, {t.profile}, factor {t.replication.factor}, "
               f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}, "
-              f"listeners {'TLS' if t.tls else 'PLAINTEXT'}")
+              f"listeners {'TLS' if t.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if t.sasl else ''}"
+              + (f", {len(t.acls)} ACLs" if t.acls else ""))
         for h in t.hosts():
             print(f"  {h.role:<13} {h.name}")
         print("rules:" + (" all pass" if not violations else ""))

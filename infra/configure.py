@@ -29,11 +29,15 @@ def tls_dir(stack: str) -> Path:
 
 def write_inventory(stack: str, inventory: dict) -> Path:
     """The inventory Ansible and the clients read. With TLS, the stack's CA and broker key stores
-    are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir)."""
+    are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
+    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
     av = inventory["all"]["vars"]
     if av.get("kafka_tls"):
         brokers = {n: hv["ansible_host"] for n, hv in inventory["all"]["children"]["kafka_broker"]["hosts"].items()}
         av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], brokers))
+    if av.get("kafka_sasl"):
+        av["kafka_sasl_credentials"] = str(pki.ensure_passwords(tls_dir(stack) / "credentials.json",
+                                                                av["kafka_sasl_users"]))
     path = inventory_path(stack)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(inventory, indent=2, sort_keys=True) + "\n")

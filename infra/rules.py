@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from infra.topology import ACKS, BACKENDS, PROFILES, Topology
+from infra.topology import ACKS, ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, BACKENDS, PROFILES, Topology
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,34 @@ def matrix(t: Topology) -> list[dict]:
     return rows
 
 
+# What the drill's own clients do, as (resource, name, operation): the ACLs must allow them all.
+WORKLOAD_NEEDS = (("topic", "dcdrill-drill", "write"), ("topic", "dcdrill-drill", "read"),
+                  ("topic", "dcdrill-drill", "describe"), ("topic", "dcdrill-canary", "write"),
+                  ("group", "dcdrill-verifier", "read"))
+
+
+def security(t: Topology) -> list[tuple[str, str]]:
+    """(rule, message) for the TLS / SASL / ACL settings."""
+    out = []
+    if t.sasl is not None and not t.tls:
+        out.append(("sasl-needs-tls", "sasl needs tls: true, or the passwords cross the network in the clear"))
+    if t.acls and t.sasl is None:
+        out.append(("acls-need-sasl", "acls need sasl: without it every client is User:ANONYMOUS"))
+    for i, a in enumerate(t.acls):
+        wrong = [f"resource {a.resource!r} (valid: {', '.join(ACL_RESOURCES)})"] if a.resource not in ACL_RESOURCES else []
+        wrong += [f"pattern {a.pattern!r} (valid: {', '.join(ACL_PATTERNS)})"] if a.pattern not in ACL_PATTERNS else []
+        wrong += [f"operation {o!r}" for o in a.operations if o not in ACL_OPERATIONS]
+        if wrong:
+            out.append(("acl-shape", f"acls[{i}]: unknown {', '.join(wrong)}"))
+    if t.sasl is not None:
+        missing = [f"{op} on {res} {name}" for res, name, op in WORKLOAD_NEEDS
+                   if not any(a.allows(t.sasl.client, res, name, op) for a in t.acls)]
+        if missing:
+            out.append(("workload-acls", f"the ACLs do not let {t.sasl.client} (the workload's user) "
+                                         f"{'; '.join(missing)}: drills could not run"))
+    return out
+
+
 def check(t: Topology) -> list[Violation]:
     """Every rule the topology breaks, plain rules first, then the profile's promise."""
     out: list[Violation] = []
@@ -93,6 +121,8 @@ def check(t: Topology) -> list[Violation]:
         bad("unknown-acks", f"producer.acks is {t.acks!r}; valid: 0, 1, all")
     if t.coordination != "zookeeper":
         bad("unsupported-coordination", f"coordination is {t.coordination!r}; only zookeeper is supported (KRaft later)")
+    for rule, message in security(t):
+        bad(rule, message)
     if not t.datacenters:
         bad("no-datacenters", "dcdrill:cluster.datacenters is empty")
         return out

@@ -57,7 +57,7 @@ def cluster_status(inventory: dict, timeout_s: float = 5.0) -> dict:
     broker_hosts = kids["kafka_broker"]["hosts"]
     dc_of = {hv["broker_id"]: hv["dc"] for hv in broker_hosts.values()}
     reachable = [f"{n}:9092" for n in sorted(broker_hosts) if _tcp_ok(n, 9092, 1.0)]
-    cluster, topics, error = _metadata(reachable, timeout_s, client_security(inventory)) if reachable else \
+    cluster, topics, error = _metadata(reachable, timeout_s, client_security(inventory, admin=True)) if reachable else \
         (None, None, "no broker reachable")
     registered = {b["broker_id"] for b in (cluster or {}).get("brokers", [])}
     brokers = [{"id": hv["broker_id"], "dc": hv["dc"], "host": name,

@@ -37,6 +37,38 @@ class Replication:
     unclean_leader_election: bool
 
 
+ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
+ACL_PATTERNS = ("literal", "prefixed")
+ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
+                  "describe_configs", "alter_configs", "idempotent_write")
+
+
+@dataclass(frozen=True)
+class Sasl:
+    """SCRAM-SHA-512 users on the CLIENT listener. `admin` is a super user: dcdrill's own admin
+    calls (create and delete drill topics, elect leaders, status) use it. `client` is the principal
+    of the workload, the audit and the probes: what the ACLs must allow."""
+
+    admin: str = "admin"
+    client: str = "workload"
+
+
+@dataclass(frozen=True)
+class Acl:
+    """ALLOW `operations` on a resource to a SASL user, from any host (Kafka's ACL, declared)."""
+
+    principal: str  # a user name, without the "User:" prefix
+    resource: str  # ACL_RESOURCES
+    name: str  # the resource name, or its prefix (pattern prefixed); kafka-cluster for cluster
+    pattern: str  # ACL_PATTERNS
+    operations: tuple[str, ...]
+
+    def allows(self, principal: str, resource: str, name: str, operation: str) -> bool:
+        matches = name == self.name if self.pattern == "literal" else name.startswith(self.name)
+        return (self.principal == principal and self.resource == resource and matches
+                and (operation in self.operations or "all" in self.operations))
+
+
 @dataclass(frozen=True)
 class Host:
     """One machine of the cluster: a lab namespace or an EC2 instance."""
@@ -62,10 +94,19 @@ class Topology:
     acks: str
     domain: str = "lab"
     tls: bool = False  # TLS on every listener, with the stack's own CA (infra/pki.py)
+    sasl: Sasl | None = None  # SCRAM users on CLIENT, mutual TLS between brokers, ACLs enforced
+    acls: tuple[Acl, ...] = ()
     accept_risks: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     # -- derived facts -------------------------------------------------------------------------
+    @property
+    def users(self) -> list[str]:
+        """The SASL users the cluster needs: the admin, the client and every ACL principal."""
+        if self.sasl is None:
+            return []
+        return sorted({self.sasl.admin, self.sasl.client, *(a.principal for a in self.acls)})
+
     @property
     def dc_names(self) -> list[str]:
         return [dc.name for dc in self.datacenters]
@@ -152,6 +193,7 @@ class Topology:
             "unclean_leader_election": self.replication.unclean_leader_election,
             "acks": self.acks,
             "tls": self.tls,
+            "sasl": self.sasl is not None,
             "datacenters": [
                 {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
                  "replicas_per_partition": self.replicas_in(dc.name)}
@@ -177,6 +219,27 @@ def _bool(value, what: str) -> bool:
     if str(value).lower() in ("true", "false"):
         return str(value).lower() == "true"
     raise ConfigError(f"{what} must be true or false, got {value!r}")
+
+
+def _sasl(raw) -> Sasl | None:
+    """`sasl: true`, or a mapping with `admin` / `client` user names; false or absent: none."""
+    if raw is None or raw is False or str(raw).lower() == "false":
+        return None
+    if raw is True or str(raw).lower() == "true":
+        return Sasl()
+    if not isinstance(raw, dict) or set(raw) - {"admin", "client"}:
+        raise ConfigError(f"sasl must be true, false or a mapping with admin and client, got {raw!r}")
+    return Sasl(**{k: str(v) for k, v in raw.items()})
+
+
+def _acl(raw, i: int) -> Acl:
+    keys = {"principal", "resource", "name", "pattern", "operations"}
+    if not isinstance(raw, dict) or not {"principal", "resource", "operations"} <= set(raw) or set(raw) - keys:
+        raise ConfigError(f"acls[{i}] needs principal, resource and operations (optional: name, pattern), got {raw!r}")
+    ops = raw["operations"] if isinstance(raw["operations"], list) else [raw["operations"]]
+    return Acl(principal=str(raw["principal"]), resource=str(raw["resource"]).lower(),
+               name=str(raw.get("name", "kafka-cluster")), pattern=str(raw.get("pattern", "literal")).lower(),
+               operations=tuple(sorted(str(o).lower() for o in ops)))
 
 
 def from_config(config: dict, stack: str = "") -> Topology:
@@ -218,6 +281,8 @@ def from_config(config: dict, stack: str = "") -> Topology:
         acks=acks,
         domain=str(cluster.get("domain", "lab" if config.get("dcdrill:backend", "local") == "local" else "dcdrill.internal")),
         tls=_bool(cluster.get("tls", False), "tls"),
+        sasl=_sasl(cluster.get("sasl")),
+        acls=tuple(_acl(raw, i) for i, raw in enumerate(cluster.get("acls") or [])),
         accept_risks=tuple(config.get("dcdrill:acceptRisks") or ()),
         extra={k: v for k, v in config.items() if k.startswith("dcdrill:") and k not in (
             "dcdrill:cluster", "dcdrill:backend", "dcdrill:profile", "dcdrill:acceptRisks")},

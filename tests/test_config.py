@@ -53,6 +53,7 @@ RENDER = """
 
 
 def _render(tmp: Path, out: Path, tls: bool = True) -> str:
+    """The roles' templates for the `local` stack; tls=False: its PLAINTEXT twin (no TLS, no SASL)."""
     inv = layout.build_inventory(stack.load("local"), stack.lab_settings(stack.load_config("local")), tmp)
     # The roles' defaults under the inventory's own vars and below its host vars, where Ansible
     # ranks role defaults too (the inventory's data_root and kafka_tls must win).
@@ -61,6 +62,8 @@ def _render(tmp: Path, out: Path, tls: bool = True) -> str:
         defaults |= yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
     inv["all"]["vars"] = {**defaults, **inv["all"]["vars"], "kafka_tls": tls,
                           "ansible_python_interpreter": sys.executable}  # render on this machine
+    if not tls:
+        inv["all"]["vars"]["kafka_sasl"] = False
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
@@ -81,8 +84,15 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     assert kv["broker.id"] == "3" and kv["broker.rack"] == "dc-b"
     assert kv["advertised.listeners"] == "CLIENT://b3.dc-b.lab:9092,REPLICATION://b3.dc-b.lab:9093"
     assert kv["inter.broker.listener.name"] == "REPLICATION"
-    # `local` has tls: true: both listeners TLS, PEM key stores copied next to server.properties.
-    assert kv["listener.security.protocol.map"] == "CLIENT:SSL,REPLICATION:SSL"
+    # `local` has tls and sasl: SCRAM over TLS for clients, mutual TLS between brokers, ACLs on.
+    assert kv["listener.security.protocol.map"] == "CLIENT:SASL_SSL,REPLICATION:SSL"
+    assert kv["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert "ScramLoginModule required" in kv["listener.name.client.scram-sha-512.sasl.jaas.config"]
+    assert kv["listener.name.replication.ssl.client.auth"] == "required"
+    assert kv["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
+    assert kv["allow.everyone.if.no.acl.found"] == "false"
+    assert kv["super.users"] == ";".join(["User:admin"] + [f"User:CN=b{i}.dc-{d}.lab,O=dcdrill"
+                                                           for i, d in ((1, "a"), (2, "a"), (3, "b"), (4, "b"))])
     tls = str(tmp_path / "lab" / "hosts" / "b3" / "kafka" / "tls")
     assert (kv["ssl.keystore.type"], kv["ssl.keystore.location"]) == ("PEM", f"{tls}/broker.pem")
     assert (kv["ssl.truststore.type"], kv["ssl.truststore.location"]) == ("PEM", f"{tls}/ca.pem")
@@ -137,3 +147,52 @@ def test_clients_get_the_stack_ca_only_on_tls_stacks():
     assert inventory.client_security({"all": {"vars": {"kafka_tls": False}}}) == {}
     with pytest.raises(ValueError, match="kafka_tls_dir"):
         inventory.client_security({"all": {"vars": {"kafka_tls": True}}})
+
+
+def test_sasl_inventory_names_users_super_users_and_declared_acls():
+    av = layout.build_inventory(stack.load("local"), stack.lab_settings(stack.load_config("local")), Path("/tmp/c"))["all"]["vars"]
+    assert (av["kafka_sasl"], av["kafka_sasl_admin"], av["kafka_sasl_client"], av["kafka_sasl_users"]) == (
+        True, "admin", "workload", ["admin", "workload"])
+    assert av["kafka_super_users"][:2] == ["User:admin", "User:CN=b1.dc-a.lab,O=dcdrill"]
+    assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_acls"]} == {
+        ("User:workload", "topic", "dcdrill", "prefixed"), ("User:workload", "group", "dcdrill", "prefixed")}
+
+
+def test_passwords_are_made_once_and_reach_child_processes_by_file(tmp_path):
+    """A child process's settings travel on its command line: there the password is a file name."""
+    from infra import pki
+    from validation import clients
+
+    path = pki.ensure_passwords(tmp_path / "credentials.json", ["admin", "workload"])
+    first = json.loads(path.read_text())
+    assert sorted(first) == ["admin", "workload"] and len(set(first.values())) == 2
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    pki.ensure_passwords(path, ["admin", "workload"])
+    assert json.loads(path.read_text()) == first
+    inv = {"all": {"vars": {"kafka_tls": True, "kafka_tls_dir": "/x", "kafka_sasl": True, "kafka_sasl_admin": "admin",
+                            "kafka_sasl_client": "workload", "kafka_sasl_credentials": str(path)}}}
+    assert inventory.client_security(inv, admin=True)["sasl_plain_password"] == first["admin"]
+    child = inventory.process_security(inv)
+    assert child["sasl_plain_password"] is None and first["workload"] not in json.dumps(child)
+    resolved = clients.resolve_security({"security": child})
+    assert resolved == {"security_protocol": "SASL_SSL", "ssl_cafile": "/x/ca.pem", "ssl_check_hostname": True,
+                        "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "workload",
+                        "sasl_plain_password": first["workload"]}
+    rd = clients.librdkafka_security(resolved)
+    assert (rd["security.protocol"], rd["sasl.mechanisms"], rd["sasl.username"]) == ("sasl_ssl", "SCRAM-SHA-512", "workload")
+    assert f'password="{first["workload"]}";' in clients.java_properties(resolved)[-1]
+
+
+def test_acl_reconcile_adds_the_missing_and_removes_the_undeclared():
+    """roles/kafka_access/library/kafka_acls.py: the decision, without a cluster."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kafka_acls", ROOT / "roles/kafka_access/library/kafka_acls.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    wanted = mod.desired([{"principal": "User:w", "resource": "topic", "name": "d", "pattern": "prefixed",
+                           "operations": ["read", "write"]}])
+    existing = {("User:w", "topic", "d", "prefixed", "read"), ("User:old", "group", "g", "literal", "read")}
+    assert mod.diff(existing, wanted) == ([("User:w", "topic", "d", "prefixed", "write")],
+                                          [("User:old", "group", "g", "literal", "read")])
+    assert mod.diff(wanted, wanted) == ([], [])

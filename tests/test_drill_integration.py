@@ -40,7 +40,7 @@ def test_preferred_leaders_are_restored_before_a_drill(lab):
     def partition():
         return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab, admin=True))
     try:
         admin.create_topics([NewTopic("it-preferred", 1, 4)])
         deadline = time.monotonic() + 30
@@ -145,7 +145,7 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     topo = json.loads((run / "topology.json").read_text())
     assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
             topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab, admin=True))
     try:
         topic = activity(run, "start-workload")["output"]["topic"]
         configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]

@@ -22,7 +22,7 @@ def test_lab_is_healthy_and_rack_aware(lab):
 
 
 def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab))
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(lab), **client_security(lab, admin=True))
     admin.create_topics([NewTopic("it-rack", 12, 4, topic_configs={"min.insync.replicas": "3"})])
     admin.close()
     time.sleep(2)
@@ -69,7 +69,8 @@ else:
     c.assign(tps); c.seek_to_beginning(*tps)
     print(sum(1 for _ in c))
 """
-    boot, security = json.dumps(bootstrap_servers(lab)), json.dumps(client_security(lab))
+    # As the admin user: it-rack is outside the workload user's ACLs (dcdrill-*).
+    boot, security = json.dumps(bootstrap_servers(lab)), json.dumps(client_security(lab, admin=True))
     hosts = lab["all"]["children"]["client"]["hosts"]
     ns = {hv["dc"]: hv["netns"] for hv in hosts.values()}
     prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot, security],
@@ -78,6 +79,47 @@ else:
     cons = subprocess.run(["ip", "netns", "exec", ns["dc-b"], sys.executable, "-c", code, "consume", boot, security],
                           capture_output=True, text=True, timeout=120)
     assert cons.stdout.strip() == "120", cons.stderr
+
+
+def test_users_log_in_and_the_declared_acls_decide(lab):
+    """`local` has sasl and acls: the workload's user may use dcdrill-* topics and nothing more;
+    a wrong password gets nowhere; an ACL nobody declared is gone after the next Ansible run."""
+    from kafka import KafkaProducer
+    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourcePatternFilter, ResourceType)
+    from kafka.errors import KafkaError, TopicAuthorizationFailedError
+
+    boot, workload = bootstrap_servers(lab), client_security(lab)
+    with pytest.raises(KafkaError):
+        KafkaAdminClient(bootstrap_servers=boot, bootstrap_timeout_ms=8000, request_timeout_ms=8000,
+                         **{**workload, "sasl_plain_password": "not-the-password"}).list_topics()
+    admin = KafkaAdminClient(bootstrap_servers=boot, **client_security(lab, admin=True))
+    try:
+        admin.create_topics([NewTopic("dcdrill-it-acl", 1, 4), NewTopic("it-acl", 1, 4)])
+        p = KafkaProducer(bootstrap_servers=boot, acks="all", max_block_ms=15000, **workload)
+        try:
+            assert p.send("dcdrill-it-acl", b"allowed").get(timeout=30).offset == 0
+            with pytest.raises(TopicAuthorizationFailedError):
+                p.send("it-acl", b"denied").get(timeout=30)
+        finally:
+            p.close(timeout=5)
+        user = KafkaAdminClient(bootstrap_servers=boot, **workload)
+        try:  # creating topics is the admin's: no ACL grants it to the workload
+            with pytest.raises(TopicAuthorizationFailedError):
+                user.create_topics([NewTopic("dcdrill-it-create", 1, 4)])
+        finally:
+            user.close()
+        intruder = ACL("User:intruder", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                       ResourcePattern(ResourceType.TOPIC, "it-acl", ACLResourcePatternType.LITERAL))
+        admin.create_acls([intruder])
+        stats = configure.run_site("local", quiet=True)
+        assert stats["localhost"]["changed"] == 1, stats  # the reconcile removed it
+        everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                               ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+        acls, _ = admin.describe_acls(everything)
+        assert {a.principal for a in acls} == {"User:workload"}, acls
+    finally:
+        admin.close()
 
 
 def test_second_ansible_run_changes_nothing(lab):

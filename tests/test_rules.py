@@ -110,3 +110,41 @@ def test_accept_risks_waives_only_the_named_rule():
     t = make(TWO_AND_A_HALF, min_insync=2, **{"dcdrill:acceptRisks": ["consistency-min-insync"]})
     assert names(t) == ["consistency-min-insync"]
     assert rules.blocking(t) == []
+
+
+def secured(tls=True, sasl=True, acls=None):
+    from infra.topology import from_config
+
+    grant = [{"principal": "workload", "resource": "topic", "name": "dcdrill", "pattern": "prefixed",
+              "operations": ["read", "write", "describe"]},
+             {"principal": "workload", "resource": "group", "name": "dcdrill", "pattern": "prefixed", "operations": "read"}]
+    cluster = {"datacenters": [dict(zip(("name", "brokers", "zookeepers"), d)) for d in TWO_AND_A_HALF],
+               "replication": {"factor": 4, "minInsync": 3}, "tls": tls, "sasl": sasl,
+               "acls": grant if acls is None else acls}
+    return from_config({"dcdrill:cluster": cluster})
+
+
+def test_security_rules():
+    assert names(secured()) == []
+    assert secured().users == ["admin", "workload"]
+    assert names(secured(tls=False)) == ["sasl-needs-tls"]
+    assert names(secured(sasl=False)) == ["acls-need-sasl"]
+    # Without the group grant the workload's consumers could not join: drills could not run.
+    t = secured(acls=secured().acls and [{"principal": "workload", "resource": "topic", "name": "dcdrill",
+                                          "pattern": "prefixed", "operations": ["all"]}])
+    [v] = rules.check(t)
+    assert v.rule == "workload-acls" and "read on group dcdrill-verifier" in v.message and "topic" not in v.message
+    bad = secured(acls=[{"principal": "x", "resource": "queue", "pattern": "glob", "operations": ["fly"]}])
+    assert "acl-shape" in names(bad)
+    assert "resource 'queue'" in rules.check(bad)[0].message and "operation 'fly'" in rules.check(bad)[0].message
+    assert secured(acls=[{"principal": "x", "resource": "topic", "name": "a", "operations": ["read"]}]).users == [
+        "admin", "workload", "x"]  # every ACL principal is a user to create
+
+
+def test_a_literal_acl_matches_one_name_a_prefixed_one_every_name_it_starts():
+    from infra.topology import Acl
+
+    lit, pre = Acl("u", "topic", "dcdrill", "literal", ("read",)), Acl("u", "topic", "dcdrill", "prefixed", ("all",))
+    assert lit.allows("u", "topic", "dcdrill", "read") and not lit.allows("u", "topic", "dcdrill-x", "read")
+    assert pre.allows("u", "topic", "dcdrill-x", "write") and not pre.allows("v", "topic", "dcdrill-x", "write")
+    assert not lit.allows("u", "topic", "dcdrill", "write") and not pre.allows("u", "group", "dcdrill", "read")

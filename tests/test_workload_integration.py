@@ -35,7 +35,7 @@ def rows(run, kind):
 def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     run = tmp_path / "run"
     res = subprocess.run(DCDRILL + ["workload", "run", "--duration", "15", "--producers", "3", "--consumers", "2",
-                                    "--topic", f"it-workload-{client}", "--client", client, "--run-dir", str(run)],
+                                    "--topic", f"dcdrill-it-workload-{client}", "--client", client, "--run-dir", str(run)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     for kind, types in TYPES.items():
@@ -60,7 +60,7 @@ def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
 
 def test_sigkill_leaves_parseable_ledgers(lab, tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen(DCDRILL + ["workload", "produce", "--duration", "60", "--rate", "0", "--topic", "it-kill",
+    proc = subprocess.Popen(DCDRILL + ["workload", "produce", "--duration", "60", "--rate", "0", "--topic", "dcdrill-it-kill",
                                        "--run-dir", str(run)], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

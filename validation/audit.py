@@ -26,7 +26,7 @@ def run(cfg: dict) -> int:
     consumer = KafkaConsumer(bootstrap_servers=cfg["bootstrap"], group_id=None, enable_auto_commit=False,
                              client_id="dcdrill-audit", bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
                              request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024,
-                             **cfg.get("security", {}))
+                             **clients.resolve_security(cfg))
     parts = None
     deadline = time.monotonic() + timeout_s
     while not parts and time.monotonic() < deadline:

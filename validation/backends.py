@@ -30,7 +30,7 @@ class KafkaPythonClient:
             enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
             request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
             batch_size=int(cfg["batch_size"]), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
-            max_in_flight_requests_per_connection=int(cfg["max_in_flight"]), **cfg.get("security", {}))
+            max_in_flight_requests_per_connection=int(cfg["max_in_flight"]), **clients.resolve_security(cfg))
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
@@ -80,7 +80,7 @@ class ConfluentClient:
             "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
             "batch.size": int(cfg["batch_size"]), "max.in.flight": int(cfg["max_in_flight"]),
             "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
-            **clients.librdkafka_security(cfg.get("security", {})),
+            **clients.librdkafka_security(clients.resolve_security(cfg)),
         })
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
 

@@ -12,12 +12,39 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def resolve_security(cfg: dict) -> dict:
+    """The process's kafka-python security settings (infra.inventory.process_security): the SASL
+    password is read from its file here, so it never travels on a command line."""
+    sec = dict(cfg.get("security") or {})
+    path = sec.pop("sasl_credentials", None)
+    if path:
+        with open(path) as f:
+            sec["sasl_plain_password"] = json.load(f)[sec["sasl_plain_username"]]
+    return sec
+
+
 def librdkafka_security(security: dict) -> dict:
-    """infra.inventory.client_security (kafka-python's names) in librdkafka's names."""
+    """resolve_security's settings (kafka-python's names) in librdkafka's names."""
     if not security:
         return {}
     out = {"security.protocol": security["security_protocol"].lower(), "ssl.ca.location": security["ssl_cafile"]}
     out["ssl.endpoint.identification.algorithm"] = "https" if security.get("ssl_check_hostname", True) else "none"
+    if "sasl_mechanism" in security:
+        out |= {"sasl.mechanisms": security["sasl_mechanism"], "sasl.username": security["sasl_plain_username"],
+                "sasl.password": security["sasl_plain_password"]}
+    return out
+
+
+def java_properties(security: dict) -> list[str]:
+    """resolve_security's settings as a Java client's properties (Kafka's own tools)."""
+    if not security:
+        return []
+    out = [f"security.protocol={security['security_protocol']}", "ssl.truststore.type=PEM",
+           f"ssl.truststore.location={security['ssl_cafile']}"]
+    if "sasl_mechanism" in security:
+        out += [f"sasl.mechanism={security['sasl_mechanism']}",
+                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f"username=\"{security['sasl_plain_username']}\" password=\"{security['sasl_plain_password']}\";"]
     return out
 
 

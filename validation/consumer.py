@@ -54,7 +54,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
                     enable_auto_commit=False, auto_offset_reset="earliest", client_rack=dc,
                     session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
                     bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000,
-                    metadata_max_age_ms=METADATA_MAX_AGE_MS, **cfg.get("security", {}))
+                    metadata_max_age_ms=METADATA_MAX_AGE_MS, **clients.resolve_security(cfg))
                 consumer.subscribe([cfg["topic"]], listener=Listener())
             batch = consumer.poll(timeout_ms=500)
             rows = []

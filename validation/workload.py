@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from infra.inventory import bootstrap_servers, client_security
+from infra.inventory import bootstrap_servers, client_security, process_security
 from validation.ledger import Ledger
 
 
@@ -82,7 +82,7 @@ def _argv(module: str, host_vars: dict | None, cfg: dict) -> list[str]:
 
 def _process_config(run_dir: Path, inventory: dict, spec: WorkloadSpec, **extra) -> dict:
     return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": bootstrap_servers(inventory),
-            "security": client_security(inventory), **extra}
+            "security": process_security(inventory), **extra}
 
 
 def _process_env() -> dict:
@@ -99,7 +99,7 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
     from kafka.errors import TopicAlreadyExistsError
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
-                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms, **client_security(inventory))
+                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms, **client_security(inventory, admin=True))
     try:
         if spec.topic not in admin.list_topics():
             if not create:
@@ -126,7 +126,7 @@ def delete_topic(inventory: dict, topic: str, timeout_ms: int = 30_000) -> None:
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=timeout_ms,
-                             **client_security(inventory))
+                             **client_security(inventory, admin=True))
     try:
         admin.delete_topics([topic], timeout_ms=timeout_ms)
     finally:

@@ -25,7 +25,7 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     before = st["off_preferred_leader"]
     if before:
         admin = KafkaAdminClient(bootstrap_servers=st["bootstrap"], client_id="dcdrill-chaos",
-                                 **client_security(drill.inventory(configuration)))
+                                 **client_security(drill.inventory(configuration), admin=True))
         try:
             # Per-partition errors (a preferred replica not in sync) show in the wait's timeout.
             admin.elect_leaders(PREFERRED, raise_errors=False)

@@ -19,6 +19,7 @@ from pathlib import Path
 from infra import lifecycle
 from infra import stack as stacks
 from infra.inventory import bootstrap_servers, client_security
+from validation import clients
 from validation import workload as wl
 from validation.ledger import read
 
@@ -33,20 +34,24 @@ def main() -> None:
     client = sorted(inv["all"]["children"]["client"]["hosts"].values(), key=lambda h: h["dc"])[0]
     boot = ",".join(bootstrap_servers(inv))
     libs = stacks.cache_dir() / "kafka" / "libs"
-    sec = client_security(inv)  # TLS stacks: the same CA for the Java producer
-    tls = ["security.protocol=SSL", "ssl.truststore.type=PEM", f"ssl.truststore.location={sec['ssl_cafile']}"] if sec else []
+    # TLS / SASL stacks: the Java producer gets the workload's user and CA, in a file (the password
+    # stays off its command line); topics are dcdrill-*, which the workload user's ACLs allow.
+    java_config = Path(tempfile.mkdtemp(prefix="dcdrill-bench-")) / "producer.properties"
+    java_config.write_text("".join(f"{line}\n" for line in clients.java_properties(client_security(inv))))
+    java_config.chmod(0o600)
     runs: dict[str, list[float]] = {"ProducerPerformance": [], "kafka-python": [], "confluent": []}
     for rnd in range(args.rounds):
-        topic = f"bench-perf-{int(time.time())}-{rnd}"
+        topic = f"dcdrill-bench-perf-{int(time.time())}-{rnd}"
         wl.ensure_topic(inv, wl.WorkloadSpec(topic=topic))
         out = subprocess.run(["ip", "netns", "exec", client["netns"], "java", "-Xmx512m", "-cp", f"{libs}/*",
                               "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
                               "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
-                              "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5", *tls],
+                              "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5",
+                              "--producer.config", str(java_config)],
                              capture_output=True, text=True, check=True).stdout
         runs["ProducerPerformance"].append(float(re.findall(r"([\d.]+) records/sec", out)[-1]))
         for backend in ("kafka-python", "confluent"):
-            spec = wl.WorkloadSpec(topic=f"bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
+            spec = wl.WorkloadSpec(topic=f"dcdrill-bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
                                    rate=None, duration_s=None, count=args.records, record_size=100, acks="all",
                                    linger_ms=5, hosts=[client["dc"]], client=backend)
             wl.ensure_topic(inv, spec)
