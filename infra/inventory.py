@@ -1,6 +1,7 @@
 """The Ansible inventory, derived from the topology model. The lab and AWS export the same schema:
 
-    all.vars                      cluster-wide settings the roles read (replication, listeners, TLS)
+    all.vars                      cluster-wide settings the roles read (replication, listeners,
+                                  TLS, SASL users, super users, ACLs)
     all.children.zookeeper.hosts  <name>: {dc, rack, zookeeper_id, ansible_host}
     all.children.kafka_broker.hosts  <name>: {dc, rack, broker_id, ansible_host}
     all.children.client.hosts     <name>: {dc, ansible_host}

@@ -130,8 +130,8 @@ def test_security_rules():
     assert names(secured(tls=False)) == ["sasl-needs-tls"]
     assert names(secured(sasl=False)) == ["acls-need-sasl"]
     # Without the group grant the workload's consumers could not join: drills could not run.
-    t = secured(acls=secured().acls and [{"principal": "workload", "resource": "topic", "name": "dcdrill",
-                                          "pattern": "prefixed", "operations": ["all"]}])
+    t = secured(acls=[{"principal": "workload", "resource": "topic", "name": "dcdrill", "pattern": "prefixed",
+                       "operations": ["all"]}])
     [v] = rules.check(t)
     assert v.rule == "workload-acls" and "read on group dcdrill-verifier" in v.message and "topic" not in v.message
     bad = secured(acls=[{"principal": "x", "resource": "queue", "pattern": "glob", "operations": ["fly"]}])

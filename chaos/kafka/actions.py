@@ -31,6 +31,6 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
             admin.elect_leaders(PREFERRED, raise_errors=False)
         finally:
             admin.close()
-    waited = _wait(lambda st: st["off_preferred_leader"] == 0, "every partition on its preferred leader",
+    waited = _wait(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
                    float(timeout_s), configuration)
     return {"off_preferred_before": before, **waited}
