@@ -79,6 +79,8 @@ def matrix(t: Topology) -> list[dict]:
 
 
 # What the drill's own clients do, as (resource, name, operation): the ACLs must allow them all.
+# The names: a drill's topic (chaos/drill.drill_topic), the steady-state canary's topic
+# (chaos/workload/probes.py, roles/kafka_topics) and the workload's group (WorkloadSpec.group).
 WORKLOAD_NEEDS = (("topic", "dcdrill-drill", "write"), ("topic", "dcdrill-drill", "read"),
                   ("topic", "dcdrill-drill", "describe"), ("topic", "dcdrill-canary", "write"),
                   ("group", "dcdrill-verifier", "read"))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from chaos import drill
-from chaos.kafka.probes import _status, _wait
+from chaos.kafka.probes import cluster_now, wait_until
 
 __all__ = ["elect_preferred_leaders"]
 
@@ -21,7 +21,7 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
 
     from infra.inventory import client_security
 
-    st = _status(configuration)
+    st = cluster_now(configuration)
     before = st["off_preferred_leader"]
     if before:
         admin = KafkaAdminClient(bootstrap_servers=st["bootstrap"], client_id="dcdrill-chaos",
@@ -31,6 +31,6 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
             admin.elect_leaders(PREFERRED, raise_errors=False)
         finally:
             admin.close()
-    waited = _wait(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
+    waited = wait_until(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
                    float(timeout_s), configuration)
     return {"off_preferred_before": before, **waited}

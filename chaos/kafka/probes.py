@@ -12,27 +12,29 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
            "zookeeper_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
 
 
-def _status(configuration) -> dict:
+def cluster_now(configuration) -> dict:
+    """infra.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
+    probe itself: __all__ lists those)."""
     return cluster.cluster_status(drill.inventory(configuration))
 
 
 def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:
-    return _status(configuration)["offline_partitions"]
+    return cluster_now(configuration)["offline_partitions"]
 
 
 def under_replicated_partitions(configuration: dict = None, secrets: dict = None) -> int:
-    return _status(configuration)["under_replicated_partitions"]
+    return cluster_now(configuration)["under_replicated_partitions"]
 
 
 def partitions_off_preferred_leader(configuration: dict = None, secrets: dict = None) -> int:
     """Partitions led by another replica than their preferred one (where a failover left them)."""
-    return _status(configuration)["off_preferred_leader"]
+    return cluster_now(configuration)["off_preferred_leader"]
 
 
 def isr_per_dc(topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:
     """{partition: {dc: in-sync replicas in that DC}} for one topic."""
     out = {}
-    for p in _status(configuration)["partitions"]:
+    for p in cluster_now(configuration)["partitions"]:
         if p["topic"] == topic:
             counts: dict[str, int] = {}
             for dc in p["isr_dcs"]:
@@ -42,23 +44,23 @@ def isr_per_dc(topic: str = "dcdrill", configuration: dict = None, secrets: dict
 
 
 def controller_present(configuration: dict = None, secrets: dict = None) -> bool:
-    st = _status(configuration)
+    st = cluster_now(configuration)
     return st["controller"] is not None and any(b["alive"] and b["id"] == st["controller"] for b in st["brokers"])
 
 
 def zookeeper_quorum(configuration: dict = None, secrets: dict = None) -> bool:
-    return _status(configuration)["zookeeper"]["quorum"]
+    return cluster_now(configuration)["zookeeper"]["quorum"]
 
 
 def cluster_healthy(configuration: dict = None, secrets: dict = None) -> bool:
     """Every broker alive, full ZooKeeper quorum, no offline and no under-replicated partition."""
-    return cluster.healthy(_status(configuration))
+    return cluster.healthy(cluster_now(configuration))
 
 
-def _wait(condition, what: str, timeout_s: float, configuration) -> dict:
+def wait_until(condition, what: str, timeout_s: float, configuration) -> dict:
     start = time.monotonic()
     while True:
-        st = _status(configuration)
+        st = cluster_now(configuration)
         if condition(st):
             return {"waited_s": round(time.monotonic() - start, 1), "condition": what}
         if time.monotonic() - start > timeout_s:
@@ -68,10 +70,10 @@ def _wait(condition, what: str, timeout_s: float, configuration) -> dict:
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
     """Until every broker is alive, ZooKeeper has quorum and every ISR is full again."""
-    return _wait(cluster.healthy, "converged ISR", float(timeout_s), configuration)
+    return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration)
 
 
 def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
     """Until every partition has a live leader (writes may still be refused below min ISR)."""
-    return _wait(lambda st: st["partitions"] and st["offline_partitions"] == 0, "a leader everywhere",
+    return wait_until(lambda st: st["partitions"] and st["offline_partitions"] == 0, "a leader everywhere",
                  float(timeout_s), configuration)
