@@ -80,14 +80,25 @@ def s3a_jars() -> list[str]:
     return sorted(str(p) for p in libs.glob("*.jar")) if libs.is_dir() else []
 
 
+def kernel_jar() -> Path:
+    """The verifier's JVM kernels (spark/jvm/*.java), as `make setup` compiled them."""
+    return cache_dir() / "spark-kernel" / "dcdrill-kernel.jar"
+
+
 def archive_path() -> Path:
+    """Named after what it must match: pyspark, the JDK and the kernel jar on the classpath (the
+    JVM checks the jar's size and time and silently ignores a stale archive)."""
+    import hashlib
+
     import pyspark
 
     home = java_home()
     java_bin = str(Path(home) / "bin" / "java") if home else "java"
     java = subprocess.run([java_bin, "-version"], capture_output=True, text=True).stderr.split("\n")[0]
     tag = "".join(ch if ch.isalnum() else "-" for ch in java.split('"')[1]) if '"' in java else "jdk"
-    return cache_dir() / f"spark-cds-{pyspark.__version__}-{tag}.jsa"
+    jar = kernel_jar()
+    kernel = hashlib.sha256(jar.read_bytes()).hexdigest()[:8] if jar.exists() else "none"
+    return cache_dir() / f"spark-cds-{pyspark.__version__}-{tag}-{kernel}.jsa"
 
 
 def java_options() -> str:

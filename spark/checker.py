@@ -5,8 +5,9 @@ Built for records where almost every record is clean:
      the few buckets with something to report; only their rows are aggregated per identity.
   3. single-ledger jobs, run alongside 1 and 2 (spark/verify.py): the producer pass (counts per
      fine split, acknowledgement bitmaps for exact gaps and recovery, latency histogram for exact
-     percentiles: GROUPING SETS, one scan, no join) and reordering (the audit sorted per
-     partition and producer by offset, on four longs).
+     percentiles: one scan, no join) and reordering (the audit checked in log order as it
+     streams, or sorted per partition and producer by offset when it is not in log order).
+Spark SQL reads and narrows the ledgers; the folds are JVM loops (spark/jvm/, see identities.py).
   4. divergent positions and offset mismatches of records written 3+ times: only when the
      identity pass found candidates, and only their rows, are read again.
 Position checks rely on what the audit guarantees: one audit row per (topic, partition, offset).
@@ -16,33 +17,25 @@ tests/test_checker.py pins them on records with known anomalies.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.identities import Identities, bad_row, dc_topic
+from spark.identities import Identities, bad_row, dc_topic, fault_bounds
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",
                "ack_offset_mismatch", "divergent_offsets", "reordered", "max_ack_gap_ms", "torn_lines")
 
 
-# The fine grain groups by the DC and topic names themselves, so no separate job has to find
-# them; dt (dc_topic()) and tp (partition_key()) are added to its few rows, to meet the identity
-# pass's anomalies (which carry hashes) and the reordering counts.
-FINE, LATENCY = ("phase", "dc", "topic", "partition", "send_sec", "ack_word"), ("phase", "send_sec", "latency")
-
-
-def phase_index(faults: list[dict]):
-    """0 before the first fault, 2i+1 during fault i, 2i+2 after it (by send time)."""
-    send, expr = F.col("send_ms"), None
-    for i, f in enumerate(faults):
-        end = f.get("end_ms")
-        for cond, idx in ((send < f["start_ms"], 2 * i), (send < end if end is not None else F.lit(True), 2 * i + 1)):
-            expr = F.when(cond, idx) if expr is None else expr.when(cond, idx)
-    return F.lit(0) if expr is None else expr.otherwise(2 * len(faults))
+# The fine grain carries the DC and topic names themselves, and dt (dc_topic()) and tp
+# (partition_key()), to meet the identity pass's anomalies (which carry hashes) and the
+# reordering counts. Phases: 0 before the first fault, 2i+1 during fault i, 2i+2 after it, by
+# send time (ProducerPass.java and Identity.java compute them from fault_bounds()).
+FINE = ("phase", "dc", "topic", "partition", "send_sec", "ack_word")
 
 
 def phase_labels(faults: list[dict]) -> list[str]:
@@ -53,51 +46,42 @@ def phase_labels(faults: list[dict]) -> list[str]:
 
 
 def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
-    """One scan of the produced ledger, two small tables (GROUPING SETS): counts per (phase, DC
-    and topic, partition, second, acknowledgement word) with that word's bitmap, and the latency
-    histogram per (phase, second). No join: anomalies come from the identity pass."""
-    ok = (F.col("status") == "ok") & F.col("ack_ms").isNotNull()
+    """One scan of the produced ledger, two small tables: counts per (phase, DC and topic,
+    partition, second, acknowledgement word) with that word's bitmap, and the latency histogram
+    per (phase, second). Folded per task in the JVM (spark/jvm/ProducerPass.java); no shuffle, no
+    join: anomalies come from the identity pass."""
+    spark = P.sparkSession
     d = P.filter(~bad_row("produced")).select(
-        phase_index(faults).alias("phase"), "dc", "topic", "partition", "status", "ack_ms",
-        F.floor(F.col("send_ms") / 1000).alias("send_sec"),
-        F.when(ok, F.floor(F.col("ack_ms") / rollup.WORD_MS)).alias("ack_word"),
-        F.when(ok, F.col("ack_ms") - F.col("send_ms")).alias("latency"))
-    status = F.col("status")
-
-    def n(cond):
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    rows = d.groupingSets([list(FINE), list(LATENCY)], *dict.fromkeys(FINE + LATENCY)).agg(
-        F.grouping_id().alias("gid"), F.count(F.lit(1)).alias("produced"), n(status == "ok").alias("acked"),
-        n(status == "fail").alias("failed"), n(status == "info").alias("indeterminate"),
-        F.bit_or(F.when(ok, F.expr(f"shiftleft(1L, CAST(ack_ms % {rollup.WORD_MS} AS INT))"))).alias("mask")) \
-        .withColumn("dt", dc_topic()).withColumn("tp", partition_key()).collect()
-    fine_gid = _gid(FINE)
+        "dc", "topic", "partition",
+        F.when(F.col("status") == "ok", 0).when(F.col("status") == "fail", 1).otherwise(2).cast("byte"),
+        "send_ms", "ack_ms", dc_topic(), partition_key())
+    starts, ends = fault_bounds(spark, faults)
+    lines = spark._jvm.dcdrill.ProducerPass.run(d._jdf, starts, ends, rollup.WORD_MS).splitlines()
     tables: dict[str, list[dict]] = {"fine": [], "latency": []}
-    for r in rows:
-        r = r.asDict()
-        if r["gid"] == fine_gid:
-            tables["fine"].append(r)
-        elif r["latency"] is not None:  # rows without an acknowledgement have no latency
-            tables["latency"].append(r)
+    for r in map(json.loads, lines):
+        tables["latency" if "latency" in r else "fine"].append(r)
     return tables
-
-
-def _gid(keys: tuple[str, ...]) -> int:
-    """grouping_id() of a grouping set: a bit per grouping column, set where it is aggregated away."""
-    cols = list(dict.fromkeys(FINE + LATENCY))
-    return sum(1 << (len(cols) - 1 - i) for i, c in enumerate(cols) if c not in keys)
 
 
 def reordering(A: DataFrame) -> dict[int, int]:
     """Per partition (as partition_key()): audit rows whose seq is below their producer's largest
-    seq at a lower offset. The one sort the checker does on a whole ledger, on four longs."""
-    a = A.filter(~bad_row("audit")).select(F.xxhash64("topic", "partition", "producer_id").alias("g"),
-                                           partition_key().alias("tp"), "offset", "seq")
+    seq at a lower offset. An audit in log order (as dcdrill writes it) is checked as it streams
+    (spark/jvm/Reordering.java); any other order is sorted, per partition and producer by offset."""
+    a = audit_order(A)
+    streamed = A.sparkSession._jvm.dcdrill.Reordering.run(a._jdf)
+    if streamed is not None:
+        return {int(k): int(v) for k, v in streamed.items() if v}
     w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
     # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.
     return {r["tp"]: r["count"] for r in a.select("tp", "seq", F.max("seq").over(w).alias("prev_max"))
             .filter(F.col("seq") < F.col("prev_max")).groupBy("tp").count().collect()}
+
+
+def audit_order(A: DataFrame) -> DataFrame:
+    """What reordering reads: (g: partition and producer, tp: partition, offset, seq), in the
+    ledger's own order."""
+    return A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
+        F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq")
 
 
 def partition_key():

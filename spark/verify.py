@@ -81,9 +81,13 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         settings |= {
             "spark.master": master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"),
             "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"),
+            # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
+            "spark.driver.extraClassPath": str(cds.kernel_jar()),
             "spark.driver.extraJavaOptions":
                 f"{cds.java_options()} {JIT_OPTIONS} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
+    if not submitted and not cds.kernel_jar().exists():
+        raise BadInput(f"the verifier's JVM kernels are missing ({cds.kernel_jar()}): run `make setup`")
     if s3a and not submitted:
         jars = cds.s3a_jars()
         if not jars:
@@ -97,6 +101,11 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     with cds.spark_java_home():
         spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    from py4j.java_gateway import JavaClass
+
+    if not isinstance(spark._jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
+        raise BadInput(f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
+                       "to spark-submit (`make setup` builds it)")
     return spark
 
 
@@ -153,10 +162,10 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     with ThreadPoolExecutor(max_workers=1) as pool:
         side = pool.submit(checker.ledgerwise, P, A, faults)
         try:
-            scr = identities.screen(identities.narrow(P, A, C))
+            scr = identities.screen(identities.narrow(P, A, C), partitions)
             progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at, "
                      f"{scr.totals['unmirrored']} whose consumed rows differ from the log)")
-            ident = identities.identity_pass(P, A, C, scr, partitions, checker.phase_index(faults))
+            ident = identities.identity_pass(P, A, C, scr, partitions, faults)
             progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
             reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
             lw = side.result()

@@ -230,21 +230,70 @@ def test_consumers_that_saw_the_log_as_it_is_are_not_read_again(tmp_path, spark,
     assert "screen (4 buckets of 64 records to look at, 1 whose consumed rows differ" in capsys.readouterr().err
 
 
-def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
-    """`spark-submit spark/verify.py RUN_DIR`: spark-submit's --master and --conf are kept (the
-    verifier's defaults only fill the rest), and the record gets the same counts and report."""
+def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_other(spark):
+    """Two producers' rows in one partition, in log order over three tasks, with seqs swapped near
+    the task boundaries: a task's rows below an earlier task's largest seq count as reordered.
+    The same rows out of log order take the sorting path; both agree with a plain count."""
+    import random
+
+    from spark import checker
+
+    rng = random.Random(7)
+    seqs = {pid: list(range(150)) for pid in ("p1", "p2")}
+    for pid, s in seqs.items():
+        for at in (48, 49, 50, 74, 75, 76, 99, 100, 120):
+            j = min(149, at + rng.randint(1, 6))
+            s[at], s[j] = s[j], s[at]
+    rows = [("t", 0, off, pid, seqs[pid][off // 2], None) for off, pid in ((o, ("p1", "p2")[o % 2]) for o in range(300))]
+    expected = 0
+    for pid in ("p1", "p2"):
+        top = -1
+        for seq in seqs[pid]:
+            expected += seq < top
+            top = max(top, seq)
+    assert expected > 9
+    schema = "topic string, partition int, offset long, producer_id string, seq long, _corrupt_record string"
+    in_order = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), schema)
+    shuffled = spark.createDataFrame(spark.sparkContext.parallelize(rng.sample(rows, len(rows)), 3), schema)
+    jvm = spark._jvm.dcdrill.Reordering
+    assert jvm.run(checker.audit_order(in_order)._jdf) is not None  # streamed
+    assert jvm.run(checker.audit_order(shuffled)._jdf) is None       # sorted instead
+    assert list(checker.reordering(in_order).values()) == [expected]
+    assert list(checker.reordering(shuffled).values()) == [expected]
+
+
+def _spark_submit(run, *options):
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    run = records.anomalies(tmp_path / "run")
     venv_bin = str(Path(sys.executable).parent)
-    done = subprocess.run([os.path.join(venv_bin, "spark-submit"), "--master", "local[1]",
-                           "--conf", "spark.sql.shuffle.partitions=3", "spark/verify.py", str(run), "--quiet"],
+    return subprocess.run([os.path.join(venv_bin, "spark-submit"), *options, "spark/verify.py", str(run), "--quiet"],
                           capture_output=True, text=True, cwd=Path(verify.__file__).parent.parent, timeout=600,
                           env={**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"})
+
+
+def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
+    """`spark-submit --jars <the kernel jar> spark/verify.py RUN_DIR`: spark-submit's --master and
+    --conf are kept (the verifier's defaults only fill the rest), and the record gets the same
+    counts and report."""
+    from spark import cds
+
+    run = records.anomalies(tmp_path / "run")
+    done = _spark_submit(run, "--master", "local[1]", "--jars", str(cds.kernel_jar()),
+                         "--conf", "spark.sql.shuffle.partitions=3")
     assert done.returncode == verify.EXIT_FAIL, done.stderr[-3000:]
     s = json.loads((run / "report" / "summary.json").read_text())
     assert s["spark"]["master"] == "local[1]" and s["spark"]["shuffle_partitions"] == 3
     assert s["counts"]["acked_lost"] == 3 and s["counts"]["torn_lines"] == 1 and s["verdict"] == "fail"
+
+
+def test_spark_submit_without_the_kernel_jar_names_it(tmp_path):
+    from spark import cds
+
+    done = _spark_submit(records.anomalies(tmp_path / "run"), "--master", "local[1]")
+    assert done.returncode == verify.EXIT_BAD_INPUT
+    # spark-submit hands the Python driver's stderr on through its own stdout
+    assert f"pass --jars {cds.kernel_jar()} to spark-submit" in done.stdout + done.stderr
+    assert not (tmp_path / "run" / "report").exists()

@@ -45,8 +45,8 @@ def _upload(client, run, prefix: str) -> None:
 
 
 def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.CompletedProcess:
-    """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars>
-    spark/verify.py URI`, as the README tells a user to run it. Also checks that the command
+    """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars and
+    the kernel jar> spark/verify.py URI`, as the README tells a user to run it. Also checks that the command
     returns with its JVM ended: nothing of its process group is still running."""
     conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
             "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
@@ -57,7 +57,7 @@ def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.Complet
     if via == "spark-submit":
         venv_bin = os.path.dirname(sys.executable)
         env["PATH"] = f"{venv_bin}:{env['PATH']}"
-        command = [os.path.join(venv_bin, "spark-submit"), "--master", "local[2]", "--jars", ",".join(cds.s3a_jars()),
+        command = [os.path.join(venv_bin, "spark-submit"), "--master", "local[2]", "--jars", ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
                    *args, "spark/verify.py", uri, "--json", "--quiet"]
     else:
         command = [sys.executable, "-m", "infra.cli", "verify", uri, "--json", "--quiet", *args]

@@ -8,7 +8,8 @@
 #   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
 #   5. Pulumi local file backend -> cache/pulumi-state
-#   6. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py)
+#   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
+#   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
@@ -21,7 +22,7 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 # 1. system packages ------------------------------------------------------------------------
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-            iptables:iptables pgrep:procps java:openjdk-17-jdk-headless mvn:maven; do
+            iptables:iptables pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
@@ -81,7 +82,23 @@ chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-
 # 5. Pulumi local file backend ---------------------------------------------------------------------
 mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
 
-# 6. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
+# 6. The verifier's JVM kernels, compiled against pyspark's own jars (no Spark download) -------------
+# The JDK that runs Spark compiles them (spark/cds.py picks it), for Java 17 so any JDK Spark
+# supports can load them.
+key="$(cat "$ROOT"/spark/jvm/*.java | sha256sum | cut -c1-16)-$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
+KERNEL="$CACHE/spark-kernel/dcdrill-kernel.jar"
+if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
+  step "verifier kernels (spark/jvm) -> $KERNEL"
+  JDK=$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import java_home; print(java_home() or "")')
+  JAVAC=${JDK:+$JDK/bin/}javac; JAR=${JDK:+$JDK/bin/}jar
+  SPARK_JARS=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  rm -rf "$CACHE/spark-kernel"; mkdir -p "$CACHE/spark-kernel/classes"
+  "$JAVAC" --release 17 -Xlint:all,-path,-serial -Werror -cp "$SPARK_JARS/*" -d "$CACHE/spark-kernel/classes" "$ROOT"/spark/jvm/*.java
+  "$JAR" cf "$KERNEL" -C "$CACHE/spark-kernel/classes" .
+  stamp kernel "$key"
+fi
+
+# 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
 if [ ! -f "$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
   (cd "$ROOT" && "$VENV/bin/python" -m spark.cds)

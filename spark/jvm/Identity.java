@@ -1,0 +1,298 @@
+package dcdrill;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.spark.HashPartitioner;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+import scala.Tuple2;
+
+/**
+ * The identity pass (spark/identities.py explains it): the rows of the screen's suspicious
+ * buckets only, folded per identity (producer hash, seq) on a packed occurrence count and the
+ * lowest and highest position seen; one shuffle brings an identity's partial states together,
+ * where its flags are set. Anomalous identities are summed per split of their produced row
+ * (phase, DC and topic, partition, second).
+ */
+public final class Identity {
+    static final int P_INFO = 2, A_ROW = 3, C_ROW = 4, FIELD = 16;
+    // An identity's state: key (idh, seq), packed counts (produced | audit << 16 | consumed << 32),
+    // rows, the produced row's kind, acknowledged position, audit and consumed position range,
+    // the produced row's split keys, and which of the optional ones are set.
+    static final int PACKED = 2, ROWS = 3, PKIND = 4, PPOS = 5, ALO = 6, AHI = 7, CLO = 8, CHI = 9,
+            SEND = 10, DT = 11, PART = 12, HAS = 13, WIDTH = 14;
+    static final long HAS_PKIND = 1, HAS_PPOS = 2, HAS_A = 4, HAS_C = 8, HAS_SPLIT = 16;
+    /** The counted flags, in the order spark/identities.py reads them. */
+    public static final String[] COUNTED = {"acked_lost", "acked_unseen", "failed_present", "indeterminate_present",
+        "duplicates_in_log", "duplicates_delivered", "phantoms", "ack_offset_mismatch", "mismatch_candidates",
+        "divergent_candidates", "produced_twice", "too_many_copies"};
+    static final int LOST = 0, MISMATCH_CAND = 8, DIVERGENT_CAND = 9;
+
+    /** What the pass hands back: anomalies per split (JSON lines) and the candidates that need a
+     *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates). */
+    public static final class Result {
+        private final String splits;
+        private final Dataset<Row> candidates;
+        Result(String splits, Dataset<Row> candidates) { this.splits = splits; this.candidates = candidates; }
+        public String splits() { return splits; }
+        public Dataset<Row> candidates() { return candidates; }
+    }
+
+    /** narrowed: (idh, seq, kind, pos, send_ms, dt, partition); faults: start and end (Long.MAX_VALUE
+     *  while open) of each fault, for the phase of a produced row. */
+    public static Result run(Dataset<Row> narrowed, Screen.Result screen, int partitions, long[] starts, long[] ends) {
+        SparkSession spark = SparkSession.active();
+        Broadcast<BucketSet> look = JavaSparkContext.fromSparkContext(spark.sparkContext())
+                .broadcast(new BucketSet(screen.keys, screen.mirror));
+        List<Map<SplitKey, long[]>> judged = narrowed.queryExecution().toRdd().toJavaRDD()
+                .mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
+                .partitionBy(new HashPartitioner(partitions))
+                .mapPartitions(it -> List.of(judge(it, starts, ends)).iterator()).collect();
+        look.destroy();
+        Map<SplitKey, long[]> splits = new HashMap<>();
+        List<Row> candidates = new ArrayList<>();
+        for (Map<SplitKey, long[]> part : judged) {
+            for (Map.Entry<SplitKey, long[]> e : part.entrySet()) {
+                if (e.getKey() == null) {  // candidates travel under the null key: idh, seq, flags
+                    long[] c = e.getValue();
+                    for (int i = 0; i < c.length; i += 4) candidates.add(RowFactory.create(c[i], c[i + 1], (int) c[i + 2], (int) c[i + 3]));
+                } else {
+                    splits.merge(e.getKey(), e.getValue(), Identity::add);
+                }
+            }
+        }
+        StructType schema = new StructType().add("idh", DataTypes.LongType).add("seq", DataTypes.LongType)
+                .add("mismatch_candidates", DataTypes.IntegerType).add("divergent_candidates", DataTypes.IntegerType);
+        StringBuilder json = new StringBuilder();
+        for (Map.Entry<SplitKey, long[]> e : splits.entrySet()) e.getKey().json(e.getValue(), json);
+        return new Result(json.toString(), spark.createDataFrame(candidates, schema));
+    }
+
+    /** One task: the rows of suspicious buckets, folded per identity. */
+    static List<Tuple2<Integer, long[]>> fold(Iterator<InternalRow> it, BucketSet look, int partitions) {
+        LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
+        long lastIdh = 0, lastB = Long.MIN_VALUE;
+        int mirror = BucketSet.ABSENT;
+        while (it.hasNext()) {
+            InternalRow r = it.next();
+            if (r.isNullAt(0)) continue;  // bad rows: the screen counted them
+            long idh = r.getLong(0), seq = r.getLong(1);
+            if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
+                lastIdh = idh;
+                lastB = seq >> Screen.BITS;
+                mirror = look.get(Screen.bucketKey(idh, seq));
+            }
+            if (mirror == BucketSet.ABSENT) continue;
+            int kind = r.getByte(2);
+            if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
+            int o = f.at(idh, seq);
+            long[] s = f.slots;
+            s[o + ROWS]++;
+            if (kind <= P_INFO) {
+                s[o + PACKED] += 1;
+                s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
+                s[o + HAS] |= HAS_PKIND;
+                if (kind == 0 && !r.isNullAt(3)) {
+                    long pos = r.getLong(3);
+                    s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
+                    s[o + HAS] |= HAS_PPOS;
+                }
+                s[o + SEND] = r.getLong(4);
+                s[o + DT] = r.getLong(5);
+                s[o + PART] = r.getInt(6);
+                s[o + HAS] |= HAS_SPLIT;
+            } else if (kind == A_ROW) {
+                long pos = r.getLong(3);
+                range(s, o, ALO, HAS_A, pos, pos);
+                s[o + PACKED] += 1L << FIELD;
+                if (mirror == BucketSet.MIRROR) {
+                    range(s, o, CLO, HAS_C, pos, pos);
+                    s[o + PACKED] += 1L << 2 * FIELD;
+                    s[o + ROWS]++;
+                }
+            } else {
+                long pos = r.getLong(3);
+                range(s, o, CLO, HAS_C, pos, pos);
+                s[o + PACKED] += 1L << 2 * FIELD;
+            }
+        }
+        return f.blocks(partitions, new long[0]);
+    }
+
+    static void range(long[] s, int o, int lo, long has, long min, long max) {
+        if ((s[o + HAS] & has) == 0) {
+            s[o + lo] = min;
+            s[o + lo + 1] = max;
+            s[o + HAS] |= has;
+        } else {
+            s[o + lo] = Math.min(s[o + lo], min);
+            s[o + lo + 1] = Math.max(s[o + lo + 1], max);
+        }
+    }
+
+    /** One reduce partition: merge each identity's states, set its flags, sum them per split. */
+    static Map<SplitKey, long[]> judge(Iterator<Tuple2<Integer, long[]>> it, long[] starts, long[] ends) {
+        LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
+        while (it.hasNext()) {
+            long[] blk = it.next()._2();
+            for (int i = 0; i < blk.length; i += WIDTH) {
+                int o = f.at(blk[i], blk[i + 1]);
+                long[] s = f.slots;
+                long has = blk[i + HAS];
+                s[o + PACKED] += blk[i + PACKED];
+                s[o + ROWS] += blk[i + ROWS];
+                if ((has & HAS_PKIND) != 0) {
+                    s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? blk[i + PKIND] : Math.max(s[o + PKIND], blk[i + PKIND]);
+                }
+                if ((has & HAS_PPOS) != 0) {
+                    s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? blk[i + PPOS] : Math.max(s[o + PPOS], blk[i + PPOS]);
+                }
+                if ((has & HAS_A) != 0) range(s, o, ALO, HAS_A, blk[i + ALO], blk[i + AHI]);
+                if ((has & HAS_C) != 0) range(s, o, CLO, HAS_C, blk[i + CLO], blk[i + CHI]);
+                if ((has & HAS_SPLIT) != 0) {  // one produced row per identity: any copy will do
+                    s[o + SEND] = blk[i + SEND];
+                    s[o + DT] = blk[i + DT];
+                    s[o + PART] = blk[i + PART];
+                }
+                s[o + HAS] |= has;
+            }
+        }
+        Map<SplitKey, long[]> out = new HashMap<>();
+        long[] cand = new long[64];
+        int nc = 0;
+        long[] s = f.slots;
+        int[] flag = new int[COUNTED.length];
+        for (int i = 0; i < f.used.length; i++) {
+            if (!f.used[i]) continue;
+            int o = i * WIDTH;
+            if (!flags(s, o, flag)) continue;
+            if (flag[MISMATCH_CAND] + flag[DIVERGENT_CAND] > 0) {
+                if (nc + 4 > cand.length) cand = java.util.Arrays.copyOf(cand, cand.length * 2);
+                cand[nc++] = s[o]; cand[nc++] = s[o + 1]; cand[nc++] = flag[MISMATCH_CAND]; cand[nc++] = flag[DIVERGENT_CAND];
+            }
+            boolean split = (s[o + HAS] & HAS_SPLIT) != 0;
+            long send = s[o + SEND];
+            SplitKey key = split ? new SplitKey(true, phase(send, starts, ends), s[o + DT], (int) s[o + PART],
+                    Math.floorDiv(send, 1000)) : new SplitKey(false, 2 * starts.length, 0, 0, 0);
+            long[] sums = out.computeIfAbsent(key, k -> SplitKey.empty());
+            for (int k = 0; k < flag.length; k++) sums[k] += flag[k];
+            sums[COUNTED.length]++;
+            if (flag[LOST] > 0) {
+                sums[COUNTED.length + 1] = Math.min(sums[COUNTED.length + 1], send);
+                sums[COUNTED.length + 2] = Math.max(sums[COUNTED.length + 2], send);
+            }
+        }
+        if (nc > 0) out.put(null, java.util.Arrays.copyOf(cand, nc));
+        return out;
+    }
+
+    /** An identity's flags (spark/identities.py names them); false when all are 0. */
+    static boolean flags(long[] s, int o, int[] flag) {
+        long packed = s[o + PACKED], has = s[o + HAS];
+        long pn = packed & 0xFFFF, an = (packed >>> FIELD) & 0xFFFF, cn = (packed >>> 2 * FIELD) & 0xFFFF;
+        long pKind = (has & HAS_PKIND) != 0 ? s[o + PKIND] : -1;
+        boolean pOk = pn > 0 && pKind == 0;
+        boolean hasA = (has & HAS_A) != 0, hasPPos = (has & HAS_PPOS) != 0;
+        long aLo = s[o + ALO], aHi = s[o + AHI], cLo = s[o + CLO], cHi = s[o + CHI];
+        boolean atAudit = hasPPos && hasA && (s[o + PPOS] == aLo || s[o + PPOS] == aHi);
+        boolean cInA = hasA && (cLo == aLo || cLo == aHi) && (cHi == aLo || cHi == aHi);
+        flag[0] = pOk && an == 0 ? 1 : 0;
+        flag[1] = pOk && cn == 0 ? 1 : 0;
+        flag[2] = pKind == 1 && an > 0 ? 1 : 0;
+        flag[3] = pKind == 2 && an > 0 ? 1 : 0;
+        flag[4] = (int) Math.max(an - 1, 0);
+        flag[5] = (int) Math.max(cn - 1, 0);
+        flag[6] = pn == 0 ? (int) an : 0;
+        flag[7] = pOk && an > 0 && an < 3 && !atAudit ? 1 : 0;
+        flag[8] = pOk && an >= 3 && !atAudit ? 1 : 0;
+        flag[9] = cn > 0 && (an == 0 || an > 2 || cn > 2 || !cInA) ? 1 : 0;
+        flag[10] = pn > 1 ? 1 : 0;
+        flag[11] = s[o + ROWS] != pn + an + cn ? 1 : 0;
+        for (int v : flag) if (v != 0) return true;
+        return false;
+    }
+
+    /** 0 before the first fault, 2i+1 during fault i, 2i+2 after it (checker.phase_index). */
+    static int phase(long send, long[] starts, long[] ends) {
+        for (int i = 0; i < starts.length; i++) {
+            if (send < starts[i]) return 2 * i;
+            if (send < ends[i]) return 2 * i + 1;
+        }
+        return 2 * starts.length;
+    }
+
+    static long[] add(long[] x, long[] y) {
+        long[] z = x.clone();
+        int n = COUNTED.length;
+        for (int k = 0; k <= n; k++) z[k] += y[k];
+        z[n + 1] = Math.min(x[n + 1], y[n + 1]);
+        z[n + 2] = Math.max(x[n + 2], y[n + 2]);
+        return z;
+    }
+
+    /** Where anomalies are summed: the produced row's phase, DC and topic, partition and second
+     *  (split false: no produced row, counted in the totals only). */
+    record SplitKey(boolean split, int phase, long dt, int partition, long sec) implements java.io.Serializable {
+        static long[] empty() {
+            long[] z = new long[COUNTED.length + 3];
+            z[COUNTED.length + 1] = Long.MAX_VALUE;
+            z[COUNTED.length + 2] = Long.MIN_VALUE;
+            return z;
+        }
+
+        void json(long[] sums, StringBuilder b) {
+            int n = COUNTED.length;
+            b.append("{\"phase\":").append(phase);
+            b.append(",\"dt\":").append(split ? Long.toString(dt) : "null");
+            b.append(",\"partition\":").append(split ? Integer.toString(partition) : "null");
+            b.append(",\"send_sec\":").append(split ? Long.toString(sec) : "null");
+            for (int k = 0; k < n; k++) b.append(",\"").append(COUNTED[k]).append("\":").append(sums[k]);
+            b.append(",\"anomalous\":").append(sums[n]);
+            boolean lost = sums[n + 1] != Long.MAX_VALUE;
+            b.append(",\"lost_first_send_ms\":").append(lost ? Long.toString(sums[n + 1]) : "null");
+            b.append(",\"lost_last_send_ms\":").append(lost ? Long.toString(sums[n + 2]) : "null").append("}\n");
+        }
+    }
+
+    /** The suspicious buckets, as an open-addressing set with each bucket's mirror flag. */
+    static final class BucketSet implements java.io.Serializable {
+        static final int ABSENT = 0, OWN = 1, MIRROR = 2;
+        final long[] keys;
+        final byte[] state;
+        final int mask;
+
+        BucketSet(long[] buckets, boolean[] mirror) {
+            int cap = Integer.highestOneBit(Math.max(16, buckets.length) * 2) * 2;
+            keys = new long[cap];
+            state = new byte[cap];
+            mask = cap - 1;
+            for (int j = 0; j < buckets.length; j++) {
+                int i = LongPairMap.mix(buckets[j], 0) & mask;
+                while (state[i] != ABSENT) i = (i + 1) & mask;
+                keys[i] = buckets[j];
+                state[i] = (byte) (mirror[j] ? MIRROR : OWN);
+            }
+        }
+
+        int get(long bucket) {
+            int i = LongPairMap.mix(bucket, 0) & mask;
+            while (state[i] != ABSENT) {
+                if (keys[i] == bucket) return state[i];
+                i = (i + 1) & mask;
+            }
+            return ABSENT;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package dcdrill;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import scala.Tuple2;
+
+/**
+ * Open-addressing map from a pair of longs (a producer hash and a seq, or a block of seqs) to its
+ * state: a row of longs in one flat array, zeroed when created. Keys arrive in runs (a ledger
+ * holds a producer's seqs mostly in order), so the last key is remembered and most rows skip
+ * the probe.
+ */
+final class LongPairMap {
+    final int width;          // longs per state, the two key longs first
+    long[] slots;             // state rows, width longs each
+    boolean[] used;
+    int size;
+    private int mask;
+    private long last1 = Long.MIN_VALUE, last2 = Long.MIN_VALUE;
+    private int lastAt = -1;
+
+    LongPairMap(int width, int capacity) {
+        this.width = width;
+        int cap = Integer.highestOneBit(Math.max(16, capacity) * 2);
+        slots = new long[cap * width];
+        used = new boolean[cap];
+        mask = cap - 1;
+    }
+
+    /** Offset of the key's state in `slots` (which may move: read `slots` after calling). */
+    int at(long k1, long k2) {
+        if (k1 == last1 && k2 == last2 && lastAt >= 0) return lastAt;
+        if (size * 2 >= used.length) grow();
+        int i = mix(k1, k2) & mask;
+        while (used[i]) {
+            int o = i * width;
+            if (slots[o] == k1 && slots[o + 1] == k2) return remember(k1, k2, o);
+            i = (i + 1) & mask;
+        }
+        used[i] = true;
+        size++;
+        int o = i * width;
+        slots[o] = k1;
+        slots[o + 1] = k2;
+        return remember(k1, k2, o);
+    }
+
+    private int remember(long k1, long k2, int o) {
+        last1 = k1;
+        last2 = k2;
+        lastAt = o;
+        return o;
+    }
+
+    static int mix(long k1, long k2) {
+        long h = k1 * 0x9E3779B97F4A7C15L + k2;
+        h ^= h >>> 29;
+        h *= 0xBF58476D1CE4E5B9L;
+        return (int) (h ^ (h >>> 32));
+    }
+
+    /** Which reduce partition a key goes to: the same for every map task. */
+    static int partition(long k1, long k2, int partitions) {
+        return Math.floorMod(mix(k1, k2) * 31 + 7, partitions);
+    }
+
+    private void grow() {
+        long[] oldSlots = slots;
+        boolean[] oldUsed = used;
+        slots = new long[oldSlots.length * 2];
+        used = new boolean[oldUsed.length * 2];
+        mask = used.length - 1;
+        size = 0;
+        lastAt = -1;
+        for (int i = 0; i < oldUsed.length; i++) {
+            if (!oldUsed[i]) continue;
+            int from = i * width, to = at(oldSlots[from], oldSlots[from + 1]);
+            System.arraycopy(oldSlots, from + 2, slots, to + 2, width - 2);
+        }
+    }
+
+    /** The states as one block per reduce partition (the shuffle's unit), each after `header`
+     *  longs; `header` is copied into partition 0's block only (task-wide totals). */
+    List<Tuple2<Integer, long[]>> blocks(int partitions, long[] header) {
+        int[] count = new int[partitions];
+        for (int i = 0; i < used.length; i++)
+            if (used[i]) count[partition(slots[i * width], slots[i * width + 1], partitions)]++;
+        List<Tuple2<Integer, long[]>> out = new ArrayList<>(partitions);
+        long[][] blocks = new long[partitions][];
+        int[] fill = new int[partitions];
+        for (int p = 0; p < partitions; p++) {
+            blocks[p] = new long[header.length + count[p] * width];
+            fill[p] = header.length;
+            out.add(new Tuple2<>(p, blocks[p]));
+        }
+        System.arraycopy(header, 0, blocks[0], 0, header.length);
+        for (int i = 0; i < used.length; i++) {
+            if (!used[i]) continue;
+            int o = i * width, p = partition(slots[o], slots[o + 1], partitions);
+            System.arraycopy(slots, o, blocks[p], fill[p], width);
+            fill[p] += width;
+        }
+        return out;
+    }
+}

@@ -1,0 +1,124 @@
+package dcdrill;
+
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+
+import org.apache.spark.HashPartitioner;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
+
+import scala.Tuple2;
+
+/**
+ * The identity screen (spark/identities.py explains what it decides): the rows of the three
+ * ledgers, narrowed to (idh, seq, kind, pos), folded per 64 consecutive seqs of a producer into
+ * bitmaps, row counts and XOR certificates. Each task folds its rows in one loop; one shuffle
+ * brings a bucket's partial states together, where it is judged clean or suspicious.
+ */
+public final class Screen {
+    // Row kinds, as spark/identities.py numbers them.
+    static final int P_OK = 0, P_FAIL = 1, P_INFO = 2, A_ROW = 3, C_ROW = 4, P_BAD = 5;
+    // A bucket's state: keys (idh, b), bitmaps ok fail info a c, row counts p a c, certificates ok a c.
+    static final int IDH = 0, B = 1, OK = 2, FAIL = 3, INFO = 4, A = 5, C = 6, NP = 7, NA = 8, NC = 9,
+            XOK = 10, XA = 11, XC = 12, WIDTH = 13;
+    static final int BITS = 6;
+    static final long SEED = 42;  // Spark's xxhash64 seed: bucket keys match F.xxhash64(idh, b)
+
+    /** What the screen hands back: the suspicious buckets and whether their consumed rows mirror
+     *  the audit's, and its totals (suspicious, unmirrored, bad rows of produced, audit, consumed). */
+    public static final class Result implements java.io.Serializable {
+        final long[] keys;
+        final boolean[] mirror;
+        private final long[] totals;
+        Result(long[] keys, boolean[] mirror, long[] totals) { this.keys = keys; this.mirror = mirror; this.totals = totals; }
+        public long[] totals() { return totals; }
+    }
+
+    public static Result run(Dataset<Row> narrowed, int partitions) {
+        JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
+        JavaPairRDD<Integer, long[]> partial = rows.mapPartitionsToPair(it -> fold(it, partitions).iterator());
+        List<long[]> judged = partial.partitionBy(new HashPartitioner(partitions))
+                .mapPartitions(it -> List.of(judge(it)).iterator()).collect();
+        long[] totals = new long[5];
+        for (long[] j : judged) for (int t = 0; t < 5; t++) totals[t] += j[t];
+        long[] keys = new long[(int) totals[0]];
+        boolean[] mirror = new boolean[keys.length];
+        int n = 0;
+        for (long[] j : judged) {
+            for (int i = 5; i < j.length; i += 2, n++) { keys[n] = j[i]; mirror[n] = j[i + 1] != 0; }
+        }
+        return new Result(keys, mirror, totals);
+    }
+
+    /** Spark's xxhash64(idh, seq >> 6): the bucket's key, as spark/identities.py computes it. */
+    static long bucketKey(long idh, long seq) {
+        return XXH64.hashLong(seq >> BITS, XXH64.hashLong(idh, SEED));
+    }
+
+    /** One task: fold its rows, then one block of states per reduce partition. */
+    static List<Tuple2<Integer, long[]>> fold(Iterator<InternalRow> it, int partitions) {
+        LongPairMap f = new LongPairMap(WIDTH, 1 << 14);
+        long[] bad = new long[3];
+        while (it.hasNext()) {
+            InternalRow r = it.next();
+            int kind = r.getByte(2);
+            if (r.isNullAt(0)) { bad[kind - P_BAD]++; continue; }
+            long seq = r.getLong(1);
+            int o = f.at(r.getLong(0), seq >> BITS);
+            long[] s = f.slots;
+            long bit = 1L << (seq & 63);
+            switch (kind) {
+                case P_OK:
+                    s[o + OK] |= bit; s[o + NP]++; s[o + XOK] ^= r.isNullAt(3) ? 1L : r.getLong(3); break;
+                case P_FAIL: s[o + FAIL] |= bit; s[o + NP]++; break;
+                case P_INFO: s[o + INFO] |= bit; s[o + NP]++; break;
+                case A_ROW: s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(3); break;
+                default: s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(3); break;
+            }
+        }
+        return f.blocks(partitions, bad);
+    }
+
+    /** One reduce partition: merge the states of each bucket, keep the suspicious ones. */
+    static long[] judge(Iterator<Tuple2<Integer, long[]>> it) {
+        LongPairMap f = new LongPairMap(WIDTH, 1 << 14);
+        long[] totals = new long[5];
+        while (it.hasNext()) {
+            long[] blk = it.next()._2();
+            for (int t = 0; t < 3; t++) totals[2 + t] += blk[t];
+            for (int i = 3; i < blk.length; i += WIDTH) {
+                int o = f.at(blk[i + IDH], blk[i + B]);
+                long[] s = f.slots;
+                for (int k = OK; k <= C; k++) s[o + k] |= blk[i + k];
+                for (int k = NP; k <= NC; k++) s[o + k] += blk[i + k];
+                for (int k = XOK; k <= XC; k++) s[o + k] ^= blk[i + k];
+            }
+        }
+        long[] out = new long[5 + 2 * f.size];
+        int n = 5;
+        long[] s = f.slots;
+        for (int i = 0; i < f.used.length; i++) {
+            if (!f.used[i]) continue;
+            int o = i * WIDTH;
+            long ok = s[o + OK], fail = s[o + FAIL], info = s[o + INFO], a = s[o + A], c = s[o + C];
+            long produced = ok | fail | info;
+            int bp = Long.bitCount(produced);
+            boolean clean = s[o + NP] == bp && Long.bitCount(ok) + Long.bitCount(fail) + Long.bitCount(info) == bp
+                    && s[o + NA] == Long.bitCount(a) && s[o + NC] == Long.bitCount(c) && a == ok && c == ok
+                    && s[o + XOK] == s[o + XA] && s[o + XA] == s[o + XC];
+            if (clean) continue;
+            boolean mirror = c == a && s[o + NC] == s[o + NA] && s[o + XA] == s[o + XC];
+            totals[0]++;
+            if (!mirror) totals[1]++;
+            out[n++] = XXH64.hashLong(s[o + B], XXH64.hashLong(s[o + IDH], SEED));  // bucketKey, from b
+            out[n++] = mirror ? 1 : 0;
+        }
+        System.arraycopy(totals, 0, out, 0, 5);
+        return Arrays.copyOf(out, n);
+    }
+}
