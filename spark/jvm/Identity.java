@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.spark.HashPartitioner;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.Dataset;
@@ -52,12 +53,13 @@ public final class Identity {
 
     /** narrowed: (idh, seq, kind, pos, send_ms, dt, partition); faults: start and end (Long.MAX_VALUE
      *  while open) of each fault, for the phase of a produced row. */
-    public static Result run(Dataset<Row> narrowed, Screen.Result screen, int partitions, long[] starts, long[] ends) {
+    public static Result run(Dataset<Row> narrowed, Screen.Result screen, int minPartitions, long[] starts, long[] ends) {
         SparkSession spark = SparkSession.active();
+        JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
+        int partitions = Screen.reducers(rows, minPartitions);
         Broadcast<BucketSet> look = JavaSparkContext.fromSparkContext(spark.sparkContext())
                 .broadcast(new BucketSet(screen.keys, screen.mirror));
-        List<Map<SplitKey, long[]>> judged = narrowed.queryExecution().toRdd().toJavaRDD()
-                .mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
+        List<Map<SplitKey, long[]>> judged = rows.mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
                 .partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> List.of(judge(it, starts, ends)).iterator()).collect();
         look.destroy();

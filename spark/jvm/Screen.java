@@ -39,8 +39,9 @@ public final class Screen {
         public long[] totals() { return totals; }
     }
 
-    public static Result run(Dataset<Row> narrowed, int partitions) {
+    public static Result run(Dataset<Row> narrowed, int minPartitions) {
         JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
+        int partitions = reducers(rows, minPartitions);
         JavaPairRDD<Integer, long[]> partial = rows.mapPartitionsToPair(it -> fold(it, partitions).iterator());
         List<long[]> judged = partial.partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> List.of(judge(it)).iterator()).collect();
@@ -53,6 +54,12 @@ public final class Screen {
             for (int i = 5; i < j.length; i += 2, n++) { keys[n] = j[i]; mirror[n] = j[i + 1] != 0; }
         }
         return new Result(keys, mirror, totals);
+    }
+
+    /** Reduce tasks: at least the session's shuffle width, and as many as there are input tasks,
+     *  so a reducer's share of the states stays the same as the record grows. */
+    static int reducers(JavaRDD<InternalRow> rows, int minPartitions) {
+        return Math.max(minPartitions, rows.getNumPartitions());
     }
 
     /** Spark's xxhash64(idh, seq >> 6): the bucket's key, as spark/identities.py computes it. */
