@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 
 .PHONY: setup lab lab-down status plan drill test unit integration bench clean
 
-setup:  ## install apt packages, .venv, Kafka jars (Maven) and the Pulumi CLI (Go); idempotent
+setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
 
 plan: setup  ## check the stack's topology rules and predict each DC loss

@@ -1,6 +1,7 @@
 """Verify a drill record: counts, fault-window splits, verdict, report.
 
-    spark-submit spark/verify.py RUN_DIR...        (any master: --master, --conf as usual)
+    spark-submit --jars .cache/spark-kernel/dcdrill-kernel.jar spark/verify.py RUN_DIR...
+                                                   (any master: --master, --conf as usual)
     dcdrill verify RUN_DIR... [--conf KEY=VALUE]   (the same code, local[*] by default)
 
 RUN_DIR is a local folder or a Hadoop URI such as s3a://bucket/runs/<id> (the s3a jars come
