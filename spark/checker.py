@@ -7,9 +7,9 @@ Built for records where almost every record is clean:
      fine split, acknowledgement bitmaps for exact gaps and recovery, latency histogram for exact
      percentiles: one scan, no join) and reordering (the audit checked in log order as it
      streams, or sorted per partition and producer by offset when it is not in log order).
-Spark SQL reads and narrows the ledgers; the folds are JVM loops (spark/jvm/, see identities.py).
   4. divergent positions and offset mismatches of records written 3+ times: only when the
      identity pass found candidates, and only their rows, are read again.
+Spark SQL reads and narrows the ledgers; the folds are JVM loops (spark/jvm/, see identities.py).
 Position checks rely on what the audit guarantees: one audit row per (topic, partition, offset).
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
 spark/rollup.py turns the small tables into the summary. RECORD.md defines every count;
@@ -151,7 +151,6 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     for r in divergent_positions(A, C, ident):
         part_rows.setdefault((r["topic"], r["partition"]), {})["divergent_offsets"] = r["divergent_offsets"]
     mismatches = t["ack_offset_mismatch"] + more_offset_mismatches(P, A, ident)
-    ident.anomalies.unpersist()
 
     words: dict[tuple, dict[int, int]] = {}
     for r in tables["fine"]:

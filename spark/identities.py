@@ -27,10 +27,6 @@ from spark.record import CORRUPT, REQUIRED, STATUSES
 
 # Row kinds in the identity shuffle: the produced ledger's status travels in the kind.
 P_OK, P_FAIL, P_INFO, A_ROW, C_ROW, P_BAD, A_BAD, C_BAD = range(8)
-FLAGS = ("acked_lost", "acked_unseen", "failed_present", "indeterminate_present", "duplicates_in_log",
-         "duplicates_delivered")
-IDENTITY_TOTALS = FLAGS + ("phantoms", "ack_offset_mismatch", "mismatch_candidates", "divergent_candidates",
-                           "produced_twice", "too_many_copies", "anomalous")
 FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Identity.java)
 
 
@@ -115,15 +111,15 @@ def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partiti
     identity's flags. The anomalies come back summed per split of their produced row (phase by
     send_ms, as checker.FINE says). Totals include the screen's (bad rows per ledger)."""
     spark = P.sparkSession
-    counted = list(spark._jvm.dcdrill.Identity.COUNTED)
+    counted = list(spark._jvm.dcdrill.Identity.COUNTED) + ["anomalous"]
     if not scr.totals["suspicious"]:
         empty = spark.createDataFrame([], "idh long, seq long, mismatch_candidates int, divergent_candidates int")
-        return Identities(empty, {**dict.fromkeys(IDENTITY_TOTALS, 0), **scr.totals}, [])
+        return Identities(empty, {**dict.fromkeys(counted, 0), **scr.totals}, [])
     rows = narrow(P, A, C, read_consumed=scr.totals["unmirrored"] > 0)
     starts, ends = fault_bounds(spark, faults)
     res = spark._jvm.dcdrill.Identity.run(rows._jdf, scr.suspicious, partitions, starts, ends)
     by_split = [json.loads(line) for line in res.splits().splitlines()]
-    totals = {k: sum(r[k] for r in by_split) for k in counted + ["anomalous"]}
+    totals = {k: sum(r[k] for r in by_split) for k in counted}
     return Identities(DataFrame(res.candidates(), spark), {**totals, **scr.totals},
                       [r for r in by_split if r["send_sec"] is not None])
 

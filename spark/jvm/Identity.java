@@ -1,6 +1,7 @@
 package dcdrill;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -28,7 +29,8 @@ import scala.Tuple2;
  * (phase, DC and topic, partition, second).
  */
 public final class Identity {
-    static final int P_INFO = 2, A_ROW = 3, C_ROW = 4, FIELD = 16;
+    static final int P_OK = Screen.P_OK, P_FAIL = Screen.P_FAIL, P_INFO = Screen.P_INFO, A_ROW = Screen.A_ROW,
+            C_ROW = Screen.C_ROW, FIELD = 16;
     // An identity's state: key (idh, seq), packed counts (produced | audit << 16 | consumed << 32),
     // rows, the produced row's kind, acknowledged position, audit and consumed position range,
     // the produced row's split keys, and which of the optional ones are set.
@@ -94,7 +96,7 @@ public final class Identity {
             if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
                 lastIdh = idh;
                 lastB = seq >> Screen.BITS;
-                mirror = look.get(Screen.bucketKey(idh, seq));
+                mirror = look.get(Screen.bucketKey(idh, lastB));
             }
             if (mirror == BucketSet.ABSENT) continue;
             int kind = r.getByte(2);
@@ -106,7 +108,7 @@ public final class Identity {
                 s[o + PACKED] += 1;
                 s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
                 s[o + HAS] |= HAS_PKIND;
-                if (kind == 0 && !r.isNullAt(3)) {
+                if (kind == P_OK && !r.isNullAt(3)) {
                     long pos = r.getLong(3);
                     s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
                     s[o + HAS] |= HAS_PPOS;
@@ -181,7 +183,7 @@ public final class Identity {
             int o = i * WIDTH;
             if (!flags(s, o, flag)) continue;
             if (flag[MISMATCH_CAND] + flag[DIVERGENT_CAND] > 0) {
-                if (nc + 4 > cand.length) cand = java.util.Arrays.copyOf(cand, cand.length * 2);
+                if (nc + 4 > cand.length) cand = Arrays.copyOf(cand, cand.length * 2);
                 cand[nc++] = s[o]; cand[nc++] = s[o + 1]; cand[nc++] = flag[MISMATCH_CAND]; cand[nc++] = flag[DIVERGENT_CAND];
             }
             boolean split = (s[o + HAS] & HAS_SPLIT) != 0;
@@ -196,7 +198,7 @@ public final class Identity {
                 sums[COUNTED.length + 2] = Math.max(sums[COUNTED.length + 2], send);
             }
         }
-        if (nc > 0) out.put(null, java.util.Arrays.copyOf(cand, nc));
+        if (nc > 0) out.put(null, Arrays.copyOf(cand, nc));
         return out;
     }
 
@@ -205,15 +207,15 @@ public final class Identity {
         long packed = s[o + PACKED], has = s[o + HAS];
         long pn = packed & 0xFFFF, an = (packed >>> FIELD) & 0xFFFF, cn = (packed >>> 2 * FIELD) & 0xFFFF;
         long pKind = (has & HAS_PKIND) != 0 ? s[o + PKIND] : -1;
-        boolean pOk = pn > 0 && pKind == 0;
+        boolean pOk = pn > 0 && pKind == P_OK;
         boolean hasA = (has & HAS_A) != 0, hasPPos = (has & HAS_PPOS) != 0;
         long aLo = s[o + ALO], aHi = s[o + AHI], cLo = s[o + CLO], cHi = s[o + CHI];
         boolean atAudit = hasPPos && hasA && (s[o + PPOS] == aLo || s[o + PPOS] == aHi);
         boolean cInA = hasA && (cLo == aLo || cLo == aHi) && (cHi == aLo || cHi == aHi);
         flag[0] = pOk && an == 0 ? 1 : 0;
         flag[1] = pOk && cn == 0 ? 1 : 0;
-        flag[2] = pKind == 1 && an > 0 ? 1 : 0;
-        flag[3] = pKind == 2 && an > 0 ? 1 : 0;
+        flag[2] = pKind == P_FAIL && an > 0 ? 1 : 0;
+        flag[3] = pKind == P_INFO && an > 0 ? 1 : 0;
         flag[4] = (int) Math.max(an - 1, 0);
         flag[5] = (int) Math.max(cn - 1, 0);
         flag[6] = pn == 0 ? (int) an : 0;

@@ -62,9 +62,9 @@ public final class Screen {
         return Math.max(minPartitions, rows.getNumPartitions());
     }
 
-    /** Spark's xxhash64(idh, seq >> 6): the bucket's key, as spark/identities.py computes it. */
-    static long bucketKey(long idh, long seq) {
-        return XXH64.hashLong(seq >> BITS, XXH64.hashLong(idh, SEED));
+    /** Spark's xxhash64(idh, b), b = seq >> 6: the key of the bucket the identity pass looks up. */
+    static long bucketKey(long idh, long b) {
+        return XXH64.hashLong(b, XXH64.hashLong(idh, SEED));
     }
 
     /** One task: fold its rows, then one block of states per reduce partition. */
@@ -122,7 +122,7 @@ public final class Screen {
             boolean mirror = c == a && s[o + NC] == s[o + NA] && s[o + XA] == s[o + XC];
             totals[0]++;
             if (!mirror) totals[1]++;
-            out[n++] = XXH64.hashLong(s[o + B], XXH64.hashLong(s[o + IDH], SEED));  // bucketKey, from b
+            out[n++] = bucketKey(s[o + IDH], s[o + B]);
             out[n++] = mirror ? 1 : 0;
         }
         System.arraycopy(totals, 0, out, 0, 5);
