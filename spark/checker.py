@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.identities import Identities, bad_row, dc_topic, fault_bounds
+from spark.identities import Identities, bad_row, partition_key
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",
@@ -35,7 +35,7 @@ COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "ac
 # (partition_key()), to meet the identity pass's anomalies (which carry hashes) and the
 # reordering counts. Phases: 0 before the first fault, 2i+1 during fault i, 2i+2 after it, by
 # send time (ProducerPass.java and Identity.java compute them from fault_bounds()).
-FINE = ("phase", "dc", "topic", "partition", "send_sec", "ack_word")
+FINE = ("phase", "dc", "topic", "partition", "send_sec")
 
 
 def phase_labels(faults: list[dict]) -> list[str]:
@@ -45,47 +45,33 @@ def phase_labels(faults: list[dict]) -> list[str]:
     return ["before"] + [x for n in names for x in (f"during {n}", f"after {n}")]
 
 
-def producer_pass(P: DataFrame, faults: list[dict]) -> dict[str, list[dict]]:
-    """One scan of the produced ledger, two small tables: counts per (phase, DC and topic,
-    partition, second, acknowledgement word) with that word's bitmap, and the latency histogram
-    per (phase, second). Folded per task in the JVM (spark/jvm/ProducerPass.java); no shuffle, no
-    join: anomalies come from the identity pass."""
-    spark = P.sparkSession
-    d = P.filter(~bad_row("produced")).select(
-        "dc", "topic", "partition",
-        F.when(F.col("status") == "ok", 0).when(F.col("status") == "fail", 1).otherwise(2).cast("byte"),
-        "send_ms", "ack_ms", dc_topic(), partition_key())
-    starts, ends = fault_bounds(spark, faults)
-    lines = spark._jvm.dcdrill.ProducerPass.run(d._jdf, starts, ends, rollup.WORD_MS).splitlines()
-    tables: dict[str, list[dict]] = {"fine": [], "latency": []}
-    for r in map(json.loads, lines):
-        tables["latency" if "latency" in r else "fine"].append(r)
+def producer_pass(scanned) -> dict[str, list[dict]]:
+    """Small tables from the produced rows: counts per fine split (FINE), each partition's
+    acknowledgement timeline (every distinct ack millisecond, as bitmap words: rollup.AckTimeline),
+    acks per second and the latency histogram per (phase, second). Folded per task as the scan
+    streams the rows, merged on the driver (spark/jvm/ProducerPass.java); no shuffle, no join:
+    anomalies come from the identity pass."""
+    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": []}
+    for r in map(json.loads, scanned.producerTables().splitlines()):
+        kind = "latency" if "latency" in r else "timelines" if "words" in r else "acks" if "ack_sec" in r else "fine"
+        tables[kind].append(r)
     return tables
 
 
-def reordering(A: DataFrame) -> dict[int, int]:
+def reordering(scanned, A: DataFrame) -> dict[int, int]:
     """Per partition (as partition_key()): audit rows whose seq is below their producer's largest
-    seq at a lower offset. An audit in log order (as dcdrill writes it) is checked as it streams
-    (spark/jvm/Reordering.java); any other order is sorted, per partition and producer by offset."""
-    a = audit_order(A)
-    streamed = A.sparkSession._jvm.dcdrill.Reordering.run(a._jdf)
+    seq at a lower offset. An audit in log order (as dcdrill writes it) is checked as the scan
+    streams it (spark/jvm/Reordering.java); any other order is sorted, per partition and producer
+    by offset."""
+    streamed = scanned.reordering()
     if streamed is not None:
         return {int(k): int(v) for k, v in streamed.items() if v}
+    a = A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
+        F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq")
     w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
     # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.
     return {r["tp"]: r["count"] for r in a.select("tp", "seq", F.max("seq").over(w).alias("prev_max"))
             .filter(F.col("seq") < F.col("prev_max")).groupBy("tp").count().collect()}
-
-
-def audit_order(A: DataFrame) -> DataFrame:
-    """What reordering reads: (g: partition and producer, tp: partition, offset, seq), in the
-    ledger's own order."""
-    return A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
-        F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq")
-
-
-def partition_key():
-    return F.xxhash64("topic", "partition")
 
 
 def _rows_of(df: DataFrame, ledger: str, cand: DataFrame, cols: list[str]) -> DataFrame:
@@ -120,14 +106,13 @@ def more_offset_mismatches(P: DataFrame, A: DataFrame, ident: Identities) -> int
 
 @dataclass
 class Ledgerwise:
-    """What the checker computes from one ledger alone, independent of the identity passes
-    (verify.py runs these Spark jobs alongside them)."""
+    """What the checker computes from one ledger alone, independent of the identity passes."""
     tables: dict[str, list[dict]]  # producer_pass()
     reordered: dict[int, int]      # reordering()
 
 
-def ledgerwise(P: DataFrame, A: DataFrame, faults: list[dict]) -> Ledgerwise:
-    return Ledgerwise(producer_pass(P, faults), reordering(A))
+def ledgerwise(scanned, A: DataFrame) -> Ledgerwise:
+    return Ledgerwise(producer_pass(scanned), reordering(scanned, A))
 
 
 def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: list[dict], lw: Ledgerwise,
@@ -138,10 +123,9 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     labels = phase_labels(faults)
     dc_topics = {r["dt"]: (r["dc"], r["topic"]) for r in tables["fine"]}
     tp_names = {r["tp"]: (r["topic"], r["partition"]) for r in tables["fine"]}
-    # Acknowledgement words are only for the timelines: fold them away once, then roll up.
     for r in ident.by_split:
         r["dc"], r["topic"] = dc_topics[r["dt"]]
-    fine = rollup.roll(tables["fine"], FINE[:-1]) + ident.by_split
+    fine = tables["fine"] + ident.by_split
     for r in fine + tables["latency"]:
         r["phase"] = labels[r["phase"]]
     part_rows: dict[tuple, dict] = {}
@@ -152,12 +136,8 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         part_rows.setdefault((r["topic"], r["partition"]), {})["divergent_offsets"] = r["divergent_offsets"]
     mismatches = t["ack_offset_mismatch"] + more_offset_mismatches(P, A, ident)
 
-    words: dict[tuple, dict[int, int]] = {}
-    for r in tables["fine"]:
-        if r["ack_word"] is not None:
-            w = words.setdefault((r["topic"], r["partition"]), {})
-            w[r["ack_word"]] = w.get(r["ack_word"], 0) | (r["mask"] or 0)
-    timelines = {k: rollup.AckTimeline(list(v.items())) for k, v in words.items()}
+    timelines = {(t["topic"], t["partition"]): rollup.AckTimeline(list(zip(t["words"], t["masks"])))
+                 for t in tables["timelines"]}
     for k, tl in timelines.items():
         part_rows.setdefault(k, {})["max_ack_gap_ms"] = tl.max_gap()
 
@@ -208,7 +188,8 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
                              "latency_p50_ms": r["latency_p50_ms"], "latency_p99_ms": r["latency_p99_ms"]}
                             for r in with_latency(rollup.roll(fine, ("send_sec",)), "send_sec")),
                            key=lambda r: r["sec"]),
-            "acks": _acks_per_second(tables["fine"]),
+            "acks": [{"sec": r["ack_sec"], "acked": r["acked"]}
+                     for r in sorted(tables["acks"], key=lambda r: r["ack_sec"])],
         },
     }
 
@@ -216,16 +197,6 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
 def _table(rows, keys):
     keep = rollup.ADDITIVE + ("latency_p50_ms", "latency_p99_ms")
     return [{**{k: r[k] for k in keys}, **{k: r.get(k) for k in keep}} for r in rows]
-
-
-def _acks_per_second(fine: list[dict]) -> list[dict]:
-    per_sec: dict[int, int] = {}
-    for r in fine:
-        if r["ack_word"] is None:
-            continue
-        sec = r["ack_word"] * rollup.WORD_MS // 1000
-        per_sec[sec] = per_sec.get(sec, 0) + r["acked"]
-    return [{"sec": s, "acked": n} for s, n in sorted(per_sec.items())]
 
 
 def _loss_window(total: dict, faults: list[dict]) -> dict | None:

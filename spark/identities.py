@@ -40,31 +40,48 @@ def bad_row(kind: str):
     return cond
 
 
-def narrow(P: DataFrame, A: DataFrame, C: DataFrame, read_consumed: bool = True) -> DataFrame:
-    """Every row of the three ledgers as (idh, seq, kind, pos, send_ms, dt, partition): 64-bit
-    hashes instead of names, a position only where one was promised (acknowledged) or observed
-    (audit, consumed), and where a produced row sits in the report's splits, so anomalies need no
-    second look at the produced ledger. Bad rows get a null idh and their kind as seq, so they
-    are counted per ledger, not matched. `read_consumed` False: no bucket needs the consumed
-    ledger (the audit rows stand in for it), so it is not read."""
+def narrow(P: DataFrame, A: DataFrame, C: DataFrame) -> DataFrame:
+    """Every row of the three ledgers as the scan reads them (spark/jvm/Scan.java numbers the
+    columns): 64-bit hashes instead of names (idh), the seq and the row's kind, a position only
+    where one was promised (acknowledged) or observed (audit, consumed); produced rows add where
+    they sit in the report's splits (send_ms, dt, partition) and what the producer pass needs
+    (ack_ms, tp, the DC and topic names), audit rows what reordering needs (g, tp, offset).
+    Bad rows get a null idh and their kind as seq, so they are counted per ledger, not matched."""
+    return narrow_ledger(P, "produced").unionByName(narrow_ledger(A, "audit")) \
+        .unionByName(narrow_ledger(C, "consumed"))
+
+
+def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
     status = F.col("status")
-
-    def rows(df, ledger, kind, bad_kind, pos):
-        bad = bad_row(ledger)
-        where = [F.col("send_ms"), dc_topic(), F.col("partition")] if ledger == "produced" else \
-            [F.lit(None).cast("long"), F.lit(None).cast("long"), F.lit(None).cast("int")]
-        return df.select(F.when(~bad, F.xxhash64("producer_id")).alias("idh"),
-                         F.when(bad, bad_kind).otherwise(F.col("seq")).alias("seq"),
-                         F.when(bad, bad_kind).otherwise(kind).cast("byte").alias("kind"), pos.alias("pos"),
-                         *[c.alias(n) for c, n in zip(where, ("send_ms", "dt", "partition"))])
-
     # The seq is hashed in too: equal hashes then mean "this record at this position", which the
     # screen's XOR certificates need (two records swapping places must not cancel out).
     pos = F.xxhash64("topic", "partition", "offset", "seq")
-    p_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO)
-    p_pos = F.when((status == "ok") & F.col("offset").isNotNull(), pos)
-    out = rows(P, "produced", p_kind, P_BAD, p_pos).unionByName(rows(A, "audit", A_ROW, A_BAD, pos))
-    return out.unionByName(rows(C, "consumed", C_ROW, C_BAD, pos)) if read_consumed else out
+    none = {"long": F.lit(None).cast("long"), "int": F.lit(None).cast("int"), "string": F.lit(None).cast("string")}
+    if ledger == "produced":
+        kind, bad_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO), P_BAD
+        pos = F.when((status == "ok") & F.col("offset").isNotNull(), pos)
+        extra = [F.col("send_ms"), dc_topic(), F.col("partition"), F.col("ack_ms"), partition_key(),
+                 F.col("dc"), F.col("topic"), none["long"], none["long"]]
+    else:
+        kind, bad_kind = (A_ROW, A_BAD) if ledger == "audit" else (C_ROW, C_BAD)
+        extra = [none["long"]] * 2 + [none["int"], none["long"]] + \
+            ([partition_key(), none["string"], none["string"], F.xxhash64("topic", "partition", "producer_id"),
+              F.col("offset")] if ledger == "audit" else [none["long"]] + [none["string"]] * 2 + [none["long"]] * 2)
+    bad = bad_row(ledger)
+    return df.select(F.when(~bad, F.xxhash64("producer_id")).alias("idh"),
+                     F.when(bad, bad_kind).otherwise(F.col("seq")).alias("seq"),
+                     F.when(bad, bad_kind).otherwise(kind).cast("byte").alias("kind"), pos.alias("pos"),
+                     *[c.alias(n) for c, n in zip(extra, ("send_ms", "dt", "partition", "ack_ms", "tp", "dc", "topic",
+                                                          "g", "offset"))])
+
+
+def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):
+    """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept.
+    Lazy: the screen runs it. Release it (`.release()`) when the identity pass is done."""
+    from spark.rollup import WORD_MS
+
+    starts, ends = fault_bounds(P.sparkSession, faults)
+    return P.sparkSession._jvm.dcdrill.Scan.run(narrow(P, A, C)._jdf, partitions, starts, ends, WORD_MS)
 
 
 BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer
@@ -77,21 +94,25 @@ class Screen:
     totals: dict        # suspicious and unmirrored buckets, bad rows per ledger
 
 
-def screen(rows: DataFrame, partitions: int) -> Screen:
+def screen(scanned) -> Screen:
     """Bitmaps per 64 consecutive seqs of a producer: which seqs were produced ok / fail / info,
     written to the log, consumed; how many rows each ledger holds; and XOR certificates over the
     position hashes. A bucket is clean when the ok, audit and consumed sets are equal, nothing is
     doubled and the acknowledged, audit and consumed positions cancel out: every count is then 0
     for its records, so only the other buckets go through the identity pass.
-    The folding runs in the JVM (spark/jvm/Screen.java): one loop per task over the narrowed rows,
-    then one shuffle of the buckets' partial states, where each bucket is judged."""
-    res = rows.sparkSession._jvm.dcdrill.Screen.run(rows.select("idh", "seq", "kind", "pos")._jdf, partitions)
+    The folding runs in the JVM (spark/jvm/Screen.java) as the scan streams the rows, then one
+    shuffle of the buckets' partial states, where each bucket is judged."""
+    res = scanned.screen()
     return Screen(res, dict(zip(("suspicious", "unmirrored", "bad_p", "bad_a", "bad_c"), (int(t) for t in res.totals()))))
 
 
 def dc_topic():
     """The producer's DC and the topic as one long key (names come back through `names`)."""
     return F.xxhash64(F.coalesce(F.col("dc"), F.lit("")), F.col("topic"))
+
+
+def partition_key():
+    return F.xxhash64("topic", "partition")
 
 
 @dataclass
@@ -103,21 +124,22 @@ class Identities:
                           # row, with the first and last lost send time; keys are None without one
 
 
-def identity_pass(P: DataFrame, A: DataFrame, C: DataFrame, scr: Screen, partitions: int,
-                  faults: list[dict]) -> Identities:
+def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Identities:
     """The rows of the suspicious buckets only, folded per identity in the JVM
-    (spark/jvm/Identity.java) on a packed occurrence count (produced, audit and consumed rows in
+    (spark/jvm/Identity.java), read back from what the scan kept, on a packed occurrence count (produced, audit and consumed rows in
     16-bit fields of one long) and the lowest and highest position seen, one shuffle, then each
     identity's flags. The anomalies come back summed per split of their produced row (phase by
     send_ms, as checker.FINE says). Totals include the screen's (bad rows per ledger)."""
-    spark = P.sparkSession
+    spark = C.sparkSession
     counted = list(spark._jvm.dcdrill.Identity.COUNTED) + ["anomalous"]
     if not scr.totals["suspicious"]:
         empty = spark.createDataFrame([], "idh long, seq long, mismatch_candidates int, divergent_candidates int")
         return Identities(empty, {**dict.fromkeys(counted, 0), **scr.totals}, [])
-    rows = narrow(P, A, C, read_consumed=scr.totals["unmirrored"] > 0)
+    # The scan keeps no consumed rows: they are read again only when some bucket's consumed rows
+    # differ from its audit rows (else the audit rows stand in for them).
+    consumed = narrow_ledger(C, "consumed")._jdf if scr.totals["unmirrored"] else None
     starts, ends = fault_bounds(spark, faults)
-    res = spark._jvm.dcdrill.Identity.run(rows._jdf, scr.suspicious, partitions, starts, ends)
+    res = spark._jvm.dcdrill.Identity.run(scanned, consumed, scr.suspicious, starts, ends)
     by_split = [json.loads(line) for line in res.splits().splitlines()]
     totals = {k: sum(r[k] for r in by_split) for k in counted}
     return Identities(DataFrame(res.candidates(), spark), {**totals, **scr.totals},

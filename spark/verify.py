@@ -19,7 +19,6 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
@@ -161,22 +160,18 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     (P, _), (A, _), (C, _) = ledgers.values()
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     progress("spark session and ledgers")
-    # The single-ledger jobs run alongside the identity passes: they fill the cores while the
-    # driver plans, compiles and collects, and in the single-task tails of stages.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        side = pool.submit(checker.ledgerwise, P, A, faults)
-        try:
-            scr = identities.screen(identities.narrow(P, A, C), partitions)
-            progress(f"screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to look at, "
-                     f"{scr.totals['unmirrored']} whose consumed rows differ from the log)")
-            ident = identities.identity_pass(P, A, C, scr, partitions, faults)
-            progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
-            reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
-            lw = side.result()
-        except BaseException:
-            spark.sparkContext.cancelAllJobs()
-            raise
-    progress("producer pass and reordering")
+    # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
+    scanned = identities.scan(P, A, C, partitions, faults)
+    try:
+        scr = identities.screen(scanned)
+        progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to "
+                 f"look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
+        lw = checker.ledgerwise(scanned, A)
+        ident = identities.identity_pass(scanned, C, scr, faults)
+        progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
+    finally:
+        scanned.release()
+    reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
     torn = sum(info["torn"] for _, info in ledgers.values())
     summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
     if summary["counts"]["produced"] == 0:

@@ -236,7 +236,8 @@ def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_oth
     The same rows out of log order take the sorting path; both agree with a plain count."""
     import random
 
-    from spark import checker
+    from spark import checker, identities
+    from spark.record import CORRUPT, SCHEMAS
 
     rng = random.Random(7)
     seqs = {pid: list(range(150)) for pid in ("p1", "p2")}
@@ -255,11 +256,15 @@ def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_oth
     schema = "topic string, partition int, offset long, producer_id string, seq long, _corrupt_record string"
     in_order = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), schema)
     shuffled = spark.createDataFrame(spark.sparkContext.parallelize(rng.sample(rows, len(rows)), 3), schema)
-    jvm = spark._jvm.dcdrill.Reordering
-    assert jvm.run(checker.audit_order(in_order)._jdf) is not None  # streamed
-    assert jvm.run(checker.audit_order(shuffled)._jdf) is None       # sorted instead
-    assert list(checker.reordering(in_order).values()) == [expected]
-    assert list(checker.reordering(shuffled).values()) == [expected]
+    def empty(kind):
+        return spark.createDataFrame([], ", ".join(f"{c} {t.simpleString()}" for c, t in SCHEMAS[kind].items())
+                                     + f", {CORRUPT} string")
+
+    for audit, streams in ((in_order, True), (shuffled, False)):
+        scanned = identities.scan(empty("produced"), audit, empty("consumed"), 4, [])
+        assert (scanned.reordering() is not None) == streams  # else sorted instead
+        assert list(checker.reordering(scanned, audit).values()) == [expected]
+        scanned.release()
 
 
 def _spark_submit(run, *options):

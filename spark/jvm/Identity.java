@@ -15,7 +15,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -23,9 +22,9 @@ import scala.Tuple2;
 
 /**
  * The identity pass (spark/identities.py explains it): the rows of the screen's suspicious
- * buckets only, folded per identity (producer hash, seq) on a packed occurrence count and the
- * lowest and highest position seen; one shuffle brings an identity's partial states together,
- * where its flags are set. Anomalous identities are summed per split of their produced row
+ * buckets only, read back from the scan's cache (Scan.java), folded per identity (producer hash,
+ * seq) on a packed occurrence count and the lowest and highest position seen; one shuffle brings
+ * an identity's partial states together, where its flags are set. Anomalous identities are summed per split of their produced row
  * (phase, DC and topic, partition, second).
  */
 public final class Identity {
@@ -53,12 +52,13 @@ public final class Identity {
         public Dataset<Row> candidates() { return candidates; }
     }
 
-    /** narrowed: (idh, seq, kind, pos, send_ms, dt, partition); faults: start and end (Long.MAX_VALUE
-     *  while open) of each fault, for the phase of a produced row. */
-    public static Result run(Dataset<Row> narrowed, Screen.Result screen, int minPartitions, long[] starts, long[] ends) {
+    /** The scan's kept rows, and the consumed ledger's narrowed rows when some bucket's consumed rows
+     *  differ from its audit rows (else null); faults: start and end (Long.MAX_VALUE while open) of
+     *  each fault, for the phase of a produced row. */
+    public static Result run(Scan scan, Dataset<Row> consumed, Screen.Result screen, long[] starts, long[] ends) {
         SparkSession spark = SparkSession.active();
-        JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
-        int partitions = Screen.reducers(rows, minPartitions);
+        JavaRDD<long[]> rows = consumed == null ? scan.rows() : scan.rows().union(Scan.pack(consumed));
+        int partitions = scan.partitions;
         Broadcast<BucketSet> look = JavaSparkContext.fromSparkContext(spark.sparkContext())
                 .broadcast(new BucketSet(screen.keys, screen.mirror));
         List<Map<SplitKey, long[]>> judged = rows.mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
@@ -84,55 +84,59 @@ public final class Identity {
         return new Result(json.toString(), spark.createDataFrame(candidates, schema));
     }
 
-    /** One task: the rows of suspicious buckets, folded per identity. */
-    static List<Tuple2<Integer, long[]>> fold(Iterator<InternalRow> it, BucketSet look, int partitions) {
+    /** One task: the packed rows (Scan.Packer) of suspicious buckets, folded per identity. */
+    static List<Tuple2<Integer, long[]>> fold(Iterator<long[]> it, BucketSet look, int partitions) {
         LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
         long lastIdh = 0, lastB = Long.MIN_VALUE;
         int mirror = BucketSet.ABSENT;
         while (it.hasNext()) {
-            InternalRow r = it.next();
-            if (r.isNullAt(0)) continue;  // bad rows: the screen counted them
-            long idh = r.getLong(0), seq = r.getLong(1);
-            if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
-                lastIdh = idh;
-                lastB = seq >> Screen.BITS;
-                mirror = look.get(Screen.bucketKey(idh, lastB));
-            }
-            if (mirror == BucketSet.ABSENT) continue;
-            int kind = r.getByte(2);
-            if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
-            int o = f.at(idh, seq);
-            long[] s = f.slots;
-            s[o + ROWS]++;
-            if (kind <= P_INFO) {
-                s[o + PACKED] += 1;
-                s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
-                s[o + HAS] |= HAS_PKIND;
-                if (kind == P_OK && !r.isNullAt(3)) {
-                    long pos = r.getLong(3);
-                    s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
-                    s[o + HAS] |= HAS_PPOS;
+            long[] chunk = it.next();
+            for (int i = 1, end = (int) chunk[0]; i < end; ) {
+                long idh = chunk[i], seq = chunk[i + 1], meta = chunk[i + 2], pos = chunk[i + 3];
+                int kind = (int) (meta & 0xFF), at = i;
+                i += kind <= P_INFO ? 6 : 4;
+                if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
+                    lastIdh = idh;
+                    lastB = seq >> Screen.BITS;
+                    mirror = look.get(Screen.bucketKey(idh, lastB));
                 }
-                s[o + SEND] = r.getLong(4);
-                s[o + DT] = r.getLong(5);
-                s[o + PART] = r.getInt(6);
-                s[o + HAS] |= HAS_SPLIT;
-            } else if (kind == A_ROW) {
-                long pos = r.getLong(3);
-                range(s, o, ALO, HAS_A, pos, pos);
-                s[o + PACKED] += 1L << FIELD;
-                if (mirror == BucketSet.MIRROR) {
-                    range(s, o, CLO, HAS_C, pos, pos);
-                    s[o + PACKED] += 1L << 2 * FIELD;
-                    s[o + ROWS]++;
-                }
-            } else {
-                long pos = r.getLong(3);
-                range(s, o, CLO, HAS_C, pos, pos);
-                s[o + PACKED] += 1L << 2 * FIELD;
+                if (mirror == BucketSet.ABSENT) continue;
+                if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
+                add(f, idh, seq, kind, (meta & Scan.META_POS) != 0, pos, chunk, at, mirror);
             }
         }
         return f.blocks(partitions, new long[0]);
+    }
+
+    /** One packed row (chunk[at...]) into its identity's state. */
+    static void add(LongPairMap f, long idh, long seq, int kind, boolean hasPos, long pos, long[] chunk, int at, int mirror) {
+        int o = f.at(idh, seq);
+        long[] s = f.slots;
+        s[o + ROWS]++;
+        if (kind <= P_INFO) {
+            s[o + PACKED] += 1;
+            s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
+            s[o + HAS] |= HAS_PKIND;
+            if (kind == P_OK && hasPos) {
+                s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
+                s[o + HAS] |= HAS_PPOS;
+            }
+            s[o + SEND] = chunk[at + 4];
+            s[o + DT] = chunk[at + 5];
+            s[o + PART] = (int) (chunk[at + 2] >> 32);
+            s[o + HAS] |= HAS_SPLIT;
+        } else if (kind == A_ROW) {
+            range(s, o, ALO, HAS_A, pos, pos);
+            s[o + PACKED] += 1L << FIELD;
+            if (mirror == BucketSet.MIRROR) {
+                range(s, o, CLO, HAS_C, pos, pos);
+                s[o + PACKED] += 1L << 2 * FIELD;
+                s[o + ROWS]++;
+            }
+        } else {
+            range(s, o, CLO, HAS_C, pos, pos);
+            s[o + PACKED] += 1L << 2 * FIELD;
+        }
     }
 
     static void range(long[] s, int o, int lo, long has, long min, long max) {

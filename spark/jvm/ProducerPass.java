@@ -1,22 +1,19 @@
 package dcdrill;
 
+import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
- * The producer pass (spark/checker.py explains its two tables): one scan of the produced ledger,
- * folded per task into counts per (phase, DC and topic, partition, second, acknowledgement word)
+ * The producer pass (spark/checker.py explains its two tables): the produced rows, folded per
+ * task as the scan streams them (Scan.java) into counts per (phase, DC and topic, partition, second, acknowledgement word)
  * with the word's bitmap, and a latency histogram per (phase, second). The tables are small
  * (a row per partition and 50 ms at most), so tasks hand them to the driver whole; no shuffle.
  */
 public final class ProducerPass {
-    static final int OK = 0, FAIL = 1, INFO = 2;
     static final long NO_WORD = Long.MIN_VALUE;
     // fine state: key (group, packed second and word), produced, acked, failed, indeterminate, mask
     static final int PRODUCED = 2, ACKED = 3, FAILED = 4, INDETERMINATE = 5, MASK = 6, FINE_WIDTH = 7;
@@ -26,18 +23,17 @@ public final class ProducerPass {
 
     /** One task's tables: fine rows keyed by group index, latency counts. */
     static final class Tables implements java.io.Serializable {
-        final List<Group> groups = new java.util.ArrayList<>();
+        final List<Group> groups = new ArrayList<>();
         long[] fine;      // FINE_WIDTH longs per row: group index, second, word, counts, mask
         long[] latency;   // phase, second, latency, count
     }
 
-    /** produced (bad rows filtered out): dc, topic, partition, status (0 ok, 1 fail, 2 info),
-     *  send_ms, ack_ms, dt, tp. Returns JSON lines: fine rows, then latency rows ("latency" set). */
-    public static String run(Dataset<Row> produced, long[] starts, long[] ends, int wordMs) {
-        List<Tables> parts = produced.queryExecution().toRdd().toJavaRDD()
-                .mapPartitions(it -> List.of(fold(it, starts, ends, wordMs)).iterator()).collect();
+    /** The tasks' tables merged, as JSON lines: counts per (phase, DC and topic, partition, second),
+     *  each partition's acknowledgement timeline ("words" and "masks"), acks per second ("ack_sec")
+     *  and the latency histogram ("latency"). */
+    static String merge(List<Tables> parts, int wordMs) {
         Map<Group, Integer> groups = new HashMap<>();
-        List<Group> order = new java.util.ArrayList<>();
+        List<Group> order = new ArrayList<>();
         LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
         LongPairMap latency = new LongPairMap(3, 1 << 8);
         for (Tables t : parts) {
@@ -58,21 +54,58 @@ public final class ProducerPass {
                 latency.slots[o + 2] += t.latency[i + 2];
             }
         }
-        StringBuilder b = new StringBuilder();
+        // The acknowledgement words only serve the timelines: rolled away here, the driver gets a row
+        // per (group, second), a bitmap timeline per partition and the acks per second.
+        LongPairMap rolled = new LongPairMap(6, 1 << 10);  // (group << 32 | second, 0): produced..indeterminate
+        LongPairMap words = new LongPairMap(3, 1 << 12);   // (tp, word): mask
+        LongPairMap perSec = new LongPairMap(3, 1 << 8);   // (ack second, 0): acked
+        Map<Long, Group> partitions = new HashMap<>();
         long[] s = fine.slots;
         for (int i = 0; i < fine.used.length; i++) {
             if (!fine.used[i]) continue;
-            int o = i * FINE_WIDTH;
-            Group g = order.get((int) (s[o] >>> 32));
+            int o = i * FINE_WIDTH, r = rolled.at(s[o], 0);
+            for (int k = 0; k < 4; k++) rolled.slots[r + 2 + k] += s[o + PRODUCED + k];
             long word = s[o + 1];
+            if (word == NO_WORD) continue;
+            Group g = order.get((int) (s[o] >>> 32));
+            partitions.putIfAbsent(g.tp(), g);
+            int w = words.at(g.tp(), word);
+            words.slots[w + 2] |= s[o + MASK];
+            int a = perSec.at(Math.floorDiv(word * wordMs, 1000), 0);
+            perSec.slots[a + 2] += s[o + ACKED];
+        }
+        StringBuilder b = new StringBuilder();
+        long[] f = rolled.slots;
+        for (int i = 0; i < rolled.used.length; i++) {
+            if (!rolled.used[i]) continue;
+            int o = i * 6;
+            Group g = order.get((int) (f[o] >>> 32));
             b.append("{\"phase\":").append(g.phase()).append(",\"dc\":").append(quote(g.dc()))
              .append(",\"topic\":").append(quote(g.topic())).append(",\"partition\":").append(g.partition())
-             .append(",\"send_sec\":").append(s[o] & 0xFFFFFFFFL)
-             .append(",\"ack_word\":").append(word == NO_WORD ? "null" : Long.toString(word))
-             .append(",\"produced\":").append(s[o + PRODUCED]).append(",\"acked\":").append(s[o + ACKED])
-             .append(",\"failed\":").append(s[o + FAILED]).append(",\"indeterminate\":").append(s[o + INDETERMINATE])
-             .append(",\"mask\":").append(word == NO_WORD ? "null" : Long.toString(s[o + MASK]))
+             .append(",\"send_sec\":").append(f[o] & 0xFFFFFFFFL)
+             .append(",\"produced\":").append(f[o + 2]).append(",\"acked\":").append(f[o + 3])
+             .append(",\"failed\":").append(f[o + 4]).append(",\"indeterminate\":").append(f[o + 5])
              .append(",\"dt\":").append(g.dt()).append(",\"tp\":").append(g.tp()).append("}\n");
+        }
+        Map<Long, List<long[]>> timelines = new HashMap<>();
+        for (int i = 0; i < words.used.length; i++) {
+            if (words.used[i]) timelines.computeIfAbsent(words.slots[i * 3], k -> new ArrayList<>())
+                    .add(new long[] {words.slots[i * 3 + 1], words.slots[i * 3 + 2]});
+        }
+        for (Map.Entry<Long, List<long[]>> e : timelines.entrySet()) {
+            Group g = partitions.get(e.getKey());
+            List<long[]> ws = e.getValue();
+            ws.sort((x, y) -> Long.compare(x[0], y[0]));
+            b.append("{\"topic\":").append(quote(g.topic())).append(",\"partition\":").append(g.partition())
+             .append(",\"words\":[");
+            for (int i = 0; i < ws.size(); i++) b.append(i == 0 ? "" : ",").append(ws.get(i)[0]);
+            b.append("],\"masks\":[");
+            for (int i = 0; i < ws.size(); i++) b.append(i == 0 ? "" : ",").append(ws.get(i)[1]);
+            b.append("]}\n");
+        }
+        for (int i = 0; i < perSec.used.length; i++) {
+            if (perSec.used[i]) b.append("{\"ack_sec\":").append(perSec.slots[i * 3])
+                    .append(",\"acked\":").append(perSec.slots[i * 3 + 2]).append("}\n");
         }
         long[] l = latency.slots;
         for (int i = 0; i < latency.used.length; i++) {
@@ -84,29 +117,36 @@ public final class ProducerPass {
         return b.toString();
     }
 
-    static Tables fold(Iterator<InternalRow> it, long[] starts, long[] ends, int wordMs) {
-        Tables t = new Tables();
-        LongPairMap groups = new LongPairMap(3, 64);   // (dt, partition << 8 | phase) -> index
-        LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
-        LongPairMap latency = new LongPairMap(3, 1 << 8);
-        while (it.hasNext()) {
-            InternalRow r = it.next();
-            long send = r.getLong(4), dt = r.getLong(6);
-            int partition = r.getInt(2), phase = Identity.phase(send, starts, ends), status = r.getByte(3);
+    /** One task's produced rows (bad rows left out), as the scan streams them (Scan.java). */
+    static final class Fold {
+        private final long[] starts, ends;
+        private final int wordMs;
+        private final Tables t = new Tables();
+        private final LongPairMap groups = new LongPairMap(3, 64);   // (dt, partition << 8 | phase) -> index
+        private final LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
+        private final LongPairMap latency = new LongPairMap(3, 1 << 8);
+
+        Fold(long[] starts, long[] ends, int wordMs) { this.starts = starts; this.ends = ends; this.wordMs = wordMs; }
+
+        /** kind: Screen.P_OK, P_FAIL or P_INFO. */
+        void add(InternalRow r, int kind) {
+            long send = r.getLong(Scan.SEND), dt = r.getLong(Scan.DT);
+            int partition = r.getInt(Scan.PART), phase = Identity.phase(send, starts, ends);
             int go = groups.at(dt, ((long) partition << 8) | phase);
             if (groups.slots[go + 2] == 0) {  // new group: index + 1 stored, names taken once
-                t.groups.add(new Group(dt, partition, phase, r.getLong(7),
-                        r.isNullAt(0) ? null : r.getUTF8String(0).toString(), r.getUTF8String(1).toString()));
+                t.groups.add(new Group(dt, partition, phase, r.getLong(Scan.TP),
+                        r.isNullAt(Scan.DC) ? null : r.getUTF8String(Scan.DC).toString(),
+                        r.getUTF8String(Scan.TOPIC).toString()));
                 groups.slots[go + 2] = t.groups.size();
             }
             long group = groups.slots[go + 2] - 1, sec = Math.floorDiv(send, 1000);
-            boolean ok = status == OK && !r.isNullAt(5);
-            long ack = ok ? r.getLong(5) : 0;
+            boolean ok = kind == Screen.P_OK && !r.isNullAt(Scan.ACK);
+            long ack = ok ? r.getLong(Scan.ACK) : 0;
             int o = fine.at((group << 32) | (sec & 0xFFFFFFFFL), ok ? Math.floorDiv(ack, wordMs) : NO_WORD);
             long[] s = fine.slots;
             s[o + PRODUCED]++;
-            if (status == OK) s[o + ACKED]++;
-            else if (status == FAIL) s[o + FAILED]++;
+            if (kind == Screen.P_OK) s[o + ACKED]++;
+            else if (kind == Screen.P_FAIL) s[o + FAILED]++;
             else s[o + INDETERMINATE]++;
             if (ok) {
                 s[o + MASK] |= 1L << Math.floorMod(ack, wordMs);
@@ -114,9 +154,12 @@ public final class ProducerPass {
                 latency.slots[lo + 2]++;
             }
         }
-        t.fine = pack(fine);
-        t.latency = pack(latency);
-        return t;
+
+        Tables done() {
+            t.fine = pack(fine);
+            t.latency = pack(latency);
+            return t;
+        }
     }
 
     /** A map's states, back to back, with the fine group index moved into the key's high half. */

@@ -4,20 +4,17 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * Reordering (RECORD.md): per (topic, partition, producer), the audit rows in offset order whose
  * seq is below the largest seq before them. The audit is written in log order, so each task sees
- * a group's rows with rising offsets: it counts its segment's reordered rows as it streams, and
- * hands the driver a summary (offset range, largest seq, and the first of its rows that were not
- * reordered there, whose seqs never fall). The driver orders the segments by offset and counts
+ * a group's rows with rising offsets: it counts its segment's reordered rows as the scan streams
+ * them (Scan.java), and hands the driver a summary (offset range, largest seq, and the first of its
+ * rows that were not reordered there, whose seqs never fall). The driver orders the segments by offset and counts
  * the rows a segment's predecessors make reordered: a prefix of those first rows. No shuffle.
  * When the rows are not in log order (offsets fall within a task, segments overlap, or a prefix
  * runs past what was kept) it answers null and the caller sorts instead (checker.reordering).
@@ -44,11 +41,9 @@ public final class Reordering {
         }
     }
 
-    /** audit: (group hash, partition hash, offset, seq), bad rows and null seqs filtered out.
-     *  Returns reordered rows per partition hash, or null: not in log order, sort instead. */
-    public static Map<Long, Long> run(Dataset<Row> audit) {
-        List<Map<Long, Segment>> parts = audit.queryExecution().toRdd().toJavaRDD()
-                .mapPartitions(Reordering::segments).collect();
+    /** The tasks' segments (per group hash) combined: reordered rows per partition hash, or null:
+     *  not in log order, sort instead. */
+    static Map<Long, Long> combine(List<Map<Long, Segment>> parts) {
         Map<Long, List<Segment>> groups = new HashMap<>();
         for (Map<Long, Segment> part : parts)
             for (Map.Entry<Long, Segment> e : part.entrySet())
@@ -71,24 +66,26 @@ public final class Reordering {
         return out;
     }
 
-    static Iterator<Map<Long, Segment>> segments(Iterator<InternalRow> it) {
-        Map<Long, Segment> segs = new HashMap<>();
-        long lastG = 0;
-        Segment seg = null;
-        while (it.hasNext()) {
-            InternalRow r = it.next();
-            long g = r.getLong(0);
+    /** One task's audit rows (bad rows and null seqs left out), as the scan streams them. */
+    static final class Fold {
+        private final Map<Long, Segment> segs = new HashMap<>();
+        private long lastG;
+        private Segment seg;
+
+        void add(InternalRow r) {
+            long g = r.getLong(Scan.G);
             if (seg == null || g != lastG) {
                 lastG = g;
                 seg = segs.get(g);
                 if (seg == null) {
                     seg = new Segment();
-                    seg.tp = r.getLong(1);
+                    seg.tp = r.getLong(Scan.TP);
                     segs.put(g, seg);
                 }
             }
-            seg.add(r.getLong(2), r.getLong(3));
+            seg.add(r.getLong(Scan.OFFSET), r.getLong(Scan.SEQ));
         }
-        return List.of(segs).iterator();
+
+        Map<Long, Segment> done() { return segs; }
     }
 }

@@ -7,8 +7,6 @@ import java.util.List;
 import org.apache.spark.HashPartitioner;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.XXH64;
 
@@ -16,9 +14,9 @@ import scala.Tuple2;
 
 /**
  * The identity screen (spark/identities.py explains what it decides): the rows of the three
- * ledgers, narrowed to (idh, seq, kind, pos), folded per 64 consecutive seqs of a producer into
- * bitmaps, row counts and XOR certificates. Each task folds its rows in one loop; one shuffle
- * brings a bucket's partial states together, where it is judged clean or suspicious.
+ * ledgers, folded per 64 consecutive seqs of a producer into bitmaps, row counts and XOR
+ * certificates as the scan streams them (Scan.java); one shuffle brings a bucket's partial
+ * states together, where it is judged clean or suspicious.
  */
 public final class Screen {
     // Row kinds, as spark/identities.py numbers them.
@@ -39,11 +37,9 @@ public final class Screen {
         public long[] totals() { return totals; }
     }
 
-    public static Result run(Dataset<Row> narrowed, int minPartitions) {
-        JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
-        int partitions = reducers(rows, minPartitions);
-        JavaPairRDD<Integer, long[]> partial = rows.mapPartitionsToPair(it -> fold(it, partitions).iterator());
-        List<long[]> judged = partial.partitionBy(new HashPartitioner(partitions))
+    /** Judges the tasks' blocks (Scan.screen): one shuffle, each bucket's states merged and judged. */
+    static Result judgeAll(JavaPairRDD<Integer, long[]> blocks, int partitions) {
+        List<long[]> judged = blocks.partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> List.of(judge(it)).iterator()).collect();
         long[] totals = new long[5];
         for (long[] j : judged) for (int t = 0; t < 5; t++) totals[t] += j[t];
@@ -67,28 +63,29 @@ public final class Screen {
         return XXH64.hashLong(b, XXH64.hashLong(idh, SEED));
     }
 
-    /** One task: fold its rows, then one block of states per reduce partition. */
-    static List<Tuple2<Integer, long[]>> fold(Iterator<InternalRow> it, int partitions) {
-        LongPairMap f = new LongPairMap(WIDTH, 1 << 14);
-        long[] bad = new long[3];
-        while (it.hasNext()) {
-            InternalRow r = it.next();
-            int kind = r.getByte(2);
-            if (r.isNullAt(0)) { bad[kind - P_BAD]++; continue; }
-            long seq = r.getLong(1);
-            int o = f.at(r.getLong(0), seq >> BITS);
+    /** One task's bucket states, row by row; then one block of states per reduce partition. */
+    static final class Fold {
+        private final LongPairMap f = new LongPairMap(WIDTH, 1 << 14);
+        private final long[] bad = new long[3];
+
+        void bad(int kind) { bad[kind - P_BAD]++; }
+
+        void add(InternalRow r, int kind) {
+            long seq = r.getLong(Scan.SEQ);
+            int o = f.at(r.getLong(Scan.IDH), seq >> BITS);
             long[] s = f.slots;
             long bit = 1L << (seq & 63);
             switch (kind) {
                 case P_OK:
-                    s[o + OK] |= bit; s[o + NP]++; s[o + XOK] ^= r.isNullAt(3) ? 1L : r.getLong(3); break;
+                    s[o + OK] |= bit; s[o + NP]++; s[o + XOK] ^= r.isNullAt(Scan.POS) ? 1L : r.getLong(Scan.POS); break;
                 case P_FAIL: s[o + FAIL] |= bit; s[o + NP]++; break;
                 case P_INFO: s[o + INFO] |= bit; s[o + NP]++; break;
-                case A_ROW: s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(3); break;
-                default: s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(3); break;
+                case A_ROW: s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(Scan.POS); break;
+                default: s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(Scan.POS); break;
             }
         }
-        return f.blocks(partitions, bad);
+
+        List<Tuple2<Integer, long[]>> blocks(int partitions) { return f.blocks(partitions, bad); }
     }
 
     /** One reduce partition: merge the states of each bucket, keep the suspicious ones. */
