@@ -5,10 +5,12 @@
      with XOR certificates over the positions. Each task folds ~64 rows into one state before
      the shuffle; a bucket whose sets agree and whose certificates cancel has nothing to
      report. Bad rows are counted here.
-  2. identity pass: the rows of the other buckets only (a broadcast set; consumed rows only
-     where they differ from the audit's), one fold per identity. Anomalous identities
-     leave it with their flags and where their produced row sits (phase, DC and topic,
-     partition, second), so no second look at the produced ledger is needed.
+  2. identity pass: the rows of the other buckets only, and of those only the seqs the sets
+     flag (a broadcast set; consumed rows only where they differ from the audit's), one fold
+     per identity. Anomalous identities leave it with their flags and where their produced
+     row sits (phase, DC and topic, partition, second), so no second look at the produced
+     ledger is needed. Where the certificates, less the flagged seqs' shares, still differ,
+     a second run looks at the bucket's other seqs.
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
 Spark SQL narrows the ledgers (a projection: parsing, hashing, bad-row tests); the folds are
 hand-written JVM loops (spark/jvm/, compiled by `make setup` against pyspark's own jars), because
@@ -125,25 +127,29 @@ class Identities:
 
 
 def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Identities:
-    """The rows of the suspicious buckets only, folded per identity in the JVM
-    (spark/jvm/Identity.java), read back from what the scan kept, on a packed occurrence count (produced, audit and consumed rows in
-    16-bit fields of one long) and the lowest and highest position seen, one shuffle, then each
-    identity's flags. The anomalies come back summed per split of their produced row (phase by
-    send_ms, as checker.FINE says). Totals include the screen's (bad rows per ledger)."""
+    """The flagged seqs of the suspicious buckets only (Screen.java says which), read back from what
+    the scan kept and folded per identity in the JVM (spark/jvm/Identity.java) on a packed
+    occurrence count (produced, audit and consumed rows in 16-bit fields of one long) and the
+    lowest and highest position seen, one shuffle, then each identity's flags. A bucket whose
+    certificates, less the flagged seqs' shares, still differ hides a misplaced record among its
+    other seqs: a second run looks at those. The anomalies come back summed per split of their
+    produced row (phase by send_ms, as checker.FINE says). Totals include the screen's (bad rows
+    per ledger)."""
     spark = C.sparkSession
     counted = list(spark._jvm.dcdrill.Identity.COUNTED) + ["anomalous"]
-    if not scr.totals["suspicious"]:
-        empty = spark.createDataFrame([], "idh long, seq long, mismatch_candidates int, divergent_candidates int")
-        return Identities(empty, {**dict.fromkeys(counted, 0), **scr.totals}, [])
-    # The scan keeps no consumed rows: they are read again only when some bucket's consumed rows
-    # differ from its audit rows (else the audit rows stand in for them).
-    consumed = narrow_ledger(C, "consumed")._jdf if scr.totals["unmirrored"] else None
+    candidates = spark.createDataFrame([], "idh long, seq long, mismatch_candidates int, divergent_candidates int")
     starts, ends = fault_bounds(spark, faults)
-    res = spark._jvm.dcdrill.Identity.run(scanned, consumed, scr.suspicious, starts, ends)
-    by_split = [json.loads(line) for line in res.splits().splitlines()]
+    by_split, buckets = [], scr.suspicious
+    while buckets is not None and buckets.totals()[0]:
+        # The scan keeps no consumed rows: they are read again only when some bucket's consumed
+        # rows differ from its audit rows (else the audit rows stand in for them).
+        consumed = narrow_ledger(C, "consumed")._jdf if buckets.totals()[1] else None
+        res = spark._jvm.dcdrill.Identity.run(scanned, consumed, buckets, starts, ends)
+        by_split += [json.loads(line) for line in res.splits().splitlines()]
+        candidates = candidates.unionByName(DataFrame(res.candidates(), spark))
+        buckets = res.again()
     totals = {k: sum(r[k] for r in by_split) for k in counted}
-    return Identities(DataFrame(res.candidates(), spark), {**totals, **scr.totals},
-                      [r for r in by_split if r["send_sec"] is not None])
+    return Identities(candidates, {**totals, **scr.totals}, [r for r in by_split if r["send_sec"] is not None])
 
 
 def fault_bounds(spark, faults: list[dict]):

@@ -199,6 +199,29 @@ def test_screen_passes_clean_buckets_and_catches_what_the_sets_hide(tmp_path, sp
     assert counts["produced"] == 2 * n and counts["phantoms"] == 0
 
 
+def test_flagged_records_do_not_hide_a_misplaced_one_in_their_bucket(tmp_path, spark, capsys):
+    """The identity pass looks only at the seqs the sets flag, and checks the rest of their bucket
+    by the certificates less the flagged seqs' shares. Here each bucket with a misplaced record
+    (set-equal, as above) also holds a flagged one, so only that check can send the pass back."""
+    n = 300
+    P = [p(pid, i, "ok", k, i, 1000 + i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    A = [a(k, i, pid, i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    C = [c(k, i, pid, i) for k, pid in enumerate(("p1", "p2")) for i in range(n)]
+    A[70], A[71] = a(0, 70, "p1", 71), a(0, 71, "p1", 70)  # swapped in the log, consumers saw it so
+    C[70], C[71] = c(0, 70, "p1", 71), c(0, 71, "p1", 70)
+    A[75] = C[75] = None                                    # p1/75 lost, in the same bucket (64-127)
+    C[n + 200] = c(1, 201, "p2", 200)                       # p2/200 read where the log holds p2/201
+    A.append(a(1, 900, "p2", 210))                          # p2/210 written twice, same bucket (192-255)
+    A, C = [r for r in A if r], [r for r in C if r]
+    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    counts = s["counts"]
+    assert counts["ack_offset_mismatch"] == 2 and counts["divergent_offsets"] == 1
+    assert counts["reordered"] == 2  # p1/70 after p1/71; p2/210's second copy, after p2/299
+    assert counts["acked_lost"] == 1 and counts["acked_unseen"] == 1 and counts["duplicates_in_log"] == 1
+    assert counts["duplicates_delivered"] == 0 and counts["phantoms"] == 0 and counts["produced"] == 2 * n
+    assert "screen (2 buckets of 64 records to look at" in capsys.readouterr().err
+
+
 def test_clean_buckets_alone_need_no_identity_pass(tmp_path, spark, capsys):
     P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(200)] + [p("p1", 200, "fail", 0)]
     A = [a(0, i, "p1", i) for i in range(200)]

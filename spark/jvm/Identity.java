@@ -33,8 +33,9 @@ public final class Identity {
     // An identity's state: key (idh, seq), packed counts (produced | audit << 16 | consumed << 32),
     // rows, the produced row's kind, acknowledged position, audit and consumed position range,
     // the produced row's split keys, and which of the optional ones are set.
+    // XOK, XA, XC: its rows' shares of the screen's certificates (Screen.java).
     static final int PACKED = 2, ROWS = 3, PKIND = 4, PPOS = 5, ALO = 6, AHI = 7, CLO = 8, CHI = 9,
-            SEND = 10, DT = 11, PART = 12, HAS = 13, WIDTH = 14;
+            SEND = 10, DT = 11, PART = 12, HAS = 13, XOK = 14, XA = 15, XC = 16, WIDTH = 17;
     static final long HAS_PKIND = 1, HAS_PPOS = 2, HAS_A = 4, HAS_C = 8, HAS_SPLIT = 16;
     /** The counted flags, in the order spark/identities.py reads them. */
     public static final String[] COUNTED = {"acked_lost", "acked_unseen", "failed_present", "indeterminate_present",
@@ -42,52 +43,96 @@ public final class Identity {
         "divergent_candidates", "produced_twice", "too_many_copies"};
     static final int LOST = 0, MISMATCH_CAND = 8, DIVERGENT_CAND = 9;
 
-    /** What the pass hands back: anomalies per split (JSON lines) and the candidates that need a
-     *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates). */
+    /** What the pass hands back: anomalies per split (JSON lines), the candidates that need a
+     *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates), and
+     *  the buckets whose other seqs must be looked at too (null: none). */
     public static final class Result {
         private final String splits;
         private final Dataset<Row> candidates;
-        Result(String splits, Dataset<Row> candidates) { this.splits = splits; this.candidates = candidates; }
+        private final Screen.Result again;
+
+        Result(String splits, Dataset<Row> candidates, Screen.Result again) {
+            this.splits = splits;
+            this.candidates = candidates;
+            this.again = again;
+        }
+
         public String splits() { return splits; }
         public Dataset<Row> candidates() { return candidates; }
+        public Screen.Result again() { return again; }
+    }
+
+    /** One reduce partition's answer: anomalies per split, candidates (idh, seq, flags), and the
+     *  certificate shares of the identities seen, per bucket (key, XOK, XA, XC). */
+    static final class Judged implements java.io.Serializable {
+        final Map<SplitKey, long[]> splits = new HashMap<>();
+        long[] candidates = new long[0];
+        long[] shares = new long[0];
     }
 
     /** The scan's kept rows, and the consumed ledger's narrowed rows when some bucket's consumed rows
      *  differ from its audit rows (else null); faults: start and end (Long.MAX_VALUE while open) of
-     *  each fault, for the phase of a produced row. */
+     *  each fault, for the phase of a produced row. Only the seqs the screen flagged are looked at;
+     *  a bucket whose certificates, less those seqs' shares, still differ has a misplaced record
+     *  among its other seqs: those come back in `again`, for a second run. */
     public static Result run(Scan scan, Dataset<Row> consumed, Screen.Result screen, long[] starts, long[] ends) {
         SparkSession spark = SparkSession.active();
         JavaRDD<long[]> rows = consumed == null ? scan.rows() : scan.rows().union(Scan.pack(consumed));
         int partitions = scan.partitions;
         Broadcast<BucketSet> look = JavaSparkContext.fromSparkContext(spark.sparkContext())
-                .broadcast(new BucketSet(screen.keys, screen.mirror));
-        List<Map<SplitKey, long[]>> judged = rows.mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
+                .broadcast(new BucketSet(screen.keys, screen.mirror, screen.masks));
+        List<Judged> judged = rows.mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
                 .partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> List.of(judge(it, starts, ends)).iterator()).collect();
         look.destroy();
         Map<SplitKey, long[]> splits = new HashMap<>();
         List<Row> candidates = new ArrayList<>();
-        for (Map<SplitKey, long[]> part : judged) {
-            for (Map.Entry<SplitKey, long[]> e : part.entrySet()) {
-                if (e.getKey() == null) {  // candidates travel under the null key: idh, seq, flags
-                    long[] c = e.getValue();
-                    for (int i = 0; i < c.length; i += 4) candidates.add(RowFactory.create(c[i], c[i + 1], (int) c[i + 2], (int) c[i + 3]));
-                } else {
-                    splits.merge(e.getKey(), e.getValue(), Identity::add);
-                }
+        Map<Long, long[]> shares = new HashMap<>();
+        for (Judged part : judged) {
+            part.splits.forEach((k, v) -> splits.merge(k, v, Identity::add));
+            long[] c = part.candidates;
+            for (int i = 0; i < c.length; i += 4) candidates.add(RowFactory.create(c[i], c[i + 1], (int) c[i + 2], (int) c[i + 3]));
+            for (int i = 0; i < part.shares.length; i += 4) {
+                long[] x = shares.computeIfAbsent(part.shares[i], k -> new long[3]);
+                for (int k = 0; k < 3; k++) x[k] ^= part.shares[i + 1 + k];
             }
         }
         StructType schema = new StructType().add("idh", DataTypes.LongType).add("seq", DataTypes.LongType)
                 .add("mismatch_candidates", DataTypes.IntegerType).add("divergent_candidates", DataTypes.IntegerType);
         StringBuilder json = new StringBuilder();
         for (Map.Entry<SplitKey, long[]> e : splits.entrySet()) e.getKey().json(e.getValue(), json);
-        return new Result(json.toString(), spark.createDataFrame(candidates, schema));
+        return new Result(json.toString(), spark.createDataFrame(candidates, schema), again(screen, shares));
+    }
+
+    /** The buckets whose certificates, less the shares of the seqs looked at, still differ: their
+     *  other seqs, to be looked at in a second run (which has nothing left to check). */
+    static Screen.Result again(Screen.Result screen, Map<Long, long[]> shares) {
+        if (screen.certs == null) return null;
+        List<Integer> left = new ArrayList<>();
+        for (int j = 0; j < screen.keys.length; j++) {
+            if (screen.masks[j] == -1L) continue;
+            long[] x = shares.getOrDefault(screen.keys[j], new long[3]);
+            long ok = screen.certs[3 * j] ^ x[0], a = screen.certs[3 * j + 1] ^ x[1], c = screen.certs[3 * j + 2] ^ x[2];
+            if (ok != a || a != c) left.add(j);
+        }
+        if (left.isEmpty()) return null;
+        long[] keys = new long[left.size()], masks = new long[left.size()];
+        boolean[] mirror = new boolean[left.size()];
+        long unmirrored = 0;
+        for (int i = 0; i < keys.length; i++) {
+            int j = left.get(i);
+            keys[i] = screen.keys[j];
+            mirror[i] = screen.mirror[j];
+            masks[i] = ~screen.masks[j];
+            if (!mirror[i]) unmirrored++;
+        }
+        return new Screen.Result(keys, mirror, masks, null, new long[] {keys.length, unmirrored, 0, 0, 0});
     }
 
     /** One task: the packed rows (Scan.Packer) of suspicious buckets, folded per identity. */
     static List<Tuple2<Integer, long[]>> fold(Iterator<long[]> it, BucketSet look, int partitions) {
         LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
-        long lastIdh = 0, lastB = Long.MIN_VALUE;
+        long lastIdh = 0, lastB = Long.MIN_VALUE, mask = 0;
         int mirror = BucketSet.ABSENT;
         while (it.hasNext()) {
             long[] chunk = it.next();
@@ -98,9 +143,11 @@ public final class Identity {
                 if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
                     lastIdh = idh;
                     lastB = seq >> Screen.BITS;
-                    mirror = look.get(Screen.bucketKey(idh, lastB));
+                    int slot = look.find(Screen.bucketKey(idh, lastB));
+                    mirror = slot < 0 ? BucketSet.ABSENT : look.state[slot];
+                    mask = slot < 0 ? 0 : look.masks[slot];
                 }
-                if (mirror == BucketSet.ABSENT) continue;
+                if (mirror == BucketSet.ABSENT || (mask & (1L << (seq & 63))) == 0) continue;
                 if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
                 add(f, idh, seq, kind, (meta & Scan.META_POS) != 0, pos, chunk, at, mirror);
             }
@@ -117,6 +164,7 @@ public final class Identity {
             s[o + PACKED] += 1;
             s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
             s[o + HAS] |= HAS_PKIND;
+            if (kind == P_OK) s[o + XOK] ^= hasPos ? pos : 1L;  // as Screen.okCertificate
             if (kind == P_OK && hasPos) {
                 s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
                 s[o + HAS] |= HAS_PPOS;
@@ -128,7 +176,9 @@ public final class Identity {
         } else if (kind == A_ROW) {
             range(s, o, ALO, HAS_A, pos, pos);
             s[o + PACKED] += 1L << FIELD;
+            s[o + XA] ^= pos;
             if (mirror == BucketSet.MIRROR) {
+                s[o + XC] ^= pos;
                 range(s, o, CLO, HAS_C, pos, pos);
                 s[o + PACKED] += 1L << 2 * FIELD;
                 s[o + ROWS]++;
@@ -136,6 +186,7 @@ public final class Identity {
         } else {
             range(s, o, CLO, HAS_C, pos, pos);
             s[o + PACKED] += 1L << 2 * FIELD;
+            s[o + XC] ^= pos;
         }
     }
 
@@ -151,7 +202,7 @@ public final class Identity {
     }
 
     /** One reduce partition: merge each identity's states, set its flags, sum them per split. */
-    static Map<SplitKey, long[]> judge(Iterator<Tuple2<Integer, long[]>> it, long[] starts, long[] ends) {
+    static Judged judge(Iterator<Tuple2<Integer, long[]>> it, long[] starts, long[] ends) {
         LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
         while (it.hasNext()) {
             long[] blk = it.next()._2();
@@ -175,9 +226,11 @@ public final class Identity {
                     s[o + PART] = blk[i + PART];
                 }
                 s[o + HAS] |= has;
+                for (int k = XOK; k <= XC; k++) s[o + k] ^= blk[i + k];
             }
         }
-        Map<SplitKey, long[]> out = new HashMap<>();
+        Judged out = new Judged();
+        LongPairMap shares = new LongPairMap(5, 1 << 10);
         long[] cand = new long[64];
         int nc = 0;
         long[] s = f.slots;
@@ -185,6 +238,8 @@ public final class Identity {
         for (int i = 0; i < f.used.length; i++) {
             if (!f.used[i]) continue;
             int o = i * WIDTH;
+            int x = shares.at(Screen.bucketKey(s[o], s[o + 1] >> Screen.BITS), 0);
+            for (int k = 0; k < 3; k++) shares.slots[x + 2 + k] ^= s[o + XOK + k];
             if (!flags(s, o, flag)) continue;
             if (flag[MISMATCH_CAND] + flag[DIVERGENT_CAND] > 0) {
                 if (nc + 4 > cand.length) cand = Arrays.copyOf(cand, cand.length * 2);
@@ -194,7 +249,7 @@ public final class Identity {
             long send = s[o + SEND];
             SplitKey key = split ? new SplitKey(true, phase(send, starts, ends), s[o + DT], (int) s[o + PART],
                     Math.floorDiv(send, 1000)) : new SplitKey(false, 2 * starts.length, 0, 0, 0);
-            long[] sums = out.computeIfAbsent(key, k -> SplitKey.empty());
+            long[] sums = out.splits.computeIfAbsent(key, k -> SplitKey.empty());
             for (int k = 0; k < flag.length; k++) sums[k] += flag[k];
             sums[COUNTED.length]++;
             if (flag[LOST] > 0) {
@@ -202,7 +257,15 @@ public final class Identity {
                 sums[COUNTED.length + 2] = Math.max(sums[COUNTED.length + 2], send);
             }
         }
-        if (nc > 0) out.put(null, Arrays.copyOf(cand, nc));
+        out.candidates = Arrays.copyOf(cand, nc);
+        out.shares = new long[4 * shares.size];
+        int n = 0;
+        for (int i = 0; i < shares.used.length; i++) {
+            if (!shares.used[i]) continue;
+            out.shares[n++] = shares.slots[i * 5];
+            System.arraycopy(shares.slots, i * 5 + 2, out.shares, n, 3);
+            n += 3;
+        }
         return out;
     }
 
@@ -274,33 +337,37 @@ public final class Identity {
         }
     }
 
-    /** The suspicious buckets, as an open-addressing set with each bucket's mirror flag. */
+    /** The suspicious buckets, as an open-addressing set with each bucket's mirror flag and the
+     *  seqs to look at. */
     static final class BucketSet implements java.io.Serializable {
         static final int ABSENT = 0, OWN = 1, MIRROR = 2;
-        final long[] keys;
+        final long[] keys, masks;
         final byte[] state;
         final int mask;
 
-        BucketSet(long[] buckets, boolean[] mirror) {
+        BucketSet(long[] buckets, boolean[] mirror, long[] seqs) {
             int cap = Integer.highestOneBit(Math.max(16, buckets.length) * 2) * 2;
             keys = new long[cap];
+            masks = new long[cap];
             state = new byte[cap];
             mask = cap - 1;
             for (int j = 0; j < buckets.length; j++) {
                 int i = LongPairMap.mix(buckets[j], 0) & mask;
                 while (state[i] != ABSENT) i = (i + 1) & mask;
                 keys[i] = buckets[j];
+                masks[i] = seqs[j];
                 state[i] = (byte) (mirror[j] ? MIRROR : OWN);
             }
         }
 
-        int get(long bucket) {
+        /** The bucket's slot, or -1. */
+        int find(long bucket) {
             int i = LongPairMap.mix(bucket, 0) & mask;
             while (state[i] != ABSENT) {
-                if (keys[i] == bucket) return state[i];
+                if (keys[i] == bucket) return i;
                 i = (i + 1) & mask;
             }
-            return ABSENT;
+            return -1;
         }
     }
 }

@@ -21,19 +21,31 @@ import scala.Tuple2;
 public final class Screen {
     // Row kinds, as spark/identities.py numbers them.
     static final int P_OK = 0, P_FAIL = 1, P_INFO = 2, A_ROW = 3, C_ROW = 4, P_BAD = 5;
-    // A bucket's state: keys (idh, b), bitmaps ok fail info a c, row counts p a c, certificates ok a c.
-    static final int IDH = 0, B = 1, OK = 2, FAIL = 3, INFO = 4, A = 5, C = 6, NP = 7, NA = 8, NC = 9,
-            XOK = 10, XA = 11, XC = 12, WIDTH = 13;
+    // A bucket's state: keys (idh, b); bitmaps: produced ok, fail, info, in the audit, consumed, and
+    // seen twice or more in produced, audit, consumed; audit and consumed row counts; certificates
+    // (XOR of positions) over the ok, audit and consumed rows.
+    static final int IDH = 0, B = 1, OK = 2, FAIL = 3, INFO = 4, A = 5, C = 6, P2 = 7, A2 = 8, C2 = 9, NA = 10,
+            NC = 11, XOK = 12, XA = 13, XC = 14, WIDTH = 15;
     static final int BITS = 6;
     static final long SEED = 42;  // Spark's xxhash64 seed: bucket keys match F.xxhash64(idh, b)
 
-    /** What the screen hands back: the suspicious buckets and whether their consumed rows mirror
-     *  the audit's, and its totals (suspicious, unmirrored, bad rows of produced, audit, consumed). */
+    /** What the screen hands back: the suspicious buckets, whether their consumed rows mirror the
+     *  audit's, which of their seqs to look at (all: -1), their certificates (XOK, XA, XC per
+     *  bucket; null: nothing to check, see Identity.run), and its totals (suspicious, unmirrored,
+     *  bad rows of produced, audit, consumed). */
     public static final class Result implements java.io.Serializable {
-        final long[] keys;
+        final long[] keys, masks, certs;
         final boolean[] mirror;
         private final long[] totals;
-        Result(long[] keys, boolean[] mirror, long[] totals) { this.keys = keys; this.mirror = mirror; this.totals = totals; }
+
+        Result(long[] keys, boolean[] mirror, long[] masks, long[] certs, long[] totals) {
+            this.keys = keys;
+            this.mirror = mirror;
+            this.masks = masks;
+            this.certs = certs;
+            this.totals = totals;
+        }
+
         public long[] totals() { return totals; }
     }
 
@@ -43,13 +55,18 @@ public final class Screen {
                 .mapPartitions(it -> List.of(judge(it)).iterator()).collect();
         long[] totals = new long[5];
         for (long[] j : judged) for (int t = 0; t < 5; t++) totals[t] += j[t];
-        long[] keys = new long[(int) totals[0]];
+        long[] keys = new long[(int) totals[0]], masks = new long[keys.length], certs = new long[3 * keys.length];
         boolean[] mirror = new boolean[keys.length];
         int n = 0;
         for (long[] j : judged) {
-            for (int i = 5; i < j.length; i += 2, n++) { keys[n] = j[i]; mirror[n] = j[i + 1] != 0; }
+            for (int i = 5; i < j.length; i += 6, n++) {
+                keys[n] = j[i];
+                mirror[n] = j[i + 1] != 0;
+                masks[n] = j[i + 2];
+                System.arraycopy(j, i + 3, certs, 3 * n, 3);
+            }
         }
-        return new Result(keys, mirror, totals);
+        return new Result(keys, mirror, masks, certs, totals);
     }
 
     /** Reduce tasks: at least the session's shuffle width, and as many as there are input tasks,
@@ -75,17 +92,24 @@ public final class Screen {
             int o = f.at(r.getLong(Scan.IDH), seq >> BITS);
             long[] s = f.slots;
             long bit = 1L << (seq & 63);
+            if (kind <= P_INFO && ((s[o + OK] | s[o + FAIL] | s[o + INFO]) & bit) != 0) s[o + P2] |= bit;
             switch (kind) {
-                case P_OK:
-                    s[o + OK] |= bit; s[o + NP]++; s[o + XOK] ^= r.isNullAt(Scan.POS) ? 1L : r.getLong(Scan.POS); break;
-                case P_FAIL: s[o + FAIL] |= bit; s[o + NP]++; break;
-                case P_INFO: s[o + INFO] |= bit; s[o + NP]++; break;
-                case A_ROW: s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(Scan.POS); break;
-                default: s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(Scan.POS); break;
+                case P_OK: s[o + OK] |= bit; s[o + XOK] ^= okCertificate(r); break;
+                case P_FAIL: s[o + FAIL] |= bit; break;
+                case P_INFO: s[o + INFO] |= bit; break;
+                case A_ROW:
+                    s[o + A2] |= s[o + A] & bit; s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(Scan.POS); break;
+                default: s[o + C2] |= s[o + C] & bit; s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(Scan.POS); break;
             }
         }
 
         List<Tuple2<Integer, long[]>> blocks(int partitions) { return f.blocks(partitions, bad); }
+    }
+
+    /** An acknowledged row's share of the ok certificate: its position, or 1 without one (which
+     *  no audit row matches, so the bucket is looked at). */
+    static long okCertificate(InternalRow r) {
+        return r.isNullAt(Scan.POS) ? 1L : r.getLong(Scan.POS);
     }
 
     /** One reduce partition: merge the states of each bucket, keep the suspicious ones. */
@@ -98,29 +122,38 @@ public final class Screen {
             for (int i = 3; i < blk.length; i += WIDTH) {
                 int o = f.at(blk[i + IDH], blk[i + B]);
                 long[] s = f.slots;
+                // Seen twice: twice in either part, or once in each.
+                s[o + P2] |= blk[i + P2] | ((s[o + OK] | s[o + FAIL] | s[o + INFO]) & (blk[i + OK] | blk[i + FAIL] | blk[i + INFO]));
+                s[o + A2] |= blk[i + A2] | (s[o + A] & blk[i + A]);
+                s[o + C2] |= blk[i + C2] | (s[o + C] & blk[i + C]);
                 for (int k = OK; k <= C; k++) s[o + k] |= blk[i + k];
-                for (int k = NP; k <= NC; k++) s[o + k] += blk[i + k];
+                for (int k = NA; k <= NC; k++) s[o + k] += blk[i + k];
                 for (int k = XOK; k <= XC; k++) s[o + k] ^= blk[i + k];
             }
         }
-        long[] out = new long[5 + 2 * f.size];
+        long[] out = new long[5 + 6 * f.size];
         int n = 5;
         long[] s = f.slots;
         for (int i = 0; i < f.used.length; i++) {
             if (!f.used[i]) continue;
             int o = i * WIDTH;
-            long ok = s[o + OK], fail = s[o + FAIL], info = s[o + INFO], a = s[o + A], c = s[o + C];
-            long produced = ok | fail | info;
-            int bp = Long.bitCount(produced);
-            boolean clean = s[o + NP] == bp && Long.bitCount(ok) + Long.bitCount(fail) + Long.bitCount(info) == bp
-                    && s[o + NA] == Long.bitCount(a) && s[o + NC] == Long.bitCount(c) && a == ok && c == ok
-                    && s[o + XOK] == s[o + XA] && s[o + XA] == s[o + XC];
+            long ok = s[o + OK], a = s[o + A], c = s[o + C], twice = s[o + P2] | s[o + A2] | s[o + C2];
+            boolean clean = twice == 0 && a == ok && c == ok && s[o + XOK] == s[o + XA] && s[o + XA] == s[o + XC];
             if (clean) continue;
             boolean mirror = c == a && s[o + NC] == s[o + NA] && s[o + XA] == s[o + XC];
+            // The seqs with something to report by the sets alone. Every other seq of the bucket is
+            // either in no ledger but produced (not ok), or in ok, audit and consumed once each: its
+            // positions are what the certificates check once the flagged seqs' share is taken out
+            // (Identity.run). Without flagged seqs, only the certificates differ: look at them all.
+            long flagged = (ok ^ a) | (ok & ~c) | (c & ~a) | twice;
             totals[0]++;
             if (!mirror) totals[1]++;
             out[n++] = bucketKey(s[o + IDH], s[o + B]);
             out[n++] = mirror ? 1 : 0;
+            out[n++] = flagged == 0 ? -1L : flagged;
+            out[n++] = s[o + XOK];
+            out[n++] = s[o + XA];
+            out[n++] = s[o + XC];
         }
         System.arraycopy(totals, 0, out, 0, 5);
         return Arrays.copyOf(out, n);
