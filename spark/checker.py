@@ -2,11 +2,12 @@
 
 Built for records where almost every record is clean:
   1. screen and 2. identity pass (spark/identities.py): bitmaps per 64 seqs of a producer find
-     the few buckets with something to report; only their rows are aggregated per identity.
-  3. single-ledger jobs, run alongside 1 and 2 (spark/verify.py): the producer pass (counts per
+     the few buckets with something to report, and in them the seqs; only their rows are
+     aggregated per identity.
+  3. single-ledger folds, fed by the same scan of the ledgers: the producer pass (counts per
      fine split, acknowledgement bitmaps for exact gaps and recovery, latency histogram for exact
-     percentiles: one scan, no join) and reordering (the audit checked in log order as it
-     streams, or sorted per partition and producer by offset when it is not in log order).
+     percentiles: no join) and reordering (the audit checked in log order as it streams, or
+     sorted per partition and producer by offset when it is not in log order).
   4. divergent positions and offset mismatches of records written 3+ times: only when the
      identity pass found candidates, and only their rows, are read again.
 Spark SQL reads and narrows the ledgers; the folds are JVM loops (spark/jvm/, see identities.py).
