@@ -137,8 +137,8 @@ public final class Identity {
         while (it.hasNext()) {
             long[] chunk = it.next();
             for (int i = 1, end = (int) chunk[0]; i < end; ) {
-                long idh = chunk[i], seq = chunk[i + 1], meta = chunk[i + 2], pos = chunk[i + 3];
-                int kind = (int) (meta & 0xFF), at = i;
+                long idh = chunk[i], seq = chunk[i + 1];
+                int kind = (int) (chunk[i + 2] & 0xFF), at = i;
                 i += kind <= P_INFO ? 6 : 4;
                 if (idh != lastIdh || (seq >> Screen.BITS) != lastB) {
                     lastIdh = idh;
@@ -149,15 +149,19 @@ public final class Identity {
                 }
                 if (mirror == BucketSet.ABSENT || (mask & (1L << (seq & 63))) == 0) continue;
                 if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
-                add(f, idh, seq, kind, (meta & Scan.META_POS) != 0, pos, chunk, at, mirror);
+                add(f, chunk, at, mirror == BucketSet.MIRROR);
             }
         }
         return f.blocks(partitions, new long[0]);
     }
 
-    /** One packed row (chunk[at...]) into its identity's state. */
-    static void add(LongPairMap f, long idh, long seq, int kind, boolean hasPos, long pos, long[] chunk, int at, int mirror) {
-        int o = f.at(idh, seq);
+    /** One packed row (chunk[at...], Scan.Packer) into its identity's state; `mirror`: an audit
+     *  row stands in for its consumed twin. */
+    static void add(LongPairMap f, long[] chunk, int at, boolean mirror) {
+        long meta = chunk[at + 2], pos = chunk[at + 3];
+        int kind = (int) (meta & 0xFF);
+        boolean hasPos = (meta & Scan.META_POS) != 0;
+        int o = f.at(chunk[at], chunk[at + 1]);
         long[] s = f.slots;
         s[o + ROWS]++;
         if (kind <= P_INFO) {
@@ -171,13 +175,13 @@ public final class Identity {
             }
             s[o + SEND] = chunk[at + 4];
             s[o + DT] = chunk[at + 5];
-            s[o + PART] = (int) (chunk[at + 2] >> 32);
+            s[o + PART] = (int) (meta >> 32);
             s[o + HAS] |= HAS_SPLIT;
         } else if (kind == A_ROW) {
             range(s, o, ALO, HAS_A, pos, pos);
             s[o + PACKED] += 1L << FIELD;
             s[o + XA] ^= pos;
-            if (mirror == BucketSet.MIRROR) {
+            if (mirror) {
                 s[o + XC] ^= pos;
                 range(s, o, CLO, HAS_C, pos, pos);
                 s[o + PACKED] += 1L << 2 * FIELD;
