@@ -51,3 +51,37 @@ def test_a_partition_that_never_stopped_recovers_at_its_first_ack_after_the_star
     assert slow.max_gap(until=2000) == 700 and slow.back_after(2000, 4000) == 4500
     calm = AckTimeline(words(1000, 1100, 1500, 1900, 2010, 2960))  # 950 ms: over twice the normal 400,
     assert calm.back_after(2000, 4000) == 2010                      # but under a second: no outage
+
+
+def test_gaps_and_recovery_match_a_plain_walk_over_every_ack():
+    """The bitmap shortcuts (cached inner gaps, no bit walk once the first ack is found) against
+    the definitions applied to the sorted acks, on random timelines: dense, sparse, with outages."""
+    import random
+
+    from spark.rollup import OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL
+
+    def plain_back_after(acks, start, end):
+        pairs = [(p, t) for p, t in zip(acks, acks[1:]) if t >= start and p <= end]
+        if not pairs:
+            return None
+        gap, nxt = max(((t - p, -t) for p, t in pairs))
+        normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * plain_max_gap([a for a in acks if a <= start]))
+        return -nxt if gap > normal else pairs[0][1]
+
+    def plain_max_gap(acks):
+        return max((t - p for p, t in zip(acks, acks[1:])), default=0)
+
+    rng = random.Random(11)
+    for _ in range(1000):
+        acks, t = [], rng.randrange(0, 500)
+        for _ in range(rng.randrange(0, 400)):
+            # Outages of a few fixed lengths, so that equal gaps (ties) and gaps of exactly the
+            # outage threshold (1000 ms, or twice a 500 ms rhythm) come up.
+            t += rng.choice((1, 1, 2, 7, 60, 300, 500)) if rng.random() > 0.02 else rng.choice((1000, 2000, 2000, 2600))
+            acks.append(t)
+        start = rng.randrange(0, t + 100)
+        end = start + rng.randrange(0, 8000)
+        tl = AckTimeline(words(*acks))
+        assert tl.max_gap() == plain_max_gap(acks)
+        assert tl.max_gap(until=start) == plain_max_gap([a for a in acks if a <= start])
+        assert tl.back_after(start, end) == plain_back_after(acks, start, end), (acks, start, end)
