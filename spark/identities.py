@@ -97,7 +97,8 @@ BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer
 @dataclass
 class Screen:
     suspicious: object  # the JVM's list of buckets to look at (spark/jvm/Screen.java), with
-                        # whether their consumed rows mirror their audit rows
+                        # whether their consumed rows mirror their audit rows, which seqs to
+                        # look at and their certificates
     totals: dict        # suspicious and unmirrored buckets, bad rows per ledger
 
 
