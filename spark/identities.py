@@ -58,28 +58,32 @@ def narrow(P: DataFrame, A: DataFrame, C: DataFrame) -> DataFrame:
         .unionByName(narrow_ledger(C, "consumed"))
 
 
+# The narrowed rows' columns after (idh, seq, kind, pos), in Scan.java's order; a ledger leaves
+# null what it does not fill.
+EXTRA = (("send_ms", "long"), ("dt", "long"), ("partition", "int"), ("ack_ms", "long"), ("tp", "long"),
+         ("dc", "string"), ("topic", "string"), ("g", "long"), ("offset", "long"))
+
+
 def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
     status = F.col("status")
     # The seq is hashed in too: equal hashes then mean "this record at this position", which the
     # screen's XOR certificates need (two records swapping places must not cancel out).
     pos = F.xxhash64("topic", "partition", "offset", "seq")
-    none = {"long": F.lit(None).cast("long"), "int": F.lit(None).cast("int"), "string": F.lit(None).cast("string")}
     if ledger == "produced":
         kind, bad_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO), P_BAD
         pos = F.when((status == "ok") & F.col("offset").isNotNull(), pos)
-        extra = [F.col("send_ms"), dc_topic(), F.col("partition"), F.col("ack_ms"), partition_key(),
-                 F.col("dc"), F.col("topic"), none["long"], none["long"]]
+        extra = {"send_ms": F.col("send_ms"), "dt": dc_topic(), "partition": F.col("partition"),
+                 "ack_ms": F.col("ack_ms"), "tp": partition_key(), "dc": F.col("dc"), "topic": F.col("topic")}
+    elif ledger == "audit":
+        kind, bad_kind = A_ROW, A_BAD
+        extra = {"tp": partition_key(), "g": F.xxhash64("topic", "partition", "producer_id"), "offset": F.col("offset")}
     else:
-        kind, bad_kind = (A_ROW, A_BAD) if ledger == "audit" else (C_ROW, C_BAD)
-        extra = [none["long"]] * 2 + [none["int"], none["long"]] + \
-            ([partition_key(), none["string"], none["string"], F.xxhash64("topic", "partition", "producer_id"),
-              F.col("offset")] if ledger == "audit" else [none["long"]] + [none["string"]] * 2 + [none["long"]] * 2)
+        kind, bad_kind, extra = C_ROW, C_BAD, {}
     bad = bad_row(ledger)
     return df.select(F.when(~bad, F.xxhash64("producer_id")).alias("idh"),
                      F.when(bad, bad_kind).otherwise(F.col("seq")).alias("seq"),
                      F.when(bad, bad_kind).otherwise(kind).cast("byte").alias("kind"), pos.alias("pos"),
-                     *[c.alias(n) for c, n in zip(extra, ("send_ms", "dt", "partition", "ack_ms", "tp", "dc", "topic",
-                                                          "g", "offset"))])
+                     *[extra.get(name, F.lit(None).cast(typ)).alias(name) for name, typ in EXTRA])
 
 
 def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):

@@ -24,8 +24,8 @@ import scala.Tuple2;
  * The identity pass (spark/identities.py explains it): the rows of the screen's suspicious
  * buckets only, read back from the scan's cache (Scan.java), folded per identity (producer hash,
  * seq) on a packed occurrence count and the lowest and highest position seen; one shuffle brings
- * an identity's partial states together, where its flags are set. Anomalous identities are summed per split of their produced row
- * (phase, DC and topic, partition, second).
+ * an identity's partial states together, where its flags are set. Anomalous identities are
+ * summed per split of their produced row (phase, DC and topic, partition, second).
  */
 public final class Identity {
     static final int P_OK = Screen.P_OK, P_FAIL = Screen.P_FAIL, P_INFO = Screen.P_INFO, A_ROW = Screen.A_ROW,
@@ -63,7 +63,7 @@ public final class Identity {
     }
 
     /** One reduce partition's answer: anomalies per split, candidates (idh, seq, flags), and the
-     *  certificate shares of the identities seen, per bucket (key, XOK, XA, XC). */
+     *  certificate shares of the identities seen, per bucket (key, 0, XOK, XA, XC). */
     static final class Judged implements java.io.Serializable {
         final Map<SplitKey, long[]> splits = new HashMap<>();
         long[] candidates = new long[0];
@@ -92,9 +92,9 @@ public final class Identity {
             part.splits.forEach((k, v) -> splits.merge(k, v, Identity::add));
             long[] c = part.candidates;
             for (int i = 0; i < c.length; i += 4) candidates.add(RowFactory.create(c[i], c[i + 1], (int) c[i + 2], (int) c[i + 3]));
-            for (int i = 0; i < part.shares.length; i += 4) {
+            for (int i = 0; i < part.shares.length; i += 5) {
                 long[] x = shares.computeIfAbsent(part.shares[i], k -> new long[3]);
-                for (int k = 0; k < 3; k++) x[k] ^= part.shares[i + 1 + k];
+                for (int k = 0; k < 3; k++) x[k] ^= part.shares[i + 2 + k];
             }
         }
         StructType schema = new StructType().add("idh", DataTypes.LongType).add("seq", DataTypes.LongType)
@@ -168,10 +168,12 @@ public final class Identity {
             s[o + PACKED] += 1;
             s[o + PKIND] = (s[o + HAS] & HAS_PKIND) == 0 ? kind : Math.max(s[o + PKIND], kind);
             s[o + HAS] |= HAS_PKIND;
-            if (kind == P_OK) s[o + XOK] ^= hasPos ? pos : 1L;  // as Screen.okCertificate
-            if (kind == P_OK && hasPos) {
-                s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
-                s[o + HAS] |= HAS_PPOS;
+            if (kind == P_OK) {
+                s[o + XOK] ^= Screen.okCertificate(hasPos, pos);
+                if (hasPos) {
+                    s[o + PPOS] = (s[o + HAS] & HAS_PPOS) == 0 ? pos : Math.max(s[o + PPOS], pos);
+                    s[o + HAS] |= HAS_PPOS;
+                }
             }
             s[o + SEND] = chunk[at + 4];
             s[o + DT] = chunk[at + 5];
@@ -262,14 +264,7 @@ public final class Identity {
             }
         }
         out.candidates = Arrays.copyOf(cand, nc);
-        out.shares = new long[4 * shares.size];
-        int n = 0;
-        for (int i = 0; i < shares.used.length; i++) {
-            if (!shares.used[i]) continue;
-            out.shares[n++] = shares.slots[i * 5];
-            System.arraycopy(shares.slots, i * 5 + 2, out.shares, n, 3);
-            n += 3;
-        }
+        out.shares = shares.states();
         return out;
     }
 

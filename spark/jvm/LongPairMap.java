@@ -80,6 +80,18 @@ final class LongPairMap {
         }
     }
 
+    /** The states, back to back (width longs each, keys first). */
+    long[] states() {
+        long[] out = new long[size * width];
+        int n = 0;
+        for (int i = 0; i < used.length; i++) {
+            if (!used[i]) continue;
+            System.arraycopy(slots, i * width, out, n, width);
+            n += width;
+        }
+        return out;
+    }
+
     /** The states as one block per reduce partition (the shuffle's unit), each after `header`
      *  longs; `header` is copied into partition 0's block only (task-wide totals). */
     List<Tuple2<Integer, long[]>> blocks(int partitions, long[] header) {

@@ -8,10 +8,11 @@ import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
- * The producer pass (spark/checker.py explains its two tables): the produced rows, folded per
- * task as the scan streams them (Scan.java) into counts per (phase, DC and topic, partition, second, acknowledgement word)
- * with the word's bitmap, and a latency histogram per (phase, second). The tables are small
- * (a row per partition and 50 ms at most), so tasks hand them to the driver whole; no shuffle.
+ * The producer pass (spark/checker.py explains its tables): the produced rows, folded per task
+ * as the scan streams them (Scan.java) into counts per (phase, DC and topic, partition, second,
+ * acknowledgement word) with the word's bitmap, and a latency histogram per (phase, second). The
+ * tables are small (a row per partition and 50 ms at most), so tasks hand them to the driver
+ * whole; no shuffle. The driver rolls the words away (merge).
  */
 public final class ProducerPass {
     static final long NO_WORD = Long.MIN_VALUE;
@@ -156,22 +157,10 @@ public final class ProducerPass {
         }
 
         Tables done() {
-            t.fine = pack(fine);
-            t.latency = pack(latency);
+            t.fine = fine.states();
+            t.latency = latency.states();
             return t;
         }
-    }
-
-    /** A map's states, back to back, with the fine group index moved into the key's high half. */
-    static long[] pack(LongPairMap m) {
-        long[] out = new long[m.size * m.width];
-        int n = 0;
-        for (int i = 0; i < m.used.length; i++) {
-            if (!m.used[i]) continue;
-            System.arraycopy(m.slots, i * m.width, out, n, m.width);
-            n += m.width;
-        }
-        return out;
     }
 
     static String quote(String s) {

@@ -13,9 +13,10 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * Reordering (RECORD.md): per (topic, partition, producer), the audit rows in offset order whose
  * seq is below the largest seq before them. The audit is written in log order, so each task sees
  * a group's rows with rising offsets: it counts its segment's reordered rows as the scan streams
- * them (Scan.java), and hands the driver a summary (offset range, largest seq, and the first of its
- * rows that were not reordered there, whose seqs never fall). The driver orders the segments by offset and counts
- * the rows a segment's predecessors make reordered: a prefix of those first rows. No shuffle.
+ * them (Scan.java), and hands the driver a summary (offset range, largest seq, and the first of
+ * its rows that were not reordered there, whose seqs never fall). The driver orders the segments
+ * by offset and counts the rows a segment's predecessors make reordered: a prefix of those first
+ * rows. No shuffle.
  * When the rows are not in log order (offsets fall within a task, segments overlap, or a prefix
  * runs past what was kept) it answers null and the caller sorts instead (checker.reordering).
  */

@@ -94,7 +94,10 @@ public final class Screen {
             long bit = 1L << (seq & 63);
             if (kind <= P_INFO && ((s[o + OK] | s[o + FAIL] | s[o + INFO]) & bit) != 0) s[o + P2] |= bit;
             switch (kind) {
-                case P_OK: s[o + OK] |= bit; s[o + XOK] ^= okCertificate(r); break;
+                case P_OK:
+                    s[o + OK] |= bit;
+                    s[o + XOK] ^= okCertificate(!r.isNullAt(Scan.POS), r.getLong(Scan.POS));
+                    break;
                 case P_FAIL: s[o + FAIL] |= bit; break;
                 case P_INFO: s[o + INFO] |= bit; break;
                 case A_ROW:
@@ -108,8 +111,8 @@ public final class Screen {
 
     /** An acknowledged row's share of the ok certificate: its position, or 1 without one (which
      *  no audit row matches, so the bucket is looked at). */
-    static long okCertificate(InternalRow r) {
-        return r.isNullAt(Scan.POS) ? 1L : r.getLong(Scan.POS);
+    static long okCertificate(boolean hasPos, long pos) {
+        return hasPos ? pos : 1L;
     }
 
     /** One reduce partition: merge the states of each bucket, keep the suspicious ones. */
