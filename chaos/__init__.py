@@ -1,12 +1,12 @@
-"""dcdrill's Chaos Toolkit extension: DC-aware faults (lab and AWS drivers), Kafka-aware probes
-and waits, and the workload as activities. `chaos discover dcdrill-chaos` lists them; the
-experiments in chaos/experiments/ use them."""
+"""dcdrill's Chaos Toolkit extension: DC-aware faults (one set of actions, a driver per backend),
+Kafka-aware probes and waits, and the workload as activities. `chaos discover chaos` lists them
+(the extension is this package); the experiments in chaos/experiments/ use them."""
 
 __version__ = "0.1.0"
 __all__ = ["discover"]
 
 ACTIVITY_MODULES = {
-    "action": ("chaos.lab.actions", "chaos.aws.actions", "chaos.kafka.actions", "chaos.workload.actions"),
+    "action": ("chaos.faults.actions", "chaos.kafka.actions", "chaos.workload.actions"),
     "probe": ("chaos.kafka.probes", "chaos.workload.probes"),
 }
 

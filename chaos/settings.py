@@ -1,15 +1,15 @@
 """What a drill runs with, beyond the stack: how long the fault is held, and the settings a drill
 may have of its own (`dcdrill drill --acks --factor --min-insync --unclean --profile`, or every
-setting of the matrix with `--matrix`). chaos/cli.py runs the drills; Topology.with_settings()
-applies the settings; chaos/drill.topology() reads them back inside the experiment."""
+setting of the matrix with `--matrix`). chaos/drill.py runs the drills; Topology.with_settings()
+applies the settings; chaos/context.topology() reads them back inside the experiment."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from infra import rules
+from infra.constants import ROOT
 
-ROLES = Path(__file__).resolve().parent.parent / "roles"
+ROLES = ROOT / "roles"
 HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and that they come back
 
 

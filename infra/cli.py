@@ -1,37 +1,42 @@
-"""The `dcdrill` command: plan, lab, status, workload, verify, history, drill.
-
-Exit codes shared by every subcommand: 0 ok / verdict pass, 1 verdict fail, 2 bad input,
-3 fault not injected or heal failed, 4 steady state not met before the fault.
-"""
+"""`dcdrill plan`, `dcdrill lab` and `dcdrill status`: the stack before and after it exists."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from infra import rules
+from infra import lifecycle, pulumi_cli, rules, status
 from infra import stack as stacks
-from infra.topology import ConfigError
+from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
 
-EXIT_BAD_INPUT = 2
+
+def register(sub) -> None:
+    sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
+    sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
+    sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
+    sp.add_argument("--matrix", action="store_true",
+                    help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
+                         "factor: what losing each DC does, and which profile's rules it meets")
+    sp.set_defaults(func=_plan)
+
+    sp = sub.add_parser("lab", help="bring a local stack up (pulumi up + Ansible until healthy) or down")
+    sp.add_argument("action", choices=["up", "down", "refresh"])
+    sp.add_argument("--stack", default="local")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
+    sp.set_defaults(func=_lab)
+
+    sp = sub.add_parser("status", help="brokers, ZooKeeper quorum and partitions (with the DC of every replica)")
+    sp.add_argument("--stack", default="local")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=_status)
 
 
 def _plan(args) -> int:
-    from infra.lab import layout
-
     t = stacks.load(args.stack)
     if args.matrix:
         return _matrix(args.stack, t, args.json)
-    violations = rules.check(t)
-    if t.backend == "aws":
-        from infra.aws import plan as aws_plan
-        violations += aws_plan.check(t, stacks.load_config(args.stack))
-    if t.backend == "local":
-        inv = layout.build_inventory(t, stacks.lab_settings(stacks.load_config(args.stack)), stacks.cache_dir())
-    else:
-        from infra.aws import plan as aws_plan
-        inv = aws_plan.inventory(t, stacks.load_config(args.stack))
-    out = {"inventory": inv, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t)}
+    violations = lifecycle.violations(args.stack)
+    inv = stacks.backend(args.stack).inventory(t)
+    out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t)}
     blocking = rules.blocking(t, violations)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -51,7 +56,7 @@ def _plan(args) -> int:
             print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
                   f"writes {'continue' if p['writable'] else 'STOP':<9} "
                   f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
-    return EXIT_BAD_INPUT if blocking else 0
+    return EXIT_BAD_INPUT if blocking else EXIT_PASS
 
 
 def _matrix(stack: str, t, as_json: bool) -> int:
@@ -85,85 +90,23 @@ def _matrix(stack: str, t, as_json: bool) -> int:
 
 
 def _lab(args) -> int:
-    from infra import lifecycle, status
-    from infra.lab import netns
-
-    netns.require_support()
+    backend = stacks.backend(args.stack)
+    backend.require_support()
     if args.action == "up":
         st = lifecycle.up(args.stack, quiet=args.quiet)
         print(status.render(st))
     elif args.action == "down":
         lifecycle.down(args.stack)
-        left = netns.lab_namespaces()
+        left = backend.leftovers()
         if left:
-            print(f"dcdrill: warning: namespaces left behind: {', '.join(left)}", file=sys.stderr)
-            return 1
+            print(f"dcdrill: warning: left behind: {', '.join(left)}", file=sys.stderr)
+            return EXIT_FAIL
     elif args.action == "refresh":
-        from infra import pulumi_cli
         pulumi_cli.refresh(args.stack)
-    return 0
+    return EXIT_PASS
 
 
 def _status(args) -> int:
-    from infra import lifecycle, status
-
     st = status.cluster_status(lifecycle.inventory(args.stack))
     print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
-    return 0 if status.healthy(st) else 1
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dcdrill", description=__doc__.split("\n\n")[0],
-                                epilog="Exit codes: " + __doc__.split("Exit codes shared by every subcommand: ")[1])
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
-    sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
-    sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
-    sp.add_argument("--matrix", action="store_true",
-                    help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
-                         "factor: what losing each DC does, and which profile's rules it meets")
-    sp.set_defaults(func=_plan)
-
-    sp = sub.add_parser("lab", help="bring a local stack up (pulumi up + Ansible until healthy) or down")
-    sp.add_argument("action", choices=["up", "down", "refresh"])
-    sp.add_argument("--stack", default="local")
-    sp.add_argument("--quiet", action="store_true", help="no progress lines")
-    sp.set_defaults(func=_lab)
-
-    sp = sub.add_parser("status", help="brokers, ZooKeeper quorum and partitions (with the DC of every replica)")
-    sp.add_argument("--stack", default="local")
-    sp.add_argument("--json", action="store_true")
-    sp.set_defaults(func=_status)
-
-    for register in _extensions():
-        register(sub)
-    return p
-
-
-def _extensions():
-    """Subcommands that live next to their code (workload, verify, drill)."""
-    from chaos import cli as chaos_cli
-    from spark import cli as spark_cli
-    from validation import cli as validation_cli
-
-    return [validation_cli.register, spark_cli.register, chaos_cli.register]
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ConfigError, ValueError) as exc:
-        print(f"dcdrill: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # the lab's own errors carry one clear sentence
-        from infra.lab.netns import LabUnavailable
-        if isinstance(exc, LabUnavailable):
-            print(f"dcdrill: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        raise
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return EXIT_PASS if status.healthy(st) else EXIT_FAIL

@@ -1,26 +1,34 @@
-"""The Ansible inventory, derived from the topology model. The lab and AWS export the same schema:
+"""The Ansible inventory, derived from the topology model, and the one typed view of it that the
+rest of dcdrill reads. The lab and AWS export the same schema:
 
-    all.vars                      cluster-wide settings the roles read (replication, listeners,
-                                  TLS, SASL users, super users, ACLs)
-    all.children.zookeeper.hosts  <name>: {dc, rack, zookeeper_id, ansible_host}
-    all.children.kafka_broker.hosts  <name>: {dc, rack, broker_id, ansible_host}
-    all.children.client.hosts     <name>: {dc, ansible_host}
+    all.vars                         cluster-wide settings the roles read (replication, listeners,
+                                     TLS, SASL users, super users, ACLs)
+    all.children.zookeeper.hosts     <name>: {dc, rack, zookeeper_id, ansible_host, ...}
+    all.children.kafka_broker.hosts  <name>: {dc, rack, broker_id, ansible_host, ...}
+    all.children.client.hosts        <name>: {dc, client_id, ansible_host, ...}
 
-`connection` adds how Ansible reaches the hosts (SSH key for the lab, SSM on AWS).
+A backend adds how Ansible reaches its hosts (SSH key for the lab, SSM on AWS) and host vars
+of its own (the lab's namespace and data root). `Inventory` wraps the dict: code outside this
+module asks it for hosts and settings instead of walking the raw mapping.
 """
 from __future__ import annotations
 
-from infra import pki
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra import passwords, pki
+from infra.constants import CLIENT_PORT
 from infra.topology import Topology
 
 SASL_MECHANISM = "SCRAM-SHA-512"
-
+ROLES = ("zookeeper", "kafka_broker", "client")
 ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_broker": "broker_id", "client": "client_id"}
 
 
 def build(t: Topology, addresses: dict[str, str], connection: dict | None = None,
-          extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> dict:
-    groups: dict[str, dict] = {"zookeeper": {"hosts": {}}, "kafka_broker": {"hosts": {}}, "client": {"hosts": {}}}
+          extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> Inventory:
+    groups: dict[str, dict] = {role: {"hosts": {}} for role in ROLES}
     for h in t.hosts():
         hv = {"dc": h.dc, "rack": h.dc, ROLE_ID[h.role]: h.node_id, "ansible_host": addresses[h.name]}
         hv.update((host_vars or {}).get(h.name, {}))
@@ -37,7 +45,7 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         **(connection or {}),
         **(extra_vars or {}),
     }
-    return {"all": {"vars": dict(sorted(all_vars.items())), "children": groups}}
+    return Inventory({"all": {"vars": dict(sorted(all_vars.items())), "children": groups}})
 
 
 def sasl_vars(t: Topology) -> dict:
@@ -53,36 +61,98 @@ def sasl_vars(t: Topology) -> dict:
             "kafka_super_users": [f"User:{t.sasl.admin}"] + [pki.principal(b) for b in brokers]}
 
 
-def bootstrap_servers(inventory: dict, port: int = 9092) -> list[str]:
-    hosts = inventory["all"]["children"]["kafka_broker"]["hosts"]
-    return [f"{name}:{port}" for name in sorted(hosts)]
+@dataclass(frozen=True)
+class InventoryHost:
+    name: str  # the DNS name clients and certificates use
+    role: str  # ROLES
+    dc: str
+    node_id: int  # broker.id, ZooKeeper myid or client index
+    address: str  # ansible_host: the lab address, or the EC2 instance id
+    vars: dict  # every host var, the backend's own included
+
+    @property
+    def netns(self) -> str | None:
+        """The lab namespace the host lives in (None on hosts that are machines of their own)."""
+        return self.vars.get("netns")
 
 
-def client_security(inventory: dict, admin: bool = False) -> dict:
-    """kafka-python's settings for the CLIENT listener: {} for PLAINTEXT; with TLS, the stack's CA
-    (kafka_tls_dir, written by infra/configure.py) and hostname checks against the brokers' names;
-    with SASL, the client user (the workload's) or, `admin`, the admin user, and its password from
-    kafka_sasl_credentials (see process_security for child processes)."""
-    av = inventory["all"]["vars"]
-    out: dict = {}
-    if av.get("kafka_tls"):
-        if not av.get("kafka_tls_dir"):
-            raise ValueError("the inventory says TLS but names no kafka_tls_dir: configure the stack first "
-                             "(`dcdrill lab up`), which makes its CA")
-        out = {"security_protocol": "SSL", "ssl_cafile": f"{av['kafka_tls_dir']}/ca.pem", "ssl_check_hostname": True}
-    if av.get("kafka_sasl"):
-        user = av["kafka_sasl_admin"] if admin else av["kafka_sasl_client"]
-        out |= {"security_protocol": "SASL_SSL", "sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": user,
-                "sasl_plain_password": pki.password(av["kafka_sasl_credentials"], user)}
-    return out
+class Inventory:
+    """A stack's inventory: the dict Ansible reads, and typed questions about it."""
 
+    def __init__(self, data: dict):
+        self.data = data
 
-def process_security(inventory: dict) -> dict:
-    """client_security for the workload's child processes, whose settings travel on their command
-    line: the password stays in its file (`kafka_sasl_credentials`), read by the child
-    (validation.clients.resolve_security)."""
-    out = client_security(inventory)
-    if "sasl_plain_password" in out:
-        out["sasl_plain_password"] = None
-        out["sasl_credentials"] = inventory["all"]["vars"]["kafka_sasl_credentials"]
-    return out
+    @classmethod
+    def load(cls, path: Path) -> Inventory:
+        return cls(json.loads(Path(path).read_text()))
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2, sort_keys=True) + "\n"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Inventory) and self.data == other.data
+
+    @property
+    def vars(self) -> dict:
+        return self.data["all"]["vars"]
+
+    def hosts(self, *roles: str) -> list[InventoryHost]:
+        """The hosts of these roles (all roles when none is named), by name within each role."""
+        out = []
+        for role in roles or ROLES:
+            for name, hv in sorted(self.data["all"]["children"].get(role, {}).get("hosts", {}).items()):
+                out.append(InventoryHost(name, role, hv["dc"], hv[ROLE_ID[role]], hv["ansible_host"], hv))
+        return out
+
+    def host(self, name: str) -> InventoryHost:
+        for h in self.hosts():
+            if h.name == name:
+                return h
+        raise KeyError(f"no host {name!r} in the inventory")
+
+    @property
+    def brokers(self) -> list[InventoryHost]:
+        return self.hosts("kafka_broker")
+
+    @property
+    def zookeepers(self) -> list[InventoryHost]:
+        return self.hosts("zookeeper")
+
+    @property
+    def clients(self) -> list[InventoryHost]:
+        return self.hosts("client")
+
+    def in_dc(self, dc: str, roles=("zookeeper", "kafka_broker")) -> list[InventoryHost]:
+        """One DC's hosts of these roles, in the order given (ZooKeeper first: heal starts it first)."""
+        return [h for h in self.hosts(*roles) if h.dc == dc]
+
+    def bootstrap_servers(self, port: int = CLIENT_PORT) -> list[str]:
+        return [f"{h.name}:{port}" for h in self.brokers]
+
+    def client_security(self, admin: bool = False) -> dict:
+        """kafka-python's settings for the CLIENT listener: {} for PLAINTEXT; with TLS, the stack's CA
+        (kafka_tls_dir, written by infra/ansible.py) and hostname checks against the brokers' names;
+        with SASL, the client user (the workload's) or, `admin`, the admin user, and its password from
+        kafka_sasl_credentials (see process_security for child processes)."""
+        av = self.vars
+        out: dict = {}
+        if av.get("kafka_tls"):
+            if not av.get("kafka_tls_dir"):
+                raise ValueError("the inventory says TLS but names no kafka_tls_dir: configure the stack first "
+                                 "(`dcdrill lab up`), which makes its CA")
+            out = {"security_protocol": "SSL", "ssl_cafile": f"{av['kafka_tls_dir']}/ca.pem", "ssl_check_hostname": True}
+        if av.get("kafka_sasl"):
+            user = av["kafka_sasl_admin"] if admin else av["kafka_sasl_client"]
+            out |= {"security_protocol": "SASL_SSL", "sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": user,
+                    "sasl_plain_password": passwords.password(av["kafka_sasl_credentials"], user)}
+        return out
+
+    def process_security(self) -> dict:
+        """client_security for the workload's child processes, whose settings travel on their command
+        line: the password stays in its file (`kafka_sasl_credentials`), read by the child
+        (validation.clients.resolve_security)."""
+        out = self.client_security()
+        if "sasl_plain_password" in out:
+            out["sasl_plain_password"] = None
+            out["sasl_credentials"] = self.vars["kafka_sasl_credentials"]
+        return out

@@ -4,8 +4,9 @@ from __future__ import annotations
 import sys
 import time
 
-from infra import configure, pulumi_cli, rules, status
+from infra import ansible, pulumi_cli, rules, status
 from infra import stack as stacks
+from infra.inventory import Inventory
 from infra.topology import Topology
 
 
@@ -20,23 +21,39 @@ def say(msg: str) -> None:
     print(f"dcdrill: {msg}", file=sys.stderr, flush=True)
 
 
+def violations(stack: str) -> list[rules.Violation]:
+    """Every rule the stack breaks: the model's, then its backend's."""
+    t = stacks.load(stack)
+    return rules.check(t) + stacks.backend(stack).check(t)
+
+
 def checked(stack: str) -> Topology:
     t = stacks.load(stack)
-    problems = rules.blocking(t)
+    problems = rules.blocking(t, violations(stack))
     if problems:
         raise RuleViolation(stack, problems)
     return t
 
 
-def inventory(stack: str) -> dict:
-    path = configure.inventory_path(stack)
+def inventory(stack: str) -> Inventory:
+    """The configured stack's inventory (what `lab up` wrote), else its Pulumi output."""
+    path = ansible.inventory_path(stack)
     if path.exists():
-        import json
-        return json.loads(path.read_text())
-    return pulumi_cli.outputs(stack)["inventory"]
+        return Inventory.load(path)
+    return Inventory(pulumi_cli.outputs(stack)["inventory"])
 
 
-def wait_healthy(inv: dict, timeout_s: float = 240.0, quiet: bool = False) -> dict:
+def is_up(stack: str) -> bool:
+    """Configured and healthy right now."""
+    if not ansible.inventory_path(stack).exists():
+        return False
+    try:
+        return status.healthy(status.cluster_status(inventory(stack)))
+    except Exception:  # noqa: BLE001 - anything wrong means "not up"
+        return False
+
+
+def wait_healthy(inv: Inventory, timeout_s: float = 240.0, quiet: bool = False) -> dict:
     deadline = time.monotonic() + timeout_s
     last = ""
     while True:
@@ -56,13 +73,14 @@ def wait_healthy(inv: dict, timeout_s: float = 240.0, quiet: bool = False) -> di
 
 def up(stack: str, quiet: bool = False) -> dict:
     checked(stack)
+    stacks.backend(stack).require_support()
     t0 = time.monotonic()
     say(f"pulumi up --stack {stack}")
     pulumi_cli.up(stack)
-    inv = pulumi_cli.outputs(stack)["inventory"]
-    configure.write_inventory(stack, inv)
+    inv = Inventory(pulumi_cli.outputs(stack)["inventory"])
+    ansible.write_inventory(stack, inv)
     say(f"ansible-playbook site.yml ({time.monotonic() - t0:.0f}s so far)")
-    configure.run_site(stack, quiet=quiet)
+    ansible.run_site(stack, quiet=quiet)
     st = wait_healthy(inv, quiet=quiet)
     say(f"stack {stack} is up and healthy in {time.monotonic() - t0:.0f}s")
     return st
@@ -71,4 +89,4 @@ def up(stack: str, quiet: bool = False) -> dict:
 def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
     pulumi_cli.destroy(stack)
-    configure.inventory_path(stack).unlink(missing_ok=True)
+    ansible.inventory_path(stack).unlink(missing_ok=True)

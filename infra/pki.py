@@ -1,5 +1,5 @@
-"""The stack's own secrets: a certificate authority for TLS listeners (`dcdrill:cluster.tls`),
-and the passwords of its SASL users (`dcdrill:cluster.sasl`).
+"""The stack's own certificate authority for TLS listeners (`dcdrill:cluster.tls`); the SASL
+users' passwords are infra/passwords.py's.
 
 One CA per stack, and a certificate per broker naming what clients and other brokers dial: the
 broker's DNS name (the one in advertised.listeners), and its address where the inventory has one
@@ -8,15 +8,12 @@ Kafka reads PEM key stores
 directly (KIP-651), so the files are plain PEM:
   ca.pem, ca.key         the CA (the key never leaves the controller)
   <broker>.pem           the broker's private key (PKCS#8) and its certificate chain
-  credentials.json       {user: password} of the SCRAM users (0600)
 Files that exist and still name the right host are kept, so a second `lab up` changes nothing.
 """
 from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
-import secrets
 from pathlib import Path
 
 from cryptography import x509
@@ -111,22 +108,3 @@ def principal(broker: str) -> str:
     """The principal Kafka gives a broker that presents its certificate (mutual TLS): the
     subject's RFC 2253 name, most specific first."""
     return f"User:CN={broker},O=dcdrill"
-
-
-def ensure_passwords(path: Path, users: list[str]) -> Path:
-    """A random password per user in `path` (JSON, 0600); existing ones are kept."""
-    known = json.loads(path.read_text()) if path.exists() else {}
-    wanted = {u: known.get(u) or secrets.token_urlsafe(24) for u in sorted(users)}
-    if wanted != known:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n")
-    return path
-
-
-def password(path: str, user: str) -> str:
-    try:
-        return json.loads(Path(path).read_text())[user]
-    except (OSError, KeyError, ValueError) as exc:
-        raise ValueError(f"no password for SASL user {user!r} in {path}: configure the stack first "
-                         f"(`dcdrill lab up`) ({exc})") from None

@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 
 from infra import stack as stacks
-
-# Only for local stacks, whose state never leaves this machine; AWS stacks must set their own.
-LOCAL_PASSPHRASE = "dcdrill-local-lab"
+from infra.constants import ROOT, cache_dir
 
 
 class PulumiError(RuntimeError):
@@ -18,7 +16,7 @@ class PulumiError(RuntimeError):
 
 
 def env(stack: str) -> dict:
-    cache = stacks.cache_dir()
+    cache = cache_dir()
     e = dict(os.environ)
     e["PATH"] = os.pathsep.join([str(cache / "bin"), str(Path(sys.executable).parent), e.get("PATH", "")])
     e.setdefault("PULUMI_HOME", str(cache / "pulumi-home"))
@@ -27,18 +25,19 @@ def env(stack: str) -> dict:
     e["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
     e.setdefault("PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK", "true")
     if "PULUMI_CONFIG_PASSPHRASE" not in e and "PULUMI_CONFIG_PASSPHRASE_FILE" not in e:
-        if stacks.load_config(stack).get("dcdrill:backend", "local") != "local":
-            raise PulumiError(f"stack {stack} is not a local stack: set PULUMI_CONFIG_PASSPHRASE")
-        e["PULUMI_CONFIG_PASSPHRASE"] = LOCAL_PASSPHRASE
+        passphrase = stacks.backend(stack).passphrase()
+        if passphrase is None:
+            raise PulumiError(f"stack {stack} keeps secrets beyond this machine: set PULUMI_CONFIG_PASSPHRASE")
+        e["PULUMI_CONFIG_PASSPHRASE"] = passphrase
     return e
 
 
 def run(stack: str, *args: str, capture: bool = False) -> str:
     cmd = ["pulumi", *args, "--stack", stack, "--non-interactive"]
-    exe = stacks.cache_dir() / "bin" / "pulumi"
+    exe = cache_dir() / "bin" / "pulumi"
     if not exe.exists():
         raise PulumiError(f"{exe} is missing: run `make setup` first")
-    res = subprocess.run([str(exe), *cmd[1:]], cwd=stacks.ROOT, env=env(stack), text=True,
+    res = subprocess.run([str(exe), *cmd[1:]], cwd=ROOT, env=env(stack), text=True,
                          stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE if capture else None)
     if res.returncode != 0:
         raise PulumiError(f"`{' '.join(cmd)}` failed ({res.returncode})" + (f":\n{res.stderr}" if capture else ""))
@@ -46,13 +45,13 @@ def run(stack: str, *args: str, capture: bool = False) -> str:
 
 
 def ensure_stack(stack: str) -> None:
-    exe = str(stacks.cache_dir() / "bin" / "pulumi")
-    have = subprocess.run([exe, "stack", "ls", "--json"], cwd=stacks.ROOT, env=env(stack),
+    exe = str(cache_dir() / "bin" / "pulumi")
+    have = subprocess.run([exe, "stack", "ls", "--json"], cwd=ROOT, env=env(stack),
                           capture_output=True, text=True)
     names = [s["name"] for s in json.loads(have.stdout or "[]")] if have.returncode == 0 else []
     if stack not in names:
         subprocess.run([exe, "stack", "init", stack, "--secrets-provider", "passphrase", "--non-interactive"],
-                       cwd=stacks.ROOT, env=env(stack), check=True, capture_output=True, text=True)
+                       cwd=ROOT, env=env(stack), check=True, capture_output=True, text=True)
 
 
 def up(stack: str) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from infra.topology import ACKS, ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, BACKENDS, PROFILES, Topology
+from infra.constants import ACKS, CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP
+from infra.topology import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, BACKENDS, PROFILES, Topology
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,35 @@ def predictions(t: Topology) -> dict:
     }
 
 
+def resolved(t: Topology) -> dict:
+    """The resolved stack as the drill record's topology.json carries it (RECORD.md), with the
+    model's predictions for losing each DC."""
+    return {
+        "cluster": t.name,
+        "backend": t.backend,
+        "profile": t.profile,
+        "coordination": t.coordination,
+        "replication_factor": t.replication.factor,
+        "min_insync_replicas": t.replication.min_insync,
+        "unclean_leader_election": t.replication.unclean_leader_election,
+        "acks": t.acks,
+        "tls": t.tls,
+        "sasl": t.sasl is not None,
+        "datacenters": [
+            {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
+             "replicas_per_partition": t.replicas_in(dc.name)}
+            for dc in t.datacenters
+        ],
+        "hosts": [{"name": h.name, "role": h.role, "dc": h.dc, "node_id": h.node_id} for h in t.hosts()],
+        "predictions": predictions(t),
+    }
+
+
+def tiebreakers(t: Topology) -> list[str]:
+    """DCs that hold coordination nodes and no broker: the third DC of a "2.5 DC" layout."""
+    return [dc.name for dc in t.datacenters if dc.brokers == 0 and dc.zookeepers > 0]
+
+
 def matrix(t: Topology) -> list[dict]:
     """Every acks x minInsync x unclean-election setting on the stack's DC layout and replication
     factor: what losing each DC does (predictions()) and which profiles' rules it meets (check()).
@@ -79,11 +109,12 @@ def matrix(t: Topology) -> list[dict]:
 
 
 # What the drill's own clients do, as (resource, name, operation): the ACLs must allow them all.
-# The names: a drill's topic (chaos/drill.drill_topic), the steady-state canary's topic
-# (chaos/workload/probes.py, roles/kafka_topics) and the workload's group (WorkloadSpec.group).
-WORKLOAD_NEEDS = (("topic", "dcdrill-drill", "write"), ("topic", "dcdrill-drill", "read"),
-                  ("topic", "dcdrill-drill", "describe"), ("topic", "dcdrill-canary", "write"),
-                  ("group", "dcdrill-verifier", "read"))
+# The names: a drill's topic (DRILL_TOPIC_PREFIX + the record folder, chaos/context.drill_topic),
+# the steady-state canary's topic and the workload's group (infra/constants.py).
+_DRILL_TOPIC = DRILL_TOPIC_PREFIX + "drill"
+WORKLOAD_NEEDS = (("topic", _DRILL_TOPIC, "write"), ("topic", _DRILL_TOPIC, "read"),
+                  ("topic", _DRILL_TOPIC, "describe"), ("topic", CANARY_TOPIC, "write"),
+                  ("group", WORKLOAD_GROUP, "read"))
 
 
 def security(t: Topology) -> list[tuple[str, str]]:

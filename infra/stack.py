@@ -1,23 +1,20 @@
-"""Reading `Pulumi.<stack>.yaml` without Pulumi: the CLI, tests and the verifier use this."""
+"""Reading `Pulumi.<stack>.yaml` without Pulumi (the CLI, tests and the drill use this), and the
+backend each stack names."""
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import yaml
 
+from infra.aws.backend import AwsBackend
+from infra.backend import Backend
+from infra.constants import ROOT
+from infra.lab.backend import LabBackend
 from infra.topology import ConfigError, Topology, from_config
 
-ROOT = Path(__file__).resolve().parent.parent
+BACKENDS: dict[str, type[Backend]] = {"local": LabBackend, "aws": AwsBackend}
 
 
 class UnknownStack(ConfigError):
     pass
-
-
-def cache_dir() -> Path:
-    """Where setup and the lab keep their state (jars, pulumi state, lab host dirs)."""
-    return Path(os.environ.get("DCDRILL_CACHE", ROOT / ".cache")).resolve()
 
 
 def stack_names() -> list[str]:
@@ -32,17 +29,20 @@ def load_config(stack: str) -> dict:
     return data.get("config") or {}
 
 
+def backend_of(config: dict) -> Backend:
+    name = str(config.get("dcdrill:backend", "local"))
+    if name not in BACKENDS:
+        raise ConfigError(f"dcdrill:backend is {name!r}; valid: {', '.join(BACKENDS)}")
+    return BACKENDS[name](config)
+
+
+def topology_of(config: dict, stack: str = "") -> Topology:
+    return from_config(config, stack, default_domain=backend_of(config).default_domain)
+
+
 def load(stack: str) -> Topology:
-    return from_config(load_config(stack), stack)
+    return topology_of(load_config(stack), stack)
 
 
-def lab_settings(config: dict) -> dict:
-    """`dcdrill:lab`, documented in README: the local lab's knobs with their defaults."""
-    raw = config.get("dcdrill:lab") or {}
-    return {
-        "latency_ms": float(raw.get("latencyMs", 5)),
-        "jitter_ms": float(raw.get("jitterMs", 0)),
-        "subnet_prefix": str(raw.get("subnetPrefix", "10.77")),
-        "broker_heap_mb": int(raw.get("brokerHeapMb", 384)),
-        "zookeeper_heap_mb": int(raw.get("zookeeperHeapMb", 96)),
-    }
+def backend(stack: str) -> Backend:
+    return backend_of(load_config(stack))

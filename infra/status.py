@@ -8,7 +8,8 @@ from __future__ import annotations
 import socket
 from contextlib import closing
 
-from infra.inventory import bootstrap_servers, client_security
+from infra.constants import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
+from infra.inventory import Inventory
 
 
 def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
@@ -19,7 +20,7 @@ def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
         return False
 
 
-def zookeeper_mode(host: str, port: int = 2181, timeout_s: float = 2.0) -> str | None:
+def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: float = 2.0) -> str | None:
     """leader / follower / standalone, or None when the node does not answer."""
     try:
         with closing(socket.create_connection((host, port), timeout=timeout_s)) as s:
@@ -52,24 +53,22 @@ def _metadata(bootstrap: list[str], timeout_s: float, security: dict) -> tuple[d
         admin.close()
 
 
-def cluster_status(inventory: dict, timeout_s: float = 5.0) -> dict:
-    kids = inventory["all"]["children"]
-    broker_hosts = kids["kafka_broker"]["hosts"]
-    dc_of = {hv["broker_id"]: hv["dc"] for hv in broker_hosts.values()}
-    reachable = [f"{n}:9092" for n in sorted(broker_hosts) if _tcp_ok(n, 9092, 1.0)]
-    cluster, topics, error = _metadata(reachable, timeout_s, client_security(inventory, admin=True)) if reachable else \
-        (None, None, "no broker reachable")
+def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
+    broker_hosts = sorted(inventory.brokers, key=lambda h: h.node_id)
+    dc_of = {h.node_id: h.dc for h in broker_hosts}
+    reachable = [f"{h.name}:{CLIENT_PORT}" for h in inventory.brokers if _tcp_ok(h.name, CLIENT_PORT, 1.0)]
+    cluster, topics, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True)) if reachable \
+        else (None, None, "no broker reachable")
     registered = {b["broker_id"] for b in (cluster or {}).get("brokers", [])}
-    brokers = [{"id": hv["broker_id"], "dc": hv["dc"], "host": name,
-                "alive": f"{name}:9092" in reachable and hv["broker_id"] in registered}
-               for name, hv in sorted(broker_hosts.items(), key=lambda kv: kv[1]["broker_id"])]
+    brokers = [{"id": h.node_id, "dc": h.dc, "host": h.name,
+                "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
 
-    zk_hosts = kids["zookeeper"]["hosts"]
-    modes = {name: zookeeper_mode(name) for name in sorted(zk_hosts)}
+    zk_hosts = inventory.zookeepers
+    modes = {h.name: zookeeper_mode(h.name) for h in zk_hosts}
     serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
     zookeeper = {"alive": len(serving), "total": len(zk_hosts),
                  "quorum": len(serving) >= len(zk_hosts) // 2 + 1 and any(m in ("leader", "standalone") for m in serving),
-                 "nodes": [{"host": n, "dc": zk_hosts[n]["dc"], "mode": modes[n]} for n in sorted(zk_hosts)]}
+                 "nodes": [{"host": h.name, "dc": h.dc, "mode": modes[h.name]} for h in zk_hosts]}
 
     alive_ids = {b["id"] for b in brokers if b["alive"]}
     partitions = []
@@ -95,7 +94,7 @@ def cluster_status(inventory: dict, timeout_s: float = 5.0) -> dict:
         "off_preferred_leader": sum(1 for p in partitions
                                     if p["leader"] != -1 and p["replicas"] and p["leader"] != p["replicas"][0]),
         "error": error,
-        "bootstrap": bootstrap_servers(inventory),
+        "bootstrap": inventory.bootstrap_servers(),
     }
 
 

@@ -7,11 +7,10 @@ No Pulumi import here, so `dcdrill plan` and the verifier can use it offline.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 PROFILES = ("consistency-first", "availability-first")
 BACKENDS = ("local", "aws")
-ACKS = ("0", "1", "all")
 
 
 SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
@@ -97,7 +96,6 @@ class Topology:
     sasl: Sasl | None = None  # SCRAM users on CLIENT, mutual TLS between brokers, ACLs enforced
     acls: tuple[Acl, ...] = ()
     accept_risks: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     # -- derived facts -------------------------------------------------------------------------
     @property
@@ -179,30 +177,6 @@ class Topology:
                                                settings.get("min_insync", r.min_insync),
                                                settings.get("unclean_leader_election", r.unclean_leader_election)))
 
-    def to_record(self) -> dict:
-        """The resolved stack as the drill record's topology.json carries it."""
-        from infra import rules  # local import: rules depends on this module
-
-        return {
-            "cluster": self.name,
-            "backend": self.backend,
-            "profile": self.profile,
-            "coordination": self.coordination,
-            "replication_factor": self.replication.factor,
-            "min_insync_replicas": self.replication.min_insync,
-            "unclean_leader_election": self.replication.unclean_leader_election,
-            "acks": self.acks,
-            "tls": self.tls,
-            "sasl": self.sasl is not None,
-            "datacenters": [
-                {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
-                 "replicas_per_partition": self.replicas_in(dc.name)}
-                for dc in self.datacenters
-            ],
-            "hosts": [{"name": h.name, "role": h.role, "dc": h.dc, "node_id": h.node_id} for h in self.hosts()],
-            "predictions": rules.predictions(self),
-        }
-
 
 def _int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -242,8 +216,9 @@ def _acl(raw, i: int) -> Acl:
                operations=tuple(sorted(str(o).lower() for o in ops)))
 
 
-def from_config(config: dict, stack: str = "") -> Topology:
-    """Build the model from a stack's config mapping (keys like `dcdrill:cluster`)."""
+def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> Topology:
+    """Build the model from a stack's config mapping (keys like `dcdrill:cluster`). The hosts'
+    domain is the stack's `domain`, else the backend's (infra.stack.topology_of passes it)."""
     try:
         cluster = config["dcdrill:cluster"]
     except KeyError:
@@ -279,11 +254,9 @@ def from_config(config: dict, stack: str = "") -> Topology:
                                           "replication.uncleanLeaderElection"),
         ),
         acks=acks,
-        domain=str(cluster.get("domain", "lab" if config.get("dcdrill:backend", "local") == "local" else "dcdrill.internal")),
+        domain=str(cluster.get("domain", default_domain)),
         tls=_bool(cluster.get("tls", False), "tls"),
         sasl=_sasl(cluster.get("sasl")),
         acls=tuple(_acl(raw, i) for i, raw in enumerate(cluster.get("acls") or [])),
         accept_risks=tuple(config.get("dcdrill:acceptRisks") or ()),
-        extra={k: v for k, v in config.items() if k.startswith("dcdrill:") and k not in (
-            "dcdrill:cluster", "dcdrill:backend", "dcdrill:profile", "dcdrill:acceptRisks")},
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark.record import CORRUPT, REQUIRED, STATUSES
+from spark.ledgers import CORRUPT, REQUIRED, STATUSES
 
 # Row kinds in the identity shuffle: the produced ledger's status travels in the kind.
 P_OK, P_FAIL, P_INFO, A_ROW, C_ROW, P_BAD, A_BAD, C_BAD = range(8)

@@ -10,6 +10,8 @@ after the heal do not count: the promise is about the cluster taking writes whil
 """
 from __future__ import annotations
 
+from record.drill_record import DC_LOSS_FAULTS
+
 
 def rules_for(topology: dict) -> list[tuple[str, str]]:
     """(rule name, description) in the order the report and junit.xml show them."""
@@ -63,7 +65,6 @@ def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]
 
 # Faults that take a whole DC away (chaos/lab/actions.py, chaos/aws/actions.py): the topology's
 # prediction for losing that DC applies to them.
-DC_LOSS_FAULTS = ("kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc")
 
 
 def prediction_checks(topology: dict, summary: dict) -> list[dict]:

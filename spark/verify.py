@@ -24,10 +24,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import cds, checker, cli, identities, report, storage, verdict  # noqa: E402
-from spark.record import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
+from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
+from record.drill_record import REPORT, TOPOLOGY  # noqa: E402
+from spark import cds, checker, identities, options, report, storage, verdict  # noqa: E402
+from spark.ledgers import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
 
-EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
 # for code that runs a few seconds, and whole-stage code generation writes methods above HotSpot's
@@ -141,7 +142,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     if not storage.is_dir(spark, run_dir):
         raise BadInput(f"{run_dir}: drill record directory missing")
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
-    topology = read_json(run_dir, "topology.json", spark=spark)
+    topology = read_json(run_dir, TOPOLOGY, spark=spark)
     faults = read_faults(run_dir, spark=spark)
     spark = spark or session(conf=conf)
     # Not cached: one scan reads each ledger (JSON Lines parsed once); only rare second looks
@@ -185,7 +186,7 @@ def write(spark, run_dir: str, summary: dict) -> None:
     files = {"summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",
              "index.html": report.render_html(summary), "junit.xml": report.render_junit(summary)}
     for name, text in files.items():
-        storage.write_bytes(spark, storage.join(run_dir, "report", name), text.encode())
+        storage.write_bytes(spark, storage.join(run_dir, REPORT, name), text.encode())
 
 
 def one_screen(summary: dict) -> str:
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark-submit spark/verify.py", description=__doc__.split("\n\n")[0],
                                 epilog="Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input; "
                                        "with several records, the worst.")
-    cli.add_arguments(p)
+    options.add_arguments(p)
     return run(p.parse_args(argv))
 
 
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             summaries.append(summary)
             if not args.json:
                 print(one_screen(summary))
-                print(f"report: {storage.join(run_dir, 'report', 'index.html')}")
+                print(f"report: {storage.join(run_dir, REPORT, 'index.html')}")
     if args.json and summaries:
         print(json.dumps(summaries[0] if len(args.run_dirs) == 1 else summaries, indent=2, default=str))
     return max(codes)

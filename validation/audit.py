@@ -9,10 +9,10 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
+from record import DrillRecord
+from record.ledger import Ledger
 from validation import clients
-from validation.ledger import Ledger
 
 
 class PartitionOffline(RuntimeError):
@@ -40,7 +40,7 @@ def run(cfg: dict) -> int:
     start, end = _offsets(consumer, tps, deadline)
     consumer.seek_to_beginning(*tps)
     remaining = {tp for tp in tps if end[tp] > start[tp]}
-    ledger = Ledger(Path(cfg["run_dir"]) / "audit" / "audit.jsonl")
+    ledger = Ledger(DrillRecord(cfg["run_dir"]).audit())
     last_progress = {tp: time.monotonic() for tp in tps}
     while remaining:
         batch = consumer.poll(timeout_ms=1000)

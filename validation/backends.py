@@ -10,6 +10,7 @@ import time
 from functools import partial
 from typing import Callable
 
+from infra.constants import KAFKA_PYTHON_ACKS
 from validation import clients, outcomes
 
 # settle(seq, status, offset, error): status ok | fail | info; called once per record.
@@ -26,7 +27,7 @@ class KafkaPythonClient:
         self.retries = int(cfg["retries"])
         self.p = KafkaProducer(
             bootstrap_servers=cfg["bootstrap"], client_id=f"dcdrill-{cfg['producer_id']}",
-            acks={"all": "all", "1": 1, "0": 0}[str(cfg["acks"])], retries=self.retries,
+            acks=KAFKA_PYTHON_ACKS[str(cfg["acks"])], retries=self.retries,
             enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
             request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
             batch_size=int(cfg["batch_size"]), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),

@@ -18,7 +18,7 @@ def register(sub) -> None:
                    help="run: producers + consumers + audit; produce: producers only; audit: read the whole log")
     p.add_argument("--stack", default="local")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<timestamp>)")
-    p.add_argument("--topic", default="dcdrill")
+    p.add_argument("--topic", default="dcdrill", help="the topic to write (default dcdrill)")
     p.add_argument("--producers", type=int, default=3)
     p.add_argument("--consumers", type=int, default=2)
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer; 0 = as fast as possible")
@@ -53,8 +53,9 @@ def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
 
 
 def _run(args) -> int:
-    from infra import lifecycle
+    from infra import lifecycle, rules
     from infra import stack as stacks
+    from record import DrillRecord
 
     t = stacks.load(args.stack)
     inv = lifecycle.inventory(args.stack)
@@ -66,7 +67,7 @@ def _run(args) -> int:
         print(f"audit written to {run_dir}/audit/")
         return 0
     wl.ensure_topic(inv, spec, create=args.create_topic)
-    wl.write_topology(run_dir, t.to_record())
+    DrillRecord(run_dir).write_topology(rules.resolved(t))
     if args.action == "produce":
         spec.consumers = 0
     w = wl.Workload(run_dir, inv, spec).start()

@@ -4,12 +4,8 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 import zlib
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def resolve_security(cfg: dict) -> dict:

@@ -9,10 +9,11 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
+from infra.constants import now_ms
+from record import DrillRecord
+from record.ledger import Ledger
 from validation import clients
-from validation.ledger import Ledger
 
 
 # Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
@@ -27,14 +28,14 @@ METADATA_MAX_AGE_MS = 5000
 def run(cfg: dict, stop: clients.StopFlag) -> int:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
-    cid, dc, run_dir = cfg["consumer_id"], cfg.get("dc"), Path(cfg["run_dir"])
-    consumed = Ledger(run_dir / "consumed" / f"{cid}.jsonl")
-    events = Ledger(run_dir / "events" / f"{cid}.jsonl")
-    status_path = run_dir / "status" / f"consumer-{cid}.json"
+    cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
+    consumed = Ledger(run.consumed(cid))
+    events = Ledger(run.events(cid))
+    status_path = run.status(f"consumer-{cid}")
     status_path.parent.mkdir(parents=True, exist_ok=True)
 
     def event(kind: str, **fields) -> None:
-        events.write({"consumer_id": cid, "event": kind, "ms": clients.now_ms(), "dc": dc, **fields})
+        events.write({"consumer_id": cid, "event": kind, "ms": now_ms(), "dc": dc, **fields})
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked):
@@ -58,7 +59,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
                 consumer.subscribe([cfg["topic"]], listener=Listener())
             batch = consumer.poll(timeout_ms=500)
             rows = []
-            now = clients.now_ms()
+            now = now_ms()
             for tp, records in batch.items():
                 for r in records:
                     pid, seq, _ = clients.decode_value(r.value)

@@ -9,20 +9,21 @@ import json
 import sys
 import threading
 import time
-from pathlib import Path
 
+from infra.constants import now_ms
+from record import DrillRecord
+from record.ledger import Ledger, LedgerError
 from validation import clients
 from validation.backends import BACKENDS
-from validation.ledger import Ledger, LedgerError
 
 
 class SequencedProducer:
     def __init__(self, cfg: dict, stop: clients.StopFlag):
         self.cfg, self.stop = cfg, stop
         self.pid, self.dc, self.topic = cfg["producer_id"], cfg.get("dc"), cfg["topic"]
-        run = Path(cfg["run_dir"])
-        self.ledger = Ledger(run / "produced" / f"{self.pid}.jsonl")
-        self.status_path = run / "status" / f"producer-{self.pid}.json"
+        run = DrillRecord(cfg["run_dir"])
+        self.ledger = Ledger(run.produced(self.pid))
+        self.status_path = run.status(f"producer-{self.pid}")
         self.status_path.parent.mkdir(parents=True, exist_ok=True)
         self.counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
@@ -51,7 +52,7 @@ class SequencedProducer:
         key, partition = self.keys[k]
         # One produced-ledger row (RECORD.md), formatted by hand: this runs once per record.
         line = (f'{{"producer_id":{self.pid_json},"seq":{seq},"topic":{self.topic_json},"partition":{partition},'
-                f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{clients.now_ms()},'
+                f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
                 f'"offset":{"null" if offset is None else offset},'
                 f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}}}\n')
         if self.deferred is not None:
@@ -75,7 +76,7 @@ class SequencedProducer:
     def _send(self, seq: int) -> None:
         k = seq % self.cfg["keys"]
         key, partition = self.keys[k]
-        send_ms = clients.now_ms()
+        send_ms = now_ms()
         with self.lock:
             self.pending[seq] = (send_ms, k)
             self.counts["sent"] += 1

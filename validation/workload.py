@@ -13,8 +13,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from infra.inventory import bootstrap_servers, client_security, process_security
-from validation.ledger import Ledger
+from infra.constants import ACKS, ROOT, WORKLOAD_GROUP
+from infra.inventory import Inventory, InventoryHost
+from record import DrillRecord
 
 
 @dataclass
@@ -35,12 +36,12 @@ class WorkloadSpec:
     batch_size: int = 16384
     max_in_flight: int = 5
     keys: int = 1000
-    group: str = "dcdrill-verifier"
+    group: str = WORKLOAD_GROUP
     bootstrap_timeout_ms: int = 10000
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
     client: str = "kafka-python"  # producer backend: kafka-python | confluent (validation/backends.py)
 
-    def validate(self, inventory: dict) -> None:
+    def validate(self, inventory: Inventory) -> None:
         for name in ("rate", "duration_s", "count", "record_size", "producers"):
             v = getattr(self, name)
             if v is not None and v <= 0:
@@ -49,47 +50,44 @@ class WorkloadSpec:
             raise ValueError(f"consumers must be >= 0, got {self.consumers}")
         if self.client not in ("kafka-python", "confluent"):
             raise ValueError(f"client must be kafka-python or confluent, got {self.client!r}")
-        if self.acks not in ("0", "1", "all"):
+        if self.acks not in ACKS:
             raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
-        valid = client_hosts(inventory)
-        dcs = sorted({hv["dc"] for hv in valid.values()})
+        valid = inventory.clients
+        names, dcs = sorted(h.name for h in valid), sorted({h.dc for h in valid})
         for h in self.hosts:
-            if h not in valid and h not in dcs:
-                raise ValueError(f"unknown client host or DC {h!r}; valid hosts: {', '.join(sorted(valid))}; "
+            if h not in names and h not in dcs:
+                raise ValueError(f"unknown client host or DC {h!r}; valid hosts: {', '.join(names)}; "
                                  f"valid DCs: {', '.join(dcs)}")
 
 
-def client_hosts(inventory: dict) -> dict[str, dict]:
-    return inventory["all"]["children"].get("client", {}).get("hosts", {})
-
-
-def placements(inventory: dict, wanted: list[str], n: int) -> list[tuple[str, dict]]:
-    hosts = client_hosts(inventory)
+def placements(inventory: Inventory, wanted: list[str], n: int) -> list[InventoryHost]:
+    hosts = inventory.clients
     chosen = []
-    for w in wanted or sorted(hosts):
-        chosen += [(name, hv) for name, hv in sorted(hosts.items()) if w in (name, hv["dc"])]
+    for w in wanted or [h.name for h in hosts]:
+        chosen += [h for h in hosts if w in (h.name, h.dc)]
     if not chosen:
         raise ValueError("the inventory has no client hosts to run the workload on")
     return [chosen[i % len(chosen)] for i in range(n)]
 
 
-def _argv(module: str, host_vars: dict | None, cfg: dict) -> list[str]:
+def _argv(module: str, host: InventoryHost | None, cfg: dict) -> list[str]:
+    """The process's command: inside the client host's namespace on the lab, here elsewhere."""
     base = [sys.executable, "-m", module, "--config", json.dumps(cfg)]
-    if host_vars and host_vars.get("netns"):
-        return ["ip", "netns", "exec", host_vars["netns"], *base]
+    if host and host.netns:
+        return ["ip", "netns", "exec", host.netns, *base]
     return base
 
 
-def _process_config(run_dir: Path, inventory: dict, spec: WorkloadSpec, **extra) -> dict:
-    return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": bootstrap_servers(inventory),
-            "security": process_security(inventory), **extra}
+def _process_config(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, **extra) -> dict:
+    return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": inventory.bootstrap_servers(),
+            "security": inventory.process_security(), **extra}
 
 
 def _process_env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
+def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
                  replication=None, fresh: bool = False) -> None:
     """Create the topic if missing. `replication` (infra.topology.Replication): its factor,
     min.insync.replicas and unclean election as the topic's own settings (a drill's); without it,
@@ -98,13 +96,13 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
     from kafka.admin import KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=spec.bootstrap_timeout_ms,
-                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms, **client_security(inventory, admin=True))
+    admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), request_timeout_ms=spec.bootstrap_timeout_ms,
+                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms, **inventory.client_security(admin=True))
     try:
         if spec.topic not in admin.list_topics():
             if not create:
                 raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
-            av = inventory["all"]["vars"]
+            av = inventory.vars
             factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
             if replication is not None:
                 factor, configs = replication.factor, {
@@ -122,11 +120,11 @@ def ensure_topic(inventory: dict, spec: WorkloadSpec, partitions: int = 6, creat
         admin.close()
 
 
-def delete_topic(inventory: dict, topic: str, timeout_ms: int = 30_000) -> None:
+def delete_topic(inventory: Inventory, topic: str, timeout_ms: int = 30_000) -> None:
     from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers(inventory), request_timeout_ms=timeout_ms,
-                             **client_security(inventory, admin=True))
+    admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), request_timeout_ms=timeout_ms,
+                             **inventory.client_security(admin=True))
     try:
         admin.delete_topics([topic], timeout_ms=timeout_ms)
     finally:
@@ -136,29 +134,29 @@ def delete_topic(inventory: dict, topic: str, timeout_ms: int = 30_000) -> None:
 class Workload:
     """Producers and consumers as child processes; `stop()` lets them settle what is in flight."""
 
-    def __init__(self, run_dir: Path, inventory: dict, spec: WorkloadSpec):
+    def __init__(self, run_dir: Path, inventory: Inventory, spec: WorkloadSpec):
         spec.validate(inventory)
         self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
+        self.record = DrillRecord(run_dir)
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
     def _cfg(self, **extra) -> dict:
         return _process_config(self.run_dir, self.inventory, self.spec, **extra)
 
     def start(self) -> "Workload":
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        logs = self.run_dir / "logs"
-        logs.mkdir(exist_ok=True)
         env = _process_env()
-        for i, (host, hv) in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
+        for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
             cid = f"c{i + 1}"
-            self._spawn(cid, _argv("validation.consumer", hv, self._cfg(consumer_id=cid, dc=hv["dc"], host=host)), env)
-        for i, (host, hv) in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
+            self._spawn(cid, _argv("validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
+        for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
             pid = f"p{i + 1}"
-            self._spawn(pid, _argv("validation.producer", hv, self._cfg(producer_id=pid, dc=hv["dc"], host=host)), env)
+            self._spawn(pid, _argv("validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
         return self
 
     def _spawn(self, name: str, argv: list[str], env: dict) -> None:
-        log = open(self.run_dir / "logs" / f"{name}.log", "ab")
+        path = self.record.log(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "ab")
         self.procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                                   stdin=subprocess.DEVNULL, start_new_session=True)))
 
@@ -167,7 +165,7 @@ class Workload:
 
     def status(self) -> dict:
         snaps = []
-        for f in sorted((self.run_dir / "status").glob("*.json")):
+        for f in sorted(self.record.status_dir().glob("*.json")):
             try:
                 snaps.append(json.loads(f.read_text()))
             except (OSError, ValueError):
@@ -238,20 +236,10 @@ def progress_line(st: dict, elapsed_s: float) -> str:
             f"indeterminate {st['info']}  in flight {st['in_flight']}  consumed {st['delivered']}  [{dcs}]   ")
 
 
-def audit(run_dir: Path, inventory: dict, spec: WorkloadSpec, timeout_s: float = 120.0) -> None:
+def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: float = 120.0) -> None:
     """Read the whole log into audit/ (from a client host, like the other clients)."""
     hosts = placements(inventory, spec.hosts, 1)
     cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s)
-    res = subprocess.run(_argv("validation.audit", hosts[0][1], cfg), env=_process_env(), capture_output=True, text=True)
+    res = subprocess.run(_argv("validation.audit", hosts[0], cfg), env=_process_env(), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")
-
-
-def write_topology(run_dir: Path, record: dict) -> None:
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    (Path(run_dir) / "topology.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
-def append_fault(run_dir: Path, fault: dict) -> None:
-    with Ledger(Path(run_dir) / "faults.jsonl") as ledger:
-        ledger.write(fault)

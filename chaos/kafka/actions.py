@@ -1,7 +1,7 @@
 """Actions on the cluster itself (not faults): put it in the same shape before every drill."""
 from __future__ import annotations
 
-from chaos import drill
+from chaos import context
 from chaos.kafka.probes import cluster_now, wait_until
 
 __all__ = ["elect_preferred_leaders"]
@@ -19,13 +19,11 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     preferred replica in sync, which the steady state has just checked."""
     from kafka.admin import KafkaAdminClient
 
-    from infra.inventory import client_security
-
     st = cluster_now(configuration)
     before = st["off_preferred_leader"]
     if before:
         admin = KafkaAdminClient(bootstrap_servers=st["bootstrap"], client_id="dcdrill-chaos",
-                                 **client_security(drill.inventory(configuration), admin=True))
+                                 **context.inventory(configuration).client_security(admin=True))
         try:
             # Per-partition errors (a preferred replica not in sync) show in the wait's timeout.
             admin.elect_leaders(PREFERRED, raise_errors=False)

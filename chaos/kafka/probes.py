@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from chaos import drill
+from chaos import context
 from infra import status as cluster
 
 __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
@@ -15,7 +15,7 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
 def cluster_now(configuration) -> dict:
     """infra.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
     probe itself: __all__ lists those)."""
-    return cluster.cluster_status(drill.inventory(configuration))
+    return cluster.cluster_status(context.inventory(configuration))
 
 
 def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:
@@ -31,8 +31,9 @@ def partitions_off_preferred_leader(configuration: dict = None, secrets: dict = 
     return cluster_now(configuration)["off_preferred_leader"]
 
 
-def isr_per_dc(topic: str = "dcdrill", configuration: dict = None, secrets: dict = None) -> dict:
-    """{partition: {dc: in-sync replicas in that DC}} for one topic."""
+def isr_per_dc(topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:
+    """{partition: {dc: in-sync replicas in that DC}} for one topic (default: the drill's)."""
+    topic = topic or context.drill_topic(configuration)
     out = {}
     for p in cluster_now(configuration)["partitions"]:
         if p["topic"] == topic:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import time
 
-from chaos import drill
+from chaos import context
 from chaos.workload.actions import _running
+from infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
 
 __all__ = ["workload_progressing"]
 
@@ -13,7 +14,7 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
     """True when the running workload's acknowledged count grows within `within_s` seconds.
     With no workload running (the hypothesis before the method), one canary record must be
     acknowledged with the stack's acks instead."""
-    w = _running.get(str(drill.run_dir(configuration)))
+    w = _running.get(str(context.run_dir(configuration)))
     if w is None:
         return _canary(configuration, within_s)
     before = w.status()["ok"]
@@ -28,16 +29,14 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
 def _canary(configuration, within_s: float) -> bool:
     from kafka import KafkaProducer
 
-    from infra.inventory import bootstrap_servers, client_security
-
-    t = drill.topology(configuration)
-    inv = drill.inventory(configuration)
-    acks = {"all": "all", "1": 1, "0": 0}[t.acks]
+    t = context.topology(configuration)
+    inv = context.inventory(configuration)
     try:
-        p = KafkaProducer(bootstrap_servers=bootstrap_servers(inv), acks=acks, bootstrap_timeout_ms=int(within_s * 1000),
-                          max_block_ms=int(within_s * 1000), **client_security(inv))
+        p = KafkaProducer(bootstrap_servers=inv.bootstrap_servers(), acks=KAFKA_PYTHON_ACKS[t.acks],
+                          bootstrap_timeout_ms=int(within_s * 1000), max_block_ms=int(within_s * 1000),
+                          **inv.client_security())
         try:
-            p.send("dcdrill-canary", b"canary").get(timeout=within_s)
+            p.send(CANARY_TOPIC, b"canary").get(timeout=within_s)
             return True
         finally:
             p.close(timeout=2)

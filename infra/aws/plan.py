@@ -86,10 +86,15 @@ def connection_vars(region: str) -> dict:
 
 
 def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
-              bucket: str = "<ssm-transfer-bucket>") -> dict:
-    """The same schema as the lab's; offline (`dcdrill plan`) instance ids are placeholders."""
+              bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> inv.Inventory:
+    """The same schema as the lab's; offline (`dcdrill plan`) instance and subnet ids are
+    placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
+    instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made."""
     ids = instance_ids or {h.name: f"<instance-id of {h.name}>" for h in t.hosts()}
+    subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
     host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
     extra = {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
-             "ansible_aws_ssm_bucket_name": bucket, "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+             "ansible_aws_ssm_bucket_name": bucket, "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024,
+             "aws_subnet_ids": dict(sorted(subnets.items())),
+             "aws_regions": {dc.name: dc.region for dc in t.datacenters}}
     return inv.build(t, ids, None, extra, host_vars)

@@ -59,5 +59,8 @@ def build(t: Topology, config: dict) -> pulumi.Output:
             zone_id=zone.zone_id, provider=providers[dc.region]))
         ids[h.name] = host.instance.id
     names = list(ids)
-    return pulumi.Output.all(bucket.bucket, *ids.values()).apply(
-        lambda vals: plan.inventory(t, config, dict(zip(names, vals[1:])), bucket=vals[0]))
+    dcs = [dc.name for dc in t.datacenters]
+    subnet_ids = [nets[t.dc(dc).region].subnets[dc].id for dc in dcs]
+    return pulumi.Output.all(bucket.bucket, *ids.values(), *subnet_ids).apply(
+        lambda vals: plan.inventory(t, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
+                                    subnet_ids=dict(zip(dcs, vals[1 + len(names):]))).data)

@@ -27,7 +27,8 @@ def lab_dir(cache: Path) -> Path:
     return cache / "lab"
 
 
-def build_inventory(t: Topology, settings: dict, cache: Path) -> dict:
+def build_inventory(t: Topology, settings, cache: Path) -> inventory.Inventory:
+    """settings: infra.lab.backend.LabSettings."""
     lab = lab_dir(cache)
     connection = {
         "ansible_user": "root",
@@ -40,9 +41,9 @@ def build_inventory(t: Topology, settings: dict, cache: Path) -> dict:
         "service_manager": "lab",
         "lab_service_python": sys.executable,
         "kafka_libs_dir": str(cache / "kafka" / "libs"),
-        "kafka_heap_mb": settings["broker_heap_mb"],
-        "zookeeper_heap_mb": settings["zookeeper_heap_mb"],
+        "kafka_heap_mb": settings.broker_heap_mb,
+        "zookeeper_heap_mb": settings.zookeeper_heap_mb,
     }
     host_vars = {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
                  for h in t.hosts()}
-    return inventory.build(t, addresses(t, settings["subnet_prefix"]), connection, extra, host_vars)
+    return inventory.build(t, addresses(t, settings.subnet_prefix), connection, extra, host_vars)

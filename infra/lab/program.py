@@ -10,9 +10,10 @@ from infra.lab.resources import Datacenter, Host, Link, Router
 from infra.topology import Topology
 
 
-def build(t: Topology, settings: dict, cache: Path) -> dict:
+def build(t: Topology, settings, cache: Path) -> dict:
+    """settings: infra.lab.backend.LabSettings. Returns the inventory's dict (a stack output)."""
     netns.require_support()
-    prefix = settings["subnet_prefix"]
+    prefix = settings.subnet_prefix
     lab = layout.lab_dir(cache)
     hosts_file = lab / "hosts.txt"
     router = Router("router", prefix)
@@ -20,7 +21,7 @@ def build(t: Topology, settings: dict, cache: Path) -> dict:
     for dc in t.datacenters:
         i = layout.dc_index(t, dc.name)
         dc_res = Datacenter(f"dc-{dc.name}", dc.name)
-        link = Link(f"link-{dc.name}", dc.name, i, prefix, settings["latency_ms"], settings["jitter_ms"],
+        link = Link(f"link-{dc.name}", dc.name, i, prefix, settings.latency_ms, settings.jitter_ms,
                     pulumi.ResourceOptions(depends_on=[router, dc_res]))
         for h in (h for h in t.hosts() if h.dc == dc.name):
             Host(f"host-{h.short}", {
@@ -28,4 +29,4 @@ def build(t: Topology, settings: dict, cache: Path) -> dict:
                 "ip": addresses[h.name], "gateway": f"{prefix}.{i}.1", "prefix": prefix,
                 "lab_dir": str(lab), "hosts_file": str(hosts_file),
             }, pulumi.ResourceOptions(depends_on=[link]))
-    return layout.build_inventory(t, settings, cache)
+    return layout.build_inventory(t, settings, cache).data

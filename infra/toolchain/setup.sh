@@ -101,6 +101,6 @@ fi
 # 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
 if [ ! -f "$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
-  (cd "$ROOT" && "$VENV/bin/python" -m spark.cds)
+  (cd "$ROOT" && "$VENV/bin/python" -m spark.archive)
 fi
 echo "setup: ok (venv $VENV, cache $CACHE)"

@@ -27,7 +27,7 @@ def main() -> None:
     args = ap.parse_args()
     run = Path("runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{args.experiment}"
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "infra.cli", "drill", "--stack", args.stack, "--experiment",
+    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", args.stack, "--experiment",
                           args.experiment, "--hold", str(args.hold), "--run-dir", str(run)],
                          capture_output=True, text=True)
     wall = time.monotonic() - t0

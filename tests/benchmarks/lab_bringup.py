@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--stack", default="local")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     args = ap.parse_args()
-    cli = [sys.executable, "-m", "infra.cli"]
+    cli = [sys.executable, "-m", "dcdrill.cli"]
     subprocess.run(cli + ["lab", "down", "--stack", args.stack], capture_output=True)
     base = used_mib()
     peak = {"used": base, "jvm": 0.0}

@@ -97,7 +97,7 @@ def duck(run: Path, fmt: str) -> tuple[float, dict]:
 
 def spark(run: Path) -> tuple[float, dict]:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "infra.cli", "verify", str(run), "--json"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"], capture_output=True,
                          text=True, cwd=ROOT)
     took = time.monotonic() - t0
     if res.returncode not in (0, 1):

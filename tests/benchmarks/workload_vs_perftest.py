@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 
 from infra import lifecycle
-from infra import stack as stacks
-from infra.inventory import bootstrap_servers, client_security
+from infra.constants import cache_dir
+from record.ledger import read
 from validation import clients
 from validation import workload as wl
-from validation.ledger import read
 
 
 def main() -> None:
@@ -31,19 +30,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians are reported")
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
-    client = sorted(inv["all"]["children"]["client"]["hosts"].values(), key=lambda h: h["dc"])[0]
-    boot = ",".join(bootstrap_servers(inv))
-    libs = stacks.cache_dir() / "kafka" / "libs"
+    client = sorted(inv.clients, key=lambda h: h.dc)[0]
+    boot = ",".join(inv.bootstrap_servers())
+    libs = cache_dir() / "kafka" / "libs"
     # TLS / SASL stacks: the Java producer gets the workload's user and CA, in a file (the password
     # stays off its command line); topics are dcdrill-*, which the workload user's ACLs allow.
     java_config = Path(tempfile.mkdtemp(prefix="dcdrill-bench-")) / "producer.properties"
-    java_config.write_text("".join(f"{line}\n" for line in clients.java_properties(client_security(inv))))
+    java_config.write_text("".join(f"{line}\n" for line in clients.java_properties(inv.client_security())))
     java_config.chmod(0o600)
     runs: dict[str, list[float]] = {"ProducerPerformance": [], "kafka-python": [], "confluent": []}
     for rnd in range(args.rounds):
         topic = f"dcdrill-bench-perf-{int(time.time())}-{rnd}"
         wl.ensure_topic(inv, wl.WorkloadSpec(topic=topic))
-        out = subprocess.run(["ip", "netns", "exec", client["netns"], "java", "-Xmx512m", "-cp", f"{libs}/*",
+        out = subprocess.run(["ip", "netns", "exec", client.netns, "java", "-Xmx512m", "-cp", f"{libs}/*",
                               "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
                               "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
                               "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5",
@@ -53,7 +52,7 @@ def main() -> None:
         for backend in ("kafka-python", "confluent"):
             spec = wl.WorkloadSpec(topic=f"dcdrill-bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
                                    rate=None, duration_s=None, count=args.records, record_size=100, acks="all",
-                                   linger_ms=5, hosts=[client["dc"]], client=backend)
+                                   linger_ms=5, hosts=[client.dc], client=backend)
             wl.ensure_topic(inv, spec)
             run = Path(tempfile.mkdtemp(prefix="dcdrill-bench-"))
             w = wl.Workload(run, inv, spec).start()
@@ -65,7 +64,7 @@ def main() -> None:
             runs[backend].append(len(ok) / ((max(r["ack_ms"] for r in ok) - min(r["send_ms"] for r in rows)) / 1000))
         print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in runs.items()), flush=True)
     med = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"medians over {args.rounds} rounds, {args.records} records of 100 bytes, acks=all, one producer in {client['dc']}:")
+    print(f"medians over {args.rounds} rounds, {args.records} records of 100 bytes, acks=all, one producer in {client.dc}:")
     print(f"  ProducerPerformance (Java, no ledger)   {med['ProducerPerformance']:9.0f} records/s")
     for backend in ("kafka-python", "confluent"):
         print(f"  dcdrill {backend:<14} (full ledger)  {med[backend]:9.0f} records/s   "

@@ -1,0 +1,68 @@
+"""What every activity shares: the stack it targets, the drill record it writes into, the
+topology under the drill's own settings, and the fault driver of the stack's backend.
+
+Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
+  stack     the Pulumi stack (default: local)
+  run_dir   the drill record directory, runs/<drill-id>
+A drill's own settings, where they differ from the stack's (`dcdrill drill --acks ...`), are in
+the record's settings.json: a file, because `chaos run --var` only sets keys an experiment declares.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from infra import lifecycle
+from infra import stack as stacks
+from infra.backend import Backend
+from infra.constants import DRILL_TOPIC_PREFIX
+from infra.inventory import Inventory
+from infra.topology import Topology
+from record import DrillRecord
+
+
+def stack_name(configuration: dict | None) -> str:
+    return (configuration or {}).get("stack", "local")
+
+
+def run_dir(configuration: dict | None) -> Path:
+    rd = (configuration or {}).get("run_dir")
+    if not rd:
+        raise ValueError("configuration.run_dir is required (the drill record directory)")
+    return Path(rd)
+
+
+def record(configuration: dict | None) -> DrillRecord:
+    return DrillRecord(run_dir(configuration))
+
+
+def topology(configuration: dict | None) -> Topology:
+    """The stack's topology, under the drill's own settings if the record has some."""
+    t = stacks.load(stack_name(configuration))
+    rd = (configuration or {}).get("run_dir")
+    own = DrillRecord(rd).settings() if rd else {}
+    return t.with_settings(own) if own else t
+
+
+def backend(configuration: dict | None) -> Backend:
+    return stacks.backend(stack_name(configuration))
+
+
+def inventory(configuration: dict | None) -> Inventory:
+    return lifecycle.inventory(stack_name(configuration))
+
+
+def drill_topic(configuration) -> str:
+    """A fresh topic per drill: the audit then reads this drill's records and nothing older. The
+    record folder's name, plus a digest of its whole path: the drills of two series share names
+    (drill-1, ...), and a --matrix series has a drill-1 per setting."""
+    rd = run_dir(configuration).resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", rd.name)[:200]  # what Kafka allows in a topic name
+    return f"{DRILL_TOPIC_PREFIX}{name}-{hashlib.sha1(str(rd).encode()).hexdigest()[:8]}"
+
+
+def check_dc(configuration: dict | None, dc: str) -> None:
+    names = topology(configuration).dc_names
+    if dc not in names:
+        raise ValueError(f"unknown DC {dc!r}; valid: {', '.join(names)}")

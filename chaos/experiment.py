@@ -1,0 +1,91 @@
+"""dcdrill's Chaos Toolkit experiments: one shared shape (chaos/experiments/_drill.json) and one
+short file per fault (its title, its own configuration keys and its fault activities), composed
+into a complete experiment here. A new fault is a file of a few lines.
+
+`dcdrill experiment NAME` prints the composed experiment, for a plain `chaos run`; `dcdrill
+drill` writes it into the drill record (experiment.json) and runs that. `preflight` is the check
+`dcdrill drill --check` makes before anything starts.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from chaos.faults import actions, driver_class
+from infra import rules
+from infra.backend import Backend
+from infra.topology import Topology
+
+FOLDER = Path(__file__).resolve().parent / "experiments"
+SHAPE = FOLDER / "_drill.json"
+MARKER = "x-dcdrill-fault"  # where the fault's activities go in the shape's method
+FAULT_MODULE = "chaos.faults.actions"
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in FOLDER.glob("*.json") if not p.name.startswith("_"))
+
+
+def compose(name: str) -> dict:
+    """The complete experiment: the shared shape with this fault's title, configuration and activities."""
+    if name not in names():
+        raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(names())}")
+    shape = json.loads(SHAPE.read_text())
+    shape.pop("$comment", None)
+    part = json.loads((FOLDER / f"{name}.json").read_text())
+    out = {"version": shape.pop("version"), "title": part["title"], "description": part["description"],
+           **copy.deepcopy(shape)}
+    out["configuration"] = {**shape["configuration"], **part.get("configuration", {})}
+    method = []
+    for activity in shape["method"]:
+        method += copy.deepcopy(part["fault"]) if MARKER in activity else [activity]
+    out["method"] = method
+    return out
+
+
+def fault_activities(experiment: dict) -> list[dict]:
+    """The activities of the experiment that call a fault action (chaos/faults/actions.py)."""
+    every = experiment.get("method", []) + experiment.get("rollbacks", [])
+    return [a for a in every if a.get("provider", {}).get("module") == FAULT_MODULE]
+
+
+def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict) -> list[str]:
+    """What stops this experiment on this stack, as sentences; empty: it can run. Starts nothing.
+
+    Chaos Toolkit's own validation (every module, function and argument resolves), then: every
+    fault it names exists on the backend's driver, and applies to the topology (a DC it names is
+    one of the stack's, a tiebreaker loss needs a tiebreaker DC)."""
+    from chaoslib.exceptions import InvalidExperiment
+    from chaoslib.experiment import ensure_experiment_is_valid
+
+    problems = []
+    try:
+        ensure_experiment_is_valid(experiment)
+    except InvalidExperiment as exc:
+        problems.append(f"Chaos Toolkit refuses the experiment: {exc}")
+    drv = driver_class(backend)
+    config = {**experiment.get("configuration", {}), **variables}
+    for a in fault_activities(experiment):
+        func = a["provider"]["func"]
+        need = actions.NEEDS.get(func)
+        if need is None or getattr(drv, need, None) is None or getattr(getattr(drv, need), "__isabstractmethod__", False):
+            problems.append(f"fault {func!r} does not exist on the {backend.name} backend's driver ({drv.__name__})")
+            continue
+        for key, value in a["provider"].get("arguments", {}).items():
+            value = _substitute(value, config)
+            if key in ("dc", "other_dc") and value not in t.dc_names:
+                problems.append(f"{a['name']}: {key} {value!r} is not a DC of the stack; valid: {', '.join(t.dc_names)}")
+            if key == "direction" and value not in ("both", "ingress", "egress"):
+                problems.append(f"{a['name']}: direction {value!r}; valid: both, ingress, egress")
+        if func == "kill_tiebreaker" and not rules.tiebreakers(t):
+            problems.append(f"{a['name']}: the stack has no tiebreaker DC (one with ZooKeeper nodes and no "
+                            f"brokers; DCs: {', '.join(f'{d.name} {d.brokers}b/{d.zookeepers}zk' for d in t.datacenters)})")
+    return problems
+
+
+def _substitute(value, config: dict):
+    """`${key}` as Chaos Toolkit substitutes it from the configuration (whole-string form only)."""
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        return config.get(value[2:-1], value)
+    return value

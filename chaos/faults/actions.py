@@ -1,0 +1,141 @@
+"""The fault actions every experiment names, on any backend: each records the fault in the drill
+record (faults.jsonl, and the fault state heal reads), then asks the stack's fault driver
+(chaos.faults.DRIVERS) to inject it. A fault that cannot be injected raises ActivityFailed, so a
+plain `chaos run` fails too.
+
+DC losses record the drill topic's ISR just before the fault (isr_at_start): the topology's
+predictions assume every replica in sync, and the report says when some were not.
+"""
+from __future__ import annotations
+
+from chaoslib.exceptions import ActivityFailed
+
+from chaos import context
+from chaos.faults import driver_class
+from chaos.faults.driver import FaultDriver, Undo
+from chaos.kafka.probes import wait_converged
+from infra import rules, status
+from record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_TIEBREAKER, ROLLING_RESTART,
+                                 STOP_DC)
+
+__all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "heal"]
+
+# What each action needs from the driver: `dcdrill drill --check` checks the backend has it.
+NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc", "kill_tiebreaker": "kill_dc",
+         "degrade_link": "degrade_link", "rolling_restart": "restart_broker", "heal": "undo"}
+
+
+def driver(configuration: dict | None) -> FaultDriver:
+    backend = context.backend(configuration)
+    return driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
+
+
+def isr_snapshot(configuration) -> dict | None:
+    """How many of the drill topic's partitions had every replica in sync, taken just before a
+    fault. None when nobody answered: a missing snapshot must not stop the fault."""
+    try:
+        st = status.cluster_status(context.inventory(configuration), timeout_s=3.0)
+    except Exception:  # noqa: BLE001
+        return None
+    parts = [p for p in st["partitions"] if p["topic"] == context.drill_topic(configuration)]
+    if not parts:
+        return None
+    return {"partitions": len(parts), "in_sync": sum(len(p["isr"]) == len(p["replicas"]) for p in parts)}
+
+
+def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False) -> dict:
+    """Record the fault, then act(driver, undo); what the driver notes in `undo` is saved in the
+    fault state as it goes, so heal undoes exactly what happened, even after a failure halfway."""
+    record = context.record(configuration)
+    d = driver(configuration)
+    entry = record.fault_started(fault, target, isr_at_start=isr_snapshot(configuration) if dc_loss else None)
+    key = (entry["fault"], entry["target"], entry["start_ms"])
+    with record.fault_state() as state:
+        state["active"].append({**entry, "undo": {}})
+
+    def save(data: dict) -> None:
+        with record.fault_state() as state:
+            for active in state["active"]:
+                if (active["fault"], active["target"], active["start_ms"]) == key:
+                    active["undo"] = data
+
+    try:
+        return {**entry, **act(d, Undo(save))}
+    except Exception as exc:  # noqa: BLE001 - the rollbacks heal what was noted
+        raise ActivityFailed(f"{fault} {target}: {type(exc).__name__}: {exc}") from exc
+
+
+def kill_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
+    """Power loss: every Kafka and ZooKeeper process of the DC stops at once."""
+    context.check_dc(configuration, dc)
+    return _inject(configuration, KILL_DC, dc, lambda d, undo: d.kill_dc(dc, undo), dc_loss=True)
+
+
+def stop_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
+    """Clean shutdown of every Kafka and ZooKeeper process of the DC, brokers first."""
+    context.check_dc(configuration, dc)
+    return _inject(configuration, STOP_DC, dc, lambda d, undo: d.stop_dc(dc, undo), dc_loss=True)
+
+
+def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:
+    """Power loss of the DC that holds ZooKeeper nodes but no brokers."""
+    ties = rules.tiebreakers(context.topology(configuration))
+    if not ties:
+        raise ActivityFailed(f"stack {context.stack_name(configuration)} has no tiebreaker DC "
+                             "(ZooKeeper nodes and no brokers)")
+    return _inject(configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True)
+
+
+def isolate_dc(dc: str, direction: str = "both", configuration: dict = None, secrets: dict = None) -> dict:
+    """Cut the DC off from the others: both directions, or only `ingress` (into the DC) / `egress`."""
+    context.check_dc(configuration, dc)
+    FaultDriver.check_direction(direction)
+    return _inject(configuration, ISOLATE_DC, dc, lambda d, undo: d.isolate_dc(dc, direction, undo), dc_loss=True)
+
+
+def degrade_link(dc: str, other_dc: str, latency_ms: float = 0, jitter_ms: float = 0, loss_pct: float = 0,
+                 configuration: dict = None, secrets: dict = None) -> dict:
+    """Latency, jitter and packet loss between two DCs, both directions."""
+    for d in (dc, other_dc):
+        context.check_dc(configuration, d)
+    return _inject(configuration, DEGRADE_LINK, f"{dc}<->{other_dc}", lambda d, undo: d.degrade_link(
+        dc, other_dc, float(latency_ms), float(jitter_ms), float(loss_pct), undo))
+
+
+def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
+    """Restart the brokers one at a time, waiting for zero under-replicated partitions in between."""
+    def restart_all(d: FaultDriver, undo: Undo) -> dict:
+        for host in d.inventory.brokers:
+            d.restart_broker(host)
+            wait_converged(timeout_s=wait_timeout_s, configuration=configuration)
+        return {"restarted": [h.name for h in d.inventory.brokers]}
+
+    result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all)
+    heal("all-brokers", configuration=configuration)  # nothing to undo: this records the fault's end
+    return result
+
+
+def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:
+    """Undo every recorded fault (of `dc`, or all) exactly as its driver noted it. Keeps healing
+    the rest when one fails, then raises naming what could not be healed. Safe as a rollback."""
+    record = context.record(configuration)
+    if not record.active_faults():
+        return {"healed": []}
+    d = driver(configuration)
+    healed, errors = [], []
+    with record.fault_state() as state:
+        keep = []
+        for active in state["active"]:
+            if dc and active["target"] != dc and not active["target"].startswith(f"{dc}<->"):
+                keep.append(active)
+                continue
+            try:
+                d.undo(active["undo"])
+                healed.append(record.fault_ended(active))
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"{active['fault']} {active['target']}: {exc}")
+                keep.append(active)
+        state["active"] = keep
+    if errors:
+        raise ActivityFailed("heal failed: " + "; ".join(errors))
+    return {"healed": healed}

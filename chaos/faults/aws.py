@@ -1,0 +1,156 @@
+"""The AWS fault driver (boto3). Its targets are the ids the stack's own Pulumi outputs list (the
+inventory: instance ids as ansible_host, subnets in aws_subnet_ids); their tags (`cluster`, `dc`)
+are a second check, never the only one, so another stack with the same tags is never touched.
+
+- kill / stop a DC: StopInstances (Force for a power loss) of its brokers and ZooKeeper nodes.
+- isolate a DC: its subnet moves onto a network ACL of its own. NACLs are stateless, so one
+  direction can be cut: `both` denies everything, `ingress` allows only outbound traffic,
+  `egress` only inbound.
+- degrade a link: `tc netem` on the hosts of both DCs, for traffic to the other DC's subnet,
+  through SSM Run Command (AWS-RunShellScript); heal deletes that qdisc the same way.
+- restart a broker: `systemctl restart kafka` through SSM, waiting for the command to finish.
+Every change is noted before it is made, so heal undoes exactly it.
+"""
+from __future__ import annotations
+
+import time
+
+from chaos.faults.driver import FaultDriver, Undo
+from infra.inventory import InventoryHost
+
+RUN_SHELL = "AWS-RunShellScript"
+COMMENT = "dcdrill fault"
+NETEM_HANDLE = "1:"
+# The interface of the default route: where traffic to the other DC leaves (ens5 on Nitro, eth0 on older types).
+DEVICE = "dev=$(ip -o -4 route show default | awk '{print $5; exit}'); dev=${dev:-eth0}"
+
+
+def netem_script(cidr: str, latency_ms: float, jitter_ms: float, loss_pct: float) -> list[str]:
+    """Delay and drop what leaves the host for `cidr` only: a prio qdisc whose fourth band holds
+    netem, and a u32 filter sending the other DC's subnet there. The rest of the traffic is untouched."""
+    netem = f"delay {latency_ms:g}ms" + (f" {jitter_ms:g}ms" if jitter_ms else "") + (f" loss {loss_pct:g}%" if loss_pct else "")
+    return [DEVICE,
+            f"tc qdisc replace dev $dev root handle {NETEM_HANDLE} prio bands 4",
+            f"tc qdisc replace dev $dev parent 1:4 handle 40: netem {netem}",
+            f"tc filter replace dev $dev parent {NETEM_HANDLE} protocol ip prio 1 u32 match ip dst {cidr} flowid 1:4"]
+
+
+HEAL_NETEM = [DEVICE,
+              f"tc qdisc del dev $dev root handle {NETEM_HANDLE} || true"]
+
+
+class AwsFaults(FaultDriver):
+    ROLES = ("zookeeper", "kafka_broker")
+
+    def _client(self, service: str, region: str):
+        import boto3
+
+        return boto3.client(service, region_name=region)
+
+    def _region(self, dc: str) -> str:
+        return self.inventory.vars["aws_regions"][dc]
+
+    def _owned_instances(self, dc: str, roles=ROLES) -> list[str]:
+        """The DC's instance ids from the stack's outputs, each confirmed by its tags."""
+        hosts = self.inventory.in_dc(dc, roles)
+        ids = sorted(h.address for h in hosts)
+        if not ids:
+            raise ValueError(f"{dc} has no {' or '.join(roles)} host in the stack's outputs")
+        ec2 = self._client("ec2", self._region(dc))
+        found = {i["InstanceId"]: {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+                 for r in ec2.describe_instances(InstanceIds=ids)["Reservations"] for i in r["Instances"]}
+        for i in ids:
+            tags = found.get(i, {})
+            if tags.get("cluster") != self.topology.name or tags.get("dc") != dc:
+                raise RuntimeError(f"instance {i} is not tagged cluster={self.topology.name}, dc={dc} "
+                                   f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped")
+        return ids
+
+    def _owned_subnet(self, dc: str) -> dict:
+        subnet_id = self.inventory.vars["aws_subnet_ids"][dc]
+        ec2 = self._client("ec2", self._region(dc))
+        sn = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
+        tags = {t["Key"]: t["Value"] for t in sn.get("Tags", [])}
+        if tags.get("cluster") != self.topology.name or tags.get("dc") != dc:
+            raise RuntimeError(f"subnet {subnet_id} is not tagged cluster={self.topology.name}, dc={dc} (tags: {tags})")
+        return sn
+
+    # -- processes ----------------------------------------------------------------------------
+    def _stop(self, dc: str, force: bool, undo: Undo) -> dict:
+        ids = self._owned_instances(dc)
+        undo.add(region=self._region(dc), start=ids)
+        self._client("ec2", self._region(dc)).stop_instances(InstanceIds=ids, Force=force)
+        return {"instances": ids}
+
+    def kill_dc(self, dc: str, undo: Undo) -> dict:
+        return self._stop(dc, True, undo)
+
+    def stop_dc(self, dc: str, undo: Undo) -> dict:
+        return self._stop(dc, False, undo)
+
+    def restart_broker(self, host: InventoryHost, timeout_s: float = 300) -> None:
+        region = self._region(host.dc)
+        self._owned_instances(host.dc, ("kafka_broker",))
+        ssm = self._client("ssm", region)
+        cmd = ssm.send_command(InstanceIds=[host.address], DocumentName=RUN_SHELL, Comment=COMMENT,
+                               Parameters={"commands": ["systemctl restart kafka"]})["Command"]["CommandId"]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=host.address)
+            if inv["Status"] == "Success":
+                return
+            if inv["Status"] in ("Failed", "Cancelled", "TimedOut") or time.monotonic() > deadline:
+                raise RuntimeError(f"restarting kafka on {host.name} ({host.address}): {inv['Status']} "
+                                   f"{inv.get('StandardErrorContent', '')[:300]}")
+            time.sleep(2)
+
+    # -- networks -----------------------------------------------------------------------------
+    def isolate_dc(self, dc: str, direction: str, undo: Undo) -> dict:
+        self.check_direction(direction)
+        region = self._region(dc)
+        sn = self._owned_subnet(dc)
+        ec2 = self._client("ec2", region)
+        undo.add(region=region)
+        acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
+            {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self.topology.name},
+            {"Key": "dcdrill", "Value": "isolation"}]}])["NetworkAcl"]["NetworkAclId"]
+        undo.add(acls=[acl])
+        # A new NACL denies everything both ways; a one-way cut allows the other direction back.
+        allowed = {"both": (), "ingress": (True,), "egress": (False,)}[direction]
+        for egress in allowed:
+            ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="-1", RuleAction="allow",
+                                         Egress=egress, CidrBlock="0.0.0.0/0")
+        current = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [sn["SubnetId"]]}])
+        original = current["NetworkAcls"][0]
+        assoc = next(a for a in original["Associations"] if a["SubnetId"] == sn["SubnetId"])
+        new = ec2.replace_network_acl_association(AssociationId=assoc["NetworkAclAssociationId"], NetworkAclId=acl)
+        undo.add(swaps=[{"subnet": sn["SubnetId"], "original_acl": original["NetworkAclId"],
+                         "association": new["NewAssociationId"], "deny_acl": acl}])
+        return {"direction": direction, "subnet": sn["SubnetId"], "acl": acl}
+
+    def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
+                     undo: Undo) -> dict:
+        sides = {dc: self._owned_subnet(other_dc)["CidrBlock"], other_dc: self._owned_subnet(dc)["CidrBlock"]}
+        commands = []
+        for side, cidr in sides.items():
+            ids = self._owned_instances(side, ("zookeeper", "kafka_broker", "client"))
+            undo.add(netem=[{"region": self._region(side), "instances": ids}])
+            cmd = self._client("ssm", self._region(side)).send_command(
+                InstanceIds=ids, DocumentName=RUN_SHELL, Comment=COMMENT,
+                Parameters={"commands": netem_script(cidr, latency_ms, jitter_ms, loss_pct)})["Command"]["CommandId"]
+            commands.append(cmd)
+        return {"commands": commands}
+
+    def undo(self, undo: dict) -> None:
+        if undo.get("start"):
+            self._client("ec2", undo["region"]).start_instances(InstanceIds=undo["start"])
+        swaps = undo.get("swaps") or []
+        for swap in swaps:
+            self._client("ec2", undo["region"]).replace_network_acl_association(
+                AssociationId=swap["association"], NetworkAclId=swap["original_acl"])
+        for acl in undo.get("acls") or []:
+            self._client("ec2", undo["region"]).delete_network_acl(NetworkAclId=acl)
+        for side in undo.get("netem") or []:
+            self._client("ssm", side["region"]).send_command(
+                InstanceIds=side["instances"], DocumentName=RUN_SHELL, Comment=COMMENT,
+                Parameters={"commands": HEAL_NETEM})

@@ -1,0 +1,72 @@
+"""The fault driver protocol (Jepsen's nemesis): one backend's way to break things and to put
+them back. The Chaos Toolkit actions (chaos/faults/actions.py) are the same on every backend;
+they record each fault in the drill record and call the stack's driver.
+
+A driver notes what heal must undo in an `Undo` as it goes, before each change, so a fault that
+fails halfway is still healed exactly: heal calls `undo()` with what was noted, and nothing else.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from infra.backend import Backend
+from infra.inventory import Inventory, InventoryHost
+from infra.topology import Topology
+
+DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
+
+
+class Undo:
+    """What heal must undo for one fault, kept in the drill record's fault state (`save` writes it
+    there at once). Lists grow with `add`; other values are set."""
+
+    def __init__(self, save=None):
+        self.data: dict = {}
+        self._save = save or (lambda data: None)
+
+    def add(self, **items) -> None:
+        for key, value in items.items():
+            if isinstance(value, list):
+                self.data.setdefault(key, []).extend(value)
+            else:
+                self.data[key] = value
+        self._save(self.data)
+
+
+class FaultDriver(ABC):
+    """Every fault, with the same parameters on every backend. Targets are DCs of the topology
+    and hosts of the inventory; a driver acts on exactly the hosts and networks its own stack
+    created (the inventory the stack exported), never on whatever merely looks like them."""
+
+    def __init__(self, topology: Topology, inventory: Inventory, backend: Backend):
+        self.topology, self.inventory, self.backend = topology, inventory, backend
+
+    @abstractmethod
+    def kill_dc(self, dc: str, undo: Undo) -> dict:
+        """Power loss: every broker and coordination node of the DC stops at once."""
+
+    @abstractmethod
+    def stop_dc(self, dc: str, undo: Undo) -> dict:
+        """Clean shutdown of every broker and coordination node of the DC, brokers first."""
+
+    @abstractmethod
+    def isolate_dc(self, dc: str, direction: str, undo: Undo) -> dict:
+        """Cut the DC off from the others: `both` directions, or only `ingress` / `egress`."""
+
+    @abstractmethod
+    def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
+                     undo: Undo) -> dict:
+        """Latency, jitter and packet loss between two DCs, both directions."""
+
+    @abstractmethod
+    def restart_broker(self, host: InventoryHost) -> None:
+        """Stop one broker cleanly and start it again (a step of a rolling restart)."""
+
+    @abstractmethod
+    def undo(self, undo: dict) -> None:
+        """Put back what one fault changed, as its Undo noted it (heal calls it once per fault)."""
+
+    @staticmethod
+    def check_direction(direction: str) -> None:
+        if direction not in DIRECTIONS:
+            raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")

@@ -1,1 +1,0 @@
-"""The lab driver: faults on the netns lab (processes and the router)."""

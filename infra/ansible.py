@@ -1,0 +1,83 @@
+"""The Ansible runner, the pipeline's step after Pulumi: inventory (the stack output) -> site.yml.
+
+Runs through ansible-runner from Python; by hand it is the same as
+    ansible-playbook -i .cache/stacks/<stack>/inventory.json site.yml
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from infra import passwords, pki
+from infra.constants import ROOT, cache_dir
+from infra.inventory import Inventory
+
+
+class AnsibleFailed(RuntimeError):
+    pass
+
+
+def inventory_path(stack: str) -> Path:
+    return cache_dir() / "stacks" / stack / "inventory.json"
+
+
+def tls_dir(stack: str) -> Path:
+    return cache_dir() / "stacks" / stack / "tls"
+
+
+def write_inventory(stack: str, inventory: Inventory) -> Path:
+    """The inventory Ansible and the clients read. With TLS, the stack's CA and broker key stores
+    are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
+    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
+    av = inventory.vars
+    if av.get("kafka_tls"):
+        brokers = {h.name: h.address for h in inventory.brokers}
+        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], brokers))
+    if av.get("kafka_sasl"):
+        av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack) / "credentials.json",
+                                                            av["kafka_sasl_users"]))
+    path = inventory_path(stack)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(inventory.to_json())
+    return path
+
+
+def run_site(stack: str, quiet: bool = False, limit: str | None = None) -> dict:
+    """Run site.yml; returns per-host stats {host: {"changed": n, "failures": n, ...}}."""
+    import ansible_runner  # heavy import, only when configuring
+
+    private = cache_dir() / "stacks" / stack / "ansible-runner"
+    shutil.rmtree(private / "artifacts", ignore_errors=True)
+    private.mkdir(parents=True, exist_ok=True)
+
+    def progress(event: dict) -> bool:
+        data = event.get("event_data", {})
+        if not quiet and event.get("event") == "playbook_on_task_start":
+            print(f"  ansible: {data.get('task')}", file=sys.stderr, flush=True)
+        if event.get("event") == "runner_on_failed" and not data.get("ignore_errors"):
+            res = data.get("res", {})
+            print(f"  ansible FAILED on {data.get('host')}: {data.get('task')}: "
+                  f"{res.get('msg') or res.get('stderr') or res}", file=sys.stderr, flush=True)
+        return True
+
+    r = ansible_runner.run(
+        private_data_dir=str(private), project_dir=str(ROOT), playbook=str(ROOT / "site.yml"),
+        inventory=str(inventory_path(stack)), quiet=True, event_handler=progress, limit=limit,
+        envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+                 "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
+                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
+    )
+    stats = r.stats or {}
+    per_host: dict[str, dict] = {}
+    for key in ("ok", "changed", "failures", "dark", "skipped"):
+        for host, n in (stats.get(key) or {}).items():
+            per_host.setdefault(host, {})[key] = n
+    if r.rc != 0:
+        raise AnsibleFailed(f"site.yml failed (rc {r.rc}, status {r.status}); logs in {private}/artifacts")
+    return per_host
+
+
+def changed_total(per_host: dict) -> int:
+    return sum(h.get("changed", 0) for h in per_host.values())

@@ -1,0 +1,28 @@
+"""The AWS backend: a VPC per region, a subnet per DC (AZ), EC2 hosts reached through SSM
+(infra/aws/program.py); its settings, checks and inventory shape are in infra/aws/plan.py."""
+from __future__ import annotations
+
+from infra.aws import plan
+from infra.backend import Backend
+from infra.inventory import Inventory
+from infra.rules import Violation
+from infra.topology import Topology
+
+
+class AwsBackend(Backend):
+    name = "aws"
+    default_domain = "dcdrill.internal"
+
+    def __init__(self, config: dict):
+        self.config = config  # `dcdrill:aws`, read against the topology's regions (plan.settings)
+
+    def check(self, t: Topology) -> list[Violation]:
+        return plan.check(t, self.config)
+
+    def inventory(self, t: Topology) -> Inventory:
+        return plan.inventory(t, self.config)
+
+    def program(self, t: Topology):
+        from infra.aws import program
+
+        return program.build(t, self.config)

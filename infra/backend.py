@@ -1,0 +1,45 @@
+"""Where a stack's hosts live: the lab (network namespaces on this machine) or AWS.
+
+A `Backend` owns everything that differs between them: its typed settings (`dcdrill:lab` or
+`dcdrill:aws`), the checks only it can make, the inventory it exports (offline, for `dcdrill
+plan`, and from its Pulumi program), and what its Pulumi stack needs. The fault driver that
+matches it is chaos.faults.driver_for(backend). Code outside the backends asks the backend;
+it never asks which backend it is on.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from infra.inventory import Inventory
+from infra.rules import Violation
+from infra.topology import Topology
+
+
+class Backend(ABC):
+    name: str  # the `dcdrill:backend` value
+    default_domain: str  # the hosts' DNS domain unless the stack names one
+
+    @abstractmethod
+    def check(self, t: Topology) -> list[Violation]:
+        """Refusals only this backend can make, before any resource exists."""
+
+    @abstractmethod
+    def inventory(self, t: Topology) -> Inventory:
+        """The inventory as planned, offline (addresses the backend cannot know yet are placeholders)."""
+
+    @abstractmethod
+    def program(self, t: Topology):
+        """Register the stack's resources (inside a Pulumi program); returns the inventory, an
+        Output on backends whose addresses are only known once the resources exist."""
+
+    def require_support(self) -> None:
+        """Raise a one-sentence error when this machine cannot drive the backend."""
+
+    def leftovers(self) -> list[str]:
+        """What a `lab down` should have removed and did not (names, for a warning)."""
+        return []
+
+    def passphrase(self) -> str | None:
+        """The Pulumi secrets passphrase when the backend may choose one (state that never leaves
+        the machine); None: the user must set PULUMI_CONFIG_PASSPHRASE."""
+        return None

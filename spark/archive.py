@@ -1,0 +1,71 @@
+"""Builds the verifier JVM's class-data archive (spark/cds.py says why): verifies two tiny
+records, a JSON Lines one and its Parquet copy, in a JVM that dumps its loaded classes on exit.
+
+    python -m spark.archive        (make setup runs it once per JDK, pyspark and kernel jar)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from infra.constants import ROOT
+from spark import verify
+from spark.cds import archive_path
+
+
+def _record(run: Path) -> None:
+    rows = {
+        "produced": [{"producer_id": "p", "seq": i, "topic": "t", "partition": i % 2, "key": None, "send_ms": 1000 + i,
+                      "status": "ok", "ack_ms": 1005 + i, "offset": i // 2, "error": None, "dc": "dc-a"}
+                     for i in range(20)],
+        "audit": [{"topic": "t", "partition": i % 2, "offset": i // 2, "producer_id": "p", "seq": i,
+                   "timestamp_ms": 1000 + i} for i in range(19)],
+        "consumed": [{"consumer_id": "c", "group": "g", "topic": "t", "partition": i % 2, "offset": i // 2,
+                      "producer_id": "p", "seq": i, "consume_ms": 2000, "dc": "dc-b"} for i in range(20)],
+    }
+    for kind, rs in rows.items():
+        (run / kind).mkdir(parents=True)
+        (run / kind / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
+    (run / "topology.json").write_text(json.dumps({"profile": "consistency-first", "unclean_leader_election": False}))
+    (run / "faults.jsonl").write_text(json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1008,
+                                                  "end_ms": 1012}) + "\n")
+
+
+def exercise(tmp: Path) -> None:
+    """What the archive should hold: a JSON Lines record and its Parquet copy, verified."""
+    spark = verify.session()
+    _record(tmp / "jsonl")
+    (tmp / "parquet").mkdir()
+    for name in ("topology.json", "faults.jsonl"):
+        (tmp / "parquet" / name).write_bytes((tmp / "jsonl" / name).read_bytes())
+    for kind in ("produced", "audit", "consumed"):
+        spark.read.json(str(tmp / "jsonl" / kind)).coalesce(1).write.parquet(str(tmp / "parquet" / f"{kind}.tmp"))
+        (tmp / "parquet" / kind).mkdir()
+        for f in (tmp / "parquet" / f"{kind}.tmp").glob("*.parquet"):
+            f.rename(tmp / "parquet" / kind / f.name)
+    for record in ("jsonl", "parquet"):
+        verify.verify(str(tmp / record), spark=spark)
+    spark.stop()
+
+
+def build() -> Path:
+    """Run `exercise` in a JVM that dumps its loaded classes on exit."""
+    path = archive_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="dcdrill-cds-") as tmp:
+        env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
+        subprocess.run([sys.executable, "-m", "spark.archive", "--exercise", tmp], cwd=ROOT, env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    Path(str(path) + ".tmp").replace(path)
+    return path
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--exercise"]:
+        exercise(Path(sys.argv[2]))
+    else:
+        print(f"spark class-data archive: {build()}")

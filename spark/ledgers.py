@@ -1,0 +1,162 @@
+"""Reading a drill record's ledgers into Spark, with the bad-input rules of RECORD.md. The record's
+layout and the parsing of its small files are the record package's; this module reads them
+through Spark's filesystems, so records in S3 are read the same way.
+
+Parsing is Spark's (fast path); diagnostics are Python's and run only when something is wrong:
+the number of corrupt rows Spark saw is compared with the torn last lines found by reading
+each file's tail, and on a mismatch the offending file and line are located and named.
+"""
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from record.drill_record import FAULTS, parse_faults
+from spark import storage
+
+
+class BadInput(ValueError):
+    """Exit 2: the drill record cannot be verified as it is."""
+
+
+S, L, I = T.StringType(), T.LongType(), T.IntegerType()
+SCHEMAS = {
+    "produced": {"producer_id": S, "seq": L, "topic": S, "partition": I, "key": S, "send_ms": L, "status": S,
+                 "ack_ms": L, "offset": L, "error": S, "dc": S},
+    "consumed": {"consumer_id": S, "group": S, "topic": S, "partition": I, "offset": L, "producer_id": S,
+                 "seq": L, "consume_ms": L, "dc": S},
+    "audit": {"topic": S, "partition": I, "offset": L, "producer_id": S, "seq": L, "timestamp_ms": L},
+}
+# Columns that must be present and non-null on every row (the rest may be null).
+REQUIRED = {
+    "produced": ("producer_id", "seq", "topic", "partition", "send_ms", "status"),
+    "consumed": ("topic", "partition", "offset"),
+    "audit": ("topic", "partition", "offset"),
+}
+PY_TYPES = {S: (str,), L: (int,), I: (int,)}
+STATUSES = ("ok", "fail", "info")
+CORRUPT = "_corrupt_record"
+
+
+def ledger_files(spark, run_dir: str, kind: str) -> tuple[list[str], str]:
+    """(files, format) of one ledger folder, local or remote (spark/storage.py)."""
+    folder = storage.join(run_dir, kind)
+    names = storage.listdir(spark, folder)
+    if names is None:
+        raise BadInput(f"{folder}: ledger folder missing")
+    parquet = [n for n in names if n.endswith(".parquet")]
+    jsonl = [n for n in names if n.endswith(".jsonl")]
+    if parquet and jsonl:
+        raise BadInput(f"{folder}: mixes .parquet and .jsonl ledgers")
+    return (parquet, "parquet") if parquet else (jsonl, "jsonl")
+
+
+def torn_last_line(spark, path: str) -> bool:
+    """A last line without its newline that does not parse: what a crash mid-write leaves."""
+    tail = storage.read_tail(spark, path, 65536)
+    if not tail or tail.endswith(b"\n"):
+        return False
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+        return False
+    except ValueError:
+        return True
+
+
+def locate_problem(spark, files: list[str], kind: str) -> str:
+    """Slow path, only after Spark saw a problem: name the file, line and column."""
+    schema, required = SCHEMAS[kind], REQUIRED[kind]
+    for path in files:
+        lines = (storage.read_bytes(spark, path) or b"").split(b"\n")
+        for n, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                if n == len(lines):  # torn last line: allowed
+                    continue
+                return f"{path}:{n}: malformed line"
+            if not isinstance(row, dict):
+                return f"{path}:{n}: a row must be a JSON object"
+            for col in required:
+                if row.get(col) is None:
+                    return f"{path}:{n}: column {col!r} missing or null"
+            for col, typ in schema.items():
+                v = row.get(col)
+                if v is not None and (not isinstance(v, PY_TYPES[typ]) or isinstance(v, bool)):
+                    return f"{path}:{n}: column {col!r} has the wrong type ({type(v).__name__})"
+            if kind == "produced" and row["status"] not in STATUSES:
+                return f"{path}:{n}: status must be ok, fail or info, got {row['status']!r}"
+    return f"{kind}: a row could not be read (no file or line found to blame)"
+
+
+def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> str:
+    """Slow path for Parquet ledgers: name the file, the column and how many rows."""
+    for path in files:
+        df = spark.read.parquet(path)
+        for col in REQUIRED[kind]:
+            nulls = df.filter(F.col(col).isNull()).count()
+            if nulls:
+                return f"{path}: column {col!r} is null in {nulls} rows"
+        if kind == "produced":
+            bad = df.filter(~F.col("status").isin(*STATUSES)).select("status").limit(1).collect()
+            if bad:
+                return f"{path}: status must be ok, fail or info, got {bad[0]['status']!r}"
+    return f"{kind}: a row could not be read (no file to blame)"
+
+
+def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]:
+    """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
+    {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass."""
+    files, fmt = ledger_files(spark, run_dir, kind)
+    schema = SCHEMAS[kind]
+    if not files:
+        empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
+        return spark.createDataFrame([], empty), \
+            {"files": [], "format": fmt, "torn": 0, "empty": True}
+    if fmt == "parquet":
+        df = spark.read.parquet(*files)
+        for col, typ in schema.items():
+            if col not in df.columns:
+                raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")
+            if df.schema[col].dataType not in (typ, T.IntegerType() if typ == L else typ, T.LongType() if typ == I else typ):
+                raise BadInput(f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, "
+                               f"expected {typ.simpleString()}")
+        df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
+        torn = 0
+    else:
+        struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
+        df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
+            .json(files)
+        torn = sum(torn_last_line(spark, f) for f in files)
+    return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
+
+
+def read_json(run_dir: str, name: str, required: bool = True, spark=None):
+    path = storage.join(run_dir, name)
+    data = storage.read_bytes(spark, path)
+    if data is None:
+        if required:
+            raise BadInput(f"{path}: missing")
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_faults(run_dir: str, spark=None) -> list[dict]:
+    """faults.jsonl, one entry per fault (record.parse_faults); missing: no fault."""
+    path = storage.join(run_dir, FAULTS)
+    data = storage.read_bytes(spark, path)
+    if data is None:
+        return []
+    try:
+        return parse_faults(data, path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None

@@ -1,0 +1,182 @@
+"""The AWS fault driver against moto (in-process): every fault and its heal, on the instances and
+subnets the stack's own outputs list. Heal leaves the account as it was, and a second stack with
+the very same tags in the same region is never touched."""
+import boto3
+import pytest
+from moto import mock_aws
+
+from chaos.faults import actions
+from chaos.faults.aws import AwsFaults
+from infra import ansible, stack
+from infra.aws import plan
+from record import DrillRecord
+
+STACK = "aws-3az-tiebreaker"
+REGION = "eu-west-1"
+
+
+def _build_stack(ec2, t, vpc):
+    """Subnets and instances for every host of the topology, tagged as infra/aws tags them."""
+    ids, subnets = {}, {}
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    for i, dc in enumerate(t.datacenters):
+        sn = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i * 16}.0/20", AvailabilityZone=dc.zone,
+                               TagSpecifications=[{"ResourceType": "subnet", "Tags": [
+                                   {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": dc.name}]}])
+        subnets[dc.name] = sn["Subnet"]["SubnetId"]
+    for h in t.hosts():
+        res = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, SubnetId=subnets[h.dc],
+                                TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                    {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": h.dc},
+                                    {"Key": "role", "Value": h.role}]}])
+        ids[h.name] = res["Instances"][0]["InstanceId"]
+    return ids, subnets
+
+
+@pytest.fixture
+def aws(monkeypatch, tmp_path):
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                 "AWS_DEFAULT_REGION": REGION, "DCDRILL_CACHE": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(k, v)
+    # No cluster here to ask for the ISR, nor to wait on between broker restarts.
+    monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
+    monkeypatch.setattr(actions, "wait_converged", lambda **kw: {"waited_s": 0})
+    SENT.clear()
+    real = AwsFaults._client
+
+    def listened(self, service, region):
+        client = real(self, service, region)
+        client.meta.events.register("provide-client-params.ssm.SendCommand", _sent)
+        return client
+
+    monkeypatch.setattr(AwsFaults, "_client", listened)
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        t = stack.load(STACK)
+        ours = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+        twin = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]  # another stack, identical tags
+        ids, subnets = _build_stack(ec2, t, ours)
+        twin_ids, twin_subnets = _build_stack(ec2, t, twin)
+        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets)
+        ansible.inventory_path(STACK).parent.mkdir(parents=True)
+        ansible.inventory_path(STACK).write_text(inv.to_json())  # what `lab up` leaves for the drill
+        cfg = {"stack": STACK, "run_dir": str(tmp_path / "run")}
+        yield ec2, cfg, ids, subnets, {"ids": twin_ids, "subnets": twin_subnets}
+
+
+def account(ec2) -> dict:
+    """What a fault may change and heal must put back."""
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"]
+              for i in r["Instances"]}
+    acls = ec2.describe_network_acls()["NetworkAcls"]
+    assoc = {a["SubnetId"]: acl["NetworkAclId"] for acl in acls for a in acl["Associations"]}
+    return {"instances": states, "associations": assoc, "acls": sorted(a["NetworkAclId"] for a in acls)}
+
+
+SENT: list = []
+
+
+def _sent(params, **kwargs):
+    SENT.append((params["InstanceIds"], params["Parameters"]["commands"]))
+
+
+def commands():
+    """The SSM commands issued, as the requests left boto3: moto's ListCommands adds every instance of
+    the region to a command sent without Targets, so it cannot say which instances a command named."""
+    return list(SENT)
+
+
+def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
+    ec2, cfg, ids, subnets, twin = aws
+    before = account(ec2)
+    dc_a = {ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")}
+
+    actions.kill_dc("dc-a", configuration=cfg)
+    during = account(ec2)["instances"]
+    assert {i for i, s in during.items() if s == "stopped"} == dc_a  # not dc-a's client, nothing else
+    actions.heal("dc-a", configuration=cfg)
+    assert account(ec2) == before
+
+    actions.stop_dc("dc-b", configuration=cfg)
+    assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
+        ids[n] for n in ids if ".dc-b." in n and not n.startswith("c")}
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
+
+    out = actions.kill_tiebreaker(configuration=cfg)
+    assert out["target"] == "dc-c" and {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
+        ids["zk3.dc-c.dcdrill.internal"]}
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
+
+    for direction, allowed in (("both", set()), ("ingress", {True}), ("egress", {False})):
+        actions.isolate_dc("dc-b", direction=direction, configuration=cfg)
+        now = account(ec2)
+        assert {s: a for s, a in now["associations"].items() if a != before["associations"][s]}.keys() == {subnets["dc-b"]}
+        acl = ec2.describe_network_acls(NetworkAclIds=[now["associations"][subnets["dc-b"]]])["NetworkAcls"][0]
+        # Stateless: a one-way cut allows the other direction back, and nothing else.
+        assert {e["Egress"] for e in acl["Entries"] if e["RuleAction"] == "allow" and e["RuleNumber"] == 100} == allowed
+        actions.heal("dc-b", configuration=cfg)
+        assert account(ec2) == before, direction
+
+    actions.degrade_link("dc-a", "dc-b", latency_ms=20, loss_pct=5, configuration=cfg)
+    actions.heal("dc-a", configuration=cfg)
+    issued = commands()
+    ab = {ids[n] for n in ids if ".dc-a." in n or ".dc-b." in n}
+    assert [set(i) for i, _ in issued] == [
+        {ids[n] for n in ids if ".dc-a." in n}, {ids[n] for n in ids if ".dc-b." in n},  # netem on both sides
+        {ids[n] for n in ids if ".dc-a." in n}, {ids[n] for n in ids if ".dc-b." in n}]  # and its heal
+    assert set().union(*(set(i) for i, _ in issued)) == ab
+    assert "u32 match ip dst 10.20.16.0/20" in " ".join(issued[0][1]) and "delay 20ms loss 5%" in " ".join(issued[0][1])
+    assert all("tc qdisc del" in " ".join(c) for _, c in issued[2:])
+    assert account(ec2) == before
+
+    actions.rolling_restart(configuration=cfg)
+    restarts = commands()[len(issued):]
+    assert [(i, c) for i, c in restarts] == [([ids[n]], ["systemctl restart kafka"])
+                                            for n in sorted(ids) if n.startswith("b")]
+
+    faults = DrillRecord(cfg["run_dir"]).faults()
+    assert [f["fault"] for f in faults] == ["kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc", "isolate-dc",
+                                            "isolate-dc", "degrade-link", "rolling-restart"]
+    assert all(f["end_ms"] >= f["start_ms"] for f in faults) and not DrillRecord(cfg["run_dir"]).active_faults()
+    # The twin stack: same tags, same region, never touched.
+    assert all(before["instances"][i] == account(ec2)["instances"][i] == "running" for i in twin["ids"].values())
+    assert not any(set(twin["ids"].values()) & set(i) for i, _ in commands())
+
+
+def test_a_target_whose_tags_disagree_with_the_outputs_is_refused(aws):
+    ec2, cfg, ids, _, _ = aws
+    ec2.create_tags(Resources=[ids["b1.dc-a.dcdrill.internal"]], Tags=[{"Key": "cluster", "Value": "other"}])
+    before = account(ec2)
+    with pytest.raises(Exception, match="is not tagged cluster=main, dc=dc-a"):
+        actions.kill_dc("dc-a", configuration=cfg)
+    assert account(ec2) == before  # nothing stopped
+
+
+def test_a_fault_failing_halfway_is_still_healed_exactly(aws, monkeypatch):
+    ec2, cfg, _, subnets, _ = aws
+    before = account(ec2)
+    real = AwsFaults._client
+
+    def failing(self, service, region):
+        client = real(self, service, region)
+        if service == "ec2":
+            def boom(**kw):
+                raise RuntimeError("throttled")
+            client.replace_network_acl_association = boom
+        return client
+
+    monkeypatch.setattr(AwsFaults, "_client", failing)
+    with pytest.raises(Exception, match="throttled"):
+        actions.isolate_dc("dc-b", configuration=cfg)
+    monkeypatch.setattr(AwsFaults, "_client", real)
+    assert len(account(ec2)["acls"]) == len(before["acls"]) + 1  # the new ACL exists, unassociated
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
+
+
+def test_unknown_dc_is_refused(aws):
+    _, cfg, _, _, _ = aws
+    with pytest.raises(ValueError, match="valid: dc-a, dc-b, dc-c"):
+        actions.kill_dc("dc-z", configuration=cfg)

@@ -1,0 +1,188 @@
+"""Whole drills on the real lab: `dcdrill drill` = chaos run + verify."""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from infra import status
+from record import DrillRecord
+
+pytestmark = pytest.mark.lab
+DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
+
+
+def drill(run, *args, hold=10, timeout=600):
+    return subprocess.run(DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def summary(run):
+    return json.loads((run / "report" / "summary.json").read_text())
+
+
+def activity(run, name) -> dict:
+    """One activity's journal entry, by name."""
+    return next(r for r in json.loads((run / "journal.json").read_text())["run"] if r["activity"]["name"] == name)
+
+
+def test_preferred_leaders_are_restored_before_a_drill(lab):
+    """A partition led by another replica than its preferred one (as a failover leaves it) is
+    moved back by the action every experiment starts with."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from chaos.kafka.actions import elect_preferred_leaders
+
+    def partition():
+        return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
+
+    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
+    try:
+        admin.create_topics([NewTopic("it-preferred", 1, 4)])
+        deadline = time.monotonic() + 30
+        while not (p := partition())["isr"] or len(p["isr"]) < 4:
+            assert time.monotonic() < deadline, p
+            time.sleep(1)
+        # The same replicas, another first one: the leader stays, but is no longer the preferred.
+        replicas = p["replicas"][1:] + p["replicas"][:1]
+        admin.alter_partition_reassignments({TopicPartition("it-preferred", 0): replicas})
+        deadline = time.monotonic() + 30
+        while (p := partition())["replicas"] != replicas:
+            assert time.monotonic() < deadline, p
+            time.sleep(1)
+        assert p["leader"] != replicas[0] and status.cluster_status(lab)["off_preferred_leader"] >= 1
+        out = elect_preferred_leaders(timeout_s=60, configuration={"stack": "local"})
+    finally:
+        admin.close()
+    assert out["off_preferred_before"] >= 1, out
+    assert partition()["leader"] == replicas[0]
+    assert status.cluster_status(lab)["off_preferred_leader"] == 0
+
+
+def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
+    run = tmp_path / "kill"
+    # Held 20 s: survivors refuse writes only once the ISR has shrunk below minISR, which takes
+    # replica.lag.time.max.ms (10 s in the lab) plus a check interval; a 10 s hold sometimes ends first.
+    res = drill(run, "--experiment", "kill-dc", "--dc", "dc-a", hold=20)
+    assert res.returncode == 0, res.stdout + res.stderr
+    faults = DrillRecord(run).faults()
+    assert [(f["fault"], f["target"]) for f in faults] == [("kill-dc", "dc-a")]
+    assert faults[0]["end_ms"] > faults[0]["start_ms"]
+    # Taken just before the kill: the prediction below assumes every replica was in sync.
+    assert faults[0]["isr_at_start"] == {"partitions": 6, "in_sync": 6}, faults[0]
+    for part in ("journal.json", "produced", "consumed", "audit", "topology.json", "report/index.html",
+                 "report/junit.xml"):
+        assert (run / part).exists(), part
+    s = summary(run)
+    c = s["counts"]
+    assert s["verdict"] == "pass" and c["acked_lost"] == 0 and c["phantoms"] == 0
+    # The live group delivered every acknowledged record, dc-a's consumer included once dc-a was
+    # back (validation/consumer.py METADATA_MAX_AGE_MS: it stalled there before).
+    assert c["acked_unseen"] == 0, s["by_partition"]
+    # Real three-valued outcomes: minISR 3 with 2 brokers left refuses writes (fail); in-flight
+    # requests to the killed brokers are indeterminate (info).
+    assert c["acked"] > 0 and c["failed"] > 0 and c["indeterminate"] > 0
+    during = next(p for p in s["phases"] if p["phase"] == "during kill-dc dc-a")
+    assert during["failed"] > 0
+    # The topology model said losing dc-a stops writes (2 replicas left, minISR 3); so it did.
+    [check] = s["prediction_checks"]
+    assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
+    assert "caveat" not in check and s["faults"][0]["isr_at_start"] == faults[0]["isr_at_start"]
+    assert status.healthy(status.cluster_status(lab))
+    # The drill began on preferred leaders and deleted its topic once the audit had it.
+    assert activity(run, "balance-leaders")["status"] == "succeeded"
+    deleted = activity(run, "delete-topic")["output"]
+    assert deleted["deleted"] is True, deleted
+    deadline = time.monotonic() + 30  # deletion completes on the brokers after the controller's answer
+    while deleted["topic"] in {p["topic"] for p in status.cluster_status(lab)["partitions"]}:
+        assert time.monotonic() < deadline, f"{deleted['topic']} still listed"
+        time.sleep(1)
+
+
+def test_isolate_dc_split_brain(lab, tmp_path):
+    run = tmp_path / "isolate"
+    res = drill(run, "--experiment", "isolate-dc", "--dc", "dc-a")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [(f["fault"], f["target"]) for f in DrillRecord(run).faults()] == [("isolate-dc", "dc-a")]
+    assert summary(run)["counts"]["acked_lost"] == 0
+    assert status.healthy(status.cluster_status(lab))
+
+
+def test_tiebreaker_loss_keeps_writes_going_drill_after_drill(lab, tmp_path):
+    series = tmp_path / "tie"
+    res = drill(series, "--experiment", "tiebreaker-loss", "--repeat", "2", timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for run in (series / "drill-1", series / "drill-2"):
+        s = summary(run)
+        during = next(p for p in s["phases"] if p["phase"].startswith("during kill-tiebreaker"))
+        assert during["acked"] > 0  # ZooKeeper keeps quorum with 2 of 3: the brokers keep taking writes
+        [check] = s["prediction_checks"]
+        assert check["observed"]["writable"] is True and check["as_predicted"], check
+    # The series compared, as `dcdrill history` does: both drills in one group, both as predicted.
+    assert ": kill-tiebreaker dc-c  (2 drills)" in res.stdout, res.stdout
+    assert "verdict pass 2/2; acknowledged loss in 0/2" in res.stdout and "prediction held 2/2" in res.stdout
+    assert "data:image/png;base64," in (series / "history.html").read_text()
+
+
+def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_path):
+    """acks=1, minInsync 2, unclean election on, availability-first, on the `local` lab (acks=all,
+    minInsync 3): the drill's topic and producers take them, the verdict checks their promise and
+    the prediction is theirs. Held 56 s by default: writes must fail over before the heal."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    run = tmp_path / "own"
+    res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
+                                    "--run-dir", str(run), "--acks", "1", "--min-insync", "2", "--unclean", "on",
+                                    "--profile", "availability-first", "--keep-topic"],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    topo = json.loads((run / "topology.json").read_text())
+    assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
+            topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
+    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
+    try:
+        topic = activity(run, "start-workload")["output"]["topic"]
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
+    finally:
+        admin.close()
+    assert configs["min.insync.replicas"]["value"] == "2", configs
+    assert configs["unclean.leader.election.enable"]["value"] == "true", configs
+    assert activity(run, "delete-topic")["output"]["deleted"] is False  # --keep-topic
+    s = summary(run)
+    [fault] = s["faults"]
+    assert fault["held_ms"] >= 56_000 and fault["writes_continued"], fault
+    assert [r["rule"] for r in s["rules"]] == ["no-phantoms", "no-failed-present", "writes-continued"]
+    [check] = s["prediction_checks"]
+    assert check["predicted"] == {"quorum_survives": True, "writable": True, "acked_loss_possible": True}
+    assert check["observed"]["writable"] and check["as_predicted"], check
+
+
+def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
+    run = tmp_path / "interrupted"
+    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "120",
+                                       "--run-dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not ((run / "faults.jsonl").exists() and DrillRecord(run).faults()):
+        time.sleep(0.5)
+    assert DrillRecord(run).faults(), "the fault never started"
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0, out
+    assert all(f.get("end_ms") for f in DrillRecord(run).faults()), "heal did not record the end of the fault"
+    deadline = time.monotonic() + 180
+    while not status.healthy(status.cluster_status(lab)) and time.monotonic() < deadline:
+        time.sleep(2)
+    st = subprocess.run(DCDRILL + ["status", "--stack", "local"], capture_output=True, text=True, timeout=120)
+    assert st.returncode == 0, st.stdout
+
+
+def test_bad_drill_input_exits_2(tmp_path):
+    for args, needle in ((["--experiment", "nope"], "valid: isolate-dc, kill-dc"),
+                         (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
+        res = drill(tmp_path / "x", *args, timeout=60)
+        assert res.returncode == 2 and needle in res.stderr

@@ -1,0 +1,167 @@
+"""`dcdrill plan` and the refusals that need no cluster."""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dcdrill import cli
+from infra import stack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "dcdrill.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_plan_json_has_inventory_violations_and_predictions():
+    res = run("plan", "--stack", "local", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["violations"] == []
+    assert out["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_broker", "client"}
+
+
+@pytest.fixture
+def broken_stack(tmp_path, monkeypatch):
+    """A stack directory with one rule-breaking stack: minInsync 2 <= r_d 2 under consistency-first."""
+    cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+    cfg["config"]["dcdrill:cluster"]["replication"]["minInsync"] = 2
+    (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    return cfg
+
+
+def test_plan_exits_2_naming_the_rule_unless_accepted(broken_stack, tmp_path, capsys):
+    assert cli.main(["plan", "--stack", "broken"]) == 2
+    assert "[consistency-min-insync] consistency-first needs minInsync > replicas in the fullest DC: minInsync 2 <= r_d 2" \
+        in capsys.readouterr().out
+    broken_stack["config"]["dcdrill:acceptRisks"] = ["consistency-min-insync"]
+    (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(broken_stack))
+    assert cli.main(["plan", "--stack", "broken"]) == 0
+    assert "(accepted risk)" in capsys.readouterr().out
+
+
+def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, capsys):
+    from infra import lifecycle
+    with pytest.raises(lifecycle.RuleViolation, match="consistency-min-insync"):
+        lifecycle.checked("broken")
+
+
+def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, capsys):
+    cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+    cfg["config"]["dcdrill:cluster"]["datacenters"] = [
+        {"name": "dc-a", "brokers": 4, "zookeepers": 1}, {"name": "dc-b", "brokers": 0, "zookeepers": 1},
+        {"name": "dc-c", "brokers": 0, "zookeepers": 1}]
+    (tmp_path / "Pulumi.one.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    assert cli.main(["drill", "--stack", "one", "--experiment", "kill-dc", "--dc", "dc-a"]) == 2
+    assert "dc-a holds every broker" in capsys.readouterr().err
+
+
+def drill_args(**given):
+    """`dcdrill drill` arguments as argparse gives them, with `given` changed."""
+    defaults = dict(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1, force=False,
+                    acks=None, factor=None, min_insync=None, unclean=None, profile=None, matrix=False, check=False)
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
+    """Writes must resume before the heal there, and failing over waits for the ZooKeeper session
+    (18 s) and the producers' request timeout (10 s): the default hold is twice that."""
+    from chaos import drill, settings
+
+    def validate(stack_name, hold):
+        args = drill_args(stack=stack_name, hold=hold)
+        return settings.hold(args, drill.Plan(args).topology)
+
+    assert settings.failover_s() == 28.0
+    assert validate("local-availability", None) == 56.0 and validate("local", None) == 30.0
+    assert capsys.readouterr().err == ""
+    assert validate("local-availability", 30) == 30  # as asked, with a warning
+    assert "a 30 s hold is short for availability-first" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local", "--hold", "0"]) == 2
+    assert "--hold must be > 0 seconds" in capsys.readouterr().err
+
+
+def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys):
+    """acks / factor / minInsync / unclean / profile for one drill: checked against the rules up
+    front, handed to the experiment in the record's settings.json, read back by chaos/context.topology()."""
+    from chaos import context, drill, settings
+    from infra import rules
+    from record import DrillRecord
+
+    args = drill_args(acks="1", min_insync=2, unclean="on", profile="availability-first")
+    plan = drill.Plan(args)
+    t, dc = plan.topology, plan.dc
+    assert plan.problems == []
+    assert (t.profile, t.acks, t.replication.factor, t.replication.min_insync) == ("availability-first", "1", 4, 2)
+    assert t.replication.unclean_leader_election and dc == "dc-a" and settings.hold(args, t) == 56.0
+    DrillRecord(tmp_path).write_settings(settings.given(args))
+    read = context.topology({"stack": "local", "run_dir": str(tmp_path)})
+    assert read == t and rules.resolved(read)["predictions"]["dc-a"]["acked_loss_possible"]
+    assert context.topology({"stack": "local", "run_dir": str(tmp_path / "none")}).profile == "consistency-first"
+    # Settings that break the profile's rules are refused before anything runs, naming the rule.
+    assert cli.main(["drill", "--stack", "local", "--acks", "1"]) == 2
+    assert "[consistency-acks]" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local", "--factor", "5"]) == 2
+    assert "[factor-exceeds-brokers] replication factor 5 > 4 brokers" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown drill settings"):
+        read.with_settings({"acks": "all", "retries": 3})
+
+
+def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
+    """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
+    the folder alone was written by several drills, whose audit then saw the others' records
+    (phantoms) and whose topic kept the first drill's settings."""
+    from chaos.context import drill_topic
+
+    a, b = (drill_topic({"run_dir": str(tmp_path / s / "drill-1")}) for s in ("x3", "matrix/acks-1_min-insync-2"))
+    assert a != b and a.startswith("dcdrill-drill-1-") and b.startswith("dcdrill-drill-1-")
+    assert drill_topic({"run_dir": str(tmp_path / "x3" / "drill-1")}) == a  # start and audit agree
+    assert drill_topic({"run_dir": str(tmp_path / "a b+c")}).startswith("dcdrill-a-b-c-")
+
+
+def test_drill_matrix_plans_one_drill_per_setting_that_meets_a_profile():
+    from chaos import drill, settings
+
+    args = drill_args(matrix=True)
+    t = drill.Plan(args).topology
+    plans = dict(settings.plans(args, t))
+    assert len(plans) == 8  # of the 16 settings on local's layout (see the plan --matrix test)
+    assert plans["acks-all_min-insync-3_unclean-off"] == {"profile": "consistency-first", "acks": "all", "min_insync": 3,
+                                                          "unclean_leader_election": False}
+    assert plans["acks-1_min-insync-2_unclean-on"]["profile"] == "availability-first"
+    assert settings.plans(drill_args(), t) == [("", {})]
+    assert any("--matrix drills every setting itself" in p for p in drill.Plan(drill_args(matrix=True, acks="all")).problems)
+
+
+def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
+    assert cli.main(["plan", "--stack", "local", "--matrix"]) == 0
+    out = capsys.readouterr().out
+    assert "replicas per DC: dc-a 2, dc-b 2, dc-c 0" in out
+    [own] = [line for line in out.splitlines() if line.lstrip().startswith("*")]
+    assert own.split()[:4] == ["*all", "3", "off", "STOP,"] and own.endswith("consistency-first")
+    assert cli.main(["plan", "--stack", "local-availability", "--matrix", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2 * 2 * 2  # acks 1 / all, minInsync 1-2, unclean off / on
+    [own] = [r for r in rows if r["current"]]
+    assert (own["acks"], own["min_insync"], own["unclean_leader_election"]) == ("1", 1, True)
+    assert own["profiles"] == ["availability-first"] and own["predictions"]["dc-a"]["acked_loss_possible"]
+
+
+def test_unknown_stack_lists_the_valid_ones(capsys):
+    assert cli.main(["plan", "--stack", "nope"]) == 2
+    assert ("valid: aws-2region-tiebreaker, aws-3az, aws-3az-tiebreaker, local, local-3dc, local-availability"
+            in capsys.readouterr().err)
+
+
+def test_every_command_has_help():
+    for cmd in ("plan", "lab", "status", "workload", "verify", "history", "drill", "experiment"):
+        res = run(cmd, "--help")
+        assert res.returncode == 0 and "usage:" in res.stdout

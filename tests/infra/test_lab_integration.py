@@ -1,0 +1,173 @@
+"""The real lab: Kafka and ZooKeeper JVMs in network namespaces."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from infra import ansible, pulumi_cli, status
+from infra.constants import cache_dir
+
+pytestmark = pytest.mark.lab
+
+
+def test_lab_is_healthy_and_rack_aware(lab):
+    st = status.cluster_status(lab)
+    assert [(b["id"], b["dc"], b["alive"]) for b in st["brokers"]] == [
+        (1, "dc-a", True), (2, "dc-a", True), (3, "dc-b", True), (4, "dc-b", True)]
+    assert st["zookeeper"] | {"nodes": None} == {"alive": 3, "total": 3, "quorum": True, "nodes": None}
+    assert st["offline_partitions"] == 0 and st["under_replicated_partitions"] == 0
+
+
+def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
+    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
+    admin.create_topics([NewTopic("it-rack", 12, 4, topic_configs={"min.insync.replicas": "3"})])
+    admin.close()
+    time.sleep(2)
+    parts = [p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-rack"]
+    assert len(parts) == 12
+    for p in parts:
+        assert sorted(p["replica_dcs"]) == ["dc-a", "dc-a", "dc-b", "dc-b"], p
+
+
+def test_listeners_speak_tls_with_the_stack_ca(lab):
+    """`local` has tls: true. Both listeners answer TLS with a certificate the stack's CA signed
+    for the broker's own name; a client expecting another name, or speaking PLAINTEXT, gets nowhere."""
+    import socket
+    import ssl
+
+    from kafka.errors import KafkaTimeoutError
+
+    ctx = ssl.create_default_context(cafile=lab.client_security()["ssl_cafile"])
+    for port in (9092, 9093):  # CLIENT, REPLICATION
+        with socket.create_connection(("b1.dc-a.lab", port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="b1.dc-a.lab") as tls:
+                assert ("DNS", "b1.dc-a.lab") in tls.getpeercert()["subjectAltName"]
+    with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
+        with pytest.raises(ssl.SSLCertVerificationError, match="match"):
+            ctx.wrap_socket(raw, server_hostname="b2.dc-a.lab")
+    with pytest.raises(KafkaTimeoutError):
+        KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), bootstrap_timeout_ms=5000, request_timeout_ms=5000)
+
+
+def test_produce_in_one_dc_consume_in_the_other(lab):
+    """A client namespace in dc-a produces, one in dc-b consumes (client.rack = its DC)."""
+    code = """
+import json, sys
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+boot, security = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+if sys.argv[1] == "produce":
+    p = KafkaProducer(bootstrap_servers=boot, acks="all", **security)
+    offs = [p.send("it-rack", f"m{i}".encode(), partition=i % 12).get(timeout=30).offset for i in range(120)]
+    p.close(); print(len(offs))
+else:
+    c = KafkaConsumer(bootstrap_servers=boot, client_rack="dc-b", enable_auto_commit=False, consumer_timeout_ms=15000,
+                      **security)
+    tps = [TopicPartition("it-rack", i) for i in range(12)]
+    c.assign(tps); c.seek_to_beginning(*tps)
+    print(sum(1 for _ in c))
+"""
+    # As the admin user: it-rack is outside the workload user's ACLs (dcdrill-*).
+    boot, security = json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security(admin=True))
+    hosts = lab["all"]["children"]["client"]["hosts"]
+    ns = {hv["dc"]: hv["netns"] for hv in hosts.values()}
+    prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot, security],
+                          capture_output=True, text=True, timeout=120)
+    assert prod.stdout.strip() == "120", prod.stderr
+    cons = subprocess.run(["ip", "netns", "exec", ns["dc-b"], sys.executable, "-c", code, "consume", boot, security],
+                          capture_output=True, text=True, timeout=120)
+    assert cons.stdout.strip() == "120", cons.stderr
+
+
+def test_users_log_in_and_the_declared_acls_decide(lab):
+    """`local` has sasl and acls: the workload's user may use dcdrill-* topics and nothing more;
+    a wrong password gets nowhere; an ACL nobody declared is gone after the next Ansible run."""
+    from kafka import KafkaProducer
+    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourcePatternFilter, ResourceType)
+    from kafka.errors import KafkaError, TopicAuthorizationFailedError
+
+    boot, workload = lab.bootstrap_servers(), lab.client_security()
+    with pytest.raises(KafkaError):
+        KafkaAdminClient(bootstrap_servers=boot, bootstrap_timeout_ms=8000, request_timeout_ms=8000,
+                         **{**workload, "sasl_plain_password": "not-the-password"}).list_topics()
+    admin = KafkaAdminClient(bootstrap_servers=boot, **lab.client_security(admin=True))
+    try:
+        admin.create_topics([NewTopic("dcdrill-it-acl", 1, 4), NewTopic("it-acl", 1, 4)])
+        p = KafkaProducer(bootstrap_servers=boot, acks="all", max_block_ms=15000, **workload)
+        try:
+            assert p.send("dcdrill-it-acl", b"allowed").get(timeout=30).offset == 0
+            with pytest.raises(TopicAuthorizationFailedError):
+                p.send("it-acl", b"denied").get(timeout=30)
+        finally:
+            p.close(timeout=5)
+        user = KafkaAdminClient(bootstrap_servers=boot, **workload)
+        try:  # creating topics is the admin's: no ACL grants it to the workload
+            with pytest.raises(TopicAuthorizationFailedError):
+                user.create_topics([NewTopic("dcdrill-it-create", 1, 4)])
+        finally:
+            user.close()
+        intruder = ACL("User:intruder", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                       ResourcePattern(ResourceType.TOPIC, "it-acl", ACLResourcePatternType.LITERAL))
+        admin.create_acls([intruder])
+        stats = ansible.run_site("local", quiet=True)
+        assert stats["localhost"]["changed"] == 1, stats  # the reconcile removed it
+        everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                               ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+        acls, _ = admin.describe_acls(everything)
+        assert {a.principal for a in acls} == {"User:workload"}, acls
+    finally:
+        admin.close()
+
+
+def test_second_ansible_run_changes_nothing(lab):
+    assert ansible.changed_total(ansible.run_site("local", quiet=True)) == 0
+
+
+def test_status_json_cli(lab):
+    out = subprocess.run([sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    st = json.loads(out.stdout)
+    assert out.returncode == 0
+    assert set(st) >= {"brokers", "zookeeper", "partitions", "offline_partitions", "under_replicated_partitions"}
+    assert set(st["partitions"][0]) >= {"topic", "partition", "leader", "replicas", "isr"}
+
+
+def test_refresh_notices_a_vanished_host(lab):
+    before = pulumi_cli.resource_count("local")
+    subprocess.run(["ip", "netns", "exec", "dcd-c2", "true"], check=True)
+    # c2 is a client host (no JVM): removing its namespace behind Pulumi's back, then refresh.
+    from infra.lab import netns
+    netns.delete_host("c2")
+    pulumi_cli.refresh("local")
+    assert pulumi_cli.resource_count("local") == before - 1
+    pulumi_cli.up("local")  # and `pulumi up` puts it back
+    assert pulumi_cli.resource_count("local") == before and netns.ns_exists("dcd-c2")
+
+
+def test_pulumi_up_refuses_a_rule_breaking_stack_before_any_resource():
+    """The program checks the topology rules before registering anything: nothing to destroy."""
+    import yaml
+
+    from infra import stack as stacks
+    name = "it-broken"
+    path = stacks.ROOT / f"Pulumi.{name}.yaml"
+    cfg = yaml.safe_load((stacks.ROOT / "Pulumi.local.yaml").read_text())
+    cfg["config"]["dcdrill:cluster"]["replication"]["factor"] = 5  # 5 replicas, 4 brokers
+    cfg.pop("encryptionsalt", None)
+    path.write_text(yaml.safe_dump(cfg))
+    try:
+        with pytest.raises(pulumi_cli.PulumiError):
+            pulumi_cli.ensure_stack(name)
+            pulumi_cli.run(name, "up", "--yes", "--skip-preview", capture=True)
+        out = subprocess.run([str(cache_dir() / "bin" / "pulumi"), "up", "--yes", "--skip-preview",
+                              "--stack", name, "--non-interactive"], cwd=stacks.ROOT, env=pulumi_cli.env(name),
+                             capture_output=True, text=True)
+        assert "factor-exceeds-brokers" in out.stdout + out.stderr and "replication factor 5 > 4 brokers" in out.stdout
+        assert pulumi_cli.resource_count(name) <= 1  # at most the Stack itself, no lab resource
+    finally:
+        subprocess.run([str(cache_dir() / "bin" / "pulumi"), "stack", "rm", name, "--yes", "--force",
+                        "--non-interactive"], cwd=stacks.ROOT, env=pulumi_cli.env(name), capture_output=True)
+        path.unlink(missing_ok=True)

@@ -1,0 +1,33 @@
+"""Outcome classification and the record value format (no cluster needed)."""
+import json
+
+import pytest
+from kafka import errors as E
+
+from validation import clients, outcomes
+
+
+@pytest.mark.parametrize("exc,retries,expected", [
+    (E.NotEnoughReplicasError(), 0, "fail"),
+    (E.NotEnoughReplicasError(), 3, "info"),        # an earlier attempt may have been written
+    (E.NotEnoughReplicasAfterAppendError(), 0, "info"),
+    (E.NotLeaderForPartitionError(), 0, "info"),   # may be appended already (seen in a kill-dc drill)
+    (E.RequestTimedOutError(), 0, "info"),
+    (E.KafkaConnectionError(), 0, "info"),
+    (E.KafkaTimeoutError("Failed to update metadata after 5.0 secs."), 0, "fail"),
+    (E.KafkaTimeoutError("Batch expired"), 0, "info"),
+])
+def test_outcome_classification(exc, retries, expected):
+    assert outcomes.classify(exc, retries) == expected
+
+
+def test_record_value_carries_identity_and_size():
+    v = clients.encode_value("p7", 42, 123456, 100)
+    assert len(v) >= 100 - 8 and clients.decode_value(v) == ("p7", 42, 123456)
+    assert clients.decode_value(b"not json") == (None, None, None)
+    assert json.loads(v)["s"] == 42
+
+
+def test_partition_is_a_pure_function_of_the_key():
+    assert clients.partition_for("k1", 6) == clients.partition_for("k1", 6)
+    assert {clients.partition_for(f"k{i}", 6) for i in range(100)} == set(range(6))
