@@ -5,7 +5,7 @@ DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup lab lab-down status plan drill test unit integration bench clean
+.PHONY: setup lab lab-down status plan check drill test unit bench clean
 
 setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
@@ -22,13 +22,18 @@ lab-down: setup  ## pulumi destroy: no namespace, link or JVM left
 status: setup
 	$(BIN)/dcdrill status --stack $(STACK)
 
-drill: setup  ## the full drill: lab up if needed, experiment, verify, report
+check: setup  ## the drill's preflight alone: stack rules, the experiment on the stack's backend; starts nothing
+	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),) --check
+
+drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify, report
 	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
 
-test: setup  ## unit tests, then the integration tests on the real lab
+test: setup  ## the import layers (lint-imports), unit tests, then the integration tests on the real lab
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -ra tests
 
-unit: setup
+unit: setup  ## everything but the lab tests (marked `lab`)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -ra -m "not lab" tests
 
 bench: setup

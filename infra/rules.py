@@ -2,7 +2,7 @@
 predictions), never printed here. `dcdrill plan`, the lab's `pulumi up` and the verifier's
 verdict all call these same functions.
 
-Notation (issue #5): r_d = replicas of a partition in DC d (Topology.replicas_in),
+Notation: r_d = replicas of a partition in DC d (Topology.replicas_in),
 N = ZooKeeper nodes, z_d = those in d.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ Spark SQL reads and narrows the ledgers; the folds are JVM loops (spark/jvm/, se
 Position checks rely on what the audit guarantees: one audit row per (topic, partition, offset).
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
 spark/rollup.py turns the small tables into the summary. RECORD.md defines every count;
-tests/test_checker.py pins them on records with known anomalies.
+tests/spark/test_checker.py pins them on records with known anomalies.
 """
 from __future__ import annotations
 

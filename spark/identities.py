@@ -32,8 +32,6 @@ from pyspark.sql import functions as F
 
 from spark.ledgers import CORRUPT, REQUIRED, STATUSES
 
-# Row kinds in the identity shuffle: the produced ledger's status travels in the kind.
-P_OK, P_FAIL, P_INFO, A_ROW, C_ROW, P_BAD, A_BAD, C_BAD = range(8)
 FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Identity.java)
 
 
@@ -58,32 +56,40 @@ def narrow(P: DataFrame, A: DataFrame, C: DataFrame) -> DataFrame:
         .unionByName(narrow_ledger(C, "consumed"))
 
 
-# The narrowed rows' columns after (idh, seq, kind, pos), in Scan.java's order; a ledger leaves
-# null what it does not fill.
-EXTRA = (("send_ms", "long"), ("dt", "long"), ("partition", "int"), ("ack_ms", "long"), ("tp", "long"),
-         ("dc", "string"), ("topic", "string"), ("g", "long"), ("offset", "long"))
+# The types of the narrowed rows' optional columns: a ledger leaves null what it does not fill.
+# Their names and order are the scan's (Scan.COLUMNS), which narrow_ledger asks for by name.
+OPTIONAL = {"send_ms": "long", "dt": "long", "partition": "int", "ack_ms": "long", "tp": "long", "dc": "string",
+            "topic": "string", "g": "long", "offset": "long"}
+
+
+def row_kinds(spark) -> dict[str, int]:
+    """The row kinds the folds tell apart, by name (Screen.KINDS): a produced row carries its
+    status in its kind, and a bad row its ledger's bad kind."""
+    return {name: i for i, name in enumerate(spark._jvm.dcdrill.Screen.KINDS)}
 
 
 def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
     status = F.col("status")
+    kinds = row_kinds(df.sparkSession)
     # The seq is hashed in too: equal hashes then mean "this record at this position", which the
     # screen's XOR certificates need (two records swapping places must not cancel out).
     pos = F.xxhash64("topic", "partition", "offset", "seq")
     if ledger == "produced":
-        kind, bad_kind = F.when(status == "ok", P_OK).when(status == "fail", P_FAIL).otherwise(P_INFO), P_BAD
+        kind = F.when(status == "ok", kinds["produced_ok"]).when(status == "fail", kinds["produced_fail"]) \
+            .otherwise(kinds["produced_info"])
         pos = F.when((status == "ok") & F.col("offset").isNotNull(), pos)
         extra = {"send_ms": F.col("send_ms"), "dt": dc_topic(), "partition": F.col("partition"),
                  "ack_ms": F.col("ack_ms"), "tp": partition_key(), "dc": F.col("dc"), "topic": F.col("topic")}
     elif ledger == "audit":
-        kind, bad_kind = A_ROW, A_BAD
+        kind = F.lit(kinds["audit"])
         extra = {"tp": partition_key(), "g": F.xxhash64("topic", "partition", "producer_id"), "offset": F.col("offset")}
     else:
-        kind, bad_kind, extra = C_ROW, C_BAD, {}
-    bad = bad_row(ledger)
-    return df.select(F.when(~bad, F.xxhash64("producer_id")).alias("idh"),
-                     F.when(bad, bad_kind).otherwise(F.col("seq")).alias("seq"),
-                     F.when(bad, bad_kind).otherwise(kind).cast("byte").alias("kind"), pos.alias("pos"),
-                     *[extra.get(name, F.lit(None).cast(typ)).alias(name) for name, typ in EXTRA])
+        kind, extra = F.lit(kinds["consumed"]), {}
+    bad, bad_kind = bad_row(ledger), kinds[f"{ledger}_bad"]
+    columns = {"idh": F.when(~bad, F.xxhash64("producer_id")), "seq": F.when(bad, bad_kind).otherwise(F.col("seq")),
+               "kind": F.when(bad, bad_kind).otherwise(kind).cast("byte"), "pos": pos, **extra}
+    return df.select(*[(columns[name] if name in columns else F.lit(None).cast(OPTIONAL[name])).alias(name)
+                       for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS])
 
 
 def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):

@@ -10,6 +10,7 @@ after the heal do not count: the promise is about the cluster taking writes whil
 """
 from __future__ import annotations
 
+# Faults that take a whole DC away: the topology's prediction for losing that DC applies to them.
 from record.drill_record import DC_LOSS_FAULTS
 
 
@@ -61,10 +62,6 @@ def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]
     violations = [{"rule": r["rule"], "message": r["message"], "numbers": r["numbers"]} for r in results
                   if not r["passed"]]
     return ("fail" if violations else "pass"), violations, results
-
-
-# Faults that take a whole DC away (chaos/lab/actions.py, chaos/aws/actions.py): the topology's
-# prediction for losing that DC applies to them.
 
 
 def prediction_checks(topology: dict, summary: dict) -> list[dict]:

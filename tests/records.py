@@ -52,7 +52,7 @@ def write(run: Path, produced, audit, consumed, faults=(), topo=None, tails: dic
 
 
 def anomalies(run: Path, unclean=True, profile="consistency-first") -> Path:
-    """Every anomaly at once, with counts worked out by hand in tests/test_checker.py."""
+    """Every anomaly at once, with counts worked out by hand in tests/spark/test_checker.py."""
     P = [p("p1", i, "ok", 0, i, 1000 + 100 * i) for i in range(10)]          # p1/7..9 truncated away
     P += [p("p2", j, "ok", 0, 7 + j, 3000 + 100 * j) for j in range(3)]        # written after the unclean election
     P += [p("p3", 0, "ok", 1, 0, 1000), p("p3", 1, "info", 1, ack_ms=1050),    # p3/1 retried: twice in the log
@@ -68,3 +68,73 @@ def anomalies(run: Path, unclean=True, profile="consistency-first") -> Path:
     faults = [{"fault": "kill-dc", "target": "dc-a", "start_ms": 1500, "end_ms": 2500}]
     return write(run, P, A, C, faults, topology(profile, unclean),
                  tails={"consumed/c1.jsonl": '{"consumer_id": "c1", "gro'})
+
+
+def random_record(run: Path, seed: int) -> Path:
+    """A drill record with every kind of anomaly drawn at random (RECORD.md's contract kept: one
+    produced row per record, one audit row per position, ok rows with an offset): loss, duplicates
+    in the log and in delivery, reordering, divergent and mismatched positions, phantoms, failed and
+    indeterminate sends that were or were not written, torn last lines, several producers and
+    partitions, zero to two faults."""
+    import random
+
+    rng = random.Random(seed)
+    topics = ["t"] if rng.random() < 0.7 else ["t", "u"]
+    parts = [(tp, i) for tp in topics for i in range(rng.randint(1, 4))]
+    log: dict[tuple, list] = {tp: [] for tp in parts}  # the log before loss: identities in offset order
+    produced = []
+    t0 = 1_700_000_000_000
+    anomaly = rng.choice([0.0, 0.02, 0.1, 0.3])  # how often something goes wrong in this record
+    for n in range(rng.randint(1, 5)):
+        pid = f"p{n}"
+        for seq in range(rng.randint(1, 200)):
+            topic, part = rng.choice(parts)
+            send = t0 + seq * rng.randint(1, 30) + rng.randint(0, 5)
+            status = rng.choices(["ok", "fail", "info"], [0.8, 0.1, 0.1])[0] if rng.random() < anomaly * 3 else "ok"
+            offset = None
+            written = status == "ok" or (status == "info" and rng.random() < 0.5) or rng.random() < anomaly / 4
+            if written:
+                offset = len(log[(topic, part)])
+                log[(topic, part)].append((pid, seq))
+                if rng.random() < anomaly / 2:  # a retry written twice
+                    log[(topic, part)].append((pid, seq))
+            ack = send + rng.randint(1, 3000 if rng.random() < anomaly else 40)
+            if status == "ok" and rng.random() < anomaly / 3:  # acknowledged at another offset
+                offset = rng.randint(0, len(log[(topic, part)]))
+            produced.append({"producer_id": pid, "seq": seq, "topic": topic, "partition": part, "key": f"k{seq}",
+                             "send_ms": send, "status": status, "ack_ms": ack if status != "info" or rng.random() < 0.5
+                             else None, "offset": offset if status == "ok" else None,
+                             "error": None if status == "ok" else "x", "dc": rng.choice(["dc-a", "dc-b", None])})
+    audit, consumed = [], []
+    for (topic, part), entries in log.items():
+        entries = list(entries)
+        for _ in range(rng.randint(0, 3) if anomaly else 0):  # phantoms: records nobody produced
+            entries.insert(rng.randint(0, len(entries)), (f"ghost{rng.randint(0, 2)}", rng.randint(0, 9)))
+        for i in range(len(entries) - 1):  # reordering within the log
+            if rng.random() < anomaly / 3:
+                entries[i], entries[i + 1] = entries[i + 1], entries[i]
+        start = rng.randint(0, 3) if rng.random() < anomaly else 0  # a truncated log start
+        for off, (pid, seq) in enumerate(entries):
+            lost = off < start or rng.random() < anomaly / 5
+            if not lost:
+                audit.append(a(part, off, pid, seq) | {"topic": topic})
+            if rng.random() < 0.95:  # delivered (records later lost included: the consumer saw them first)
+                for _ in range(2 if rng.random() < anomaly / 2 else 1):
+                    consumed.append(c(part, off, pid, seq, cid=rng.choice(["c1", "c2"])) | {"topic": topic})
+        if rng.random() < anomaly:  # delivered from an old log: a position the audit holds otherwise, or not at all
+            pid, seq = rng.choice(entries) if entries else ("p0", 0)
+            consumed.append(c(part, len(entries) + rng.randint(-2, 3), pid, seq) | {"topic": topic})
+    faults = []
+    for i in range(rng.randint(0, 2)):
+        start = t0 + rng.randint(0, 2000) + 3000 * i
+        faults.append({"fault": "kill-dc", "target": f"dc-{'ab'[i]}", "start_ms": start,
+                       "end_ms": start + rng.randint(100, 2000)})
+    tails = {}
+    for rel in ("produced/p0.jsonl", "consumed/c1.jsonl", "audit/audit.jsonl"):
+        if rng.random() < anomaly:
+            tails[rel] = '{"producer_id": "p0", "se'  # a crash mid-write
+    write(run, produced, audit, consumed, faults, topology(unclean=rng.random() < 0.5), tails=tails)
+    for rel in list(tails):  # a torn line only counts where its file exists
+        if not (run / rel).stat().st_size or (run / rel).read_text().startswith('{"producer_id": "p0", "se'):
+            (run / rel).unlink()
+    return run

@@ -7,7 +7,8 @@ Layout (prefix P, default 10.77; DC number i counts from 1 in config order):
 Hosts of a DC hang off that DC's bridge; all inter-DC traffic is routed by the router
 namespace, where latency (netem) is applied per DC link and where a DC is cut off
 (iptables FORWARD drops). Lab namespaces route only P.0.0/16: nothing can leave the machine.
-The Pulumi dynamic providers (infra/lab/resources.py) and the chaos lab driver call these.
+The Pulumi dynamic providers (infra/lab/resources.py) and the lab's fault driver
+(chaos/faults/lab.py) call these.
 """
 from __future__ import annotations
 
@@ -191,10 +192,6 @@ def set_link_latency(dc: str, index: int, latency_ms: float, jitter_ms: float = 
 def delete_link(index: int) -> None:
     if link_exists(router_dev(index), ROUTER):
         sh("ip", "link", "del", router_dev(index), ns=ROUTER)
-
-
-def link_latency(dc: str) -> str:
-    return sh("tc", "qdisc", "show", "dev", "up0", ns=dc_ns(dc), check=False).strip()
 
 
 # -- cutting a DC off at the router ---------------------------------------------------------------

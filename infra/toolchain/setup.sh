@@ -9,7 +9,7 @@
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
 #   5. Pulumi local file backend -> cache/pulumi-state
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
-#   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py)
+#   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}

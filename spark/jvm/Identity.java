@@ -41,7 +41,15 @@ public final class Identity {
     public static final String[] COUNTED = {"acked_lost", "acked_unseen", "failed_present", "indeterminate_present",
         "duplicates_in_log", "duplicates_delivered", "phantoms", "ack_offset_mismatch", "mismatch_candidates",
         "divergent_candidates", "produced_twice", "too_many_copies"};
-    static final int LOST = 0, MISMATCH_CAND = 8, DIVERGENT_CAND = 9;
+    static final int LOST = 0, UNSEEN = 1, FAILED_PRESENT = 2, INFO_PRESENT = 3, DUP_LOG = 4, DUP_DELIVERED = 5,
+            PHANTOMS = 6, MISMATCH = 7, MISMATCH_CAND = 8, DIVERGENT_CAND = 9, PRODUCED_TWICE = 10, TOO_MANY = 11;
+    static {
+        Names.check("Identity.COUNTED", COUNTED, "acked_lost", LOST, "acked_unseen", UNSEEN, "failed_present",
+                FAILED_PRESENT, "indeterminate_present", INFO_PRESENT, "duplicates_in_log", DUP_LOG,
+                "duplicates_delivered", DUP_DELIVERED, "phantoms", PHANTOMS, "ack_offset_mismatch", MISMATCH,
+                "mismatch_candidates", MISMATCH_CAND, "divergent_candidates", DIVERGENT_CAND, "produced_twice",
+                PRODUCED_TWICE, "too_many_copies", TOO_MANY);
+    }
 
     /** What the pass hands back: anomalies per split (JSON lines), the candidates that need a
      *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates), and
@@ -278,18 +286,18 @@ public final class Identity {
         long aLo = s[o + ALO], aHi = s[o + AHI], cLo = s[o + CLO], cHi = s[o + CHI];
         boolean atAudit = hasPPos && hasA && (s[o + PPOS] == aLo || s[o + PPOS] == aHi);
         boolean cInA = hasA && (cLo == aLo || cLo == aHi) && (cHi == aLo || cHi == aHi);
-        flag[0] = pOk && an == 0 ? 1 : 0;
-        flag[1] = pOk && cn == 0 ? 1 : 0;
-        flag[2] = pKind == P_FAIL && an > 0 ? 1 : 0;
-        flag[3] = pKind == P_INFO && an > 0 ? 1 : 0;
-        flag[4] = (int) Math.max(an - 1, 0);
-        flag[5] = (int) Math.max(cn - 1, 0);
-        flag[6] = pn == 0 ? (int) an : 0;
-        flag[7] = pOk && an > 0 && an < 3 && !atAudit ? 1 : 0;
-        flag[8] = pOk && an >= 3 && !atAudit ? 1 : 0;
-        flag[9] = cn > 0 && (an == 0 || an > 2 || cn > 2 || !cInA) ? 1 : 0;
-        flag[10] = pn > 1 ? 1 : 0;
-        flag[11] = s[o + ROWS] != pn + an + cn ? 1 : 0;
+        flag[LOST] = pOk && an == 0 ? 1 : 0;
+        flag[UNSEEN] = pOk && cn == 0 ? 1 : 0;
+        flag[FAILED_PRESENT] = pKind == P_FAIL && an > 0 ? 1 : 0;
+        flag[INFO_PRESENT] = pKind == P_INFO && an > 0 ? 1 : 0;
+        flag[DUP_LOG] = (int) Math.max(an - 1, 0);
+        flag[DUP_DELIVERED] = (int) Math.max(cn - 1, 0);
+        flag[PHANTOMS] = pn == 0 ? (int) an : 0;
+        flag[MISMATCH] = pOk && an > 0 && an < 3 && !atAudit ? 1 : 0;
+        flag[MISMATCH_CAND] = pOk && an >= 3 && !atAudit ? 1 : 0;
+        flag[DIVERGENT_CAND] = cn > 0 && (an == 0 || an > 2 || cn > 2 || !cInA) ? 1 : 0;
+        flag[PRODUCED_TWICE] = pn > 1 ? 1 : 0;
+        flag[TOO_MANY] = s[o + ROWS] != pn + an + cn ? 1 : 0;
         for (int v : flag) if (v != 0) return true;
         return false;
     }

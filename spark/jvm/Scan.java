@@ -25,9 +25,24 @@ import scala.Tuple2;
  * partition Spark had to drop is simply computed again, from the same rows.
  */
 public final class Scan {
-    // Columns of the narrowed rows (spark/identities.py narrow()); a ledger leaves the others null.
+    /** Columns of the narrowed rows, by name: spark/identities.py narrow() selects them in this
+     *  order, and run() refuses any other. A ledger leaves null what it does not fill. */
+    public static final String[] COLUMNS = {"idh", "seq", "kind", "pos", "send_ms", "dt", "partition", "ack_ms",
+        "tp", "dc", "topic", "g", "offset"};
     static final int IDH = 0, SEQ = 1, KIND = 2, POS = 3, SEND = 4, DT = 5, PART = 6, ACK = 7, TP = 8, DC = 9,
             TOPIC = 10, G = 11, OFFSET = 12;
+    static {
+        Names.check("Scan.COLUMNS", COLUMNS, "idh", IDH, "seq", SEQ, "kind", KIND, "pos", POS, "send_ms", SEND,
+                "dt", DT, "partition", PART, "ack_ms", ACK, "tp", TP, "dc", DC, "topic", TOPIC, "g", G, "offset", OFFSET);
+    }
+
+    /** The rows' columns must be COLUMNS, by name and in order: positions are how the folds read them. */
+    static void requireColumns(Dataset<Row> narrowed) {
+        if (!Arrays.equals(narrowed.schema().fieldNames(), COLUMNS)) {
+            throw new IllegalArgumentException("narrowed rows have columns " + Arrays.toString(narrowed.schema().fieldNames())
+                    + ", the scan reads " + Arrays.toString(COLUMNS));
+        }
+    }
     // A packed row: idh, seq, meta (kind | has-position bit | partition << 32), position; produced
     // rows add send_ms and dt. Chunks just under 2 MB: with a 4 GB heap G1 stores each in a region
     // of its own, outside the young generation, so they are never copied.
@@ -53,6 +68,7 @@ public final class Scan {
     /** narrowed: the three ledgers' rows (columns above); faults: start and end of each (for the
      *  producer pass's phases); wordMs: the acknowledgement word. Nothing runs until screen(). */
     public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs) {
+        requireColumns(narrowed);
         JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
         int partitions = Screen.reducers(rows, minPartitions);
         JavaRDD<Object> kept = rows.mapPartitions(it -> new Task(it, partitions, starts, ends, wordMs))

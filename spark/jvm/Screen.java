@@ -19,8 +19,15 @@ import scala.Tuple2;
  * states together, where it is judged clean or suspicious.
  */
 public final class Screen {
-    // Row kinds, as spark/identities.py numbers them.
-    static final int P_OK = 0, P_FAIL = 1, P_INFO = 2, A_ROW = 3, C_ROW = 4, P_BAD = 5;
+    /** Row kinds by name: spark/identities.py looks a kind's number up here. Produced rows carry their
+     *  status in the kind; a bad row (unparseable, or a required column missing) keeps its ledger's. */
+    public static final String[] KINDS = {"produced_ok", "produced_fail", "produced_info", "audit", "consumed",
+        "produced_bad", "audit_bad", "consumed_bad"};
+    static final int P_OK = 0, P_FAIL = 1, P_INFO = 2, A_ROW = 3, C_ROW = 4, P_BAD = 5, A_BAD = 6, C_BAD = 7;
+    static {
+        Names.check("Screen.KINDS", KINDS, "produced_ok", P_OK, "produced_fail", P_FAIL, "produced_info", P_INFO,
+                "audit", A_ROW, "consumed", C_ROW, "produced_bad", P_BAD, "audit_bad", A_BAD, "consumed_bad", C_BAD);
+    }
     // A bucket's state: keys (idh, b); bitmaps: produced ok, fail, info, in the audit, consumed, and
     // seen twice or more in produced, audit, consumed; audit and consumed row counts; certificates
     // (XOR of positions) over the ok, audit and consumed rows.

@@ -71,8 +71,7 @@ else:
 """
     # As the admin user: it-rack is outside the workload user's ACLs (dcdrill-*).
     boot, security = json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security(admin=True))
-    hosts = lab["all"]["children"]["client"]["hosts"]
-    ns = {hv["dc"]: hv["netns"] for hv in hosts.values()}
+    ns = {h.dc: h.netns for h in lab.clients}
     prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot, security],
                           capture_output=True, text=True, timeout=120)
     assert prod.stdout.strip() == "120", prod.stderr

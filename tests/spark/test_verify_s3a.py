@@ -86,7 +86,7 @@ EXPECTED = {
     "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2, "acked_lost": 3, "acked_unseen": 3,
     "failed_present": 1, "indeterminate_present": 1, "duplicates_in_log": 1, "duplicates_delivered": 2,
     "phantoms": 1, "ack_offset_mismatch": 1, "divergent_offsets": 3, "reordered": 1, "max_ack_gap_ms": 1100,
-    "torn_lines": 1}  # the same as tests/test_checker.py on the local copy
+    "torn_lines": 1}  # the same as tests/spark/test_checker.py on the local copy
 
 
 def _as_parquet(run, out):

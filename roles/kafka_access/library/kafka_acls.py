@@ -3,7 +3,7 @@
 
 Runs on the controller with kafka-python, over SASL_SSL as a super user. cp-ansible only adds
 ACLs; declaring them means an ACL removed from the stack config is removed from the cluster too.
-`diff` is the whole decision, a pure function (tests/test_config.py).
+`diff` is the whole decision, a pure function (tests/infra/test_config.py).
 """
 from __future__ import annotations
 

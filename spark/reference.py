@@ -1,0 +1,87 @@
+"""A plain reference for the checker's counts: RECORD.md's definitions, written as directly as
+Python allows, over a drill record's JSON Lines ledgers. No Spark, no hashing, no buckets: slow,
+and obviously right. tests/spark/test_reference.py checks `dcdrill verify` against it on random
+records.
+
+    python -m spark.reference RUN_DIR      prints the counts as JSON
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from record import DrillRecord
+from record.ledger import read
+
+
+def _ledger(record: DrillRecord, kind: str) -> tuple[list[dict], int]:
+    """Every row of one ledger folder, and how many of its files end in a torn line."""
+    rows, torn = [], 0
+    for path in sorted(record.ledger_dir(kind).glob("*.jsonl")):
+        file_rows, file_torn = read(path)
+        rows += file_rows
+        torn += file_torn
+    return rows, torn
+
+
+def identity(row: dict) -> tuple:
+    return row["producer_id"], row["seq"]
+
+
+def counts(run_dir: str | Path) -> dict:
+    """RECORD.md's counts (report/summary.json -> counts) of one drill record."""
+    record = DrillRecord(run_dir)
+    P, torn_p = _ledger(record, "produced")
+    A, torn_a = _ledger(record, "audit")
+    C, torn_c = _ledger(record, "consumed")
+    status = {identity(r): r["status"] for r in P}
+    in_audit, in_consumed = Counter(identity(r) for r in A), Counter(identity(r) for r in C)
+    at = {(r["topic"], r["partition"], r["offset"]): identity(r) for r in A}  # one audit row per position
+    ok = [r for r in P if r["status"] == "ok"]
+
+    reordered = 0
+    by_producer = defaultdict(list)
+    for r in A:
+        by_producer[(r["topic"], r["partition"], r["producer_id"])].append(r)
+    for rows in by_producer.values():
+        highest = None
+        for r in sorted(rows, key=lambda r: r["offset"]):
+            if highest is not None and r["seq"] < highest:
+                reordered += 1
+            highest = r["seq"] if highest is None else max(highest, r["seq"])
+
+    acks = defaultdict(list)
+    for r in ok:
+        if r.get("ack_ms") is not None:
+            acks[(r["topic"], r["partition"])].append(r["ack_ms"])
+    max_gap = 0
+    for times in acks.values():
+        times.sort()
+        max_gap = max([max_gap] + [b - a for a, b in zip(times, times[1:])])
+
+    return {
+        "produced": len(P),
+        "acked": len(ok),
+        "failed": sum(r["status"] == "fail" for r in P),
+        "indeterminate": sum(r["status"] == "info" for r in P),
+        "acked_lost": sum(identity(r) not in in_audit for r in ok),
+        "acked_unseen": sum(identity(r) not in in_consumed for r in ok),
+        "failed_present": sum(s == "fail" and i in in_audit for i, s in status.items()),
+        "indeterminate_present": sum(s == "info" and i in in_audit for i, s in status.items()),
+        "duplicates_in_log": sum(n - 1 for n in in_audit.values()),
+        "duplicates_delivered": sum(n - 1 for n in in_consumed.values()),
+        "phantoms": sum(identity(r) not in status for r in A),
+        "ack_offset_mismatch": sum(identity(r) in in_audit and at.get((r["topic"], r["partition"], r["offset"]))
+                                   != identity(r) for r in ok),
+        "divergent_offsets": len({(r["topic"], r["partition"], r["offset"]) for r in C
+                                  if at.get((r["topic"], r["partition"], r["offset"])) != identity(r)}),
+        "reordered": reordered,
+        "max_ack_gap_ms": max_gap,
+        "torn_lines": torn_p + torn_a + torn_c,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(counts(sys.argv[1]), indent=2))
