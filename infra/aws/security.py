@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-ZK_PORTS = (2181, 2888, 3888)
-CLIENT_PORT, REPLICATION_PORT = 9092, 9093
+from infra.constants import CLIENT_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
+
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ClusterSecurity(pulumi.ComponentResource):
                                       from_port=port, to_port=port, source_security_group_id=source_sg,
                                       cidr_blocks=cidrs, description=what, opts=child)
 
-        for port in ZK_PORTS:
+        for port in ZOOKEEPER_PORTS:
             rule(f"{name}-zk{port}-from-brokers", self.zookeeper, port, self.broker.id, what="brokers")
             rule(f"{name}-zk{port}-from-peers", self.zookeeper, port, self.zookeeper.id, what="ZooKeeper peers")
             if args.other_region_cidrs:
