@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from chaos.faults import actions, driver_class
+from chaos.faults.driver import DIRECTIONS
 from infra import rules
 from infra.backend import Backend
 from infra.topology import Topology
@@ -76,8 +77,8 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict) 
             value = _substitute(value, config)
             if key in ("dc", "other_dc") and value not in t.dc_names:
                 problems.append(f"{a['name']}: {key} {value!r} is not a DC of the stack; valid: {', '.join(t.dc_names)}")
-            if key == "direction" and value not in ("both", "ingress", "egress"):
-                problems.append(f"{a['name']}: direction {value!r}; valid: both, ingress, egress")
+            if key == "direction" and value not in DIRECTIONS:
+                problems.append(f"{a['name']}: direction {value!r}; valid: {', '.join(DIRECTIONS)}")
         if func == "kill_tiebreaker" and not rules.tiebreakers(t):
             problems.append(f"{a['name']}: the stack has no tiebreaker DC (one with ZooKeeper nodes and no "
                             f"brokers; DCs: {', '.join(f'{d.name} {d.brokers}b/{d.zookeepers}zk' for d in t.datacenters)})")

@@ -13,7 +13,7 @@ config = {f"dcdrill:{k}": raw.get_object(k) if k in ("cluster", "acceptRisks", "
 config = {k: v for k, v in config.items() if v is not None}
 backend = stack.backend_of(config)
 topology = stack.topology_of(config, pulumi.get_stack())
-problems = rules.blocking(topology, rules.check(topology) + backend.check(topology))
+problems = rules.blocking(topology, backend.violations(topology))
 if problems:
     raise pulumi.RunError("refusing to build stack {}: {}".format(
         pulumi.get_stack(), "; ".join(f"[{v.rule}] {v.message}" for v in problems)))

@@ -3,13 +3,14 @@
 A `Backend` owns everything that differs between them: its typed settings (`dcdrill:lab` or
 `dcdrill:aws`), the checks only it can make, the inventory it exports (offline, for `dcdrill
 plan`, and from its Pulumi program), and what its Pulumi stack needs. The fault driver that
-matches it is chaos.faults.driver_for(backend). Code outside the backends asks the backend;
+matches it is chaos.faults.driver_class(backend). Code outside the backends asks the backend;
 it never asks which backend it is on.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from infra import rules
 from infra.inventory import Inventory
 from infra.rules import Violation
 from infra.topology import Topology
@@ -22,6 +23,10 @@ class Backend(ABC):
     @abstractmethod
     def check(self, t: Topology) -> list[Violation]:
         """Refusals only this backend can make, before any resource exists."""
+
+    def violations(self, t: Topology) -> list[Violation]:
+        """Every rule the topology breaks on this backend: the model's, then the backend's own."""
+        return rules.check(t) + self.check(t)
 
     @abstractmethod
     def inventory(self, t: Topology) -> Inventory:

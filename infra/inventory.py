@@ -89,9 +89,6 @@ class Inventory:
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True) + "\n"
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Inventory) and self.data == other.data
-
     @property
     def vars(self) -> dict:
         return self.data["all"]["vars"]
@@ -103,12 +100,6 @@ class Inventory:
             for name, hv in sorted(self.data["all"]["children"].get(role, {}).get("hosts", {}).items()):
                 out.append(InventoryHost(name, role, hv["dc"], hv[ROLE_ID[role]], hv["ansible_host"], hv))
         return out
-
-    def host(self, name: str) -> InventoryHost:
-        for h in self.hosts():
-            if h.name == name:
-                return h
-        raise KeyError(f"no host {name!r} in the inventory")
 
     @property
     def brokers(self) -> list[InventoryHost]:

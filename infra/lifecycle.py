@@ -23,8 +23,7 @@ def say(msg: str) -> None:
 
 def violations(stack: str) -> list[rules.Violation]:
     """Every rule the stack breaks: the model's, then its backend's."""
-    t = stacks.load(stack)
-    return rules.check(t) + stacks.backend(stack).check(t)
+    return stacks.backend(stack).violations(stacks.load(stack))
 
 
 def checked(stack: str) -> Topology:
