@@ -11,8 +11,11 @@ raw = pulumi.Config("dcdrill")
 config = {f"dcdrill:{k}": raw.get_object(k) if k in ("cluster", "acceptRisks", "lab", "aws") else raw.get(k)
           for k in ("backend", "profile", "cluster", "acceptRisks", "lab", "aws")}
 config = {k: v for k, v in config.items() if v is not None}
-backend = stack.backend_of(config)
-topology = stack.topology_of(config, pulumi.get_stack())
+try:
+    backend = stack.backend_of(config)
+    topology = stack.topology_of(config, pulumi.get_stack())
+except ValueError as exc:  # infra.schema.ConfigError: every bad key path, one per line
+    raise pulumi.RunError(str(exc)) from None
 problems = rules.blocking(topology, backend.violations(topology))
 if problems:
     raise pulumi.RunError("refusing to build stack {}: {}".format(

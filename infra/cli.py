@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from infra import lifecycle, pulumi_cli, rules, status
+from infra import lifecycle, pulumi_cli, rules, schema, status
 from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
 
@@ -17,6 +17,9 @@ def register(sub) -> None:
                     help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
                          "factor: what losing each DC does, and which profile's rules it meets")
     sp.set_defaults(func=_plan)
+
+    sp = sub.add_parser("schema", help="print the stack config's JSON Schema (docs/stack.schema.json), for editors")
+    sp.set_defaults(func=_schema)
 
     sp = sub.add_parser("lab", help="bring a local stack up (pulumi up + Ansible until healthy) or down")
     sp.add_argument("action", choices=["up", "down", "refresh"])
@@ -32,9 +35,13 @@ def register(sub) -> None:
 
 def _plan(args) -> int:
     t = stacks.load(args.stack)
-    if args.matrix:
-        return _matrix(args.stack, t, args.json)
     violations = lifecycle.violations(args.stack)
+    if args.matrix:
+        # The matrix varies the risk rules' settings; any other broken rule makes it meaningless.
+        shape = [v for v in violations if v.rule not in schema.RISK_RULES]
+        for v in shape:
+            print(f"dcdrill: [{v.rule}] {v.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT if shape else _matrix(args.stack, t, args.json)
     inv = stacks.backend(args.stack).inventory(t)
     out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t)}
     blocking = rules.blocking(t, violations)
@@ -57,6 +64,11 @@ def _plan(args) -> int:
                   f"writes {'continue' if p['writable'] else 'STOP':<9} "
                   f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
+
+
+def _schema(args) -> int:
+    print(json.dumps(schema.json_schema(), indent=2, sort_keys=True))
+    return EXIT_PASS
 
 
 def _matrix(stack: str, t, as_json: bool) -> int:

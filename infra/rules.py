@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from infra.constants import ACKS, CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP
-from infra.topology import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, BACKENDS, PROFILES, Topology
+from infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP
+from infra.schema import PROFILES, RISK_RULES
+from infra.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -124,12 +125,6 @@ def security(t: Topology) -> list[tuple[str, str]]:
         out.append(("sasl-needs-tls", "sasl needs tls: true, or the passwords cross the network in the clear"))
     if t.acls and t.sasl is None:
         out.append(("acls-need-sasl", "acls need sasl: without it every client is User:ANONYMOUS"))
-    for i, a in enumerate(t.acls):
-        wrong = [f"resource {a.resource!r} (valid: {', '.join(ACL_RESOURCES)})"] if a.resource not in ACL_RESOURCES else []
-        wrong += [f"pattern {a.pattern!r} (valid: {', '.join(ACL_PATTERNS)})"] if a.pattern not in ACL_PATTERNS else []
-        wrong += [f"operation {o!r}" for o in a.operations if o not in ACL_OPERATIONS]
-        if wrong:
-            out.append(("acl-shape", f"acls[{i}]: unknown {', '.join(wrong)}"))
     if t.sasl is not None:
         missing = [f"{op} on {res} {name}" for res, name, op in WORKLOAD_NEEDS
                    if not any(a.allows(t.sasl.client, res, name, op) for a in t.acls)]
@@ -146,28 +141,13 @@ def check(t: Topology) -> list[Violation]:
     def bad(rule: str, message: str) -> None:
         out.append(Violation(rule, message))
 
-    if t.backend not in BACKENDS:
-        bad("unknown-backend", f"dcdrill:backend is {t.backend!r}; valid: {', '.join(BACKENDS)}")
-    if t.profile not in PROFILES:
-        bad("unknown-profile", f"dcdrill:profile is {t.profile!r}; valid: {', '.join(PROFILES)}")
-    if t.acks not in ACKS:
-        bad("unknown-acks", f"producer.acks is {t.acks!r}; valid: 0, 1, all")
+    # Types, names, ranges and uniqueness were checked by the schema (infra/schema.py) already.
     if t.coordination != "zookeeper":
         bad("unsupported-coordination", f"coordination is {t.coordination!r}; only zookeeper is supported (KRaft later)")
     for rule, message in security(t):
         bad(rule, message)
-    if not t.datacenters:
-        bad("no-datacenters", "dcdrill:cluster.datacenters is empty")
-        return out
-
-    names = t.dc_names
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        bad("duplicate-dc", f"DC names must be unique; repeated: {', '.join(dupes)}")
     for dc in t.datacenters:
-        if dc.brokers < 0 or dc.zookeepers < 0:
-            bad("negative-count", f"{dc.name}: brokers={dc.brokers}, zookeepers={dc.zookeepers} must be >= 0")
-        elif dc.brokers == 0 and dc.zookeepers == 0:
+        if dc.brokers == 0 and dc.zookeepers == 0:
             bad("empty-dc", f"{dc.name} has no brokers and no ZooKeeper nodes")
 
     f, m = t.replication.factor, t.replication.min_insync
@@ -179,15 +159,12 @@ def check(t: Topology) -> list[Violation]:
         bad("min-insync-exceeds-factor", f"minInsync {m} > replication factor {f}")
     if t.total_zookeepers < 1:
         bad("no-zookeeper", "the cluster needs at least one ZooKeeper node")
-    elif len(t.datacenters) > 1 and not dupes:
+    elif len(t.datacenters) > 1:
         broken = [dc.name for dc in t.datacenters if not quorum_survives(t, dc.name)]
         for name in broken:
             n, z = t.total_zookeepers, t.dc(name).zookeepers
             bad("quorum-dc-loss",
                 f"losing {name} leaves {n - z} of {n} ZooKeeper nodes, below the quorum of {n // 2 + 1}")
-    if dupes:
-        return out
-
     r_max = t.max_replicas_per_dc
     if t.profile == "consistency-first" and m <= r_max:
         bad("consistency-min-insync",
@@ -209,6 +186,7 @@ def check(t: Topology) -> list[Violation]:
 
 
 def blocking(t: Topology, violations: list[Violation] | None = None) -> list[Violation]:
-    """The violations not waived under `dcdrill:acceptRisks`."""
+    """The violations not waived under `dcdrill:acceptRisks`, which waives risk rules only
+    (infra.schema.RISK_RULES): shape and safety rules always block."""
     vs = check(t) if violations is None else violations
-    return [v for v in vs if v.rule not in t.accept_risks]
+    return [v for v in vs if v.rule not in RISK_RULES or v.rule not in t.accept_risks]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 
+from infra import schema
 from infra.aws.backend import AwsBackend
 from infra.backend import Backend
 from infra.constants import ROOT
@@ -21,19 +22,36 @@ def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
 
 
+MAX_STACK_BYTES = 1 << 20
+MAX_YAML_ALIASES = 100  # anchors expand in place: a few nested ones make a billion-entry config
+
+
 def load_config(stack: str) -> dict:
     path = ROOT / f"Pulumi.{stack}.yaml"
-    if not path.exists():
+    if not path.is_file():
         raise UnknownStack(f"unknown stack {stack!r}; valid: {', '.join(stack_names())}")
-    data = yaml.safe_load(path.read_text()) or {}
+    if path.stat().st_size > MAX_STACK_BYTES:
+        raise ConfigError(f"{path}: {path.stat().st_size:,} bytes; a stack file is at most {MAX_STACK_BYTES:,}")
+    try:
+        text = path.read_text()
+        if sum(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=yaml.SafeLoader)) > MAX_YAML_ALIASES:
+            raise ConfigError(f"{path}: more than {MAX_YAML_ALIASES} YAML aliases")
+        data = yaml.safe_load(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
+        raise ConfigError(f"{path}: must be a mapping with a config: mapping inside (Pulumi's stack file shape)")
     return data.get("config") or {}
 
 
 def backend_of(config: dict) -> Backend:
-    name = str(config.get("dcdrill:backend", "local"))
-    if name not in BACKENDS:
-        raise ConfigError(f"dcdrill:backend is {name!r}; valid: {', '.join(BACKENDS)}")
-    return BACKENDS[name](config)
+    return BACKENDS[schema.parse(config).backend](config)
 
 
 def topology_of(config: dict, stack: str = "") -> Topology:

@@ -9,15 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-PROFILES = ("consistency-first", "availability-first")
-BACKENDS = ("local", "aws")
+from infra import schema
+from infra.constants import ACKS
+from infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
 
 
 SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
-
-
-class ConfigError(ValueError):
-    """The stack config cannot even be read into a model (wrong shape or type)."""
 
 
 @dataclass(frozen=True)
@@ -34,12 +31,6 @@ class Replication:
     factor: int
     min_insync: int
     unclean_leader_election: bool
-
-
-ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
-ACL_PATTERNS = ("literal", "prefixed")
-ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
-                  "describe_configs", "alter_configs", "idempotent_write")
 
 
 @dataclass(frozen=True)
@@ -171,6 +162,10 @@ class Topology:
         unknown = sorted(set(settings) - set(SETTINGS))
         if unknown:
             raise ConfigError(f"unknown drill settings {unknown}; valid: {', '.join(SETTINGS)}")
+        valid = {"profile": PROFILES, "acks": ACKS}
+        for key, values in valid.items():
+            if key in settings and settings[key] not in values:
+                raise ConfigError(f"drill setting {key} is {settings[key]!r}; valid: {', '.join(values)}")
         r = self.replication
         return replace(self, profile=settings.get("profile", self.profile), acks=settings.get("acks", self.acks),
                        replication=Replication(settings.get("factor", r.factor),
@@ -178,85 +173,23 @@ class Topology:
                                                settings.get("unclean_leader_election", r.unclean_leader_election)))
 
 
-def _int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            return int(str(value))
-        except ValueError:
-            raise ConfigError(f"{what} must be a whole number, got {value!r}") from None
-    return value
-
-
-def _bool(value, what: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ("true", "false"):
-        return str(value).lower() == "true"
-    raise ConfigError(f"{what} must be true or false, got {value!r}")
-
-
-def _sasl(raw) -> Sasl | None:
-    """`sasl: true`, or a mapping with `admin` / `client` user names; false or absent: none."""
-    if raw is None or raw is False or str(raw).lower() == "false":
-        return None
-    if raw is True or str(raw).lower() == "true":
-        return Sasl()
-    if not isinstance(raw, dict) or set(raw) - {"admin", "client"}:
-        raise ConfigError(f"sasl must be true, false or a mapping with admin and client, got {raw!r}")
-    return Sasl(**{k: str(v) for k, v in raw.items()})
-
-
-def _acl(raw, i: int) -> Acl:
-    keys = {"principal", "resource", "name", "pattern", "operations"}
-    if not isinstance(raw, dict) or not {"principal", "resource", "operations"} <= set(raw) or set(raw) - keys:
-        raise ConfigError(f"acls[{i}] needs principal, resource and operations (optional: name, pattern), got {raw!r}")
-    ops = raw["operations"] if isinstance(raw["operations"], list) else [raw["operations"]]
-    return Acl(principal=str(raw["principal"]), resource=str(raw["resource"]).lower(),
-               name=str(raw.get("name", "kafka-cluster")), pattern=str(raw.get("pattern", "literal")).lower(),
-               operations=tuple(sorted(str(o).lower() for o in ops)))
-
-
 def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> Topology:
-    """Build the model from a stack's config mapping (keys like `dcdrill:cluster`). The hosts'
-    domain is the stack's `domain`, else the backend's (infra.stack.topology_of passes it)."""
-    try:
-        cluster = config["dcdrill:cluster"]
-    except KeyError:
-        raise ConfigError(f"stack {stack!r} has no dcdrill:cluster config") from None
-    if not isinstance(cluster, dict):
-        raise ConfigError("dcdrill:cluster must be a mapping")
-    dcs = []
-    for i, raw in enumerate(cluster.get("datacenters") or []):
-        if not isinstance(raw, dict) or "name" not in raw:
-            raise ConfigError(f"dcdrill:cluster.datacenters[{i}] needs at least a name")
-        dcs.append(Datacenter(
-            name=str(raw["name"]),
-            brokers=_int(raw.get("brokers", 0), f"datacenters[{i}].brokers"),
-            zookeepers=_int(raw.get("zookeepers", 0), f"datacenters[{i}].zookeepers"),
-            region=raw.get("region"),
-            zone=raw.get("zone"),
-        ))
-    repl = cluster.get("replication") or {}
-    producer = cluster.get("producer") or {}
-    acks = str(producer.get("acks", "all")).lower()
-    if acks == "-1":
-        acks = "all"
+    """Build the model from a stack's config mapping (keys like `dcdrill:cluster`), validated by
+    infra/schema.py first. The hosts' domain is the stack's `domain`, else the backend's
+    (infra.stack.topology_of passes it)."""
+    spec = schema.parse(config, f"stack {stack}" if stack else "")
+    c = spec.cluster
     return Topology(
-        name=str(cluster.get("name", "main")),
-        backend=str(config.get("dcdrill:backend", "local")),
-        profile=str(config.get("dcdrill:profile", "consistency-first")),
-        coordination=str(cluster.get("coordination", "zookeeper")),
-        datacenters=tuple(dcs),
-        replication=Replication(
-            factor=_int(repl.get("factor", 3), "replication.factor"),
-            min_insync=_int(repl.get("minInsync", 2), "replication.minInsync"),
-            unclean_leader_election=_bool(repl.get("uncleanLeaderElection", False),
-                                          "replication.uncleanLeaderElection"),
-        ),
-        acks=acks,
-        domain=str(cluster.get("domain", default_domain)),
-        tls=_bool(cluster.get("tls", False), "tls"),
-        sasl=_sasl(cluster.get("sasl")),
-        acls=tuple(_acl(raw, i) for i, raw in enumerate(cluster.get("acls") or [])),
-        accept_risks=tuple(config.get("dcdrill:acceptRisks") or ()),
+        name=c.name,
+        backend=spec.backend,
+        profile=spec.profile,
+        coordination=c.coordination,
+        datacenters=tuple(Datacenter(dc.name, dc.brokers, dc.zookeepers, dc.region, dc.zone) for dc in c.datacenters),
+        replication=Replication(c.replication.factor, c.replication.min_insync, c.replication.unclean_leader_election),
+        acks=c.producer.acks,
+        domain=c.domain or default_domain,
+        tls=c.tls,
+        sasl=Sasl(c.sasl.admin, c.sasl.client) if c.sasl else None,
+        acls=tuple(Acl(a.principal, a.resource, a.name, a.pattern, tuple(sorted(set(a.operations)))) for a in c.acls),
+        accept_risks=tuple(spec.accept_risks),
     )

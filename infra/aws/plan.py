@@ -14,8 +14,13 @@ import ipaddress
 from dataclasses import dataclass
 
 from infra import inventory as inv
+from infra import schema
 from infra.rules import Violation
 from infra.topology import Topology
+
+
+SUBNET_PREFIX = 20  # one /20 per DC
+MIN_PUBLIC_PREFIX = 16  # the widest public range clientCidrs may open the CLIENT listener to
 
 
 @dataclass(frozen=True)
@@ -37,12 +42,13 @@ def regions(t: Topology) -> list[str]:
 
 
 def settings(t: Topology, config: dict) -> AwsSettings:
-    raw = config.get("dcdrill:aws") or {}
-    cidrs = {r: (raw.get("vpcCidrs") or {}).get(r, f"10.{20 + i}.0.0/16") for i, r in enumerate(regions(t))}
-    return AwsSettings(vpc_cidrs=cidrs, client_cidrs=list(raw.get("clientCidrs") or cidrs.values()),
-                       broker_instance_type=raw.get("brokerInstanceType", "m6i.large"),
-                       zookeeper_instance_type=raw.get("zookeeperInstanceType", "t3.medium"),
-                       data_volume_gb=int(raw.get("dataVolumeGb", 100)), ami=dict(raw.get("ami") or {}))
+    """`dcdrill:aws` (validated by infra/schema.py) with its defaults filled in per region."""
+    raw = schema.parse(config).aws or schema.AwsSpec()
+    cidrs = {r: raw.vpc_cidrs.get(r, f"10.{20 + i}.0.0/16") for i, r in enumerate(regions(t))}
+    return AwsSettings(vpc_cidrs=cidrs, client_cidrs=list(raw.client_cidrs or cidrs.values()),
+                       broker_instance_type=raw.broker_instance_type,
+                       zookeeper_instance_type=raw.zookeeper_instance_type,
+                       data_volume_gb=raw.data_volume_gb, ami=dict(raw.ami))
 
 
 def check(t: Topology, config: dict) -> list[Violation]:
@@ -62,9 +68,22 @@ def check(t: Topology, config: dict) -> list[Violation]:
         for b in rs[i + 1:]:
             if nets[a].overlaps(nets[b]):
                 out.append(Violation("aws-cidr-overlap", f"VPC CIDRs overlap: {a} {nets[a]} and {b} {nets[b]}"))
-    for cidr in s.client_cidrs:
-        if ipaddress.ip_network(cidr).prefixlen == 0:
-            out.append(Violation("aws-world-open", f"clientCidrs must not contain {cidr}: nothing is world-open"))
+    for r, net in nets.items():
+        dcs = sum(1 for dc in t.datacenters if dc.region == r)
+        if not any(net.subnet_of(p) for p in schema.PRIVATE_NETS) or not 16 <= net.prefixlen <= SUBNET_PREFIX - (dcs - 1).bit_length():
+            out.append(Violation("aws-vpc-size", f"dcdrill:aws.vpcCidrs.{r}: {net} must be a private /16 to "
+                                                 f"/{SUBNET_PREFIX - (dcs - 1).bit_length()}, to hold a /{SUBNET_PREFIX} "
+                                                 f"for each of its {dcs} DCs"))
+    unused = sorted(set((schema.parse(config).aws or schema.AwsSpec()).vpc_cidrs) - set(regions(t)))
+    if unused:
+        out.append(Violation("aws-vpc-region", f"dcdrill:aws.vpcCidrs names regions no DC is in: {', '.join(unused)}"))
+    for i, cidr in enumerate(s.client_cidrs):
+        net = ipaddress.ip_network(cidr)
+        if not any(net.subnet_of(p) for p in schema.PRIVATE_NETS) and net.prefixlen < MIN_PUBLIC_PREFIX:
+            # Checked per CIDR, so 0.0.0.0/1 plus 128.0.0.0/1 is refused twice, not summed to pass.
+            out.append(Violation("aws-world-open", f"dcdrill:aws.clientCidrs[{i}]: {cidr} opens the CLIENT listener "
+                                                   f"to {net.num_addresses:,} public addresses; public ranges must "
+                                                   f"be /{MIN_PUBLIC_PREFIX} or narrower"))
     return out
 
 
@@ -72,7 +91,7 @@ def subnet_cidrs(t: Topology, s: AwsSettings) -> dict[str, str]:
     """One private /20 per DC, carved in config order from its region's VPC."""
     out, used = {}, {}
     for dc in t.datacenters:
-        subnets = list(ipaddress.ip_network(s.vpc_cidrs[dc.region]).subnets(new_prefix=20))
+        subnets = list(ipaddress.ip_network(s.vpc_cidrs[dc.region]).subnets(new_prefix=SUBNET_PREFIX))
         i = used.get(dc.region, 0)
         out[dc.name] = str(subnets[i])
         used[dc.region] = i + 1

@@ -1,0 +1,288 @@
+"""The stack config's schema: what `Pulumi.<stack>.yaml` may say under `dcdrill:`, as pydantic
+models. Shape, types, ranges, names and size limits live here; what the numbers mean for losing
+a DC lives in infra/rules.py. `dcdrill schema` exports it as JSON Schema for editors.
+
+Every refusal names its key path (`dcdrill:cluster.datacenters[0].brokers`), and an unknown key
+names the nearest valid one, because a misspelled key silently taking its default is how a
+stack ends up weaker than its author thinks.
+"""
+from __future__ import annotations
+
+import difflib
+import ipaddress
+from typing import Annotated, Any, Literal
+
+import re
+
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+                      WithJsonSchema, field_validator, model_validator)
+from pydantic_core import PydanticCustomError
+
+from infra.constants import ACKS
+
+# Size limits: far above any drill, far below what exhausts this machine (10^8 brokers, or a
+# --matrix over factor 10^8, once did).
+MAX_DATACENTERS = 8
+MAX_BROKERS_PER_DC = 32
+MAX_ZOOKEEPERS = 9
+MAX_FACTOR = 16
+MAX_ACLS = 200
+
+# DC and cluster names become DNS labels (b1.dc-a.lab), namespace names (dcd-dc-a, 32 chars at
+# most) and lines of server.properties and /etc/hosts, so nothing but a DNS label gets through.
+DNS_LABEL = r"^[a-z]([a-z0-9-]{0,26}[a-z0-9])?$"
+DOMAIN = r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+USER = r"^[A-Za-z][A-Za-z0-9._-]{0,63}$"  # a SCRAM user name (no '=' or ',': SCRAM escapes them)
+REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]$"
+ZONE = r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$"
+INSTANCE_TYPE = r"^[a-z][a-z0-9-]*\.[a-z0-9]+$"
+AMI = r"^ami-[0-9a-f]{8,17}$"
+
+# The lab's /16 must be private: the lab routes it, and only it, into its namespaces.
+PRIVATE_NETS = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
+
+PROFILES = ("consistency-first", "availability-first")
+ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
+ACL_PATTERNS = ("literal", "prefixed")
+ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
+                  "describe_configs", "alter_configs", "idempotent_write")
+# The rules dcdrill:acceptRisks may waive: the profile's promises and the quorum's, each a risk a
+# team may knowingly take. Shape and safety rules (sasl-needs-tls, acl-shape, ...) cannot be waived.
+RISK_RULES = ("consistency-min-insync", "consistency-acks", "availability-headroom", "availability-unclean",
+              "quorum-dc-loss")
+
+
+class Spec(BaseModel):
+    """Strict: no coercion from strings, and an unknown key is refused with its nearest match."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, raw: Any) -> Any:
+        if isinstance(raw, dict):
+            valid = [f.alias or name for name, f in cls.model_fields.items()]
+            for key in raw:
+                if key not in valid:
+                    near = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
+                    hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(valid)}"
+                    raise PydanticCustomError("unknown_key", "unknown key{hint}", {"key": str(key), "hint": hint})
+        return raw
+
+
+def _private_prefix(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(f"{value}.0.0/16")
+    except ValueError:
+        raise ValueError("must be two octets, like \"10.77\"") from None
+    if not any(net.subnet_of(p) for p in PRIVATE_NETS):
+        raise ValueError(f"{net} is not a private range (10/8, 172.16/12, 192.168/16): the lab routes it")
+    return value
+
+
+def _cidr(value: str) -> str:
+    try:
+        return str(ipaddress.ip_network(value))
+    except ValueError as exc:
+        raise ValueError(f"not an IPv4 CIDR: {exc}") from None
+
+
+def _acks(value: Any) -> str:
+    """YAML reads `acks: 1` as a number and `acks: all` as text; both mean the same setting."""
+    if isinstance(value, bool):
+        return value  # refused below, as a bool is not an acks value
+    text = str(value).lower()
+    return "all" if text == "-1" else text
+
+
+def matching(pattern: str, what: str):
+    """A string type that must match `pattern`; the error says what it should be, not the regex."""
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern.strip("^$"), value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+    return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "pattern": pattern})]
+
+
+def _not_everyone(value: str) -> str:
+    if value == "*":
+        raise ValueError("'*' (every user) is refused: an ACL names the user it trusts")
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+Name = matching(DNS_LABEL, "a DNS label: lower-case letters, digits and '-', starting with a letter, at most 28")
+User = Annotated[matching(USER, "a user name: a letter, then letters, digits, '.', '_' or '-' (64 at most)"),
+                 BeforeValidator(_not_everyone)]
+Region = matching(REGION, "an AWS region name like eu-west-1")
+Delay = Annotated[float, Field(ge=0, le=10_000)]  # ms; strict floats accept whole numbers too
+
+
+class DatacenterSpec(Spec):
+    name: Name
+    brokers: int = Field(0, ge=0, le=MAX_BROKERS_PER_DC)
+    zookeepers: int = Field(0, ge=0, le=MAX_ZOOKEEPERS)
+    region: Region | None = None  # aws only
+    zone: matching(ZONE, "an AZ name like eu-west-1a") | None = None  # aws only
+
+
+class ReplicationSpec(Spec):
+    factor: int = Field(3, ge=1, le=MAX_FACTOR)
+    min_insync: int = Field(2, ge=1, le=MAX_FACTOR, alias="minInsync")
+    unclean_leader_election: bool = Field(False, alias="uncleanLeaderElection")
+
+
+class ProducerSpec(Spec):
+    acks: Annotated[Literal[ACKS], BeforeValidator(_acks),
+                    WithJsonSchema({"enum": [0, 1, -1, "0", "1", "all", "-1"]})] = "all"
+
+
+class SaslSpec(Spec):
+    admin: User = "admin"
+    client: User = "workload"
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        if self.admin == self.client:
+            raise ValueError(f"the workload's user must not be the admin ({self.admin!r}): the drill would "
+                             "run as a super user and prove nothing about the ACLs")
+        return self
+
+
+class AclSpec(Spec):
+    principal: User
+    resource: Literal[ACL_RESOURCES]
+    name: matching(r"^[A-Za-z0-9._-]{1,249}$", "a Kafka resource name (letters, digits, '.', '_', '-')") = "kafka-cluster"
+    pattern: Literal[ACL_PATTERNS] = "literal"
+    operations: Annotated[list[Literal[ACL_OPERATIONS]], BeforeValidator(lambda v: [v] if isinstance(v, str) else v),
+                          WithJsonSchema({"anyOf": [{"type": "string", "enum": list(ACL_OPERATIONS)},
+                                                    {"type": "array", "minItems": 1,
+                                                     "items": {"enum": list(ACL_OPERATIONS)}}]})] = \
+        Field(min_length=1)  # one operation may be written without brackets
+
+
+class ClusterSpec(Spec):
+    name: Name = "main"
+    coordination: Literal["zookeeper", "kraft"] = "zookeeper"
+    datacenters: list[DatacenterSpec] = Field(min_length=1, max_length=MAX_DATACENTERS)
+    replication: ReplicationSpec = ReplicationSpec()
+    producer: ProducerSpec = ProducerSpec()
+    domain: matching(DOMAIN, "a DNS domain like lab or dcdrill.internal") | None = None
+    tls: bool = False
+    sasl: Annotated[SaslSpec | None, WithJsonSchema({"anyOf": [
+        {"type": "boolean"}, {"type": "null"},
+        {"type": "object", "additionalProperties": False,
+         "properties": {"admin": {"type": "string", "pattern": USER}, "client": {"type": "string", "pattern": USER}}}]})] = None
+    acls: list[AclSpec] = Field(default_factory=list, max_length=MAX_ACLS)
+
+    @field_validator("sasl", mode="before")
+    @classmethod
+    def _sasl_switch(cls, raw: Any) -> Any:
+        """`sasl: true` means the default users, `sasl: false` none."""
+        return {} if raw is True else None if raw is False else raw
+
+    @field_validator("datacenters")
+    @classmethod
+    def _unique(cls, dcs: list[DatacenterSpec]) -> list[DatacenterSpec]:
+        names = [dc.name for dc in dcs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"DC names must be unique; repeated: {', '.join(dupes)}")
+        return dcs
+
+
+class LabSpec(Spec):
+    latency_ms: Delay = Field(5.0, alias="latencyMs")  # one-way inter-DC delay
+    jitter_ms: Delay = Field(0.0, alias="jitterMs")
+    subnet_prefix: Annotated[str, AfterValidator(_private_prefix)] = Field("10.77", alias="subnetPrefix")
+    broker_heap_mb: int = Field(384, ge=128, le=16_384, alias="brokerHeapMb")
+    zookeeper_heap_mb: int = Field(96, ge=32, le=4_096, alias="zookeeperHeapMb")
+
+
+InstanceType = matching(INSTANCE_TYPE, "an EC2 instance type like m6i.large")
+
+
+class AwsSpec(Spec):
+    vpc_cidrs: dict[Region, Cidr] = Field(default_factory=dict, alias="vpcCidrs")
+    client_cidrs: list[Cidr] | None = Field(None, alias="clientCidrs", max_length=50)
+    broker_instance_type: InstanceType = Field("m6i.large", alias="brokerInstanceType")
+    zookeeper_instance_type: InstanceType = Field("t3.medium", alias="zookeeperInstanceType")
+    data_volume_gb: int = Field(100, ge=8, le=16_384, alias="dataVolumeGb")
+    ami: dict[Region, matching(AMI, "an AMI id like ami-0123456789abcdef0")] = Field(default_factory=dict)
+
+
+class StackSpec(Spec):
+    """The `dcdrill:` keys of a stack's `config:` (other namespaces, like `aws:region`, belong to
+    their providers and are not read here)."""
+
+    backend: Literal["local", "aws"] = Field("local", alias="dcdrill:backend")
+    profile: Literal[PROFILES] = Field("consistency-first", alias="dcdrill:profile")
+    cluster: ClusterSpec = Field(alias="dcdrill:cluster")
+    accept_risks: list[Literal[RISK_RULES]] = Field(default_factory=list, alias="dcdrill:acceptRisks")
+    lab: LabSpec | None = Field(None, alias="dcdrill:lab")
+    aws: AwsSpec | None = Field(None, alias="dcdrill:aws")
+
+    @model_validator(mode="after")
+    def _backend_settings(self):
+        other = {"local": ("aws", "dcdrill:aws"), "aws": ("lab", "dcdrill:lab")}[self.backend]
+        if getattr(self, other[0]) is not None:
+            raise ValueError(f"{other[1]} is for the other backend; this stack's backend is {self.backend}")
+        return self
+
+
+def key_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def problems(error: ValidationError) -> list[str]:
+    """One line per error: `key.path: what is wrong`."""
+    lines = []
+    for e in error.errors(include_url=False):
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal["))))
+        if e["type"] == "unknown_key":
+            loc += (e["ctx"]["key"],)
+        message = re.sub(r" or instance of \w+", "", e["msg"].removeprefix("Value error, "))
+        if e["type"] == "missing":
+            message = "required"
+        elif e["type"] not in ("unknown_key", "value_error") and not isinstance(e.get("input"), (dict, list)):
+            message += f" (got {e.get('input')!r})"
+        lines.append(f"{key_path(loc) or 'config'}: {message}")
+    return lines
+
+
+def dcdrill_keys(config: dict) -> dict:
+    return {k: v for k, v in config.items() if str(k).startswith("dcdrill:")}
+
+
+class ConfigError(ValueError):
+    """The stack config cannot be read into a model: its message names every bad key path."""
+
+
+def parse(config: Any, where: str = "") -> StackSpec:
+    """The validated `dcdrill:` config. Raises ConfigError listing every problem."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"{where or 'the stack'}: config must be a mapping of keys, got {type(config).__name__}")
+    try:
+        return StackSpec.model_validate(dcdrill_keys(config))
+    except ValidationError as exc:
+        head = f"{where}: " if where else ""
+        raise ConfigError(head + "invalid stack config:\n  " + "\n  ".join(problems(exc))) from None
+
+
+def json_schema() -> dict:
+    """JSON Schema of a whole `Pulumi.<stack>.yaml`, for editors (yaml-language-server)."""
+    inner = StackSpec.model_json_schema(by_alias=True)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "dcdrill stack (Pulumi.<stack>.yaml)",
+            "type": "object",
+            "properties": {"config": {
+                **{k: v for k, v in inner.items() if k != "$defs"},
+                # Other namespaces (aws:region, ...) belong to their providers; dcdrill's own must be known.
+                "additionalProperties": True,
+                "propertyNames": {"anyOf": [{"enum": sorted(inner["properties"])},
+                                            {"not": {"pattern": "^dcdrill:"}}]}},
+                           "encryptionsalt": {"type": "string"}, "secretsprovider": {"type": "string"}},
+            "$defs": inner.get("$defs", {})}

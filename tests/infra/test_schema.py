@@ -1,0 +1,177 @@
+"""The stack config's schema: every malformed stack below exits 2 from `dcdrill plan` naming its
+key path, without a traceback and within seconds; the JSON Schema shipped for editors is current
+and agrees with the shipped stacks."""
+import copy
+import json
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from dcdrill import cli
+from infra import schema, stack
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
+AWS = yaml.safe_load((ROOT / "Pulumi.aws-3az.yaml").read_text())
+
+
+def cluster(**kv):
+    return lambda c: c["config"]["dcdrill:cluster"].update(kv)
+
+
+def dc0(**kv):
+    return lambda c: c["config"]["dcdrill:cluster"]["datacenters"][0].update(kv)
+
+
+def repl(**kv):
+    return lambda c: c["config"]["dcdrill:cluster"]["replication"].update(kv)
+
+
+def lab(**kv):
+    return lambda c: c["config"].setdefault("dcdrill:lab", {}).update(kv)
+
+
+def aws(**kv):
+    return lambda c: c["config"].setdefault("dcdrill:aws", {}).update(kv)
+
+
+def top(**kv):
+    return lambda c: c["config"].update({f"dcdrill:{k}": v for k, v in kv.items()})
+
+
+def acl(**kv):
+    return lambda c: c["config"]["dcdrill:cluster"]["acls"].append(
+        {"principal": "workload", "resource": "topic", "name": "x", "operations": ["read"], **kv})
+
+
+# (case, base stack, change, what the error must name)
+MALFORMED = [
+    ("misspelled minInsync", LOCAL, repl(minInSync=3), "dcdrill:cluster.replication.minInSync: unknown key; did you mean 'minInsync'"),
+    ("misspelled tls", LOCAL, cluster(tsl=True), "dcdrill:cluster.tsl: unknown key; did you mean 'tls'"),
+    ("misspelled profile key", LOCAL, top(profil="consistency-first"), "dcdrill:profil: unknown key; did you mean 'dcdrill:profile'"),
+    ("unknown profile", LOCAL, top(profile="fast"), "dcdrill:profile: Input should be"),
+    ("no profile value", LOCAL, top(profile=None), "dcdrill:profile: Input should be"),
+    ("unknown backend", LOCAL, top(backend="gcp"), "dcdrill:backend: Input should be 'local' or 'aws'"),
+    ("no cluster", LOCAL, lambda c: c["config"].pop("dcdrill:cluster"), "dcdrill:cluster: required"),
+    ("cluster is a list", LOCAL, top(cluster=[1, 2]), "dcdrill:cluster: Input should be a valid dictionary"),
+    ("cluster is text", LOCAL, top(cluster="main"), "dcdrill:cluster: Input should be a valid dictionary"),
+    ("no datacenters", LOCAL, cluster(datacenters=[]), "dcdrill:cluster.datacenters: List should have at least 1 item"),
+    ("datacenters not a list", LOCAL, cluster(datacenters={"dc-a": 2}), "dcdrill:cluster.datacenters: Input should be a valid list"),
+    ("a DC is a number", LOCAL, cluster(datacenters=[3]), "dcdrill:cluster.datacenters[0]: Input should be a valid dictionary"),
+    ("a DC without a name", LOCAL, lambda c: c["config"]["dcdrill:cluster"]["datacenters"][0].pop("name"), "datacenters[0].name: required"),
+    ("newline in a DC name", LOCAL, dc0(name="dc-a\nallow.everyone.if.no.acl.found=true"), "datacenters[0].name: 'dc-a\\nallow"),
+    ("DC name over 28 chars", LOCAL, dc0(name="a" * 29), "datacenters[0].name:"),
+    ("upper-case DC name", LOCAL, dc0(name="DC-A"), "datacenters[0].name: 'DC-A' is not a DNS label"),
+    ("DC name with a dot", LOCAL, dc0(name="dc.a"), "datacenters[0].name: 'dc.a' is not a DNS label"),
+    ("DC name is a number", LOCAL, dc0(name=7), "datacenters[0].name: Input should be a valid string"),
+    ("repeated DC", LOCAL, lambda c: c["config"]["dcdrill:cluster"]["datacenters"][1].update(name="dc-a"), "dcdrill:cluster.datacenters: DC names must be unique"),
+    ("brokers as text", LOCAL, dc0(brokers="two"), "datacenters[0].brokers: Input should be a valid integer (got 'two')"),
+    ("brokers as quoted number", LOCAL, dc0(brokers="2"), "datacenters[0].brokers: Input should be a valid integer (got '2')"),
+    ("brokers as float", LOCAL, dc0(brokers=2.5), "datacenters[0].brokers: Input should be a valid integer"),
+    ("brokers as bool", LOCAL, dc0(brokers=True), "datacenters[0].brokers: Input should be a valid integer"),
+    ("negative brokers", LOCAL, dc0(brokers=-1), "datacenters[0].brokers: Input should be greater than or equal to 0"),
+    ("10^8 brokers", LOCAL, dc0(brokers=10 ** 8), "datacenters[0].brokers: Input should be less than or equal to 32"),
+    ("10 ZooKeepers", LOCAL, dc0(zookeepers=10), "datacenters[0].zookeepers: Input should be less than or equal to 9"),
+    ("nine DCs", LOCAL, cluster(datacenters=[{"name": f"d{i}", "brokers": 1, "zookeepers": 1} for i in range(9)]), "dcdrill:cluster.datacenters: List should have at most 8 items"),
+    ("factor 10^8", LOCAL, repl(factor=10 ** 8), "replication.factor: Input should be less than or equal to 16"),
+    ("factor 0", LOCAL, repl(factor=0), "replication.factor: Input should be greater than or equal to 1"),
+    ("minInsync as text", LOCAL, repl(minInsync="three"), "replication.minInsync: Input should be a valid integer"),
+    ("unclean as 'yes'", LOCAL, repl(uncleanLeaderElection="yes"), "replication.uncleanLeaderElection: Input should be a valid boolean"),
+    ("replication is a list", LOCAL, cluster(replication=[4, 3]), "dcdrill:cluster.replication: Input should be a valid dictionary"),
+    ("acks 2", LOCAL, cluster(producer={"acks": 2}), "producer.acks: Input should be '0', '1' or 'all' (got '2')"),
+    ("acks true", LOCAL, cluster(producer={"acks": True}), "producer.acks: Input should be"),
+    ("misspelled producer key", LOCAL, cluster(producer={"ack": "all"}), "producer.ack: unknown key; did you mean 'acks'"),
+    ("tls as text", LOCAL, cluster(tls="on"), "dcdrill:cluster.tls: Input should be a valid boolean"),
+    ("sasl admin is the client", LOCAL, cluster(sasl={"admin": "workload", "client": "workload"}), "dcdrill:cluster.sasl: the workload's user must not be the admin"),
+    ("sasl user with '='", LOCAL, cluster(sasl={"admin": "ad=min", "client": "workload"}), "sasl.admin: 'ad=min' is not a user name"),
+    ("sasl unknown key", LOCAL, cluster(sasl={"admin": "admin", "clients": "w"}), "sasl.clients: unknown key; did you mean 'client'"),
+    ("ACL for everyone", LOCAL, acl(principal="*", resource="cluster", operations=["all"]), "acls[2].principal: '*' (every user) is refused"),
+    ("ACL unknown resource", LOCAL, acl(resource="queue"), "acls[2].resource: Input should be"),
+    ("ACL unknown operation", LOCAL, acl(operations=["fly"]), "acls[2].operations[0]: Input should be"),
+    ("ACL no operations", LOCAL, acl(operations=[]), "acls[2].operations: List should have at least 1 item"),
+    ("ACL unknown pattern", LOCAL, acl(pattern="glob"), "acls[2].pattern: Input should be 'literal' or 'prefixed'"),
+    ("ACL name with a newline", LOCAL, acl(name="x\ny"), "acls[2].name: 'x\\ny' is not a Kafka resource name"),
+    ("waive a safety rule", LOCAL, top(acceptRisks=["sasl-needs-tls"]), "dcdrill:acceptRisks[0]: Input should be"),
+    ("waive a shape rule", LOCAL, top(acceptRisks=["factor-exceeds-brokers"]), "dcdrill:acceptRisks[0]: Input should be"),
+    ("acceptRisks as text", LOCAL, top(acceptRisks="quorum-dc-loss"), "dcdrill:acceptRisks: Input should be a valid list"),
+    ("public lab subnet", LOCAL, lab(subnetPrefix="8.8"), "dcdrill:lab.subnetPrefix: 8.8.0.0/16 is not a private range"),
+    ("lab subnet not two octets", LOCAL, lab(subnetPrefix="10.77.1"), "dcdrill:lab.subnetPrefix: must be two octets"),
+    ("lab subnet as number", LOCAL, lab(subnetPrefix=10.77), "dcdrill:lab.subnetPrefix: Input should be a valid string"),
+    ("negative latency", LOCAL, lab(latencyMs=-5), "dcdrill:lab.latencyMs: Input should be greater than or equal to 0"),
+    ("latency over 10 s", LOCAL, lab(latencyMs=10_001), "dcdrill:lab.latencyMs: Input should be less than or equal to 10000"),
+    ("heap 0", LOCAL, lab(brokerHeapMb=0), "dcdrill:lab.brokerHeapMb: Input should be greater than or equal to 128"),
+    ("misspelled lab key", LOCAL, lab(latency=5), "dcdrill:lab.latency: unknown key; did you mean 'latencyMs'"),
+    ("aws settings on a lab stack", LOCAL, aws(dataVolumeGb=10), "dcdrill:aws is for the other backend"),
+    ("negative data volume", AWS, aws(dataVolumeGb=-5), "dcdrill:aws.dataVolumeGb: Input should be greater than or equal to 8"),
+    ("bad client CIDR", AWS, aws(clientCidrs=["10.0.0.0/33"]), "dcdrill:aws.clientCidrs[0]: not an IPv4 CIDR"),
+    ("bad region", AWS, dc0(region="Europe"), "datacenters[0].region: 'Europe' is not an AWS region name"),
+    ("bad AMI", AWS, aws(ami={"eu-west-1": "debian"}), "dcdrill:aws.ami.eu-west-1: 'debian' is not an AMI id"),
+    # The model's rules (infra/rules.py) and the AWS backend's, after the schema: exit 2 naming them.
+    ("world open in two halves", AWS, aws(clientCidrs=["0.0.0.0/1", "128.0.0.0/1"]), "[aws-world-open] dcdrill:aws.clientCidrs[1]: 128.0.0.0/1"),
+    ("VPC too small", AWS, aws(vpcCidrs={"eu-west-1": "10.20.0.0/24"}), "[aws-vpc-size] dcdrill:aws.vpcCidrs.eu-west-1: 10.20.0.0/24"),
+    ("public VPC", AWS, aws(vpcCidrs={"eu-west-1": "8.8.0.0/16"}), "[aws-vpc-size]"),
+    ("factor over brokers", LOCAL, repl(factor=5), "[factor-exceeds-brokers] replication factor 5 > 4 brokers"),
+    ("sasl without tls", LOCAL, cluster(tls=False), "[sasl-needs-tls]"),
+]
+
+
+@pytest.fixture
+def stack_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("case,base,change,expected", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_every_malformed_stack_exits_2_naming_its_key(case, base, change, expected, stack_dir, capsys):
+    cfg = copy.deepcopy(base)
+    change(cfg)
+    (stack_dir / "Pulumi.bad.yaml").write_text(yaml.safe_dump(cfg))
+    started = time.monotonic()
+    for argv in (["plan", "--stack", "bad"], ["plan", "--stack", "bad", "--matrix"]):
+        assert cli.main(argv) == 2, case
+        out = capsys.readouterr()
+        assert expected in out.out + out.err, (case, out.out + out.err)
+        assert "Traceback" not in out.err
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("config: [1, 2]\n", "must be a mapping with a config: mapping inside"),
+    ("- 1\n", "must be a mapping with a config: mapping inside"),
+    ("config:\n  dcdrill:cluster: {datacenters: [\n", "Pulumi.bad.yaml:3: not valid YAML"),
+    ("config:\n\tdcdrill:backend: local\n", "Pulumi.bad.yaml:2: not valid YAML"),
+    ("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefghijklmno", "bcdefghijklmnop")),
+     "more than 100 YAML aliases"),
+])
+def test_an_unreadable_stack_file_exits_2_naming_file_and_line(text, expected, stack_dir, capsys):
+    (stack_dir / "Pulumi.bad.yaml").write_text(text)
+    assert cli.main(["plan", "--stack", "bad"]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_binary_stack_file(stack_dir, capsys):
+    (stack_dir / "Pulumi.bad.yaml").write_bytes(b"config:\n  x: \xff\xfe\n")
+    assert cli.main(["plan", "--stack", "bad"]) == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+
+
+def test_shipped_json_schema_is_current_and_agrees_with_the_shipped_stacks():
+    shipped = json.loads((ROOT / "docs" / "stack.schema.json").read_text())
+    assert shipped == json.loads(json.dumps(schema.json_schema())), "run: dcdrill schema > docs/stack.schema.json"
+    validator = jsonschema.Draft202012Validator(shipped)
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        assert not list(validator.iter_errors(doc)), path.name
+        assert path.read_text().startswith("# yaml-language-server: $schema=docs/stack.schema.json")
+    # An editor sees the same misspellings the schema refuses.
+    bad = copy.deepcopy(LOCAL)
+    bad["config"]["dcdrill:cluster"]["replication"]["minInSync"] = 3
+    bad["config"]["dcdrill:profil"] = "x"
+    messages = " ".join(e.message for e in validator.iter_errors(bad))
+    assert "minInSync" in messages and "dcdrill:profil" in messages
+    # Other providers' namespaces are theirs.
+    assert not list(validator.iter_errors({"config": {**LOCAL["config"], "aws:region": "eu-west-1"}}))
