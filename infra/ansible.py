@@ -32,9 +32,12 @@ def write_inventory(stack: str, inventory: Inventory) -> Path:
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
     av = inventory.vars
-    if av.get("kafka_tls"):
-        brokers = {h.name: h.address for h in inventory.brokers}
-        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], brokers))
+    if av.get("kafka_tls"):  # a certificate per broker and per ZooKeeper node
+        hosts = {h.name: h.address for h in inventory.brokers + inventory.zookeepers}
+        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], hosts))
+    if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
+        av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack) / "zookeeper-credentials.json",
+                                                           ["kafka", "quorum"]))
     if av.get("kafka_sasl"):
         av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack) / "credentials.json",
                                                             av["kafka_sasl_users"]))

@@ -41,6 +41,10 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         "kafka_unclean_leader_election": t.replication.unclean_leader_election,
         "kafka_broker_count": t.total_brokers,
         "kafka_tls": t.tls,
+        # ZooKeeper as production locks it down: TLS on its client and quorum ports, SASL
+        # (DIGEST-MD5) for brokers and peers, znode ACLs. It holds the SCRAM credentials and the
+        # ACLs, so it is secured whenever the cluster is (tls and sasl).
+        "zookeeper_secure": t.tls and t.sasl is not None,
         **sasl_vars(t),
         **(connection or {}),
         **(extra_vars or {}),

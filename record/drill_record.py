@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from infra.constants import now_ms
-from record.ledger import Ledger, parse
+from record.ledger import Ledger, parse, recover_in_flight
 
 LEDGERS = ("produced", "audit", "consumed")
 
@@ -32,14 +32,80 @@ PHASES = "phases.json"
 REPORT = "report"
 
 
+FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def parse_faults(data: bytes, name: str) -> list[dict]:
     """faults.jsonl's bytes as one entry per fault (merge_faults). `name` is what errors call the
-    file; a line that is not a fault raises ValueError naming it."""
-    rows, _ = parse(data, name)
-    for i, f in enumerate(rows, 1):
-        if not isinstance(f, dict) or "start_ms" not in f:
-            raise ValueError(f"{name}: fault {i} has no start_ms: {f}")
+    file; a line that is not a fault (RECORD.md) raises ValueError naming the file and line."""
+    parse(data, name)  # malformed lines, named by line
+    lines = data.split(b"\n")
+    rows = []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not _parses(raw)):
+            continue  # blank, or a torn last line
+        f = json.loads(raw)
+        where = f"{name}:{n}"
+        if not isinstance(f, dict):
+            raise ValueError(f"{where}: a fault line must be a JSON object, got {type(f).__name__}")
+        if f.get("fault") not in FAULT_NAMES:
+            raise ValueError(f"{where}: fault {f.get('fault')!r} is not one of {', '.join(FAULT_NAMES)}")
+        if not isinstance(f.get("target"), str) or not f["target"]:
+            raise ValueError(f"{where}: target must be a non-empty string, got {f.get('target')!r}")
+        if not _whole(f.get("start_ms")):
+            raise ValueError(f"{where}: start_ms must be a whole number of ms >= 0, got {f.get('start_ms')!r}")
+        end = f.get("end_ms")
+        if end is not None and (not _whole(end) or end < f["start_ms"]):
+            raise ValueError(f"{where}: end_ms must be null or a whole number >= start_ms ({f['start_ms']}), got {end!r}")
+        isr = f.get("isr_at_start")
+        if isr is not None and not (isinstance(isr, dict) and _whole(isr.get("partitions")) and _whole(isr.get("in_sync"))
+                                    and isr["in_sync"] <= isr["partitions"]):
+            raise ValueError(f"{where}: isr_at_start must be {{partitions, in_sync}} with in_sync <= partitions, got {isr!r}")
+        rows.append(f)
     return merge_faults(rows)
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+        return True
+    except ValueError:
+        return False
+
+
+# topology.json: the keys the verdict and the report read, and their types (RECORD.md). The
+# verdict cannot do without the first two; the others are checked where present.
+TOPOLOGY_REQUIRED = ("profile", "unclean_leader_election")
+TOPOLOGY_KEYS = {"profile": str, "unclean_leader_election": bool, "acks": str, "replication_factor": int,
+                 "min_insync_replicas": int, "datacenters": list, "predictions": dict}
+PREDICTION_KEYS = ("quorum_survives", "writable", "acked_loss_possible")
+
+
+def check_topology(data, name: str) -> dict:
+    """topology.json as the verdict needs it; a missing or unknown profile (which would leave the
+    verdict without its promise) or any wrong shape raises ValueError naming the key."""
+    from infra.schema import PROFILES
+
+    if not isinstance(data, dict):
+        raise ValueError(f"{name}: must be a JSON object, got {type(data).__name__}")
+    for key, typ in TOPOLOGY_KEYS.items():
+        value = data.get(key)
+        if value is None and key not in TOPOLOGY_REQUIRED:
+            continue
+        if not isinstance(value, typ) or (typ is int and (isinstance(value, bool) or value < 1)):
+            raise ValueError(f"{name}: {key} must be {'a positive whole number' if typ is int else typ.__name__}, "
+                             f"got {value!r}")
+    if data["profile"] not in PROFILES:
+        raise ValueError(f"{name}: profile {data['profile']!r} is not one of {', '.join(PROFILES)}: "
+                         "without it there is no promise to check")
+    for dc, p in (data.get("predictions") or {}).items():
+        if not isinstance(p, dict) or any(not isinstance(p.get(k), bool) for k in PREDICTION_KEYS):
+            raise ValueError(f"{name}: predictions.{dc} must have {', '.join(PREDICTION_KEYS)} as true/false")
+    return data
 
 
 def merge_faults(rows: list[dict]) -> list[dict]:
@@ -69,6 +135,14 @@ class DrillRecord:
     def produced(self, producer_id: str) -> Path:
         return self.ledger_dir("produced") / f"{producer_id}.jsonl"
 
+    def intents(self, producer_id: str) -> Path:
+        """A producer's intent log (record/ledger.py IntentLog): what it may have sent."""
+        return self.path / "intents" / f"{producer_id}.jsonl"
+
+    def recover_in_flight(self, producer_id: str) -> int:
+        """Info rows for what a producer reserved and never wrote an outcome for (after it ended)."""
+        return recover_in_flight(self.produced(producer_id), self.intents(producer_id))
+
     def consumed(self, consumer_id: str) -> Path:
         return self.ledger_dir("consumed") / f"{consumer_id}.jsonl"
 
@@ -95,6 +169,22 @@ class DrillRecord:
     @property
     def report_dir(self) -> Path:
         return self.path / REPORT
+
+    def unsafe_paths(self) -> list[str]:
+        """What a verifier must refuse before reading or writing: a symlink anywhere in the record
+        that leads outside it (a ledger read from elsewhere), and a report/ that is a symlink or
+        not a folder (the report would be written wherever it points)."""
+        root = self.path.resolve()
+        out = []
+        for path in sorted(self.path.rglob("*")):
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                out.append(f"{path}: a symlink leading outside the record ({path.resolve()})")
+        report = self.report_dir
+        if report.is_symlink():
+            out.append(f"{report}: is a symlink; the report is written only inside the record")
+        elif report.exists() and not report.is_dir():
+            out.append(f"{report}: exists and is not a folder")
+        return out
 
     def write_json(self, name: str, data) -> Path:
         self.path.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,14 @@
 Every row is written and flushed to the OS at once, so a SIGKILL of the workload loses nothing
 already written (the kernel has it); fsync runs at least once a second and on close, so a
 machine crash loses at most the last second. A crash can tear the last line only; readers
-(the verifier) skip a torn last line and count it. A write error (disk full) raises
-LedgerError: callers stop sending records they could not account for.
+(the verifier) skip a torn last line and count it. A write error (disk full) or an fsync error
+raises LedgerError and leaves the ledger broken: nothing more is appended after a fragment, and
+callers stop sending records they could not account for.
+
+A producer also keeps an intent log (IntentLog): before it sends seq s it has made sure, with
+an fsync, that its log reserves s. After a crash, `recover_in_flight` turns every reserved seq
+without a row into an `info` row, so records that reached the log but whose outcome was never
+written are indeterminate, never phantoms.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ class Ledger:
         self._last_sync = time.monotonic()
         self._closed = False
         self._dirty = False
+        self.broken: str | None = None  # why the ledger refuses writes (a write or fsync error)
         self.rows = 0
         # fsync at least once a second even when writes stop: a quiet ledger is synced too.
         self._syncer = threading.Thread(target=self._sync_loop, daemon=True, name=f"fsync {self.path.name}")
@@ -40,11 +47,12 @@ class Ledger:
             with self._lock:
                 if self._closed:
                     return
-                if self._dirty:
+                if self._dirty and not self.broken:
                     try:
                         os.fsync(self._fd)
-                    except OSError:
-                        pass  # the next write reports the error
+                    except OSError as exc:  # the next write or close reports it; still dirty
+                        self.broken = f"fsync failed: {exc.strerror or exc}"
+                        continue
                     self._dirty = False
                     self._last_sync = time.monotonic()
 
@@ -58,6 +66,8 @@ class Ledger:
         """Append already-serialized JSON lines (each ending in a newline) in one write."""
         data = text.encode()
         with self._lock:
+            if self.broken:
+                raise LedgerError(f"ledger {self.path} is broken: {self.broken}")
             if self._closed:
                 raise LedgerError(f"{self.path}: ledger already closed")
             try:
@@ -68,23 +78,38 @@ class Ledger:
                 self.rows += n_rows
                 self._dirty = True
             except OSError as exc:
+                # Part of a line may be on disk: appending after it would make it a malformed
+                # line in the middle. Broken: no more rows here (recover_in_flight mends the tail).
+                self.broken = f"write failed: {exc.strerror or exc}"
                 raise LedgerError(f"cannot write ledger {self.path}: {exc.strerror or exc}") from exc
 
     def sync(self) -> None:
         with self._lock:
+            if self.broken:
+                raise LedgerError(f"ledger {self.path} is broken: {self.broken}")
             if not self._closed:
-                os.fsync(self._fd)
+                try:
+                    os.fsync(self._fd)
+                except OSError as exc:
+                    self.broken = f"fsync failed: {exc.strerror or exc}"
+                    raise LedgerError(f"cannot fsync ledger {self.path}: {exc.strerror or exc}") from exc
                 self._dirty = False
                 self._last_sync = time.monotonic()
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
-                try:
+            if self._closed:
+                return
+            try:
+                if not self.broken:
                     os.fsync(self._fd)
-                finally:
-                    os.close(self._fd)
-                    self._closed = True
+            except OSError as exc:
+                self.broken = f"fsync failed: {exc.strerror or exc}"
+            finally:
+                os.close(self._fd)
+                self._closed = True
+            if self.broken:
+                raise LedgerError(f"ledger {self.path} is broken: {self.broken}")
 
     def __enter__(self):
         return self
@@ -116,3 +141,75 @@ def parse(data: bytes, name: str) -> tuple[list[dict], bool]:
                 continue
             raise ValueError(f"{name}:{i}: malformed ledger line") from None
     return rows, torn
+
+
+class IntentLog:
+    """What a producer may have sent, fsync'd before it sends it: a header naming each key's
+    partition, then `reserved` marks a block of seqs ahead (one fsync per block, not per record),
+    and at a clean stop the exact count sent."""
+
+    BLOCK = 64
+
+    def __init__(self, path: Path, header: dict):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.reserved = 0
+        self._append(header)
+
+    def _append(self, row: dict) -> None:
+        try:
+            os.write(self._fd, (json.dumps(row, separators=(",", ":")) + "\n").encode())
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise LedgerError(f"cannot write intent log {self.path}: {exc.strerror or exc}") from exc
+
+    def before_send(self, seq: int, now_ms: int) -> None:
+        if seq >= self.reserved:
+            self.reserved = seq + self.BLOCK
+            self._append({"reserved": self.reserved, "at_ms": now_ms})
+
+    def close(self, sent: int) -> None:
+        self._append({"sent": sent})
+        os.close(self._fd)
+
+
+def recover_in_flight(ledger_path: Path, intent_path: Path) -> int:
+    """After a producer ended (killed or not): every seq its intent log reserved that has no row
+    in its ledger gets an `info` row; a torn last line is cut off first (its record gets an info
+    row like the others). Returns the rows written; idempotent."""
+    ledger_path, intent_path = Path(ledger_path), Path(intent_path)
+    if not intent_path.exists():
+        return 0
+    marks, _ = parse(intent_path.read_bytes(), str(intent_path))
+    if not marks:
+        return 0
+    header, marks = marks[0], marks[1:]
+    sent = next((m["sent"] for m in reversed(marks) if "sent" in m), None)
+    reserved = [(m["reserved"], m["at_ms"]) for m in marks if "reserved" in m]
+    upper = sent if sent is not None else max((r for r, _ in reserved), default=0)
+    data = ledger_path.read_bytes() if ledger_path.exists() else b""
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data):  # a torn last line: keep whole lines only
+        with open(ledger_path, "r+b") as f:
+            f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+    rows, _ = parse(data[:cut], str(ledger_path))
+    have = {r.get("seq") for r in rows if isinstance(r, dict)}
+    keys, partitions = header["keys"], header["partitions"]
+    out = []
+    for seq in range(upper):
+        if seq in have:
+            continue
+        # The send time is unknown: the reservation's time bounds it from below.
+        at_ms = next((at for r, at in reserved if r > seq), reserved[-1][1] if reserved else 0)
+        out.append({"producer_id": header["producer_id"], "seq": seq, "topic": header["topic"],
+                    "partition": partitions[seq % len(keys)], "key": keys[seq % len(keys)], "send_ms": at_ms,
+                    "status": "info", "ack_ms": None, "offset": None,
+                    "error": "the producer ended before this record's outcome was written (from its intent log)",
+                    "dc": header.get("dc")})
+    if out:
+        with Ledger(ledger_path) as ledger:
+            ledger.write_many(out)
+    return len(out)

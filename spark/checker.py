@@ -25,7 +25,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.identities import Identities, bad_row, partition_key
+from spark.identities import Identities, partition_key
+from spark.ledgers import bad_row
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",
@@ -49,12 +50,14 @@ def phase_labels(faults: list[dict]) -> list[str]:
 def producer_pass(scanned) -> dict[str, list[dict]]:
     """Small tables from the produced rows: counts per fine split (FINE), each partition's
     acknowledgement timeline (every distinct ack millisecond, as bitmap words: rollup.AckTimeline),
-    acks per second and the latency histogram per (phase, second). Folded per task as the scan
+    acks per second, the latency histogram per (phase, second) and each producer's rows and seq
+    range (seqs, for the dense-seq check). Folded per task as the scan
     streams the rows, merged on the driver (spark/jvm/ProducerPass.java); no shuffle, no join:
     anomalies come from the identity pass."""
-    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": []}
+    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": [], "seqs": []}
     for r in map(json.loads, scanned.producerTables().splitlines()):
-        kind = "latency" if "latency" in r else "timelines" if "words" in r else "acks" if "ack_sec" in r else "fine"
+        kind = "latency" if "latency" in r else "timelines" if "words" in r else "acks" if "ack_sec" in r \
+            else "seqs" if "producer_idh" in r else "fine"
         tables[kind].append(r)
     return tables
 

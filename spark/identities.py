@@ -30,19 +30,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark.ledgers import CORRUPT, REQUIRED, STATUSES
+from spark.ledgers import bad_row
 
 FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Identity.java)
-
-
-def bad_row(kind: str):
-    """A row that did not parse or lacks a required column (verify.py names the file and line)."""
-    cond = F.col(CORRUPT).isNotNull()
-    for col in REQUIRED[kind]:
-        cond = cond | F.col(col).isNull()
-    if kind == "produced":
-        cond = cond | ~F.col("status").isin(*STATUSES)
-    return cond
 
 
 def narrow(P: DataFrame, A: DataFrame, C: DataFrame) -> DataFrame:

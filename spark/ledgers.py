@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import FAULTS, parse_faults
+from record.drill_record import FAULTS, TOPOLOGY, check_topology, parse_faults
 from spark import storage
 
 
@@ -35,6 +35,12 @@ REQUIRED = {
     "produced": ("producer_id", "seq", "topic", "partition", "send_ms", "status"),
     "consumed": ("topic", "partition", "offset"),
     "audit": ("topic", "partition", "offset"),
+}
+# Columns that are never negative where present.
+NON_NEGATIVE = {
+    "produced": ("seq", "partition", "send_ms", "ack_ms", "offset"),
+    "consumed": ("partition", "offset", "seq"),
+    "audit": ("partition", "offset", "seq"),
 }
 PY_TYPES = {S: (str,), L: (int,), I: (int,)}
 STATUSES = ("ok", "fail", "info")
@@ -67,6 +73,33 @@ def torn_last_line(spark, path: str) -> bool:
         return True
 
 
+def bad_row(kind: str):
+    """A row against RECORD.md: it did not parse, lacks a required column, holds a negative
+    number, or (produced) has an unknown status or an offset where ok says there is none or the
+    reverse (verify.py names the file and line; row_problem is the same rule, on one row)."""
+    cond = F.col(CORRUPT).isNotNull()
+    for col in REQUIRED[kind]:
+        cond = cond | F.col(col).isNull()
+    for col in NON_NEGATIVE[kind]:
+        cond = cond | F.coalesce(F.col(col) < 0, F.lit(False))  # null stays allowed, never null-poisons
+    if kind == "produced":
+        cond = cond | ~F.col("status").isin(*STATUSES) | ((F.col("status") == "ok") != F.col("offset").isNotNull())
+    return F.coalesce(cond, F.lit(True))  # undecidable (a null status): bad
+
+
+def row_problem(kind: str, row: dict) -> str | None:
+    """The value rules of identities.bad_row, on one parsed row (types checked already)."""
+    for col in NON_NEGATIVE[kind]:
+        if row.get(col) is not None and row[col] < 0:
+            return f"column {col!r} is negative ({row[col]})"
+    if kind == "produced":
+        if row["status"] not in STATUSES:
+            return f"status must be ok, fail or info, got {row['status']!r}"
+        if (row["status"] == "ok") != (row.get("offset") is not None):
+            return f"offset must be set if and only if status is ok (status {row['status']!r}, offset {row.get('offset')!r})"
+    return None
+
+
 def locate_problem(spark, files: list[str], kind: str) -> str:
     """Slow path, only after Spark saw a problem: name the file, line and column."""
     schema, required = SCHEMAS[kind], REQUIRED[kind]
@@ -90,8 +123,8 @@ def locate_problem(spark, files: list[str], kind: str) -> str:
                 v = row.get(col)
                 if v is not None and (not isinstance(v, PY_TYPES[typ]) or isinstance(v, bool)):
                     return f"{path}:{n}: column {col!r} has the wrong type ({type(v).__name__})"
-            if kind == "produced" and row["status"] not in STATUSES:
-                return f"{path}:{n}: status must be ok, fail or info, got {row['status']!r}"
+            if problem := row_problem(kind, row):
+                return f"{path}:{n}: {problem}"
     return f"{kind}: a row could not be read (no file or line found to blame)"
 
 
@@ -103,10 +136,9 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
             nulls = df.filter(F.col(col).isNull()).count()
             if nulls:
                 return f"{path}: column {col!r} is null in {nulls} rows"
-        if kind == "produced":
-            bad = df.filter(~F.col("status").isin(*STATUSES)).select("status").limit(1).collect()
-            if bad:
-                return f"{path}: status must be ok, fail or info, got {bad[0]['status']!r}"
+        bad = df.withColumn(CORRUPT, F.lit(None).cast(S)).filter(bad_row(kind)).limit(1).collect()
+        if bad and (problem := row_problem(kind, bad[0].asDict())):
+            return f"{path}: {problem}"
     return f"{kind}: a row could not be read (no file to blame)"
 
 
@@ -131,8 +163,11 @@ def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]
         torn = 0
     else:
         struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
-        df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
-            .json(files)
+        # Lines through from_json, not the JSON source: the source turns a line holding an array
+        # of objects into several rows, from_json marks it corrupt (RECORD.md: one object per line).
+        df = spark.read.text(files).select(
+            F.from_json("value", struct, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}).alias("r")) \
+            .select("r.*")
         torn = sum(torn_last_line(spark, f) for f in files)
     return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
 
@@ -148,6 +183,14 @@ def read_json(run_dir: str, name: str, required: bool = True, spark=None):
         return json.loads(data)
     except ValueError as exc:
         raise BadInput(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_topology(run_dir: str, spark=None) -> dict:
+    path = storage.join(run_dir, TOPOLOGY)
+    try:
+        return check_topology(read_json(run_dir, TOPOLOGY, spark=spark), path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def read_faults(run_dir: str, spark=None) -> list[dict]:

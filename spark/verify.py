@@ -25,9 +25,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
-from record.drill_record import REPORT, TOPOLOGY  # noqa: E402
+from record.drill_record import REPORT, DrillRecord  # noqa: E402
 from spark import cds, checker, identities, options, report, storage, verdict  # noqa: E402
-from spark.ledgers import BadInput, load, locate_problem, locate_problem_parquet, read_faults, read_json  # noqa: E402
+from spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, read_faults, read_topology  # noqa: E402
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
@@ -128,6 +128,28 @@ def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
                        "one produced row; a produced ledger holds one outcome per record")
 
 
+def reject_sparse_seqs(run_dir: str, P, seqs: list[dict]) -> None:
+    """RECORD.md: a producer's seqs are 0, 1, 2, ... densely. With no (producer, seq) twice
+    (reject_bad_rows), that is rows = largest seq + 1 and smallest seq = 0 per producer; the
+    slow path below names the producer and its first missing seq only when that fails."""
+    if all(s["min_seq"] == 0 and s["rows"] == s["max_seq"] + 1 for s in seqs):
+        return
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ok = P.filter(~bad_row("produced")).select("producer_id", "seq")
+    gaps = ok.withColumn("prev", F.lag("seq").over(Window.partitionBy("producer_id").orderBy("seq"))) \
+        .filter(F.coalesce(F.col("prev"), F.lit(-1)) != F.col("seq") - 1) \
+        .orderBy("producer_id", "seq").limit(1).collect()
+    if gaps:
+        g = gaps[0]
+        first = 0 if g["prev"] is None else g["prev"] + 1
+        raise BadInput(f"{run_dir}/produced: producer {g['producer_id']!r} has no row for seqs {first} to "
+                       f"{g['seq'] - 1}; RECORD.md: seqs are dense per producer (a killed producer's unfinished "
+                       "records are written as info rows from its intent log)")
+    raise BadInput(f"{run_dir}/produced: a producer's seqs are not dense (RECORD.md)")
+
+
 def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None) -> tuple[int, dict]:
     t0 = time.monotonic()
 
@@ -141,8 +163,10 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         spark = spark or session(conf=conf, s3a=run_dir.startswith("s3a://"))
     if not storage.is_dir(spark, run_dir):
         raise BadInput(f"{run_dir}: drill record directory missing")
+    if not remote and (unsafe := DrillRecord(run_dir).unsafe_paths()):
+        raise BadInput("; ".join(unsafe))
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
-    topology = read_json(run_dir, TOPOLOGY, spark=spark)
+    topology = read_topology(run_dir, spark=spark)
     faults = read_faults(run_dir, spark=spark)
     spark = spark or session(conf=conf)
     # Not cached: one scan reads each ledger (JSON Lines parsed once); only rare second looks
@@ -166,6 +190,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     finally:
         scanned.release()
     reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
+    reject_sparse_seqs(run_dir, P, lw.tables["seqs"])
     torn = sum(info["torn"] for _, info in ledgers.values())
     summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
     if summary["counts"]["produced"] == 0:
@@ -237,6 +262,13 @@ def run(args: argparse.Namespace) -> int:
                 code, summary = verify(run_dir, quiet=args.quiet, conf=dict(args.conf))
             except BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
+                codes.append(EXIT_BAD_INPUT)
+                continue
+            except Exception as exc:  # noqa: BLE001 - one record's failure is that record's, not the call's
+                # Exit 1 would read as a verdict. Anything unforeseen in a record is bad input for
+                # that record, named; the other records of the call are still verified.
+                print(f"verify: bad input: {run_dir}: cannot be verified: {type(exc).__name__}: "
+                      f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
                 continue
             codes.append(code)

@@ -12,7 +12,7 @@ import time
 
 from infra.constants import now_ms
 from record import DrillRecord
-from record.ledger import Ledger, LedgerError
+from record.ledger import IntentLog, Ledger, LedgerError
 from validation import clients
 from validation.backends import BACKENDS
 
@@ -40,9 +40,17 @@ class SequencedProducer:
         self.keys = [(f"k{i}", clients.partition_for(f"k{i}", self.partitions)) for i in range(cfg["keys"])]
         self.key_bytes = [k.encode() for k, _ in self.keys]
         self.pid_json, self.topic_json, self.dc_json = json.dumps(self.pid), json.dumps(self.topic), json.dumps(self.dc)
+        # Fsync'd before each block of sends: a killed producer's unfinished records become info
+        # rows (DrillRecord.recover_in_flight), not phantoms.
+        self.intents = IntentLog(run.intents(self.pid), {
+            "producer_id": self.pid, "topic": self.topic, "dc": self.dc,
+            "keys": [k for k, _ in self.keys], "partitions": [p for _, p in self.keys]})
 
     # -- outcomes (kafka-python: its I/O thread; confluent: our thread, inside service()) ----------
     def _settle(self, seq: int, status: str, offset: int | None, error: str | None) -> None:
+        if status == "ok" and (offset is None or offset < 0):
+            # acks=0: the client hears nothing back (its offset is -1), so nothing was acknowledged.
+            status, offset, error = "info", None, "acks=0: sent, with no acknowledgement and no offset"
         with self.lock:
             sent = self.pending.pop(seq, None)
             if sent is None:
@@ -77,6 +85,7 @@ class SequencedProducer:
         k = seq % self.cfg["keys"]
         key, partition = self.keys[k]
         send_ms = now_ms()
+        self.intents.before_send(seq, send_ms)
         with self.lock:
             self.pending[seq] = (send_ms, k)
             self.counts["sent"] += 1
@@ -118,7 +127,11 @@ class SequencedProducer:
         for s in leftover:
             self._settle(s, "info", None, "unresolved when the producer stopped")
         self._report()
-        self.ledger.close()
+        try:
+            self.ledger.close()
+        except LedgerError as exc:
+            self.broken = self.broken or str(exc)
+        self.intents.close(sent=seq)
         if self.broken:
             print(f"producer {self.pid}: stopped sending: {self.broken}", file=sys.stderr)
             return 1

@@ -139,6 +139,7 @@ class Workload:
         self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
         self.record = DrillRecord(run_dir)
         self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.recovered: dict[str, int] = {}  # producer -> info rows written from its intent log
 
     def _cfg(self, **extra) -> dict:
         return _process_config(self.run_dir, self.inventory, self.spec, **extra)
@@ -214,6 +215,10 @@ class Workload:
                     except subprocess.TimeoutExpired:
                         p.kill()
                         p.wait()
+            if group == "p":  # a producer that died mid-send leaves reserved seqs without a row
+                for name, _ in self.procs:
+                    if name.startswith("p"):
+                        self.recovered[name] = self.record.recover_in_flight(name)
         return {name: p.returncode for name, p in self.procs}
 
 

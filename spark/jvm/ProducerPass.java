@@ -18,6 +18,7 @@ public final class ProducerPass {
     static final long NO_WORD = Long.MIN_VALUE;
     // fine state: key (group, packed second and word), produced, acked, failed, indeterminate, mask
     static final int PRODUCED = 2, ACKED = 3, FAILED = 4, INDETERMINATE = 5, MASK = 6, FINE_WIDTH = 7;
+    static final int SEQS_WIDTH = 5;
 
     /** A (DC and topic, partition, phase) group: what a fine row's names come from. */
     record Group(long dt, int partition, int phase, long tp, String dc, String topic) implements java.io.Serializable {}
@@ -27,6 +28,7 @@ public final class ProducerPass {
         final List<Group> groups = new ArrayList<>();
         long[] fine;      // FINE_WIDTH longs per row: group index, second, word, counts, mask
         long[] latency;   // phase, second, latency, count
+        long[] seqs;      // producer idh, 0, rows, largest seq + 1, Long.MAX_VALUE - smallest seq
     }
 
     /** The tasks' tables merged, as JSON lines: counts per (phase, DC and topic, partition, second),
@@ -37,7 +39,14 @@ public final class ProducerPass {
         List<Group> order = new ArrayList<>();
         LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
         LongPairMap latency = new LongPairMap(3, 1 << 8);
+        LongPairMap seqs = new LongPairMap(SEQS_WIDTH, 64);
         for (Tables t : parts) {
+            for (int i = 0; i < t.seqs.length; i += SEQS_WIDTH) {
+                int o = seqs.at(t.seqs[i], 0);
+                seqs.slots[o + 2] += t.seqs[i + 2];
+                seqs.slots[o + 3] = Math.max(seqs.slots[o + 3], t.seqs[i + 3]);
+                seqs.slots[o + 4] = Math.max(seqs.slots[o + 4], t.seqs[i + 4]);
+            }
             int[] global = new int[t.groups.size()];
             for (int i = 0; i < global.length; i++) {
                 Group g = t.groups.get(i);
@@ -108,6 +117,15 @@ public final class ProducerPass {
             if (perSec.used[i]) b.append("{\"ack_sec\":").append(perSec.slots[i * 3])
                     .append(",\"acked\":").append(perSec.slots[i * 3 + 2]).append("}\n");
         }
+        // Per producer: rows and seq range, so the verifier can check seqs are dense (RECORD.md).
+        for (int i = 0; i < seqs.used.length; i++) {
+            if (!seqs.used[i]) continue;
+            long[] q = seqs.slots;
+            int o = i * SEQS_WIDTH;
+            b.append("{\"producer_idh\":").append(q[o]).append(",\"rows\":").append(q[o + 2])
+             .append(",\"min_seq\":").append(Long.MAX_VALUE - q[o + 4]).append(",\"max_seq\":").append(q[o + 3] - 1)
+             .append("}\n");
+        }
         long[] l = latency.slots;
         for (int i = 0; i < latency.used.length; i++) {
             if (!latency.used[i]) continue;
@@ -126,11 +144,20 @@ public final class ProducerPass {
         private final LongPairMap groups = new LongPairMap(3, 64);   // (dt, partition << 8 | phase) -> index
         private final LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
         private final LongPairMap latency = new LongPairMap(3, 1 << 8);
+        private final LongPairMap seqs = new LongPairMap(SEQS_WIDTH, 64);
+        private long lastIdh = 0;
+        private int lastSeqs = -1;  // the slot of the previous row's producer: rows come in runs
 
         Fold(long[] starts, long[] ends, int wordMs) { this.starts = starts; this.ends = ends; this.wordMs = wordMs; }
 
         /** kind: Screen.P_OK, P_FAIL or P_INFO. */
         void add(InternalRow r, int kind) {
+            long idh = r.getLong(Scan.IDH), seq = r.getLong(Scan.SEQ);
+            if (lastSeqs < 0 || idh != lastIdh) { lastSeqs = seqs.at(idh, 0); lastIdh = idh; }
+            long[] q = seqs.slots;
+            q[lastSeqs + 2]++;
+            q[lastSeqs + 3] = Math.max(q[lastSeqs + 3], seq + 1);
+            q[lastSeqs + 4] = Math.max(q[lastSeqs + 4], Long.MAX_VALUE - seq);
             long send = r.getLong(Scan.SEND), dt = r.getLong(Scan.DT);
             int partition = r.getInt(Scan.PART), phase = Identity.phase(send, starts, ends);
             int go = groups.at(dt, ((long) partition << 8) | phase);
@@ -159,6 +186,7 @@ public final class ProducerPass {
         Tables done() {
             t.fine = fine.states();
             t.latency = latency.states();
+            t.seqs = seqs.states();
             return t;
         }
     }

@@ -1,4 +1,5 @@
 """The crash-safe JSON Lines ledger: format, torn lines, SIGKILL mid-write, write errors."""
+import json
 import os
 import signal
 import subprocess
@@ -54,3 +55,75 @@ def test_ledger_write_error_raises(tmp_path):
     os.dup2(os.open("/dev/full", os.O_WRONLY), led._fd)  # the disk is now full
     with pytest.raises(LedgerError, match="cannot write ledger"):
         led.write({"a": 1})
+
+
+def test_a_write_error_breaks_the_ledger_for_good(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    led = Ledger(tmp_path / "b.jsonl")
+    led.write({"a": 1})
+    real = led._fd
+    full = os.open("/dev/full", os.O_WRONLY)
+    led._fd = full
+    with pytest.raises(LedgerError, match="cannot write ledger"):
+        led.write({"a": 2})
+    led._fd = real  # the disk has room again: still nothing is appended after a possible fragment
+    with pytest.raises(LedgerError, match="is broken: write failed"):
+        led.write({"a": 3})
+    with pytest.raises(LedgerError, match="is broken"):
+        led.close()
+    os.close(full)
+    assert read(tmp_path / "b.jsonl")[0] == [{"a": 1}]
+
+
+def test_an_fsync_error_surfaces(tmp_path, monkeypatch):
+    led = Ledger(tmp_path / "f.jsonl")
+    led.write({"a": 1})
+
+    def failing(fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(LedgerError, match="cannot fsync ledger .*Input/output error"):
+        led.sync()
+    with pytest.raises(LedgerError, match="is broken: fsync failed"):
+        led.write({"a": 2})
+    monkeypatch.undo()
+    with pytest.raises(LedgerError):
+        led.close()
+
+
+def _produced(seq, status="ok"):
+    return {"producer_id": "p1", "seq": seq, "topic": "t", "partition": seq % 2, "key": f"k{seq % 3}",
+            "send_ms": 1000 + seq, "status": status, "ack_ms": 1001 + seq, "offset": seq if status == "ok" else None,
+            "error": None, "dc": "dc-a"}
+
+
+def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
+    from record.ledger import IntentLog, recover_in_flight
+    intents = IntentLog(tmp_path / "intents.jsonl", {"producer_id": "p1", "topic": "t", "dc": "dc-a",
+                                                     "keys": ["k0", "k1", "k2"], "partitions": [0, 1, 1]})
+    for seq in range(70):  # two blocks reserved: up to 128; the process is then "killed"
+        intents.before_send(seq, 5000 + seq)
+    ledger = tmp_path / "p1.jsonl"
+    rows = [_produced(s) for s in range(60) if s not in (7, 8)]  # 7 and 8 were still in flight
+    ledger.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"producer_id": "p1", "seq": 60, "sta')  # torn
+    assert recover_in_flight(ledger, tmp_path / "intents.jsonl") == 128 - 58
+    got, torn = read(ledger)
+    assert not torn and sorted(r["seq"] for r in got) == list(range(128))
+    info = {r["seq"]: r for r in got if r["status"] == "info"}
+    assert sorted(info) == [7, 8] + list(range(60, 128))
+    assert (info[7]["partition"], info[7]["key"], info[7]["send_ms"], info[7]["offset"]) == (1, "k1", 5000, None)
+    assert info[100]["send_ms"] == 5064  # the second block was reserved when seq 64 was sent
+    assert recover_in_flight(ledger, tmp_path / "intents.jsonl") == 0  # idempotent
+
+
+def test_a_clean_stop_bounds_recovery_by_what_was_sent(tmp_path):
+    from record.ledger import IntentLog, recover_in_flight
+    intents = IntentLog(tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"],
+                                               "partitions": [0]})
+    for seq in range(5):
+        intents.before_send(seq, 1)
+    intents.close(sent=5)
+    ledger = tmp_path / "p1.jsonl"
+    ledger.write_text("".join(json.dumps(_produced(s)) + "\n" for s in range(5)))
+    assert recover_in_flight(ledger, tmp_path / "i.jsonl") == 0

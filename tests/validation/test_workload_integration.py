@@ -104,3 +104,32 @@ def test_bad_workload_input_is_refused(lab):
     wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-fresh"), fresh=True)
     with pytest.raises(ValueError, match="'it-fresh' exists already"):
         wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-fresh"), fresh=True)
+
+
+def test_a_killed_producer_leaves_info_rows_not_phantoms_and_the_drill_passes(lab, tmp_path):
+    """SIGKILL one producer mid-run: its reserved, unfinished records become info rows (intent
+    log), its seqs stay dense, and the record verifies as a pass with no phantom."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen(DCDRILL + ["workload", "run", "--duration", "20", "--producers", "2", "--consumers", "1",
+                                       "--rate", "300", "--topic", "dcdrill-it-killed-producer", "--run-dir", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    victim = []
+    while time.monotonic() < deadline and not victim:
+        time.sleep(0.5)
+        ledger = run / "produced" / "p1.jsonl"
+        if ledger.exists() and ledger.stat().st_size > 50_000:
+            victim = subprocess.run(["pgrep", "-f", f"validation.producer.*{run}.*\"producer_id\": \"p1\""],
+                                    capture_output=True, text=True).stdout.split()
+    assert victim, "producer p1 never got going"
+    os.kill(int(victim[0]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    produced = rows(run, "produced")
+    p1 = sorted(r["seq"] for r in produced if r["producer_id"] == "p1")
+    assert p1 == list(range(len(p1)))
+    recovered = [r for r in produced if r["producer_id"] == "p1" and "intent log" in (r["error"] or "")]
+    assert recovered and all(r["status"] == "info" for r in recovered)
+    res = subprocess.run(DCDRILL + ["verify", str(run), "--json", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    counts = json.loads(res.stdout)["counts"]
+    assert counts["phantoms"] == 0 and counts["acked_lost"] == 0 and counts["indeterminate"] >= len(recovered)

@@ -1,0 +1,161 @@
+"""Malformed drill records: each exits 2 naming its file (and line, for a ledger or faults.jsonl),
+never a traceback and never a verdict; a torn last line is tolerated and counted; one bad record
+does not stop the others of the same `dcdrill verify` call."""
+import json
+import os
+import shutil
+
+import pytest
+
+from spark import verify
+from tests import records
+from tests.records import a, c, p
+
+GOOD_P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)]
+GOOD_A = [a(0, i, "p1", i) for i in range(3)]
+GOOD_C = [c(0, i, "p1", i) for i in range(3)]
+
+
+def good(run, **kw):
+    return records.write(run, kw.pop("P", GOOD_P), kw.pop("A", GOOD_A), kw.pop("C", GOOD_C), **kw)
+
+
+def topo(**change):
+    t = records.topology()
+    t.update(change)
+    return t
+
+
+def with_file(name, text):
+    def make(run):
+        good(run)
+        (run / name).write_text(text)
+    return make
+
+
+def row(kind, change, index=1):
+    """The good record with one row of one ledger changed."""
+    def make(run):
+        rows = {"P": [dict(r) for r in GOOD_P], "A": [dict(r) for r in GOOD_A], "C": [dict(r) for r in GOOD_C]}
+        rows[kind][index].update(change)
+        good(run, **rows)
+    return make
+
+
+def symlinked_ledger(run):
+    good(run)
+    outside = run.parent / f"{run.name}-outside.jsonl"
+    shutil.move(run / "audit" / "audit.jsonl", outside)
+    os.symlink(outside, run / "audit" / "audit.jsonl")
+
+
+def symlinked_report(run):
+    good(run)
+    (run.parent / f"{run.name}-elsewhere").mkdir()
+    os.symlink(run.parent / f"{run.name}-elsewhere", run / "report")
+
+
+def report_is_a_file(run):
+    good(run)
+    (run / "report").write_text("x")
+
+
+def gap_in_seqs(run):
+    good(run, P=GOOD_P[:1] + GOOD_P[2:], A=GOOD_A[:1] + GOOD_A[2:], C=GOOD_C[:1] + GOOD_C[2:])
+
+
+def kill_dc(**change):
+    return {"fault": "kill-dc", "target": "dc-a", "start_ms": 1000, "end_ms": 2000, **change}
+
+
+# (case, record builder, what stderr must name)
+BAD = [
+    ("no profile", lambda r: good(r, topo={k: v for k, v in records.topology().items() if k != "profile"}),
+     "topology.json: profile must be str, got None"),
+    ("misspelled profile", lambda r: good(r, topo=topo(profile="consistency-frist")),
+     "topology.json: profile 'consistency-frist' is not one of"),
+    ("topology is a list", with_file("topology.json", "[1, 2]"), "topology.json: must be a JSON object, got list"),
+    ("topology not JSON", with_file("topology.json", "{"), "topology.json: not valid JSON"),
+    ("predictions a list", lambda r: good(r, topo=topo(predictions=[])), "topology.json: predictions must be dict, got []"),
+    ("prediction shape", lambda r: good(r, topo=topo(predictions={"dc-a": {"writable": "yes"}})),
+     "topology.json: predictions.dc-a must have"),
+    ("unclean as text", lambda r: good(r, topo=topo(unclean_leader_election="false")),
+     "topology.json: unclean_leader_election must be bool"),
+    ("fault line a number", with_file("faults.jsonl", json.dumps(kill_dc()) + "\n7\n"),
+     "faults.jsonl:2: a fault line must be a JSON object, got int"),
+    ("start_ms null", with_file("faults.jsonl", json.dumps(kill_dc(start_ms=None)) + "\n"),
+     "faults.jsonl:1: start_ms must be a whole number of ms >= 0, got None"),
+    ("end before start", with_file("faults.jsonl", json.dumps(kill_dc(end_ms=500)) + "\n"),
+     "faults.jsonl:1: end_ms must be null or a whole number >= start_ms (1000), got 500"),
+    ("unknown fault", with_file("faults.jsonl", json.dumps(kill_dc(fault="meteor")) + "\n"),
+     "faults.jsonl:1: fault 'meteor' is not one of"),
+    ("malformed fault line", with_file("faults.jsonl", "{oops\n" + json.dumps(kill_dc()) + "\n"),
+     "faults.jsonl:1: malformed ledger line"),
+    ("isr in_sync over partitions", with_file("faults.jsonl", json.dumps(kill_dc(isr_at_start={"partitions": 2, "in_sync": 3})) + "\n"),
+     "faults.jsonl:1: isr_at_start must be"),
+    ("negative offset", row("P", {"offset": -4}), "produced/p1.jsonl:2: column 'offset' is negative (-4)"),
+    ("negative audit offset", row("A", {"offset": -1}), "audit/audit.jsonl:2: column 'offset' is negative (-1)"),
+    ("negative seq", row("C", {"seq": -2}), "consumed/c1.jsonl:2: column 'seq' is negative (-2)"),
+    ("negative partition", row("P", {"partition": -1}), "produced/p1.jsonl:2: column 'partition' is negative (-1)"),
+    ("ok without offset", row("P", {"offset": None}),
+     "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'ok', offset None)"),
+    ("fail with offset", row("P", {"status": "fail"}),
+     "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'fail', offset 1)"),
+    ("seq as text", row("P", {"seq": "1"}), "produced/p1.jsonl:2: column 'seq' has the wrong type (str)"),
+    ("gap in seqs", gap_in_seqs, "produced: producer 'p1' has no row for seqs 1 to 1"),
+    ("malformed middle line", lambda r: good(r, tails={"produced/p1.jsonl": "{nope\n"}),
+     "produced/p1.jsonl:4: malformed line"),
+    ("a line holding an array", lambda r: good(r, tails={"consumed/c1.jsonl": json.dumps([c(0, 1, "p1", 1)] * 2) + "\n"}),
+     "consumed/c1.jsonl:4: a row must be a JSON object"),
+    ("ledger symlinked from outside", symlinked_ledger, "audit/audit.jsonl: a symlink leading outside the record"),
+    ("report a symlink", symlinked_report, "report: is a symlink; the report is written only inside the record"),
+    ("report a file", report_is_a_file, "report: exists and is not a folder"),
+    ("no topology", lambda r: (good(r), (r / "topology.json").unlink()), "topology.json: missing"),
+    ("no produced folder", lambda r: (good(r), shutil.rmtree(r / "produced")), "produced: ledger folder missing"),
+    ("empty produced", lambda r: good(r, P=[]), "the produced ledger is empty"),
+    ("mixed formats", lambda r: (good(r), (r / "audit" / "x.parquet").write_bytes(b"PAR1")), "mixes .parquet and .jsonl"),
+]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = verify.session("local[2]")
+    yield s
+    s.stop()
+
+
+def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_still_verify(tmp_path, spark, capsys):
+    runs = []
+    for i, (case, make, _) in enumerate(BAD):
+        run = tmp_path / f"r{i:02d}"
+        make(run)
+        runs.append(run)
+    clean = good(tmp_path / "clean")
+    # The clean record sits in the middle: the records before it failing must not stop it.
+    argv = [str(r) for r in runs[:10]] + [str(clean)] + [str(r) for r in runs[10:]] + ["--quiet"]
+    assert verify.main(argv) == verify.EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    lines = out.err.splitlines()
+    for (case, _, expected), run in zip(BAD, runs):
+        mine = [line for line in lines if str(run) + "/" in line or str(run) + ":" in line or line.endswith(str(run))]
+        assert any(expected in line for line in mine), (case, mine)
+        assert not (run / "report" / "summary.json").exists() or case.startswith("report")
+    assert out.out.count("verdict: PASS") == 1
+    assert json.loads((clean / "report" / "summary.json").read_text())["verdict"] == "pass"
+    # Nothing was written where a symlinked report pointed.
+    i = [b[0] for b in BAD].index("report a symlink")
+    assert list((tmp_path / f"r{i:02d}-elsewhere").iterdir()) == []
+
+
+def test_a_torn_last_line_is_tolerated_and_counted(tmp_path, spark):
+    run = good(tmp_path / "torn", tails={"produced/p1.jsonl": '{"producer_id": "p1", "seq": 3, "top'})
+    code, s = verify.verify(str(run), spark=spark)
+    assert code == verify.EXIT_PASS and s["counts"]["torn_lines"] == 1
+
+
+def test_an_acks0_send_is_indeterminate_not_acknowledged(tmp_path, spark):
+    """acks=0 producers write info rows with no offset (validation/producer.py): a clean pass."""
+    P = GOOD_P + [p("p1", 3, "info", 0, ack_ms=1003)]
+    code, s = verify.verify(str(good(tmp_path / "a0", P=P, A=GOOD_A + [a(0, 3, "p1", 3)])), spark=spark)
+    assert code == verify.EXIT_PASS and s["counts"]["indeterminate_present"] == 1
