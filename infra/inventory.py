@@ -110,6 +110,12 @@ class Inventory:
         return self.hosts("kafka_broker")
 
     @property
+    def zookeeper_ca(self) -> str | None:
+        """The CA a locked-down ZooKeeper's TLS client port is checked against (None: plain)."""
+        av = self.vars
+        return f"{av['kafka_tls_dir']}/ca.pem" if av.get("zookeeper_secure") and av.get("kafka_tls_dir") else None
+
+    @property
     def zookeepers(self) -> list[InventoryHost]:
         return self.hosts("zookeeper")
 

@@ -6,6 +6,7 @@ ZooKeeper nodes report their mode through the `srvr` four-letter word.
 from __future__ import annotations
 
 import socket
+import ssl
 from contextlib import closing
 
 from infra.constants import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
@@ -20,10 +21,13 @@ def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
         return False
 
 
-def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: float = 2.0) -> str | None:
-    """leader / follower / standalone, or None when the node does not answer."""
+def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: float = 2.0,
+                   tls: ssl.SSLContext | None = None) -> str | None:
+    """leader / follower / standalone, or None when the node does not answer. `tls`: a locked
+    down ZooKeeper's client port speaks TLS only (the four-letter words too)."""
     try:
-        with closing(socket.create_connection((host, port), timeout=timeout_s)) as s:
+        raw = socket.create_connection((host, port), timeout=timeout_s)
+        with closing(tls.wrap_socket(raw, server_hostname=host) if tls else raw) as s:
             s.sendall(b"srvr")
             s.settimeout(timeout_s)
             data = b""
@@ -64,7 +68,8 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
                 "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
 
     zk_hosts = inventory.zookeepers
-    modes = {h.name: zookeeper_mode(h.name) for h in zk_hosts}
+    tls = ssl.create_default_context(cafile=inventory.zookeeper_ca) if inventory.zookeeper_ca else None
+    modes = {h.name: zookeeper_mode(h.name, tls=tls) for h in zk_hosts}
     serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
     zookeeper = {"alive": len(serving), "total": len(zk_hosts),
                  "quorum": len(serving) >= len(zk_hosts) // 2 + 1 and any(m in ("leader", "standalone") for m in serving),

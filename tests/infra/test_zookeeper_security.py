@@ -1,0 +1,70 @@
+"""ZooKeeper locked down on the real lab: TLS only on its client port, SASL required, znode ACLs;
+and no password on any command line while the lab comes up and a workload runs."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CommandLines
+from infra.constants import ZOOKEEPER_CLIENT_PORT
+
+pytestmark = pytest.mark.lab
+
+
+def zk_cli(lab, *command, tls=True, login=False, timeout=40):
+    """Kafka's own ZooKeeper shell (ZooKeeperMain) from this machine, against zk1."""
+    av = lab.vars
+    opts = []
+    if tls:
+        opts += ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+                 f"-Dzookeeper.ssl.trustStore.location={av['kafka_tls_dir']}/ca.pem", "-Dzookeeper.ssl.trustStore.type=PEM"]
+    if login:  # the brokers' own login (roles/kafka_broker: jaas.conf)
+        b1 = lab.brokers[0].vars["data_root"]
+        opts.append(f"-Djava.security.auth.login.config={b1}/kafka/jaas.conf")
+    zk = f"{lab.zookeepers[0].name}:{ZOOKEEPER_CLIENT_PORT}"
+    res = subprocess.run(["java", *opts, "-cp", f"{av['kafka_libs_dir']}/*", "org.apache.zookeeper.ZooKeeperMain",
+                          "-server", zk, *command], capture_output=True, text=True, timeout=timeout)
+    return res.stdout + res.stderr
+
+
+def test_zookeeper_refuses_clients_without_credentials(lab):
+    assert lab.vars["zookeeper_secure"] is True
+    for path in ("/config/users", "/kafka-acl"):
+        # TLS but no SASL login: the session is closed before any read or write.
+        out = zk_cli(lab, "ls", path)
+        assert "client failed to authenticate" in out, out
+        out = zk_cli(lab, "create", f"{path}/intruder", "x")
+        assert "client failed to authenticate" in out and "Created" not in out, out
+        # No TLS at all: the port speaks TLS only.
+        out = zk_cli(lab, "ls", path, tls=False, timeout=20)
+        assert "ConnectionLoss" in out and "workload" not in out, out
+    # The brokers' login reads them (the test can fail), and the znodes carry ACLs for it alone.
+    out = zk_cli(lab, "ls", "/config/users", login=True)
+    assert "workload" in out and "admin" in out, out
+    acl = zk_cli(lab, "getAcl", "/config/users/workload", login=True)
+    assert "'sasl,'kafka" in acl and "'world,'anyone" not in acl, acl
+
+
+def passwords(lab) -> list[str]:
+    out = list(json.loads(Path(lab.vars["kafka_sasl_credentials"]).read_text()).values())
+    return out + list(json.loads(Path(lab.vars["zookeeper_credentials"]).read_text()).values())
+
+
+def test_no_password_on_any_command_line(lab, lab_up_command_lines, tmp_path):
+    secrets = passwords(lab)
+    assert len(secrets) >= 4 and all(len(s) >= 16 for s in secrets)
+    seen = set(lab_up_command_lines["lab up"])
+    assert any("kafka.Kafka" in line for line in seen) and any("ConfigCommand" in line for line in seen)
+    sampler = CommandLines()  # and during a workload with its producers, consumers and audit
+    try:
+        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "workload", "run", "--duration", "8",
+                              "--topic", "dcdrill-it-ps", "--run-dir", str(tmp_path / "run")],
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+    finally:
+        seen |= sampler.stop()
+    assert any("validation.producer" in line for line in seen)
+    leaked = [line for line in seen for s in secrets if s in line]
+    assert not leaked, leaked
