@@ -64,7 +64,7 @@ def _render(tmp: Path, out: Path, tls: bool = True) -> str:
     inv["all"]["vars"] = {**defaults, **inv["all"]["vars"], "kafka_tls": tls,
                           "ansible_python_interpreter": sys.executable}  # render on this machine
     if not tls:
-        inv["all"]["vars"]["kafka_sasl"] = False
+        inv["all"]["vars"]["kafka_sasl"] = inv["all"]["vars"]["zookeeper_secure"] = False
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
@@ -98,6 +98,14 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     assert (kv["ssl.keystore.type"], kv["ssl.keystore.location"]) == ("PEM", f"{tls}/broker.pem")
     assert (kv["ssl.truststore.type"], kv["ssl.truststore.location"]) == ("PEM", f"{tls}/ca.pem")
     assert kv["ssl.endpoint.identification.algorithm"] == "https"
+    # ZooKeeper locked down: TLS to it, checked names, ACLs on the znodes brokers create.
+    assert (kv["zookeeper.ssl.client.enable"], kv["zookeeper.set.acl"]) == ("true", "true")
+    assert kv["zookeeper.ssl.endpoint.identification.algorithm"] == "HTTPS"
+    zoo = dict(line.split("=", 1) for line in (tmp_path / "one" / "zk1.dc-a.lab.cfg").read_text().splitlines()
+               if "=" in line and not line.startswith("#"))
+    assert "clientPort" not in zoo and zoo["secureClientPort"] == "2181" and zoo["sslQuorum"] == "true"
+    assert (zoo["enforce.auth.enabled"], zoo["enforce.auth.schemes"], zoo["quorum.auth.serverRequireSasl"]) == (
+        "true", "sasl", "true")
     _render(tmp_path, tmp_path / "plain", tls=False)
     plain = (tmp_path / "plain" / "b3.dc-b.lab.properties").read_text()
     assert "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT" in plain and "ssl." not in plain
