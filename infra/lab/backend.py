@@ -39,9 +39,10 @@ class LabBackend(Backend):
         return program.build(t, self.settings, cache_dir())
 
     def require_support(self) -> None:
-        from infra.lab import netns
+        from infra.lab import layout, netns
 
         netns.require_support()
+        layout.require_reachable(cache_dir())
 
     def leftovers(self) -> list[str]:
         from infra.lab import netns

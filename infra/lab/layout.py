@@ -10,6 +10,21 @@ from infra.lab import netns
 from infra.topology import Topology
 
 
+KAFKA_UID, ZOOKEEPER_UID = 64101, 64102
+
+
+def require_reachable(cache: Path) -> None:
+    """The services' unprivileged uids read the Kafka jars and write their hosts' folders under
+    the cache: every folder above it must let others through (o+x)."""
+    from infra.lab.netns import LabUnavailable
+
+    for folder in [cache.resolve(), *cache.resolve().parents]:
+        if folder.exists() and not folder.stat().st_mode & 0o001:
+            raise LabUnavailable(f"the lab's services run as unprivileged uids ({KAFKA_UID}, {ZOOKEEPER_UID}), which "
+                                 f"cannot enter {folder} (mode {oct(folder.stat().st_mode & 0o777)}): "
+                                 f"chmod o+x {folder}, or clone dcdrill somewhere they can reach")
+
+
 def dc_index(t: Topology, dc: str) -> int:
     return t.dc_names.index(dc) + 1
 
@@ -42,6 +57,10 @@ def build_inventory(t: Topology, settings, cache: Path) -> inventory.Inventory:
         "lab_service_python": sys.executable,
         "kafka_libs_dir": str(cache / "kafka" / "libs"),
         "kafka_heap_mb": settings.broker_heap_mb,
+        # Services run unprivileged: as a uid of their own with no passwd entry, so the lab adds
+        # no user to this machine (infra/lab/service.py starts them as it).
+        "kafka_service_user": str(KAFKA_UID), "zookeeper_service_user": str(ZOOKEEPER_UID),
+        "service_user_create": False,
         "zookeeper_heap_mb": settings.zookeeper_heap_mb,
     }
     host_vars = {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}

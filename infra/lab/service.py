@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -36,13 +37,26 @@ def running_pid(spec: dict) -> int | None:
     return pid if spec.get("match", spec["argv"][0]).encode() in cmdline else None
 
 
+def identity(user: str | None) -> tuple[int, int]:
+    """(uid, gid) a service runs as: a uid (the lab's, no passwd entry needed) or a user name.
+    Never root: a spec without a user is refused."""
+    if not user or str(user) in ("root", "0"):
+        raise SystemExit("refusing to run a service as root: its spec names no unprivileged user")
+    if str(user).isdigit():
+        return int(user), int(user)
+    entry = pwd.getpwnam(str(user))
+    return entry.pw_uid, entry.pw_gid
+
+
 def start(spec: dict) -> str:
     if running_pid(spec):
         return "running"
     Path(spec["log"]).parent.mkdir(parents=True, exist_ok=True)
     log = open(spec["log"], "ab")
+    uid, gid = identity(spec.get("user"))
     proc = subprocess.Popen(spec["argv"], cwd=spec.get("cwd") or "/", env={**os.environ, **spec.get("env", {})},
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            user=uid, group=gid, extra_groups=[])
     Path(spec["pidfile"]).write_text(str(proc.pid))
     return "started"
 

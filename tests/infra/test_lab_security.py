@@ -1,5 +1,6 @@
-"""ZooKeeper locked down on the real lab: TLS only on its client port, SASL required, znode ACLs;
-and no password on any command line while the lab comes up and a workload runs."""
+"""The lab's security: ZooKeeper locked down (TLS only on its client port, SASL required, znode
+ACLs), no password on any command line while the lab comes up and a workload runs, and no
+service running as root."""
 import json
 import subprocess
 import sys
@@ -68,3 +69,16 @@ def test_no_password_on_any_command_line(lab, lab_up_command_lines, tmp_path):
     assert any("validation.producer" in line for line in seen)
     leaked = [line for line in seen for s in secrets if s in line]
     assert not leaked, leaked
+
+
+def test_services_run_as_their_own_unprivileged_users(lab):
+    from infra.lab.layout import KAFKA_UID, ZOOKEEPER_UID
+
+    ps = subprocess.run(["ps", "-eww", "-o", "uid=,args="], capture_output=True, text=True).stdout.splitlines()
+    uids = {"kafka.Kafka": set(), "QuorumPeerMain": set()}
+    for line in ps:
+        uid, args = line.split(None, 1)
+        for main in uids:
+            if main in args and "java" in args:
+                uids[main].add(int(uid))
+    assert uids == {"kafka.Kafka": {KAFKA_UID}, "QuorumPeerMain": {ZOOKEEPER_UID}}
