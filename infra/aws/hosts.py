@@ -67,6 +67,7 @@ class ClusterHost(pulumi.ComponentResource):
             f"{name}-instance", ami=args.ami, instance_type=args.instance_type, subnet_id=args.subnet_id,
             availability_zone=args.zone, vpc_security_group_ids=args.security_group_ids,
             iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
+            root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(encrypted=True, volume_type="gp3"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
             user_data=USER_DATA if args.role != "client" else None, tags=tags, opts=child)
         if args.role != "client":

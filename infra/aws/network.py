@@ -1,11 +1,15 @@
-"""Per-region network: a VPC, one private subnet per DC (AZ) with its route table, and
-inter-region VPC peering with routes both ways."""
+"""Per-region network: a VPC, one private subnet per DC (AZ) with its route table, the VPC
+endpoints that let private hosts reach SSM and S3 with no internet route, and inter-region VPC
+peering with routes both ways."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
+
+INTERFACE_ENDPOINTS = ("ssm", "ssmmessages", "ec2messages")
 
 
 @dataclass
@@ -36,7 +40,28 @@ class RegionNetwork(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(f"{name}-{dc}", subnet_id=sn.id, route_table_id=self.route_table.id,
                                           opts=child)
             self.subnets[dc] = sn
+        self._endpoints(name, args, tags, child)
         self.register_outputs({"vpc_id": self.vpc.id})
+
+    def _endpoints(self, name: str, args: RegionNetworkArgs, tags: dict, child: pulumi.ResourceOptions) -> None:
+        """No NAT and no internet gateway: SSM (how Ansible and the fault driver reach the hosts)
+        through interface endpoints, S3 (Ansible's file transfer bucket, and Amazon Linux's
+        package repositories) through a gateway endpoint on the private route table."""
+        https = aws.ec2.SecurityGroup(f"{name}-endpoints", vpc_id=self.vpc.id,
+                                      description="HTTPS from the VPC to AWS endpoints", tags=tags, opts=child)
+        aws.ec2.SecurityGroupRule(f"{name}-endpoints-https", type="ingress", security_group_id=https.id,
+                                  protocol="tcp", from_port=443, to_port=443, cidr_blocks=[args.cidr], opts=child)
+        one_per_zone = {}
+        for dc, (zone, _) in sorted(args.subnets.items()):
+            one_per_zone.setdefault(zone, self.subnets[dc].id)  # an interface endpoint takes one subnet per AZ
+        for service in INTERFACE_ENDPOINTS:
+            aws.ec2.VpcEndpoint(f"{name}-{service}", vpc_id=self.vpc.id, vpc_endpoint_type="Interface",
+                                service_name=f"com.amazonaws.{args.region}.{service}", private_dns_enabled=True,
+                                subnet_ids=list(one_per_zone.values()), security_group_ids=[https.id],
+                                tags={**tags, "Name": f"{args.cluster}-{service}"}, opts=child)
+        aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=self.vpc.id, vpc_endpoint_type="Gateway",
+                            service_name=f"com.amazonaws.{args.region}.s3", route_table_ids=[self.route_table.id],
+                            tags={**tags, "Name": f"{args.cluster}-s3"}, opts=child)
 
 
 @dataclass

@@ -11,7 +11,28 @@ from infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetwork
 from infra.aws.security import ClusterSecurity, SecurityArgs
 from infra.topology import Topology
 
-DEBIAN_OWNER = "136693071363"  # Debian's official AWS account
+# Amazon Linux 2023: the SSM agent is installed, and its package repositories are in S3, which
+# the hosts reach through the VPC's gateway endpoint (no NAT, no internet route).
+AMI_OWNER, AMI_NAME = "amazon", "al2023-ami-2023.*-x86_64"
+
+
+class TransferBucket(pulumi.ComponentResource):
+    """The bucket Ansible's SSM connection moves files through (key stores and JAAS files among
+    them): never public, encrypted at rest, and emptied with the stack."""
+
+    def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:TransferBucket", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.bucket = aws.s3.Bucket(f"{name}", force_destroy=True, tags={"cluster": cluster}, opts=child)
+        aws.s3.BucketPublicAccessBlock(f"{name}-private", bucket=self.bucket.id, block_public_acls=True,
+                                       block_public_policy=True, ignore_public_acls=True,
+                                       restrict_public_buckets=True, opts=child)
+        aws.s3.BucketServerSideEncryptionConfiguration(f"{name}-encrypted", bucket=self.bucket.id, rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                apply_server_side_encryption_by_default=aws.s3
+                .BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                    sse_algorithm="aws:kms"), bucket_key_enabled=True)], opts=child)
+        self.register_outputs({"bucket": self.bucket.bucket})
 
 
 def build(t: Topology, config: dict) -> pulumi.Output:
@@ -38,11 +59,10 @@ def build(t: Topology, config: dict) -> pulumi.Output:
         cluster=t.name, vpc_id=nets[r].vpc.id, other_region_cidrs=[s.vpc_cidrs[o] for o in regions if o != r],
         client_cidrs=s.client_cidrs, provider=providers[r])) for r in regions}
     ssm = SsmProfile("ssm", t.name, pulumi.ResourceOptions(provider=providers[home]))
-    bucket = aws.s3.Bucket("ssm-transfer", force_destroy=True, tags={"cluster": t.name},
-                           opts=pulumi.ResourceOptions(provider=providers[home]))
+    bucket = TransferBucket("ssm-transfer", t.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
-        most_recent=True, owners=[DEBIAN_OWNER],
-        filters=[aws.ec2.GetAmiFilterArgs(name="name", values=["debian-12-amd64-*"])],
+        most_recent=True, owners=[AMI_OWNER],
+        filters=[aws.ec2.GetAmiFilterArgs(name="name", values=[AMI_NAME])],
         opts=pulumi.InvokeOutputOptions(provider=providers[r])).id for r in regions}
     ids = {}
     for h in t.hosts():
@@ -61,6 +81,6 @@ def build(t: Topology, config: dict) -> pulumi.Output:
     names = list(ids)
     dcs = [dc.name for dc in t.datacenters]
     subnet_ids = [nets[t.dc(dc).region].subnets[dc].id for dc in dcs]
-    return pulumi.Output.all(bucket.bucket, *ids.values(), *subnet_ids).apply(
+    return pulumi.Output.all(bucket.bucket.bucket, *ids.values(), *subnet_ids).apply(
         lambda vals: plan.inventory(t, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
                                     subnet_ids=dict(zip(dcs, vals[1 + len(names):]))).data)

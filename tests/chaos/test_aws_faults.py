@@ -47,6 +47,8 @@ def aws(monkeypatch, tmp_path):
     def listened(self, service, region):
         client = real(self, service, region)
         client.meta.events.register("provide-client-params.ssm.SendCommand", _sent)
+        prefix = client.meta.service_model.signing_name
+        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"{prefix}:{model.name}"))
         return client
 
     monkeypatch.setattr(AwsFaults, "_client", listened)
@@ -74,6 +76,7 @@ def account(ec2) -> dict:
 
 
 SENT: list = []
+CALLS: set = set()  # every AWS API call the fault driver made, as IAM actions (ec2:StopInstances)
 
 
 def _sent(params, **kwargs):
@@ -180,3 +183,23 @@ def test_unknown_dc_is_refused(aws):
     _, cfg, _, _, _ = aws
     with pytest.raises(ValueError, match="valid: dc-a, dc-b, dc-c"):
         actions.kill_dc("dc-z", configuration=cfg)
+
+
+def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
+    """infra/aws/fault-driver-policy.json: least privilege, checked against the calls every fault
+    and its heal make (recorded from boto3 as they leave it)."""
+    import json
+    from pathlib import Path
+
+    CALLS.clear()
+    test_every_fault_and_its_heal_leave_the_account_as_before(aws)
+    policy = json.loads((Path(__file__).resolve().parents[2] / "infra/aws/fault-driver-policy.json").read_text())
+    allowed = set()
+    for st in policy["Statement"]:
+        assert st["Effect"] == "Allow" and "*" not in json.dumps(st["Action"])
+        allowed |= {st["Action"]} if isinstance(st["Action"], str) else set(st["Action"])
+        if st["Resource"] == "*":  # only reads may name every resource
+            assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in st["Action"]), st["Sid"]
+    # Tags given at creation need ec2:CreateTags, which boto3 does not call by name.
+    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set())
+    assert called == allowed, (sorted(called - allowed), sorted(allowed - called))

@@ -123,3 +123,33 @@ def test_overlapping_vpc_cidrs_are_refused():
     cfg = {**config, "dcdrill:aws": {"vpcCidrs": {"eu-west-1": "10.20.0.0/16", "eu-central-1": "10.20.128.0/17",
                                                   "eu-north-1": "10.22.0.0/16"}}}
     assert [v.rule for v in plan.check(from_config(cfg), cfg)] == ["aws-cidr-overlap"]
+
+
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker"])
+def test_deployable_and_locked_down(name):
+    """Private hosts reach SSM and S3 through endpoints (no NAT, no internet gateway), every disk
+    is encrypted, the transfer bucket is private and encrypted, and the stack is secured like
+    `local`: TLS, SCRAM, ACLs, and a locked-down ZooKeeper."""
+    mocks, t, inv = run_program(name)
+    assert t.tls and t.sasl and t.acls and inv["all"]["vars"]["zookeeper_secure"] is True
+    assert not mocks.of("aws:ec2/natGateway:NatGateway") and not mocks.of("aws:ec2/internetGateway:InternetGateway")
+    endpoints = mocks.of("aws:ec2/vpcEndpoint:VpcEndpoint")
+    for region in plan.regions(t):
+        services = {e.inputs["serviceName"]: e.inputs for e in endpoints
+                    if e.inputs["serviceName"].startswith(f"com.amazonaws.{region}.")}
+        assert set(services) == {f"com.amazonaws.{region}.{s}" for s in ("ssm", "ssmmessages", "ec2messages", "s3")}
+        assert services[f"com.amazonaws.{region}.s3"]["vpcEndpointType"] == "Gateway"
+        ssm = services[f"com.amazonaws.{region}.ssm"]
+        assert ssm["privateDnsEnabled"] is True and ssm["subnetIds"]
+    for i in mocks.of("aws:ec2/instance:Instance"):
+        assert i.inputs["rootBlockDevice"]["encrypted"] is True and i.inputs["associatePublicIpAddress"] is False
+    assert all(v.inputs["encrypted"] is True for v in mocks.of("aws:ebs/volume:Volume"))
+    [block] = mocks.of("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    assert all(block.inputs[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
+                                                   "restrictPublicBuckets"))
+    [sse] = mocks.of("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
+    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+    # No password or private key in Pulumi's state: they live on the controller (0600) and reach
+    # the hosts through Ansible (no_log), never as a resource input or a stack output.
+    state = repr([r.inputs for r in mocks.resources]) + repr(inv)
+    assert "PRIVATE KEY" not in state and "password" not in state.lower()
