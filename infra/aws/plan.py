@@ -1,12 +1,13 @@
 """AWS layout as pure data (no Pulumi import): VPC CIDRs per region, a subnet per DC, the
 checks that must pass before any resource is registered, and the inventory shape.
 
-`dcdrill:aws` stack config (all optional):
-  vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region
-  clientCidrs: [cidr, ...]            who may reach the CLIENT listener (default: the cluster's VPCs)
+`dcdrill:aws` stack config (all optional; infra/schema.py AwsSpec checks each):
+  vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region; private, /16 to /20
+  clientCidrs: [cidr, ...]            who may reach the CLIENT listener (default: the cluster's VPCs);
+                                      a public range must be /16 or narrower
   brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium
   dataVolumeGb                        gp3 data volume per host, default 100
-  ami: {region: ami-id}               default: the newest Debian 12 image per region
+  ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region
 """
 from __future__ import annotations
 
