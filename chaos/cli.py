@@ -1,10 +1,25 @@
 """`dcdrill drill` and `dcdrill experiment`: their options (the drill itself is chaos/drill.py)."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from chaos import drill, experiment, settings
+from infra.schema import MAX_FACTOR
+
+
+def bounded(low: int, high: int):
+    """An argparse type: a whole number in [low, high] (exit 2 naming the option otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low} to {high}")
+        return value
+    return parse
 
 
 def register(sub) -> None:
@@ -31,8 +46,8 @@ def register(sub) -> None:
                              "(the lab is the stack's; `dcdrill plan --stack S --matrix` lists what each setting "
                              "predicts and which profile's rules it meets)")
     g.add_argument("--acks", choices=["0", "1", "all"])
-    g.add_argument("--factor", type=int, metavar="N", help="replication factor")
-    g.add_argument("--min-insync", type=int, metavar="N", help="min.insync.replicas")
+    g.add_argument("--factor", type=bounded(1, MAX_FACTOR), metavar="N", help=f"replication factor (1 to {MAX_FACTOR})")
+    g.add_argument("--min-insync", type=bounded(1, MAX_FACTOR), metavar="N", help="min.insync.replicas")
     g.add_argument("--unclean", choices=["on", "off"], help="unclean.leader.election.enable")
     g.add_argument("--profile", choices=["consistency-first", "availability-first"], help="the promise the verdict checks")
     g.add_argument("--matrix", action="store_true",

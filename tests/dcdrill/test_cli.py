@@ -165,3 +165,10 @@ def test_every_command_has_help():
     for cmd in ("plan", "lab", "status", "workload", "verify", "history", "drill", "experiment"):
         res = run(cmd, "--help")
         assert res.returncode == 0 and "usage:" in res.stdout
+
+
+@pytest.mark.parametrize("argv", [["--factor", "100000000"], ["--min-insync", "0"], ["--factor", "three"]])
+def test_drill_settings_out_of_range_exit_2_naming_the_option(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["drill", "--stack", "local", "--check", *argv])
+    assert exit_.value.code == 2 and f"argument {argv[0]}" in capsys.readouterr().err
