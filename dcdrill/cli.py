@@ -10,8 +10,10 @@ import sys
 
 from chaos import cli as chaos_cli
 from infra import cli as infra_cli
-from infra.constants import EXIT_BAD_INPUT
+from infra.ansible import AnsibleFailed
+from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL
 from infra.lab.netns import LabUnavailable
+from infra.pulumi_cli import PulumiError
 from spark import cli as spark_cli
 from validation import cli as validation_cli
 
@@ -35,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, LabUnavailable) as exc:  # ConfigError, BadInput and the rules' refusals are ValueErrors
         print(f"dcdrill: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (AnsibleFailed, PulumiError) as exc:  # the stack could not be built: its logs are named
+        print(f"dcdrill: {exc}", file=sys.stderr)
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":
