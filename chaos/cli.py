@@ -22,6 +22,18 @@ def bounded(low: int, high: int):
     return parse
 
 
+def bounded_float(low: float, high: float):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value:g} is outside {low:g} to {high:g}")
+        return value
+    return parse
+
+
 def register(sub) -> None:
     p = sub.add_parser("drill", help="the full drill: lab up, experiment, verify, report",
                        description=drill.__doc__.split("\n\n")[0], epilog=drill.__doc__.split("\n\n")[1])
@@ -29,6 +41,10 @@ def register(sub) -> None:
     p.add_argument("--experiment", default="kill-dc", help=f"one of: {', '.join(experiment.names())}")
     p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
+    p.add_argument("--latency-ms", type=bounded_float(0, 10_000), metavar="MS",
+                   help="slow-link: one-way delay added between the two DCs (default 50)")
+    p.add_argument("--jitter-ms", type=bounded_float(0, 10_000), metavar="MS", help="slow-link: jitter (default 0)")
+    p.add_argument("--loss-pct", type=bounded_float(0, 100), metavar="PCT", help="slow-link: packet loss (default 1)")
     p.add_argument("--hold", type=float, default=None,
                    help=f"seconds the fault is held (default {settings.HOLD_S:.0f}; on availability-first stacks "
                         f"{2 * settings.failover_s():.0f}, twice the failover, so writes can resume before the heal)")

@@ -24,6 +24,7 @@ from record import DrillRecord
 from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 from spark import history, verify
 
+LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
 
 
@@ -40,6 +41,9 @@ class Plan:
         self.dc = args.dc or (broker_dcs[0] if broker_dcs else None)
         self.other = args.other_dc or next((d for d in broker_dcs if d != self.dc), None)
         self.variables = {k: v for k, v in (("dc", self.dc), ("other_dc", self.other)) if v}
+        for key in LINK_SHAPE:  # slow-link's shape; the experiment's own defaults otherwise
+            if getattr(args, key, None) is not None:
+                self.variables[key] = getattr(args, key)
         self.problems = self._problems(args, own, broker_dcs)
 
     def _problems(self, args, own: dict, broker_dcs: list[str]) -> list[str]:
@@ -165,7 +169,7 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
             "--var", f"stack={args.stack}", "--var", f"run_dir={record.path}", "--var", f"hold_s:int={int(hold)}",
             "--var", f"rate:float={args.rate}", "--var", f"keep_topic={str(args.keep_topic).lower()}"]
     for key, value in variables.items():
-        argv += ["--var", f"{key}={value}"]
+        argv += ["--var", f"{key}:float={value}" if key in LINK_SHAPE else f"{key}={value}"]
     argv.append(str(record.file(EXPERIMENT)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(argv, env=env, cwd=ROOT, start_new_session=True)

@@ -44,6 +44,11 @@ class Backend(ABC):
         """What a `lab down` should have removed and did not (names, for a warning)."""
         return []
 
+    def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float] | None:
+        """The configured one-way delay between each ordered pair of DCs, for the produce latency
+        prediction (infra/rules.produce_latency); None where the backend does not set it."""
+        return None
+
     def passphrase(self) -> str | None:
         """The Pulumi secrets passphrase when the backend may choose one (state that never leaves
         the machine); None: the user must set PULUMI_CONFIG_PASSPHRASE."""

@@ -42,8 +42,11 @@ def _plan(args) -> int:
         for v in shape:
             print(f"dcdrill: [{v.rule}] {v.message}", file=sys.stderr)
         return EXIT_BAD_INPUT if shape else _matrix(args.stack, t, args.json)
-    inv = stacks.backend(args.stack).inventory(t)
-    out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t)}
+    backend = stacks.backend(args.stack)
+    inv = backend.inventory(t)
+    one_way = backend.one_way_ms(t)
+    out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t),
+           "produce_latency": rules.produce_latency(t, one_way) if one_way is not None else None}
     blocking = rules.blocking(t, violations)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -63,7 +66,20 @@ def _plan(args) -> int:
             print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
                   f"writes {'continue' if p['writable'] else 'STOP':<9} "
                   f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
+        _print_latency(out["produce_latency"])
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
+
+
+def _print_latency(latency: dict | None) -> None:
+    if latency is None:
+        print("produce latency: not predicted (this backend does not set its inter-DC delay)")
+        return
+    print("produce latency the network adds (round trips; jitter, queueing and the brokers' own time on top):")
+    for lead, ms in latency["acks_all_adds_ms"].items():
+        print(f"  leader in {lead:<8} acks=all adds {ms:g} ms over acks=1 (the round trip to its farthest replica)")
+    for r in latency["routes"]:
+        print(f"  producer in {r['producer_dc']:<6} -> leader in {r['leader_dc']:<6} acks=1 {r['acks_1_ms']:g} ms, "
+              f"acks=all {r['acks_all_ms']:g} ms")
 
 
 def _schema(args) -> int:

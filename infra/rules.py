@@ -63,6 +63,36 @@ def predictions(t: Topology) -> dict:
     }
 
 
+def produce_latency(t: Topology, one_way_ms: dict[tuple[str, str], float]) -> dict:
+    """The produce latency the network adds, per route (producer DC -> leader DC) and acks, from
+    the one-way delay between each ordered pair of DCs (a DC to itself: 0).
+
+    acks=1: the round trip to the leader. acks=all: that, plus the round trip from the leader to
+    its farthest replica. Kafka acknowledges acks=all once the high watermark passes the record,
+    and the high watermark is the lowest log end of the whole ISR, not of min.insync of it: with
+    every replica in sync, the farthest replica sets the price (min.insync only decides when
+    writes are refused). One follower fetch carries the record and the next reports it back, so
+    it costs one round trip. Jitter, queueing and the brokers' own time come on top.
+    """
+    def rtt(a: str, b: str) -> float:
+        return 0.0 if a == b else one_way_ms[(a, b)] + one_way_ms[(b, a)]
+
+    replica_dcs = [dc.name for dc in t.datacenters if t.replicas_in(dc.name) > 0]
+    leader_dcs = [dc.name for dc in t.datacenters if dc.brokers > 0]
+    producer_dcs = sorted({h.dc for h in t.hosts_with_role("client")}, key=t.dc_names.index)
+    farthest = {lead: max(rtt(lead, d) for d in replica_dcs) for lead in leader_dcs}
+    routes = [{"producer_dc": p, "leader_dc": lead,
+               "acks_1_ms": rtt(p, lead), "acks_all_ms": rtt(p, lead) + farthest[lead]}
+              for p in producer_dcs for lead in leader_dcs]
+    return {
+        "acks_all_adds_ms": farthest,  # per leader DC, over acks=1
+        "routes": routes,
+        # the drill's producers write every partition, so their latencies spread over the routes
+        "range_ms": {acks: [min(r[f"acks_{acks}_ms"] for r in routes), max(r[f"acks_{acks}_ms"] for r in routes)]
+                     for acks in ("1", "all")},
+    }
+
+
 def resolved(t: Topology) -> dict:
     """The resolved stack as the drill record's topology.json carries it (RECORD.md), with the
     model's predictions for losing each DC."""

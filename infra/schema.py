@@ -191,9 +191,31 @@ class ClusterSpec(Spec):
         return dcs
 
 
+Percent = Annotated[float, Field(ge=0, le=100)]
+
+
+class LinkSpec(Spec):
+    """One DC pair's own shape, both directions; unset keys take the lab-wide values."""
+    between: list[Name] = Field(min_length=2, max_length=2)
+    latency_ms: Delay | None = Field(None, alias="latencyMs")
+    jitter_ms: Delay | None = Field(None, alias="jitterMs")
+    loss_pct: Percent | None = Field(None, alias="lossPct")
+    rate_mbit: float | None = Field(None, gt=0, le=100_000, alias="rateMbit")  # no cap when unset
+
+    @field_validator("between")
+    @classmethod
+    def _two_dcs(cls, pair: list[str]) -> list[str]:
+        if pair[0] == pair[1]:
+            raise ValueError(f"a link joins two different DCs, not {pair[0]} with itself")
+        return pair
+
+
 class LabSpec(Spec):
-    latency_ms: Delay = Field(5.0, alias="latencyMs")  # one-way inter-DC delay
+    latency_ms: Delay = Field(5.0, alias="latencyMs")  # one-way inter-DC delay, every pair
     jitter_ms: Delay = Field(0.0, alias="jitterMs")
+    loss_pct: Percent = Field(0.0, alias="lossPct")
+    links: list[LinkSpec] = Field(default_factory=list, max_length=64)  # per-pair overrides
+    shaper: Literal["auto", "netem", "forwarder"] = "auto"  # auto: netem where the kernel has it
     subnet_prefix: Annotated[str, AfterValidator(_private_prefix)] = Field("10.77", alias="subnetPrefix")
     broker_heap_mb: int = Field(384, ge=128, le=16_384, alias="brokerHeapMb")
     zookeeper_heap_mb: int = Field(96, ge=32, le=4_096, alias="zookeeperHeapMb")
@@ -227,6 +249,13 @@ class StackSpec(Spec):
         other = {"local": ("aws", "dcdrill:aws"), "aws": ("lab", "dcdrill:lab")}[self.backend]
         if getattr(self, other[0]) is not None:
             raise ValueError(f"{other[1]} is for the other backend; this stack's backend is {self.backend}")
+        if self.lab is not None:
+            known = [dc.name for dc in self.cluster.datacenters]
+            for n, link in enumerate(self.lab.links):
+                for dc in link.between:
+                    if dc not in known:
+                        raise ValueError(f"dcdrill:lab.links[{n}].between: unknown DC {dc!r} "
+                                         f"(this cluster's DCs: {', '.join(known)})")
         return self
 
 

@@ -29,6 +29,7 @@ EXPERIMENT = "experiment.json"
 JOURNAL = "journal.json"
 CHAOS_LOG = "chaos.log"
 PHASES = "phases.json"
+BASELINE = "baseline.json"
 REPORT = "report"
 
 
@@ -83,6 +84,19 @@ TOPOLOGY_REQUIRED = ("profile", "unclean_leader_election")
 TOPOLOGY_KEYS = {"profile": str, "unclean_leader_election": bool, "acks": str, "replication_factor": int,
                  "min_insync_replicas": int, "datacenters": list, "predictions": dict}
 PREDICTION_KEYS = ("quorum_survives", "writable", "acked_loss_possible")
+
+
+def check_baseline(data, name: str = BASELINE) -> dict:
+    """baseline.json as the report reads it: the settled produce latency before the fault."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{name}: must be a JSON object, not {type(data).__name__}")
+    for key in ("p50_ms", "p99_ms"):
+        v = data.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+            raise ValueError(f"{name}: {key} must be a number >= 0 or null (got {v!r})")
+    if not isinstance(data.get("settled"), bool):
+        raise ValueError(f"{name}: settled must be true or false (got {data.get('settled')!r})")
+    return data
 
 
 def check_topology(data, name: str) -> dict:

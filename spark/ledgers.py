@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import FAULTS, TOPOLOGY, check_topology, parse_faults
+from record.drill_record import BASELINE, FAULTS, TOPOLOGY, check_baseline, check_topology, parse_faults
 from spark import storage
 
 
@@ -192,6 +192,15 @@ def read_topology(run_dir: str, spark=None) -> dict:
     path = storage.join(run_dir, TOPOLOGY)
     try:
         return check_topology(read_json(run_dir, TOPOLOGY, spark=spark), path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def read_baseline(run_dir: str, spark=None) -> dict | None:
+    """baseline.json (the produce latency settled before the fault); missing: None."""
+    data = read_json(run_dir, BASELINE, required=False, spark=spark)
+    try:
+        return None if data is None else check_baseline(data, storage.join(run_dir, BASELINE))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
 

@@ -136,6 +136,7 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
 {_predictions(summary)}
+{_latency(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
 {fig}
 <h2>By phase</h2>{html_table(summary['phases'], ['phase'] + cols)}
@@ -143,6 +144,24 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <h2>By partition</h2>{html_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _latency(summary: dict) -> str:
+    """The produce latency the model predicts at the stack's links, beside what each phase measured."""
+    topo, baseline = summary["topology"], summary.get("baseline") or {}
+    acks = "1" if topo.get("acks") in ("0", "1") else "all"
+    predicted = (topo.get("produce_latency") or {}).get("range_ms", {}).get(acks)
+    parts = []
+    if predicted:
+        parts.append(f"the network adds {predicted[0]:g} to {predicted[1]:g} ms at the stack's own links "
+                     f"(acks={acks}: a round trip to the leader{', plus one from it to its farthest replica' if acks == 'all' else ''}; "
+                     "producers write to leaders in every DC)")
+    if baseline.get("p50_ms") is not None:
+        parts.append(f"baseline before the fault p50 {baseline['p50_ms']} ms, p99 {baseline['p99_ms']} ms"
+                     + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s)"))
+    parts += [f"{p['phase']}: p50 {p['latency_p50_ms']} ms, p99 {p['latency_p99_ms']} ms" for p in summary["phases"]
+              if p.get("latency_p50_ms") is not None]
+    return f"<h2>Produce latency</h2><p>{html.escape('; '.join(parts) or 'no acknowledged record')}</p>"
 
 
 def _utc(ms: int) -> str:

@@ -27,7 +27,8 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
 from record.drill_record import REPORT, DrillRecord  # noqa: E402
 from spark import cds, checker, identities, options, report, storage, verdict  # noqa: E402
-from spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, read_faults, read_topology  # noqa: E402
+from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
+                           read_baseline, read_faults, read_topology)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
@@ -197,6 +198,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
+    summary["baseline"] = read_baseline(run_dir, spark=spark)
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)

@@ -67,5 +67,6 @@ def lab(lab_up_command_lines):
     left_ns = netns.lab_namespaces()
     left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
                   if "dcd-" in l or " ta" in l or " tb" in l]
-    jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain"], capture_output=True, text=True).stdout.split()
+    jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder"],
+                          capture_output=True, text=True).stdout.split()
     assert not left_ns and not left_links and not jvms, (left_ns, left_links, jvms)

@@ -1,5 +1,6 @@
 """The lab's fault driver: processes are signalled through the lab's service supervisor (the one
-the Ansible roles start them with), networks are cut and degraded at the router namespace."""
+the Ansible roles start them with), networks are cut at the router namespace and degraded by the
+lab's link shaper (infra/lab/shaper.py: netem, or the userspace forwarder)."""
 from __future__ import annotations
 
 import signal
@@ -8,9 +9,9 @@ import sys
 from pathlib import Path
 
 from chaos.faults.driver import FaultDriver, Undo
-from infra.constants import ROOT
+from infra.constants import ROOT, cache_dir
 from infra.inventory import InventoryHost
-from infra.lab import layout, netns, service
+from infra.lab import layout, netns, service, shaper
 
 
 def spec_path(host: InventoryHost) -> str:
@@ -58,19 +59,21 @@ class LabFaults(FaultDriver):
             raise RuntimeError(f"the router shows no isolation rule for {dc}")
         return {"direction": direction}
 
+    def shaper(self) -> shaper.Shaper:
+        return shaper.installed(layout.shaper_dir(cache_dir()))
+
+    def configured_links(self) -> shaper.LinkTable:
+        return layout.link_table(self.topology, self.backend.settings)
+
     def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
                      undo: Undo) -> dict:
         a, b = layout.dc_index(self.topology, dc), layout.dc_index(self.topology, other_dc)
-        if latency_ms or jitter_ms:
-            undo.add(latency=[[dc, a], [other_dc, b]])
-            for d, i in ((dc, a), (other_dc, b)):
-                if not netns.set_link_latency(d, i, latency_ms, jitter_ms):
-                    raise RuntimeError("this kernel has no sch_netem (CONFIG_NET_SCH_NETEM unset): latency and "
-                                       "jitter cannot be injected in the lab; packet loss can")
-        if loss_pct:
-            undo.add(loss=[a, b, loss_pct])
-            _loss_rules(a, b, loss_pct, "-I")
-        return {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct}
+        links = self.shaper()
+        undo.add(links=[[a, b]])
+        table = links.current()
+        shape = shaper.LinkShape(latency_ms, jitter_ms, loss_pct, table[(a, b)].rate_mbit)
+        links.apply({**table, (a, b): shape, (b, a): shape})
+        return {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct, "shaper": links.kind}
 
     def restart_broker(self, host: InventoryHost) -> None:
         spec = spec_path(host)
@@ -82,16 +85,10 @@ class LabFaults(FaultDriver):
             start_service(name, spec, ns)
         if undo.get("isolation"):
             netns.heal_isolation(undo["isolation"])
-        if undo.get("loss"):
-            a, b, pct = undo["loss"]
-            _loss_rules(a, b, pct, "-D")
-        settings = self.backend.settings  # infra.lab.backend.LabSettings
-        for d, i in undo.get("latency") or []:  # back to the stack's configured latency
-            netns.set_link_latency(d, i, settings.latency_ms, settings.jitter_ms)
+        if undo.get("links"):  # back to the stack's configured shapes, for the pairs the fault changed
+            links, configured = self.shaper(), self.configured_links()
+            table = links.current()
+            for a, b in undo["links"]:
+                table[(a, b)], table[(b, a)] = configured[(a, b)], configured[(b, a)]
+            links.apply(table)
 
-
-def _loss_rules(a: int, b: int, loss_pct: float, op: str) -> None:
-    for i, o in ((a, b), (b, a)):
-        netns.sh("iptables", op, "FORWARD", "-i", netns.router_dev(i), "-o", netns.router_dev(o), "-m", "statistic",
-                 "--mode", "random", "--probability", f"{loss_pct / 100:.4f}", "-j", "DROP", ns=netns.ROUTER,
-                 check=op == "-I")

@@ -23,7 +23,11 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
                            idempotence=bool(idempotence))
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
-    context.record(configuration).write_topology(rules.resolved(t))
+    resolved = rules.resolved(t)
+    one_way = context.backend(configuration).one_way_ms(t)
+    if one_way is not None:  # what the network adds to produce latency, for the report
+        resolved["produce_latency"] = rules.produce_latency(t, one_way)
+    context.record(configuration).write_topology(resolved)
     _running[str(run)] = wl.Workload(run, inv, spec).start()
     return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate, "topic": topic}
 

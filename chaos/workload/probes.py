@@ -1,13 +1,17 @@
 """Is the workload making progress? Used in the steady-state hypothesis and after the fault."""
 from __future__ import annotations
 
+import math
 import time
 
 from chaos import context
 from chaos.workload.actions import _running
 from infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
 
-__all__ = ["workload_progressing"]
+__all__ = ["workload_progressing", "produce_latency_settled"]
+
+# Settled: the last two windows' median produce latencies agree within 25 %, or within 2 ms.
+SETTLED_RATIO, SETTLED_MS = 0.25, 2.0
 
 
 def workload_progressing(within_s: float = 15, configuration: dict = None, secrets: dict = None) -> bool:
@@ -24,6 +28,42 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
         if w.status()["ok"] > before:
             return True
     return False
+
+
+def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configuration: dict = None,
+                            secrets: dict = None) -> dict:
+    """Wait until the running workload's produce latency has settled, so that the fault meets a
+    warm cluster and the drill's timings are not its warm-up. Returns (and keeps in the record's
+    baseline.json, for the report) the baseline: p50 and p99 over the last window, and whether it
+    settled within `timeout_s`."""
+    from record.drill_record import BASELINE
+    from record.ledger import read
+
+    run = context.record(configuration)
+    started = time.monotonic()
+    window_ms = int(float(window_s) * 1000)
+    while True:
+        time.sleep(float(window_s))
+        now = int(time.time() * 1000)
+        lat = {0: [], 1: []}
+        for path in run.ledger_dir("produced").glob("*.jsonl"):
+            for r in read(path)[0]:
+                if r["status"] == "ok" and r["ack_ms"] is not None and now - 2 * window_ms <= r["ack_ms"] <= now:
+                    lat[int(r["ack_ms"] >= now - window_ms)].append(r["ack_ms"] - r["send_ms"])
+        earlier, last = (sorted(v) for v in (lat[0], lat[1]))
+        waited = time.monotonic() - started
+        settled = bool(earlier and last) and abs(_p(last, 0.5) - _p(earlier, 0.5)) <= max(
+            SETTLED_MS, SETTLED_RATIO * _p(earlier, 0.5))
+        if settled or waited >= float(timeout_s):
+            baseline = {"settled": settled, "waited_s": round(waited, 1), "window_s": float(window_s),
+                        "records": len(last), "p50_ms": _p(last, 0.5), "p99_ms": _p(last, 0.99)}
+            run.write_json(BASELINE, baseline)
+            return baseline
+
+
+def _p(values: list[int], q: float) -> int | None:
+    """Nearest-rank percentile of sorted values."""
+    return values[max(0, math.ceil(len(values) * q) - 1)] if values else None
 
 
 def _canary(configuration, within_s: float) -> bool:

@@ -49,5 +49,12 @@ class LabBackend(Backend):
 
         return [f"namespace {ns}" for ns in netns.lab_namespaces()]
 
+    def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float]:
+        from infra.lab import layout
+
+        names = t.dc_names
+        return {(names[a - 1], names[b - 1]): shape.latency_ms
+                for (a, b), shape in layout.link_table(t, self.settings).items()}
+
     def passphrase(self) -> str | None:
         return LAB_PASSPHRASE

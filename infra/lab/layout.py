@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from infra import inventory
-from infra.lab import netns
+from infra.lab import netns, shaper
 from infra.topology import Topology
 
 
@@ -27,6 +27,26 @@ def require_reachable(cache: Path) -> None:
 
 def dc_index(t: Topology, dc: str) -> int:
     return t.dc_names.index(dc) + 1
+
+
+def link_table(t: Topology, settings) -> "shaper.LinkTable":
+    """Every ordered DC pair's shape: the lab-wide latency, jitter and loss, then each
+    `links` entry's own values for its pair (both directions)."""
+    base = shaper.LinkShape(settings.latency_ms, settings.jitter_ms, settings.loss_pct)
+    table = {(a, b): base for a in range(1, len(t.dc_names) + 1) for b in range(1, len(t.dc_names) + 1) if a != b}
+    for link in settings.links:
+        a, b = (dc_index(t, dc) for dc in link.between)
+        shape = shaper.LinkShape(
+            base.latency_ms if link.latency_ms is None else link.latency_ms,
+            base.jitter_ms if link.jitter_ms is None else link.jitter_ms,
+            base.loss_pct if link.loss_pct is None else link.loss_pct,
+            link.rate_mbit or 0.0)
+        table[(a, b)] = table[(b, a)] = shape
+    return table
+
+
+def shaper_dir(cache: Path) -> Path:
+    return lab_dir(cache) / "shaper"
 
 
 def addresses(t: Topology, prefix: str) -> dict[str, str]:

@@ -5,8 +5,8 @@ Layout (prefix P, default 10.77; DC number i counts from 1 in config order):
     root ns --dcd-mgmt (P.0.1/30)--- mgmt0 (P.0.2) [dcd-router] dc<i> (P.i.1/24) --- up0 [dcd-<dc>: br0] --- eth0 [dcd-<host>] (P.i.10+)
 
 Hosts of a DC hang off that DC's bridge; all inter-DC traffic is routed by the router
-namespace, where latency (netem) is applied per DC link and where a DC is cut off
-(iptables FORWARD drops). Lab namespaces route only P.0.0/16: nothing can leave the machine.
+namespace, where each DC pair's delay, jitter, loss and bandwidth are applied (infra/lab/shaper.py:
+netem, or the userspace forwarder) and where a DC is cut off (iptables FORWARD drops). Lab namespaces route only P.0.0/16: nothing can leave the machine.
 The Pulumi dynamic providers (infra/lab/resources.py) and the lab's fault driver
 (chaos/faults/lab.py) call these.
 """
@@ -150,43 +150,23 @@ def router_dev(index: int) -> str:
     return f"dc{index}"
 
 
-def create_link(dc: str, index: int, prefix: str, latency_ms: float, jitter_ms: float = 0.0) -> bool:
-    """Join a DC's bridge to the router; half the one-way inter-DC latency sits on each side."""
+def create_link(dc: str, index: int, prefix: str) -> None:
+    """Join a DC's bridge to the router (infra/lab/shaper.py shapes what crosses it)."""
     ns, dev = dc_ns(dc), router_dev(index)
     if not link_exists(dev, ROUTER):
         veth(dev, ROUTER, "up0", ns)
         sh("ip", "link", "set", "up0", "master", "br0", ns=ns)
         sh("ip", "addr", "add", f"{prefix}.{index}.1/24", "dev", dev, ns=ROUTER)
-    return set_link_latency(dc, index, latency_ms, jitter_ms)
 
 
 def netem_supported() -> bool:
-    """Some kernels are built without sch_netem (CONFIG_NET_SCH_NETEM unset): then no latency."""
+    """Some kernels are built without sch_netem (CONFIG_NET_SCH_NETEM unset): then the forwarder."""
     probe = subprocess.run(["tc", "qdisc", "add", "dev", MGMT_DEV, "root", "netem", "delay", "1ms"],
                            capture_output=True, text=True)
     if probe.returncode == 0:
         subprocess.run(["tc", "qdisc", "del", "dev", MGMT_DEV, "root"], capture_output=True)
         return True
-    return "unknown" not in probe.stderr
-
-
-def set_link_latency(dc: str, index: int, latency_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> bool:
-    """Half the one-way delay on each side of the DC's link. Returns False (and changes nothing)
-    when the kernel has no netem; callers record that the latency was not applied."""
-    if not (latency_ms or jitter_ms or loss_pct):
-        for ns, dev in ((ROUTER, router_dev(index)), (dc_ns(dc), "up0")):
-            sh("tc", "qdisc", "del", "dev", dev, "root", ns=ns, check=False)
-        return True
-    if not netem_supported():
-        return False
-    for ns, dev in ((ROUTER, router_dev(index)), (dc_ns(dc), "up0")):
-        args = ["tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{latency_ms / 2:g}ms"]
-        if jitter_ms:
-            args.append(f"{jitter_ms / 2:g}ms")
-        if loss_pct:
-            args += ["loss", f"{loss_pct:g}%"]
-        sh(*args, ns=ns)
-    return True
+    return "unknown" not in probe.stderr and "No such file" not in probe.stderr
 
 
 def delete_link(index: int) -> None:

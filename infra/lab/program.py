@@ -1,12 +1,13 @@
-"""The lab's Pulumi program: a router, then per DC a namespace with a bridge and a link, then hosts."""
+"""The lab's Pulumi program: a router, then per DC a namespace with a bridge and a link, then hosts,
+and the shaper that delays what crosses DCs."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pulumi
 
-from infra.lab import layout, netns
-from infra.lab.resources import Datacenter, Host, Link, Router
+from infra.lab import layout, netns, shaper
+from infra.lab.resources import Datacenter, Host, Link, Router, Shaper
 from infra.topology import Topology
 
 
@@ -17,16 +18,22 @@ def build(t: Topology, settings, cache: Path) -> dict:
     lab = layout.lab_dir(cache)
     hosts_file = lab / "hosts.txt"
     router = Router("router", prefix)
+    links = []
     addresses = layout.addresses(t, prefix)
     for dc in t.datacenters:
         i = layout.dc_index(t, dc.name)
         dc_res = Datacenter(f"dc-{dc.name}", dc.name)
-        link = Link(f"link-{dc.name}", dc.name, i, prefix, settings.latency_ms, settings.jitter_ms,
-                    pulumi.ResourceOptions(depends_on=[router, dc_res]))
+        link = Link(f"link-{dc.name}", dc.name, i, prefix, pulumi.ResourceOptions(depends_on=[router, dc_res]))
+        links.append(link)
         for h in (h for h in t.hosts() if h.dc == dc.name):
             Host(f"host-{h.short}", {
                 "short": h.short, "name": h.name, "dc": h.dc, "role": h.role,
                 "ip": addresses[h.name], "gateway": f"{prefix}.{i}.1", "prefix": prefix,
                 "lab_dir": str(lab), "hosts_file": str(hosts_file),
             }, pulumi.ResourceOptions(depends_on=[link]))
+    # Shaped once every DC is linked; the table changes in place (a new latency is no new lab).
+    Shaper("links", {"requested": settings.shaper, "prefix": prefix, "dcs": len(t.datacenters),
+                     "state_dir": str(layout.shaper_dir(cache)),
+                     "links": shaper.table_to_json(layout.link_table(t, settings))},
+           pulumi.ResourceOptions(depends_on=links))
     return layout.build_inventory(t, settings, cache).data

@@ -1,4 +1,4 @@
-"""Pulumi dynamic resources for the lab: Router, Datacenter, Link and Host.
+"""Pulumi dynamic resources for the lab: Router, Datacenter, Link, Shaper and Host.
 
 Each provider is a thin shell over the plain functions in `infra.lab.netns`, so the same
 operations are usable (and tested) without Pulumi. Every create cleans up after itself when
@@ -13,7 +13,7 @@ from pathlib import Path
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
-from infra.lab import netns, sshd
+from infra.lab import netns, shaper, sshd
 
 
 def _replace_on_change(olds: dict, news: dict, in_place: tuple[str, ...] = ()) -> DiffResult:
@@ -63,31 +63,12 @@ class DatacenterProvider(ResourceProvider):
 
 
 class LinkProvider(ResourceProvider):
-    """DC bridge <-> router, with netem latency. Latency changes are applied in place.
-
-    `latency_applied` is false on kernels without sch_netem: the lab then runs without the
-    configured inter-DC latency, and says so (stack output, topology.json, status).
-    """
+    """DC bridge <-> router."""
 
     def create(self, props):
         index = int(props["index"])  # the engine hands numbers back as floats
-        applied = []
-
-        def make():
-            applied.append(netns.create_link(props["dc"], index, props["prefix"], props["latency_ms"], props["jitter_ms"]))
-            if not applied[0]:
-                pulumi.log.warn(f"link {props['dc']}: this kernel has no sch_netem; "
-                                f"{props['latency_ms']} ms inter-DC latency NOT applied")
-
-        result = _created(f"{netns.ROUTER}/{netns.router_dev(index)}", props,
-                          lambda: netns.delete_link(index), make)
-        result.outs["latency_applied"] = applied[0]
-        return result
-
-    def update(self, id_, olds, news):
-        from pulumi.dynamic import UpdateResult
-        applied = netns.set_link_latency(news["dc"], int(news["index"]), news["latency_ms"], news["jitter_ms"])
-        return UpdateResult(outs={**news, "ns": id_, "latency_applied": applied})
+        return _created(f"{netns.ROUTER}/{netns.router_dev(index)}", props, lambda: netns.delete_link(index),
+                        lambda: netns.create_link(props["dc"], index, props["prefix"]))
 
     def delete(self, id_, props):
         netns.delete_link(int(props["index"]))
@@ -97,8 +78,45 @@ class LinkProvider(ResourceProvider):
         return ReadResult(id_ if alive else "", props)
 
     def diff(self, id_, olds, news):
-        return _replace_on_change({k: v for k, v in olds.items() if k != "latency_applied"}, news,
-                                  in_place=("latency_ms", "jitter_ms"))
+        return _replace_on_change(olds, news)
+
+
+class ShaperProvider(ResourceProvider):
+    """Every DC pair's delay, jitter, loss and bandwidth (infra/lab/shaper.py). A changed table is
+    applied in place; `kind` says which shaper runs (netem or the forwarder)."""
+
+    @staticmethod
+    def _shaper(props) -> shaper.Shaper:
+        return shaper.for_kind(props["requested"], Path(props["state_dir"]), props["prefix"], int(props["dcs"]))
+
+    def create(self, props):
+        s = self._shaper(props)
+        table = shaper.table_from_json(props["links"])
+        result = _created(f"{netns.ROUTER}/shaper", props, s.remove, lambda: s.install(table))
+        result.outs["kind"] = s.kind
+        return result
+
+    def update(self, id_, olds, news):
+        from pulumi.dynamic import UpdateResult
+        s = shaper.installed(Path(news["state_dir"]))
+        s.apply(shaper.table_from_json(news["links"]))
+        return UpdateResult(outs={**news, "ns": id_, "kind": s.kind})
+
+    def delete(self, id_, props):
+        try:
+            shaper.installed(Path(props["state_dir"])).remove()
+        except shaper.ShaperDown:
+            pass  # never installed, or already gone with the router
+
+    def read(self, id_, props):
+        try:
+            shaper.installed(Path(props["state_dir"])).check()
+        except (shaper.ShaperDown, OSError):
+            return ReadResult("", props)
+        return ReadResult(id_, props)
+
+    def diff(self, id_, olds, news):
+        return _replace_on_change({k: v for k, v in olds.items() if k != "kind"}, news, in_place=("links",))
 
 
 class HostProvider(ResourceProvider):
@@ -137,10 +155,13 @@ class Datacenter(Resource):
 
 
 class Link(Resource):
-    def __init__(self, name: str, dc: str, index: int, prefix: str, latency_ms: float, jitter_ms: float,
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(LinkProvider(), name, {"dc": dc, "index": index, "prefix": prefix,
-                                                "latency_ms": latency_ms, "jitter_ms": jitter_ms, "ns": None}, opts)
+    def __init__(self, name: str, dc: str, index: int, prefix: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(LinkProvider(), name, {"dc": dc, "index": index, "prefix": prefix, "ns": None}, opts)
+
+
+class Shaper(Resource):
+    def __init__(self, name: str, props: dict, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(ShaperProvider(), name, {**props, "ns": None, "kind": None}, opts)
 
 
 class Host(Resource):

@@ -10,6 +10,7 @@
 #   5. Pulumi local file backend -> cache/pulumi-state
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
+#   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
@@ -22,7 +23,7 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 # 1. system packages ------------------------------------------------------------------------
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-            iptables:iptables pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven; do
+            iptables:iptables ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
@@ -102,5 +103,12 @@ fi
 if [ ! -f "$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
   (cd "$ROOT" && "$VENV/bin/python" -m spark.archive)
+fi
+# 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
+key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
+if ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
+  step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
+  (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
+  stamp forwarder "$key"
 fi
 echo "setup: ok (venv $VENV, cache $CACHE)"

@@ -1,0 +1,3 @@
+module dcdrill/forwarder
+
+go 1.24
