@@ -27,6 +27,7 @@ from pathlib import Path
 from infra.lab import netns
 
 TUN, TABLE, RULE_PRIORITY = "fwd0", "100", "100"
+RT_PRIORITY = "10"  # SCHED_FIFO, low among real-time tasks; the kernel's RT throttling still applies
 SHAPERS = ("auto", "netem", "forwarder")
 
 
@@ -159,11 +160,14 @@ class ForwarderShaper(Shaper):
         raw = self._write_links(table)
         if not self.supervisor_pid():
             log = open(self.state_dir / "forwarder.log", "ab")
-            proc = subprocess.Popen(["ip", "netns", "exec", r, str(binary), "--supervise", "--dev", TUN,
+            # Real-time priority, as netem has in the kernel's softirq: a drill keeps the lab's CPUs
+            # busy, and a delay queued behind the JVMs would be the scheduler's, not the link's.
+            proc = subprocess.Popen(["chrt", "--fifo", RT_PRIORITY, "ip", "netns", "exec", r, str(binary),
+                                     "--supervise", "--dev", TUN,
                                      "--links", str(self.links_file), "--prefix", self.prefix],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            self.pidfile.write_text(str(proc.pid))  # `ip netns exec` execs the binary: same pid
+            self.pidfile.write_text(str(proc.pid))  # chrt and `ip netns exec` exec the binary: same pid
         self._wait_applied(raw)
         for j in range(1, self.dcs + 1):
             subnet = f"{self.prefix}.{j}.0/24"

@@ -42,7 +42,8 @@ c.close()
 
 
 def ping(ns: str, dst: str, count: int = 300, interval: float = 0.01) -> list[float]:
-    out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", str(interval), dst],
+    # ping at the forwarder's real-time priority: the probe's own scheduling delay is not the link's.
+    out = subprocess.run(["chrt", "--fifo", shaper.RT_PRIORITY, "ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", str(interval), dst],
                          capture_output=True, text=True).stdout
     return sorted(float(x) for x in re.findall(r"time=([\d.]+) ms", out))
 
