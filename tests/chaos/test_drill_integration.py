@@ -186,3 +186,27 @@ def test_bad_drill_input_exits_2(tmp_path):
                          (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
         res = drill(tmp_path / "x", *args, timeout=60)
         assert res.returncode == 2 and needle in res.stderr
+
+
+def test_slow_link_adds_its_delay_during_the_fault_and_heal_restores_the_links(lab, tmp_path):
+    from infra import stack
+    from infra.constants import cache_dir
+    from infra.lab import layout, shaper
+
+    run = tmp_path / "slow"
+    res = drill(run, "--experiment", "slow-link", "--dc", "dc-a", "--other-dc", "dc-b", "--latency-ms", "50",
+                "--loss-pct", "0")
+    assert res.returncode == 0, res.stdout + res.stderr
+    [fault] = DrillRecord(run).faults()
+    assert (fault["fault"], fault["target"]) == ("degrade-link", "dc-a<->dc-b")
+    s = summary(run)
+    assert s["counts"]["acked_lost"] == 0
+    phase = {p["phase"].split()[0]: p for p in s["phases"]}
+    # acks=all with replicas in both DCs: every acknowledgement waits for a dc-a <-> dc-b round trip.
+    assert phase["during"]["latency_p50_ms"] >= 100, s["phases"]
+    assert phase["before"]["latency_p50_ms"] < phase["during"]["latency_p50_ms"]
+    assert s["baseline"]["p50_ms"] is not None and s["topology"]["produce_latency"]["range_ms"]["all"] == [10.0, 20.0]
+    assert "Produce latency" in (run / "report" / "index.html").read_text()
+    t = stack.load("local")
+    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    assert links.current() == layout.link_table(t, stack.backend("local").settings)  # healed to the stack's 5 ms

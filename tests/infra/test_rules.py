@@ -162,3 +162,24 @@ def test_a_literal_acl_matches_one_name_a_prefixed_one_every_name_it_starts():
     assert lit.allows("u", "topic", "dcdrill", "read") and not lit.allows("u", "topic", "dcdrill-x", "read")
     assert pre.allows("u", "topic", "dcdrill-x", "write") and not pre.allows("v", "topic", "dcdrill-x", "write")
     assert not lit.allows("u", "topic", "dcdrill", "write") and not pre.allows("u", "group", "dcdrill", "read")
+
+
+def test_produce_latency_is_the_round_trip_to_the_leader_plus_to_its_farthest_replica_for_acks_all():
+    t = make(THREE, factor=3, min_insync=2)
+    one_way = {(a, b): 5.0 for a in t.dc_names for b in t.dc_names if a != b}
+    one_way[("dc-a", "dc-c")] = one_way[("dc-c", "dc-a")] = 40.0
+    p = rules.produce_latency(t, one_way)
+    # The whole ISR acknowledges acks=all, so the farthest replica sets the price, not min.insync's nearest.
+    assert p["acks_all_adds_ms"] == {"dc-a": 80.0, "dc-b": 10.0, "dc-c": 80.0}
+    route = {(r["producer_dc"], r["leader_dc"]): r for r in p["routes"]}
+    assert route[("dc-b", "dc-b")] == {"producer_dc": "dc-b", "leader_dc": "dc-b", "acks_1_ms": 0.0, "acks_all_ms": 10.0}
+    assert route[("dc-b", "dc-a")]["acks_all_ms"] == 10.0 + 80.0
+    assert p["range_ms"] == {"1": [0.0, 80.0], "all": [10.0, 160.0]}
+
+
+def test_produce_latency_on_the_shipped_lab_stack_follows_its_configured_links():
+    t, backend = stack.load("local"), stack.backend("local")
+    p = rules.produce_latency(t, backend.one_way_ms(t))  # latencyMs 5 between every pair
+    assert p["acks_all_adds_ms"] == {"dc-a": 10.0, "dc-b": 10.0}  # dc-c holds no replica
+    assert p["range_ms"] == {"1": [0.0, 10.0], "all": [10.0, 20.0]}
+    assert stack.backend("aws-3az").one_way_ms(stack.load("aws-3az")) is None  # AWS: not predicted
