@@ -76,10 +76,11 @@ def _print_latency(latency: dict | None) -> None:
         return
     print("produce latency the network adds (round trips; jitter, queueing and the brokers' own time on top):")
     for lead, ms in latency["acks_all_adds_ms"].items():
-        print(f"  leader in {lead:<8} acks=all adds {ms:g} ms over acks=1 (the round trip to its farthest replica)")
+        print(f"  leader in {lead:<8} acks=all adds {ms:g} to {2 * ms:g} ms over acks=1 (one or two round trips "
+              "to its farthest replica)")
     for r in latency["routes"]:
         print(f"  producer in {r['producer_dc']:<6} -> leader in {r['leader_dc']:<6} acks=1 {r['acks_1_ms']:g} ms, "
-              f"acks=all {r['acks_all_ms']:g} ms")
+              f"acks=all {r['acks_all_ms']:g} to {r['acks_all_max_ms']:g} ms")
 
 
 def _schema(args) -> int:

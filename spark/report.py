@@ -154,7 +154,7 @@ def _latency(summary: dict) -> str:
     parts = []
     if predicted:
         parts.append(f"the network adds {predicted[0]:g} to {predicted[1]:g} ms at the stack's own links "
-                     f"(acks={acks}: a round trip to the leader{', plus one from it to its farthest replica' if acks == 'all' else ''}; "
+                     f"(acks={acks}: a round trip to the leader{', plus one or two from it to its farthest replica' if acks == 'all' else ''}; "
                      "producers write to leaders in every DC)")
     if baseline.get("p50_ms") is not None:
         parts.append(f"baseline before the fault p50 {baseline['p50_ms']} ms, p99 {baseline['p99_ms']} ms"

@@ -172,14 +172,15 @@ def test_produce_latency_is_the_round_trip_to_the_leader_plus_to_its_farthest_re
     # The whole ISR acknowledges acks=all, so the farthest replica sets the price, not min.insync's nearest.
     assert p["acks_all_adds_ms"] == {"dc-a": 80.0, "dc-b": 10.0, "dc-c": 80.0}
     route = {(r["producer_dc"], r["leader_dc"]): r for r in p["routes"]}
-    assert route[("dc-b", "dc-b")] == {"producer_dc": "dc-b", "leader_dc": "dc-b", "acks_1_ms": 0.0, "acks_all_ms": 10.0}
-    assert route[("dc-b", "dc-a")]["acks_all_ms"] == 10.0 + 80.0
-    assert p["range_ms"] == {"1": [0.0, 80.0], "all": [10.0, 160.0]}
+    assert route[("dc-b", "dc-b")] == {"producer_dc": "dc-b", "leader_dc": "dc-b", "acks_1_ms": 0.0,
+                                       "acks_all_ms": 10.0, "acks_all_max_ms": 20.0}
+    assert route[("dc-b", "dc-a")]["acks_all_ms"] == 10.0 + 80.0  # a record that just missed a fetch: + 80
+    assert p["range_ms"] == {"1": [0.0, 80.0], "all": [10.0, 240.0]}
 
 
 def test_produce_latency_on_the_shipped_lab_stack_follows_its_configured_links():
     t, backend = stack.load("local"), stack.backend("local")
     p = rules.produce_latency(t, backend.one_way_ms(t))  # latencyMs 5 between every pair
     assert p["acks_all_adds_ms"] == {"dc-a": 10.0, "dc-b": 10.0}  # dc-c holds no replica
-    assert p["range_ms"] == {"1": [0.0, 10.0], "all": [10.0, 20.0]}
+    assert p["range_ms"] == {"1": [0.0, 10.0], "all": [10.0, 30.0]}
     assert stack.backend("aws-3az").one_way_ms(stack.load("aws-3az")) is None  # AWS: not predicted
