@@ -9,25 +9,16 @@ from chaos import drill, experiment, settings
 from infra.schema import MAX_FACTOR
 
 
-def bounded(low: int, high: int):
-    """An argparse type: a whole number in [low, high] (exit 2 naming the option otherwise)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low} to {high}")
-        return value
-    return parse
+def bounded(low: float, high: float, kind=int):
+    """An argparse type: a number of `kind` (int: a whole number) in [low, high]; exit 2 naming
+    the option otherwise."""
+    what = "a whole number" if kind is int else "a number"
 
-
-def bounded_float(low: float, high: float):
-    def parse(text: str) -> float:
+    def parse(text: str):
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value:g} is outside {low:g} to {high:g}")
         return value
@@ -41,10 +32,10 @@ def register(sub) -> None:
     p.add_argument("--experiment", default="kill-dc", help=f"one of: {', '.join(experiment.names())}")
     p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
-    p.add_argument("--latency-ms", type=bounded_float(0, 10_000), metavar="MS",
+    p.add_argument("--latency-ms", type=bounded(0, 10_000, float), metavar="MS",
                    help="slow-link: one-way delay added between the two DCs (default 50)")
-    p.add_argument("--jitter-ms", type=bounded_float(0, 10_000), metavar="MS", help="slow-link: jitter (default 0)")
-    p.add_argument("--loss-pct", type=bounded_float(0, 100), metavar="PCT", help="slow-link: packet loss (default 1)")
+    p.add_argument("--jitter-ms", type=bounded(0, 10_000, float), metavar="MS", help="slow-link: jitter (default 0)")
+    p.add_argument("--loss-pct", type=bounded(0, 100, float), metavar="PCT", help="slow-link: packet loss (default 1)")
     p.add_argument("--hold", type=float, default=None,
                    help=f"seconds the fault is held (default {settings.HOLD_S:.0f}; on availability-first stacks "
                         f"{2 * settings.failover_s():.0f}, twice the failover, so writes can resume before the heal)")
