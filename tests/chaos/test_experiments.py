@@ -52,7 +52,8 @@ def test_a_new_fault_is_a_short_file(tmp_path, monkeypatch):
     monkeypatch.setattr(experiment, "FOLDER", tmp_path)
     monkeypatch.setattr(experiment, "SHAPE", tmp_path / "_drill.json")
     e = experiment.compose("egress-cut")
-    assert [a["name"] for a in e["method"]].index("cut") == 3 and e["configuration"]["dc"] == "dc-b"
+    names = [a["name"] for a in e["method"]]
+    assert names.index("cut") == names.index("latency-settled") + 1 and e["configuration"]["dc"] == "dc-b"
     assert experiment.preflight(e, stack.load("local"), stack.backend("local"), {}) == []
 
 
