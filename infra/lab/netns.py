@@ -217,6 +217,10 @@ def create_host(short: str, dc: str, ip: str, gateway: str, prefix: str, hosts_f
         sh("ip", "addr", "add", f"{ip}/24", "dev", "eth0", ns=ns)
         # Only the lab's own range is routable: no default route, nothing leaves the machine.
         sh("ip", "route", "add", f"{prefix}.0.0/16", "via", gateway, ns=ns)
+        # A host made again at the same address has a new MAC: the router's old neighbour entry
+        # would send its traffic nowhere until it times out.
+        if ns_exists(ROUTER):
+            sh("ip", "neigh", "flush", "to", ip, ns=ROUTER, check=False)
     # `ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts: one shared file for all.
     etc = Path(f"/etc/netns/{ns}")
     etc.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ def links():
 
 def test_the_configured_delay_is_the_round_trip_between_dcs_and_not_within_one(lab):
     assert links().kind == "forwarder"  # no sch_netem here
-    a, b = host(lab, "client", "dc-a"), host(lab, "client", "dc-b")
+    a, b = host(lab, "client", "dc-a"), host(lab, "kafka_broker", "dc-b")
     rtts, lost = ping(a.netns, b.address)
     assert lost == 0 and 10 <= statistics.median(rtts) <= 11.5, rtts  # local: latencyMs 5, one way
     rtts, _ = ping(a.netns, host(lab, "kafka_broker", "dc-a").address)
@@ -50,7 +50,7 @@ def test_the_configured_delay_is_the_round_trip_between_dcs_and_not_within_one(l
 
 
 def test_degrade_link_changes_delay_and_loss_at_run_time_and_heal_restores_them(lab, driver):
-    a, b, c = host(lab, "client", "dc-a"), host(lab, "client", "dc-b"), host(lab, "zookeeper", "dc-c")
+    a, b, c = host(lab, "client", "dc-a"), host(lab, "kafka_broker", "dc-b"), host(lab, "zookeeper", "dc-c")
     undo = Undo()
     try:
         driver.degrade_link("dc-a", "dc-b", 20, 0, 0, undo)
@@ -74,7 +74,7 @@ def test_degrade_link_changes_delay_and_loss_at_run_time_and_heal_restores_them(
 
 
 def test_a_dead_forwarder_is_restarted_and_its_absence_holds_traffic_never_bypasses_it(lab):
-    a, b = host(lab, "client", "dc-a"), host(lab, "client", "dc-b")
+    a, b = host(lab, "client", "dc-a"), host(lab, "kafka_broker", "dc-b")
     fwd = links()
     [worker] = fwd.worker_pids()
     os.kill(worker, signal.SIGKILL)
