@@ -13,25 +13,32 @@ ROLES = ROOT / "roles"
 HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and that they come back
 
 
-def failover_s() -> float:
+# What tells the cluster a broker is gone (roles/kafka_broker/defaults): its ZooKeeper session
+# expiring, or in KRaft mode the controllers fencing it.
+LIVENESS_TIMEOUT = {"zookeeper": ("kafka_zookeeper_mode_properties", "zookeeper.session.timeout.ms"),
+                    "kraft": ("kafka_kraft_properties", "broker.session.timeout.ms")}
+
+
+def failover_s(coordination: str = "zookeeper") -> float:
     """How long a partition led in a lost DC goes without acks at most before failing over: the
-    dead brokers' ZooKeeper sessions expire (zookeeper.session.timeout.ms, roles/kafka_broker), then
-    the producers' requests to the old leaders time out (request_timeout_ms, validation/workload):
-    18 + 10 = 28 s. The lab measured 23-37 s from the fault's start to every partition back."""
+    dead brokers' ZooKeeper sessions expire (zookeeper.session.timeout.ms) or the controllers fence
+    them (broker.session.timeout.ms), then the producers' requests to the old leaders time out
+    (request_timeout_ms, validation/workload): 18 + 10 = 28 s, or 9 + 10 = 19 s on KRaft. The lab
+    measured 23-37 s from the fault's start to every partition back on ZooKeeper."""
     import yaml
 
     from validation.workload import WorkloadSpec
 
     defaults = yaml.safe_load((ROLES / "kafka_broker" / "defaults" / "main.yml").read_text())
-    return (int(defaults["kafka_broker_properties"]["zookeeper.session.timeout.ms"])
-            + WorkloadSpec.request_timeout_ms) / 1000
+    group, key = LIVENESS_TIMEOUT[coordination]
+    return (int(defaults[group][key]) + WorkloadSpec.request_timeout_ms) / 1000
 
 
 def default_hold(t) -> float:
     """availability-first promises that writes go on while the DC is gone: every partition must
     acknowledge again before the heal (the writes-continued rule). A 30 s hold ended before the
     failover in one drill of three on the lab, so those stacks hold the fault twice the failover."""
-    return max(HOLD_S, 2 * failover_s()) if t.profile == "availability-first" else HOLD_S
+    return max(HOLD_S, 2 * failover_s(t.coordination)) if t.profile == "availability-first" else HOLD_S
 
 
 def hold(args, t) -> float:
@@ -39,9 +46,10 @@ def hold(args, t) -> float:
     availability-first's writes fail over."""
     if args.hold is None:
         return default_hold(t)
-    if t.profile == "availability-first" and args.hold < 2 * failover_s():
+    if t.profile == "availability-first" and args.hold < 2 * failover_s(t.coordination):
         print(f"dcdrill: warning: a {args.hold:g} s hold is short for availability-first: failing over takes up "
-              f"to ~{failover_s():.0f} s here (ZooKeeper session expiry, then the producers' request timeout), "
+              f"to ~{failover_s(t.coordination):.0f} s here (the dead brokers' session expiry, then the producers' "
+              "request timeout), "
               f"and writes that resume only after the heal fail the writes-continued rule "
               f"(default hold {default_hold(t):.0f} s)", file=sys.stderr)
     return args.hold

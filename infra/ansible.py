@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from infra import passwords, pki
+from infra import kraft, passwords, pki
 from infra.constants import ROOT, cache_dir
 from infra.inventory import Inventory
 
@@ -32,8 +32,8 @@ def write_inventory(stack: str, inventory: Inventory) -> Path:
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
     av = inventory.vars
-    if av.get("kafka_tls"):  # a certificate per broker and per ZooKeeper node
-        hosts = {h.name: h.address for h in inventory.brokers + inventory.zookeepers}
+    if av.get("kafka_tls"):  # a certificate per broker, KRaft controller and ZooKeeper node
+        hosts = {h.name: h.address for h in inventory.brokers + inventory.controllers + inventory.zookeepers}
         av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], hosts))
     if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
         av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack) / "zookeeper-credentials.json",
@@ -41,6 +41,11 @@ def write_inventory(stack: str, inventory: Inventory) -> Path:
     if av.get("kafka_sasl"):
         av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack) / "credentials.json",
                                                             av["kafka_sasl_users"]))
+    if inventory.kraft:  # one cluster id and one quorum, formatted once (infra/kraft.py)
+        ids = kraft.ensure(inventory_path(stack).parent / "kraft.json", [h.name for h in inventory.controllers])
+        av["kafka_cluster_id"] = ids["cluster_id"]
+        av["kafka_initial_controllers"] = kraft.initial_controllers(
+            {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"])
     path = inventory_path(stack)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inventory.to_json())

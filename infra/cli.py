@@ -51,12 +51,13 @@ def _plan(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        print(f"stack {args.stack}: {t.backend}, {t.profile}, factor {t.replication.factor}, "
+        print(f"stack {args.stack}: {t.backend}, Kafka {t.kafka_version} on {t.coordination}"
+              + (f" ({rules.quorum_summary(t)})" if t.total_voters else "") + f", {t.profile}, factor {t.replication.factor}, "
               f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}, "
               f"listeners {'TLS' if t.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if t.sasl else ''}"
               + (f", {len(t.acls)} ACLs" if t.acls else ""))
         for h in t.hosts():
-            print(f"  {h.role:<13} {h.name}")
+            print(f"  {h.role:<16} {h.name}")
         print("rules:" + (" all pass" if not violations else ""))
         for v in violations:
             waived = " (accepted risk)" if v not in blocking else ""

@@ -16,8 +16,20 @@ EXIT_NO_FAULT = 3  # the fault was not injected, or its heal failed: the drill p
 EXIT_NOT_STEADY = 4  # the steady state was not met before the fault
 
 # Listeners (roles/kafka_broker/defaults) and ZooKeeper's ports (roles/zookeeper/defaults).
-CLIENT_PORT, REPLICATION_PORT = 9092, 9093
+# KRaft controllers listen on CONTROLLER_PORT only.
+CLIENT_PORT, REPLICATION_PORT, CONTROLLER_PORT = 9092, 9093, 9094
 ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_PORTS = 2181, (2181, 2888, 3888)
+
+# The Kafka versions `make setup` fetches from Maven Central side by side, each to its own folder
+# under cache_dir() (infra/toolchain/<folder>-pom.xml): 3.9 is the last with ZooKeeper; 4.3.1 is
+# the newest 4.x whose connect-mirror (MirrorMaker 2) is on Maven Central.
+KAFKA_VERSIONS = {"3.9.1": "kafka", "4.3.1": "kafka4"}
+DEFAULT_KAFKA_VERSION = {"zookeeper": "3.9.1", "kraft": "4.3.1"}
+
+
+def kafka_major(version: str) -> int:
+    return int(version.split(".", 1)[0])
+
 
 # The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
 # consumers form this group. The ACL rules check that the workload's user may use both.

@@ -4,6 +4,7 @@ rest of dcdrill reads. The lab and AWS export the same schema:
     all.vars                         cluster-wide settings the roles read (replication, listeners,
                                      TLS, SASL users, super users, ACLs)
     all.children.zookeeper.hosts     <name>: {dc, rack, zookeeper_id, ansible_host, ...}
+    all.children.kafka_controller.hosts  <name>: {dc, rack, controller_id, ansible_host, ...} (KRaft)
     all.children.kafka_broker.hosts  <name>: {dc, rack, broker_id, ansible_host, ...}
     all.children.client.hosts        <name>: {dc, client_id, ansible_host, ...}
 
@@ -18,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra import passwords, pki
-from infra.constants import CLIENT_PORT
+from infra.constants import CLIENT_PORT, KAFKA_VERSIONS
 from infra.topology import Topology
 
 SASL_MECHANISM = "SCRAM-SHA-512"
-ROLES = ("zookeeper", "kafka_broker", "client")
-ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_broker": "broker_id", "client": "client_id"}
+ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
+ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_controller": "controller_id", "kafka_broker": "broker_id",
+           "client": "client_id"}
+COORDINATORS = ("zookeeper", "kafka_controller")  # the quorum's voters, whichever the stack has
 
 
 def build(t: Topology, addresses: dict[str, str], connection: dict | None = None,
@@ -40,11 +43,15 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         "kafka_min_insync_replicas": t.replication.min_insync,
         "kafka_unclean_leader_election": t.replication.unclean_leader_election,
         "kafka_broker_count": t.total_brokers,
+        "kafka_coordination": t.coordination,
+        "kafka_version": t.kafka_version,
+        # where `make setup` put this version's jars, under the controller's cache (KAFKA_VERSIONS)
+        "kafka_libs_folder": KAFKA_VERSIONS[t.kafka_version],
         "kafka_tls": t.tls,
         # ZooKeeper as production locks it down: TLS on its client and quorum ports, SASL
         # (DIGEST-MD5) for brokers and peers, znode ACLs. It holds the SCRAM credentials and the
         # ACLs, so it is secured whenever the cluster is (tls and sasl).
-        "zookeeper_secure": t.tls and t.sasl is not None,
+        "zookeeper_secure": t.tls and t.sasl is not None and not t.kraft,
         **sasl_vars(t),
         **(connection or {}),
         **(extra_vars or {}),
@@ -57,7 +64,7 @@ def sasl_vars(t: Topology) -> dict:
     their certificate gives them on the mutual-TLS REPLICATION listener (infra/pki.py)."""
     if t.sasl is None:
         return {"kafka_sasl": False}
-    brokers = sorted(h.name for h in t.hosts() if h.role == "kafka_broker")
+    brokers = sorted(h.name for h in t.hosts() if h.role in ("kafka_broker", "kafka_controller"))
     acls = [{"principal": f"User:{a.principal}", "resource": a.resource, "name": a.name, "pattern": a.pattern,
              "operations": list(a.operations)} for a in t.acls]
     return {"kafka_sasl": True, "kafka_sasl_admin": t.sasl.admin, "kafka_sasl_client": t.sasl.client,
@@ -120,11 +127,24 @@ class Inventory:
         return self.hosts("zookeeper")
 
     @property
+    def controllers(self) -> list[InventoryHost]:
+        return self.hosts("kafka_controller")
+
+    @property
+    def kraft(self) -> bool:
+        return self.vars.get("kafka_coordination") == "kraft"
+
+    @property
+    def voters(self) -> list[InventoryHost]:
+        """The coordination quorum's members: KRaft controllers or ZooKeeper nodes."""
+        return self.controllers if self.kraft else self.zookeepers
+
+    @property
     def clients(self) -> list[InventoryHost]:
         return self.hosts("client")
 
-    def in_dc(self, dc: str, roles=("zookeeper", "kafka_broker")) -> list[InventoryHost]:
-        """One DC's hosts of these roles, in the order given (ZooKeeper first: heal starts it first)."""
+    def in_dc(self, dc: str, roles=("zookeeper", "kafka_controller", "kafka_broker")) -> list[InventoryHost]:
+        """One DC's hosts of these roles, in the order given (the quorum's first: heal starts it first)."""
         return [h for h in self.hosts(*roles) if h.dc == dc]
 
     def bootstrap_servers(self, port: int = CLIENT_PORT) -> list[str]:

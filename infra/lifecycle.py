@@ -60,7 +60,7 @@ def wait_healthy(inv: Inventory, timeout_s: float = 240.0, quiet: bool = False) 
         if status.healthy(st):
             return st
         line = (f"waiting for the cluster: brokers {sum(b['alive'] for b in st['brokers'])}/{len(st['brokers'])}, "
-                f"zookeeper {st['zookeeper']['alive']}/{st['zookeeper']['total']}, offline {st['offline_partitions']}, "
+                f"{st['quorum']['kind']} {st['quorum']['alive']}/{st['quorum']['total']}, offline {st['offline_partitions']}, "
                 f"under-replicated {st['under_replicated_partitions']}")
         if line != last and not quiet:
             say(line)

@@ -3,7 +3,7 @@ predictions), never printed here. `dcdrill plan`, the lab's `pulumi up` and the 
 verdict all call these same functions.
 
 Notation: r_d = replicas of a partition in DC d (Topology.replicas_in),
-N = ZooKeeper nodes, z_d = those in d.
+N = the coordination quorum's voters (ZooKeeper nodes, or KRaft controllers), z_d = those in d.
 """
 from __future__ import annotations
 
@@ -24,9 +24,28 @@ class Violation:
 
 
 def quorum_survives(t: Topology, dc: str) -> bool:
-    """The ensemble survives losing d iff N - z_d >= floor(N/2) + 1."""
-    n = t.total_zookeepers
-    return n - t.dc(dc).zookeepers >= n // 2 + 1
+    """The ZooKeeper ensemble or the KRaft controller quorum survives losing d iff
+    N - z_d >= floor(N/2) + 1: both need a majority of their voters to elect a leader and commit."""
+    n = t.total_voters
+    return n - t.voters_in(dc) >= n // 2 + 1
+
+
+def elr(t: Topology) -> bool:
+    """Eligible leader replicas (KIP-966): on by default for KRaft clusters formatted by 4.1 and
+    later. A replica dropped from an ISR that shrank below min.insync stays electable, because no
+    acks=all write could commit without it. It changes no prediction below: the loss those
+    predict needs an ISR of min.insync or more inside the lost DC, whose survivors are out of
+    sync and never in the ELR."""
+    major, minor = (int(x) for x in t.kafka_version.split(".")[:2])
+    return t.kraft and (major, minor) >= (4, 1)
+
+
+def quorum_summary(t: Topology) -> str:
+    """Where the voters sit, e.g. "3 controllers: dc-a 1, dc-b 1, dc-c 1; survives any one DC"."""
+    where = ", ".join(f"{dc.name} {t.voters_in(dc.name)}" for dc in t.datacenters if t.voters_in(dc.name))
+    fatal = [dc.name for dc in t.datacenters if not quorum_survives(t, dc.name)]
+    return (f"{t.total_voters} {t.voter_noun}: {where}; "
+            + (f"losing {' or '.join(fatal)} loses the quorum" if fatal else "survives any one DC"))
 
 
 def writable_after_loss(t: Topology, dc: str) -> bool:
@@ -102,6 +121,8 @@ def resolved(t: Topology) -> dict:
         "backend": t.backend,
         "profile": t.profile,
         "coordination": t.coordination,
+        "kafka_version": t.kafka_version,
+        "eligible_leader_replicas": elr(t),
         "replication_factor": t.replication.factor,
         "min_insync_replicas": t.replication.min_insync,
         "unclean_leader_election": t.replication.unclean_leader_election,
@@ -109,7 +130,7 @@ def resolved(t: Topology) -> dict:
         "tls": t.tls,
         "sasl": t.sasl is not None,
         "datacenters": [
-            {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers,
+            {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers, "controllers": dc.controllers,
              "replicas_per_partition": t.replicas_in(dc.name)}
             for dc in t.datacenters
         ],
@@ -119,8 +140,8 @@ def resolved(t: Topology) -> dict:
 
 
 def tiebreakers(t: Topology) -> list[str]:
-    """DCs that hold coordination nodes and no broker: the third DC of a "2.5 DC" layout."""
-    return [dc.name for dc in t.datacenters if dc.brokers == 0 and dc.zookeepers > 0]
+    """DCs that hold coordination voters and no broker: the third DC of a "2.5 DC" layout."""
+    return [dc.name for dc in t.datacenters if dc.brokers == 0 and t.voters_in(dc.name) > 0]
 
 
 def matrix(t: Topology) -> list[dict]:
@@ -173,13 +194,11 @@ def check(t: Topology) -> list[Violation]:
         out.append(Violation(rule, message))
 
     # Types, names, ranges and uniqueness were checked by the schema (infra/schema.py) already.
-    if t.coordination != "zookeeper":
-        bad("unsupported-coordination", f"coordination is {t.coordination!r}; only zookeeper is supported (KRaft later)")
     for rule, message in security(t):
         bad(rule, message)
     for dc in t.datacenters:
-        if dc.brokers == 0 and dc.zookeepers == 0:
-            bad("empty-dc", f"{dc.name} has no brokers and no ZooKeeper nodes")
+        if dc.brokers == 0 and t.voters_in(dc.name) == 0:
+            bad("empty-dc", f"{dc.name} has no brokers and no {t.voter_noun}")
 
     f, m = t.replication.factor, t.replication.min_insync
     if f < 1 or m < 1:
@@ -188,14 +207,22 @@ def check(t: Topology) -> list[Violation]:
         bad("factor-exceeds-brokers", f"replication factor {f} > {t.total_brokers} brokers")
     if m > f:
         bad("min-insync-exceeds-factor", f"minInsync {m} > replication factor {f}")
-    if t.total_zookeepers < 1:
-        bad("no-zookeeper", "the cluster needs at least one ZooKeeper node")
-    elif len(t.datacenters) > 1:
-        broken = [dc.name for dc in t.datacenters if not quorum_survives(t, dc.name)]
-        for name in broken:
-            n, z = t.total_zookeepers, t.dc(name).zookeepers
-            bad("quorum-dc-loss",
-                f"losing {name} leaves {n - z} of {n} ZooKeeper nodes, below the quorum of {n // 2 + 1}")
+    n = t.total_voters
+    if n < 1:
+        bad("no-controller" if t.kraft else "no-zookeeper",
+            f"the cluster needs at least one {'KRaft controller' if t.kraft else 'ZooKeeper node'}")
+    else:
+        if n % 2 == 0:
+            bad("quorum-even-voters",
+                f"{n} {t.voter_noun} is an even number: a majority of {n} ({n // 2 + 1}) tolerates no more losses "
+                f"than a majority of {n - 1} does, and one more voter means one more to lose; use {n - 1} or {n + 1}")
+        if len(t.datacenters) > 1:
+            for dc in t.datacenters:
+                if not quorum_survives(t, dc.name):
+                    z = t.voters_in(dc.name)
+                    bad("quorum-dc-loss", f"losing {dc.name} leaves {n - z} of {n} {t.voter_noun}, below the "
+                                          f"quorum of {n // 2 + 1}: {'metadata' if t.kraft else 'the cluster'} "
+                                          "stalls until it comes back")
     r_max = t.max_replicas_per_dc
     if t.profile == "consistency-first" and m <= r_max:
         bad("consistency-min-insync",

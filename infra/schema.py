@@ -18,13 +18,14 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       WithJsonSchema, field_validator, model_validator)
 from pydantic_core import PydanticCustomError
 
-from infra.constants import ACKS
+from infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, kafka_major
 
 # Size limits: far above any drill, far below what exhausts this machine (10^8 brokers, or a
 # --matrix over factor 10^8, once did).
 MAX_DATACENTERS = 8
 MAX_BROKERS_PER_DC = 32
 MAX_ZOOKEEPERS = 9
+MAX_CONTROLLERS = 9
 MAX_FACTOR = 16
 MAX_ACLS = 200
 
@@ -49,7 +50,7 @@ ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe
 # The rules dcdrill:acceptRisks may waive: the profile's promises and the quorum's, each a risk a
 # team may knowingly take. Shape and safety rules (sasl-needs-tls, acl-shape, ...) cannot be waived.
 RISK_RULES = ("consistency-min-insync", "consistency-acks", "availability-headroom", "availability-unclean",
-              "quorum-dc-loss")
+              "quorum-dc-loss", "quorum-even-voters")
 
 
 class Spec(BaseModel):
@@ -121,7 +122,8 @@ Delay = Annotated[float, Field(ge=0, le=10_000)]  # ms; strict floats accept who
 class DatacenterSpec(Spec):
     name: Name
     brokers: int = Field(0, ge=0, le=MAX_BROKERS_PER_DC)
-    zookeepers: int = Field(0, ge=0, le=MAX_ZOOKEEPERS)
+    zookeepers: int = Field(0, ge=0, le=MAX_ZOOKEEPERS)  # coordination: zookeeper
+    controllers: int = Field(0, ge=0, le=MAX_CONTROLLERS)  # coordination: kraft (the quorum's voters)
     region: Region | None = None  # aws only
     zone: matching(ZONE, "an AZ name like eu-west-1a") | None = None  # aws only
 
@@ -164,6 +166,8 @@ class AclSpec(Spec):
 class ClusterSpec(Spec):
     name: Name = "main"
     coordination: Literal["zookeeper", "kraft"] = "zookeeper"
+    # unset: the coordination's default (DEFAULT_KAFKA_VERSION); only versions setup fetches
+    kafka_version: Literal[tuple(KAFKA_VERSIONS)] | None = Field(None, alias="kafkaVersion")
     datacenters: list[DatacenterSpec] = Field(min_length=1, max_length=MAX_DATACENTERS)
     replication: ReplicationSpec = ReplicationSpec()
     producer: ProducerSpec = ProducerSpec()
@@ -180,6 +184,31 @@ class ClusterSpec(Spec):
     def _sasl_switch(cls, raw: Any) -> Any:
         """`sasl: true` means the default users, `sasl: false` none."""
         return {} if raw is True else None if raw is False else raw
+
+    @model_validator(mode="after")
+    def _coordination_keys(self):
+        """Each coordination has its own voters' key, and 4.x has no ZooKeeper: a stack that
+        mixes them would be configured as something else than its author reads."""
+        other = {"zookeeper": "controllers", "kraft": "zookeepers"}[self.coordination]
+        bad = [f"datacenters[{i}].{other}: a {self.coordination} stack has no "
+               f"{'KRaft controllers' if other == 'controllers' else 'ZooKeeper nodes'} ({dc.name} has "
+               f"{getattr(dc, other)}); give the DC "
+               f"{'zookeepers' if other == 'controllers' else 'controllers'} instead"
+               for i, dc in enumerate(self.datacenters) if getattr(dc, other)]
+        version = self.version
+        if self.coordination == "zookeeper" and kafka_major(version) >= 4:
+            bad.append(f"kafkaVersion: Kafka {version} has no ZooKeeper mode (4.0 removed it); "
+                       f"ZooKeeper stacks run {DEFAULT_KAFKA_VERSION['zookeeper']}, or use coordination: kraft")
+        if self.coordination == "kraft" and kafka_major(version) < 4:
+            bad.append(f"kafkaVersion: dcdrill runs KRaft stacks on Kafka 4.x "
+                       f"({', '.join(v for v in KAFKA_VERSIONS if kafka_major(v) >= 4)}), not {version}")
+        if bad:
+            raise ValueError("; ".join(bad))
+        return self
+
+    @property
+    def version(self) -> str:
+        return self.kafka_version or DEFAULT_KAFKA_VERSION[self.coordination]
 
     @field_validator("datacenters")
     @classmethod
@@ -219,6 +248,7 @@ class LabSpec(Spec):
     subnet_prefix: Annotated[str, AfterValidator(_private_prefix)] = Field("10.77", alias="subnetPrefix")
     broker_heap_mb: int = Field(384, ge=128, le=16_384, alias="brokerHeapMb")
     zookeeper_heap_mb: int = Field(96, ge=32, le=4_096, alias="zookeeperHeapMb")
+    controller_heap_mb: int = Field(256, ge=128, le=16_384, alias="controllerHeapMb")  # KRaft controllers
 
 
 InstanceType = matching(INSTANCE_TYPE, "an EC2 instance type like m6i.large")

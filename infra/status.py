@@ -1,7 +1,9 @@
 """`dcdrill status`: what the cluster looks like right now, from the inventory's point of view.
 
-Brokers are alive when their CLIENT port answers and the cluster metadata lists them;
-ZooKeeper nodes report their mode through the `srvr` four-letter word.
+Brokers are alive when their CLIENT port answers and the cluster metadata lists them. The
+coordination quorum: ZooKeeper nodes report their mode through the `srvr` four-letter word; KRaft
+controllers through the metadata log's DescribeQuorum (asked of a broker, which forwards it to the
+active controller): its leader, and each voter's last fetch and lag behind the high watermark.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import socket
 import ssl
 from contextlib import closing
 
-from infra.constants import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
+from infra.constants import CLIENT_PORT, CONTROLLER_PORT, ZOOKEEPER_CLIENT_PORT, now_ms
 from infra.inventory import Inventory
 
 
@@ -41,39 +43,87 @@ def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: floa
     return None  # "This ZooKeeper instance is not currently serving requests": no quorum
 
 
-def _metadata(bootstrap: list[str], timeout_s: float, security: dict) -> tuple[dict | None, list | None, str | None]:
+def _metadata(bootstrap: list[str], timeout_s: float, security: dict,
+              kraft: bool) -> tuple[dict | None, list | None, dict | None, str | None]:
+    """(cluster, topics, KRaft quorum or None, error)."""
     from kafka.admin import KafkaAdminClient
 
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
                                  bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status", **security)
     except Exception as exc:  # noqa: BLE001 - any client failure means "no metadata"
-        return None, None, f"no broker answered: {exc}"
+        return None, None, None, f"no broker answered: {exc}"
     try:
-        return admin.describe_cluster(), admin.describe_topics(), None
+        cluster, topics = admin.describe_cluster(), admin.describe_topics()
+        quorum = None
+        if kraft:
+            try:
+                quorum = admin.describe_metadata_quorum()
+            except Exception:  # noqa: BLE001 - no active controller to answer: no quorum
+                quorum = None
+        return cluster, topics, quorum, None
     except Exception as exc:  # noqa: BLE001
-        return None, None, f"metadata request failed: {exc}"
+        return None, None, None, f"metadata request failed: {exc}"
     finally:
         admin.close()
+
+
+# A voter that has not fetched from the leader for this long is counted out (KRaft fetches every
+# few hundred ms; controller.quorum.fetch.timeout.ms is 2 s).
+VOTER_STALE_MS = 5_000
+
+
+def zookeeper_quorum(inventory: Inventory) -> dict:
+    hosts = inventory.zookeepers
+    tls = ssl.create_default_context(cafile=inventory.zookeeper_ca) if inventory.zookeeper_ca else None
+    modes = {h.name: zookeeper_mode(h.name, tls=tls) for h in hosts}
+    serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
+    leader = next((name for name, m in modes.items() if m in ("leader", "standalone")), None)
+    return {"kind": "zookeeper", "alive": len(serving), "total": len(hosts), "leader": leader,
+            "quorum": len(serving) >= len(hosts) // 2 + 1 and leader is not None,
+            "nodes": [{"host": h.name, "dc": h.dc, "mode": modes[h.name]} for h in hosts]}
+
+
+def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
+    """The controller quorum from DescribeQuorum (None: nobody answered, so no active controller).
+    A voter is serving when its CONTROLLER port answers and it leads, or fetched lately."""
+    hosts = inventory.controllers
+    part = ((described or {}).get("topics") or [{}])[0].get("partitions", [{}])[0] if described else {}
+    leader_id = part.get("leader_id", -1)
+    voters = {v["replica_id"]: v for v in part.get("current_voters", [])}
+    hw, now = part.get("high_watermark", 0), now_ms()
+    nodes = []
+    for h in hosts:
+        v = voters.get(h.node_id)
+        up = _tcp_ok(h.name, CONTROLLER_PORT, 1.0)
+        if not up or v is None:
+            mode = None if not up else "not a voter"
+        elif h.node_id == leader_id:
+            mode = "leader"
+        else:
+            mode = "follower" if now - (v.get("last_fetch_timestamp") or 0) <= VOTER_STALE_MS else "stale"
+        nodes.append({"host": h.name, "dc": h.dc, "mode": mode, "id": h.node_id,
+                      "lag": None if v is None else max(0, hw - v["log_end_offset"])})
+    serving = [n for n in nodes if n["mode"] in ("leader", "follower")]
+    leader = next((n["host"] for n in nodes if n["mode"] == "leader"), None)
+    return {"kind": "kraft", "alive": len(serving), "total": len(hosts), "leader": leader,
+            "leader_epoch": part.get("leader_epoch"),
+            "quorum": leader is not None and len(serving) >= len(voters or hosts) // 2 + 1,
+            "nodes": nodes}
 
 
 def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     broker_hosts = sorted(inventory.brokers, key=lambda h: h.node_id)
     dc_of = {h.node_id: h.dc for h in broker_hosts}
     reachable = [f"{h.name}:{CLIENT_PORT}" for h in inventory.brokers if _tcp_ok(h.name, CLIENT_PORT, 1.0)]
-    cluster, topics, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True)) if reachable \
-        else (None, None, "no broker reachable")
+    cluster, topics, described, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True),
+                                                  inventory.kraft) if reachable \
+        else (None, None, None, "no broker reachable")
     registered = {b["broker_id"] for b in (cluster or {}).get("brokers", [])}
     brokers = [{"id": h.node_id, "dc": h.dc, "host": h.name,
                 "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
 
-    zk_hosts = inventory.zookeepers
-    tls = ssl.create_default_context(cafile=inventory.zookeeper_ca) if inventory.zookeeper_ca else None
-    modes = {h.name: zookeeper_mode(h.name, tls=tls) for h in zk_hosts}
-    serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
-    zookeeper = {"alive": len(serving), "total": len(zk_hosts),
-                 "quorum": len(serving) >= len(zk_hosts) // 2 + 1 and any(m in ("leader", "standalone") for m in serving),
-                 "nodes": [{"host": h.name, "dc": h.dc, "mode": modes[h.name]} for h in zk_hosts]}
+    quorum = kraft_quorum(inventory, described) if inventory.kraft else zookeeper_quorum(inventory)
 
     alive_ids = {b["id"] for b in brokers if b["alive"]}
     partitions = []
@@ -89,8 +139,10 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
             })
     return {
         "brokers": brokers,
+        # ZooKeeper mode: the controller broker. KRaft: a broker the cluster names to clients
+        # (KIP-590 forwards their requests); the active controller is quorum["leader"].
         "controller": (cluster or {}).get("controller_id"),
-        "zookeeper": zookeeper,
+        "quorum": quorum,
         "partitions": partitions,
         "offline_partitions": sum(1 for p in partitions if p["leader"] == -1),
         "under_replicated_partitions": sum(1 for p in partitions if len(p["isr"]) < len(p["replicas"])),
@@ -104,8 +156,8 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
 
 
 def healthy(status: dict) -> bool:
-    return (all(b["alive"] for b in status["brokers"]) and status["zookeeper"]["quorum"]
-            and status["zookeeper"]["alive"] == status["zookeeper"]["total"]
+    return (all(b["alive"] for b in status["brokers"]) and status["quorum"]["quorum"]
+            and status["quorum"]["alive"] == status["quorum"]["total"]
             and status["offline_partitions"] == 0 and status["under_replicated_partitions"] == 0
             and status["error"] is None)
 
@@ -114,10 +166,18 @@ def render(status: dict) -> str:
     lines = ["brokers:"]
     for b in status["brokers"]:
         lines.append(f"  {b['id']:>3} {b['dc']:<8} {b['host']:<24} {'alive' if b['alive'] else 'DOWN'}")
-    zk = status["zookeeper"]
-    lines.append(f"zookeeper: {zk['alive']}/{zk['total']} serving, quorum {'yes' if zk['quorum'] else 'NO'}")
-    for n in zk["nodes"]:
-        lines.append(f"  {n['host']:<24} {n['mode'] or 'DOWN'}")
+    q = status["quorum"]
+    if q["kind"] == "kraft":
+        lines.append(f"controller quorum (KRaft): {q['alive']}/{q['total']} voters serving, quorum "
+                     f"{'yes' if q['quorum'] else 'NO'}, leader {q['leader'] or 'none'}"
+                     + (f" (epoch {q['leader_epoch']})" if q["leader"] else ""))
+        for n in q["nodes"]:
+            lag = "" if n["lag"] is None else f" lag {n['lag']}"
+            lines.append(f"  {n['id']:>5} {n['dc']:<8} {n['host']:<24} {n['mode'] or 'DOWN'}{lag}")
+    else:
+        lines.append(f"zookeeper: {q['alive']}/{q['total']} serving, quorum {'yes' if q['quorum'] else 'NO'}")
+        for n in q["nodes"]:
+            lines.append(f"  {n['host']:<24} {n['mode'] or 'DOWN'}")
     lines.append(f"partitions: {len(status['partitions'])}, offline {status['offline_partitions']}, "
                  f"under-replicated {status['under_replicated_partitions']}, "
                  f"off their preferred leader {status['off_preferred_leader']}")

@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass, replace
 
 from infra import schema
-from infra.constants import ACKS
+from infra.constants import ACKS, DEFAULT_KAFKA_VERSION
 from infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
 
 
+CONTROLLER_ID_BASE = 1000  # ctl1 is node 1001: far above any broker id (8 DCs x 32 brokers)
 SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
 
 
@@ -24,6 +25,7 @@ class Datacenter:
     zookeepers: int
     region: str | None = None  # aws only
     zone: str | None = None  # aws only: the AZ name, e.g. eu-west-1a
+    controllers: int = 0  # KRaft controllers (voters); a stack has these or zookeepers, never both
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,9 @@ class Host:
     """One machine of the cluster: a lab namespace or an EC2 instance."""
 
     name: str  # DNS-style name, e.g. b1.dc-a.lab
-    role: str  # kafka_broker | zookeeper | client
+    role: str  # kafka_broker | zookeeper | kafka_controller | client
     dc: str
-    node_id: int  # broker.id or ZooKeeper myid; client index for clients
+    node_id: int  # broker.id / node.id, ZooKeeper myid; client index for clients
 
     @property
     def short(self) -> str:
@@ -78,7 +80,7 @@ class Topology:
     name: str
     backend: str
     profile: str
-    coordination: str
+    coordination: str  # zookeeper | kraft
     datacenters: tuple[Datacenter, ...]
     replication: Replication
     acks: str
@@ -87,6 +89,7 @@ class Topology:
     sasl: Sasl | None = None  # SCRAM users on CLIENT, mutual TLS between brokers, ACLs enforced
     acls: tuple[Acl, ...] = ()
     accept_risks: tuple[str, ...] = ()
+    kafka_version: str = DEFAULT_KAFKA_VERSION["zookeeper"]
 
     # -- derived facts -------------------------------------------------------------------------
     @property
@@ -118,6 +121,28 @@ class Topology:
     def total_zookeepers(self) -> int:
         return sum(dc.zookeepers for dc in self.datacenters)
 
+    @property
+    def kraft(self) -> bool:
+        return self.coordination == "kraft"
+
+    @property
+    def voter_role(self) -> str:
+        """The hosts whose majority the cluster's metadata needs."""
+        return "kafka_controller" if self.kraft else "zookeeper"
+
+    @property
+    def voter_noun(self) -> str:
+        return "controllers" if self.kraft else "ZooKeeper nodes"
+
+    def voters_in(self, dc_name: str) -> int:
+        """The coordination quorum's members in one DC: KRaft controllers or ZooKeeper nodes."""
+        dc = self.dc(dc_name)
+        return dc.controllers if self.kraft else dc.zookeepers
+
+    @property
+    def total_voters(self) -> int:
+        return sum(self.voters_in(dc.name) for dc in self.datacenters)
+
     def replicas_in(self, dc_name: str) -> int:
         """r_d: replicas of one partition that rack-aware assignment can put in DC d.
 
@@ -134,16 +159,21 @@ class Topology:
         return max((self.replicas_in(dc.name) for dc in self.datacenters), default=0)
 
     def hosts(self) -> list[Host]:
-        """Every host, numbered globally: broker ids and ZooKeeper myids start at 1.
+        """Every host, numbered globally: broker ids and ZooKeeper myids start at 1; KRaft
+        controllers share the brokers' node.id space, so theirs start at CONTROLLER_ID_BASE + 1.
 
         One client host per DC that holds brokers: producers and consumers run "in" a DC.
         """
         hosts: list[Host] = []
-        broker_id = zk_id = client_id = 0
+        broker_id = zk_id = client_id = controller_id = 0
         for dc in self.datacenters:
             for _ in range(dc.zookeepers):
                 zk_id += 1
                 hosts.append(Host(f"zk{zk_id}.{dc.name}.{self.domain}", "zookeeper", dc.name, zk_id))
+            for _ in range(dc.controllers):
+                controller_id += 1
+                hosts.append(Host(f"ctl{controller_id}.{dc.name}.{self.domain}", "kafka_controller", dc.name,
+                                  CONTROLLER_ID_BASE + controller_id))
             for _ in range(dc.brokers):
                 broker_id += 1
                 hosts.append(Host(f"b{broker_id}.{dc.name}.{self.domain}", "kafka_broker", dc.name, broker_id))
@@ -184,7 +214,8 @@ def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> T
         backend=spec.backend,
         profile=spec.profile,
         coordination=c.coordination,
-        datacenters=tuple(Datacenter(dc.name, dc.brokers, dc.zookeepers, dc.region, dc.zone) for dc in c.datacenters),
+        datacenters=tuple(Datacenter(dc.name, dc.brokers, dc.zookeepers, dc.region, dc.zone, dc.controllers)
+                          for dc in c.datacenters),
         replication=Replication(c.replication.factor, c.replication.min_insync, c.replication.unclean_leader_election),
         acks=c.producer.acks,
         domain=c.domain or default_domain,
@@ -192,4 +223,5 @@ def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> T
         sasl=Sasl(c.sasl.admin, c.sasl.client) if c.sasl else None,
         acls=tuple(Acl(a.principal, a.resource, a.name, a.pattern, tuple(sorted(set(a.operations)))) for a in c.acls),
         accept_risks=tuple(spec.accept_risks),
+        kafka_version=c.version,
     )

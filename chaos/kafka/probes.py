@@ -9,7 +9,7 @@ from infra import status as cluster
 
 __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
            "isr_per_dc", "controller_present",
-           "zookeeper_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
+           "coordination_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
 
 
 def cluster_now(configuration) -> dict:
@@ -49,12 +49,13 @@ def controller_present(configuration: dict = None, secrets: dict = None) -> bool
     return st["controller"] is not None and any(b["alive"] and b["id"] == st["controller"] for b in st["brokers"])
 
 
-def zookeeper_quorum(configuration: dict = None, secrets: dict = None) -> bool:
-    return cluster_now(configuration)["zookeeper"]["quorum"]
+def coordination_quorum(configuration: dict = None, secrets: dict = None) -> bool:
+    """The ZooKeeper ensemble, or the KRaft controller quorum, has a leader and a majority."""
+    return cluster_now(configuration)["quorum"]["quorum"]
 
 
 def cluster_healthy(configuration: dict = None, secrets: dict = None) -> bool:
-    """Every broker alive, full ZooKeeper quorum, no offline and no under-replicated partition."""
+    """Every broker alive, every quorum voter serving, no offline and no under-replicated partition."""
     return cluster.healthy(cluster_now(configuration))
 
 
@@ -70,7 +71,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration) -> dict:
 
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
-    """Until every broker is alive, ZooKeeper has quorum and every ISR is full again."""
+    """Until every broker and every quorum voter is back and every ISR is full again."""
     return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration)
 
 

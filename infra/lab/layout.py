@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from infra import inventory
+from infra.constants import KAFKA_VERSIONS
 from infra.lab import netns, shaper
 from infra.topology import Topology
 
@@ -75,13 +76,14 @@ def build_inventory(t: Topology, settings, cache: Path) -> inventory.Inventory:
         # The lab has no systemd: the roles start JVMs under dcdrill's small lab supervisor.
         "service_manager": "lab",
         "lab_service_python": sys.executable,
-        "kafka_libs_dir": str(cache / "kafka" / "libs"),
+        "kafka_libs_dir": str(cache / KAFKA_VERSIONS[t.kafka_version] / "libs"),
         "kafka_heap_mb": settings.broker_heap_mb,
         # Services run unprivileged: as a uid of their own with no passwd entry, so the lab adds
         # no user to this machine (infra/lab/service.py starts them as it).
         "kafka_service_user": str(KAFKA_UID), "zookeeper_service_user": str(ZOOKEEPER_UID),
         "service_user_create": False,
         "zookeeper_heap_mb": settings.zookeeper_heap_mb,
+        "kafka_controller_heap_mb": settings.controller_heap_mb,
     }
     host_vars = {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
                  for h in t.hosts()}

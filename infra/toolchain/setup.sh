@@ -4,6 +4,7 @@
 #   1. Debian packages (iproute2, sshd, iptables, ...)       apt-get
 #   2. Python deps pinned in pyproject.toml -> .venv/         PyPI
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
+#      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
 #      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
 #   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
@@ -55,7 +56,8 @@ maven_libs() {
   mvn -B -q -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CACHE/$1/libs"
   stamp "$1" "$key"
 }
-maven_libs kafka "Apache Kafka + ZooKeeper jars"
+maven_libs kafka "Apache Kafka 3.9 + ZooKeeper jars"
+maven_libs kafka4 "Apache Kafka 4.x jars (KRaft)"
 maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
 
 # 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------

@@ -35,7 +35,7 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     assert method[-4:] == ["wait-converged", "stop-workload", "final-audit", "delete-topic"]
     assert e["configuration"]["keep_topic"] is False
     assert {p["name"] for p in e["steady-state-hypothesis"]["probes"]} >= {
-        "no-offline-partitions", "zookeeper-has-quorum", "workload-progressing"}
+        "no-offline-partitions", "coordination-quorum", "workload-progressing"}
     faults = experiment.fault_activities({"method": e["method"]})
     assert faults and all(a["provider"]["module"] == "chaos.faults.actions" for a in faults)
     # A fault file holds only what differs: a few lines, not a copy of the drill.
@@ -111,5 +111,5 @@ def test_discover_lists_every_action_and_probe():
     names = {a["name"] for a in chaos.discover()["activities"]}
     assert {"kill_dc", "stop_dc", "isolate_dc", "degrade_link", "kill_tiebreaker", "heal", "rolling_restart",
             "offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
-            "zookeeper_quorum", "wait_converged", "wait_leaders", "workload_progressing", "elect_preferred_leaders",
+            "coordination_quorum", "wait_converged", "wait_leaders", "workload_progressing", "elect_preferred_leaders",
             "partitions_off_preferred_leader", "delete_topic"} <= names

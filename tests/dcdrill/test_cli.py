@@ -24,7 +24,7 @@ def test_plan_json_has_inventory_violations_and_predictions():
     out = json.loads(res.stdout)
     assert out["violations"] == []
     assert out["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
-    assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_broker", "client"}
+    assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_controller", "kafka_broker", "client"}
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
         args = drill_args(stack=stack_name, hold=hold)
         return settings.hold(args, drill.Plan(args).topology)
 
-    assert settings.failover_s() == 28.0
+    assert settings.failover_s() == 28.0 and settings.failover_s("kraft") == 19.0  # fenced after 9 s
     assert validate("local-availability", None) == 56.0 and validate("local", None) == 30.0
     assert capsys.readouterr().err == ""
     assert validate("local-availability", 30) == 30  # as asked, with a warning

@@ -30,7 +30,8 @@ def test_lab_inventory_schema():
     t = stack.load("local")
     inv = layout.build_inventory(t, stack.backend("local").settings, Path("/tmp/cache"))
     kids = inv.data["all"]["children"]
-    assert sorted(kids) == ["client", "kafka_broker", "zookeeper"]
+    assert sorted(kids) == ["client", "kafka_broker", "kafka_controller", "zookeeper"]
+    assert kids["kafka_controller"]["hosts"] == {} and inv.voters == inv.zookeepers
     b1 = kids["kafka_broker"]["hosts"]["b1.dc-a.lab"]
     assert (b1["dc"], b1["rack"], b1["broker_id"], b1["ansible_host"]) == ("dc-a", "dc-a", 1, "10.77.1.11")
     assert kids["zookeeper"]["hosts"]["zk3.dc-c.lab"]["zookeeper_id"] == 3
@@ -48,14 +49,17 @@ RENDER = """
   tasks:
     - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
       when: "'kafka_broker' in group_names"
+    - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
+      when: "'kafka_controller' in group_names"
+      vars: {{kafka_process_role: controller}}
     - ansible.builtin.template: {{src: "{root}/roles/zookeeper/templates/zoo.cfg.j2", dest: "{out}/{{{{ inventory_hostname }}}}.cfg"}}
       when: "'zookeeper' in group_names"
 """
 
 
-def _render(tmp: Path, out: Path, tls: bool = True) -> str:
-    """The roles' templates for the `local` stack; tls=False: its PLAINTEXT twin (no TLS, no SASL)."""
-    inv = layout.build_inventory(stack.load("local"), stack.backend("local").settings, tmp).data
+def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
+    """The roles' templates for a lab stack; tls=False: its PLAINTEXT twin (no TLS, no SASL)."""
+    inv = layout.build_inventory(stack.load(name), stack.backend(name).settings, tmp).data
     # The roles' defaults under the inventory's own vars and below its host vars, where Ansible
     # ranks role defaults too (the inventory's data_root and kafka_tls must win).
     defaults = {}
@@ -115,6 +119,41 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     assert kv["replica.selector.class"].endswith("RackAwareReplicaSelector")
     zoo = (tmp_path / "one" / "zk1.dc-a.lab.cfg").read_text()
     assert "server.3=zk3.dc-c.lab:2888:3888" in zoo and "4lw.commands.whitelist=mntr,ruok,srvr,stat" in zoo
+
+
+def test_kraft_config_has_a_dynamic_quorum_and_no_zookeeper(tmp_path):
+    _render(tmp_path, tmp_path / "k", name="local-kraft")
+
+    def props(host):
+        lines = (tmp_path / "k" / f"{host}.properties").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+    broker, ctl = props("b3.dc-b.lab"), props("ctl3.dc-c.lab")
+    assert not [k for k in {**broker, **ctl} if k.startswith("zookeeper.") or k == "broker.id"]
+    quorum = "ctl1.dc-a.lab:9094,ctl2.dc-b.lab:9094,ctl3.dc-c.lab:9094"
+    assert (broker["node.id"], broker["process.roles"], broker["broker.rack"]) == ("3", "broker", "dc-b")
+    assert (ctl["node.id"], ctl["process.roles"], ctl["listeners"]) == ("1003", "controller", "CONTROLLER://0.0.0.0:9094")
+    for kv in (broker, ctl):
+        assert kv["controller.quorum.bootstrap.servers"] == quorum and "controller.quorum.voters" not in kv
+        assert kv["controller.listener.names"] == "CONTROLLER"
+        assert kv["listener.name.controller.ssl.client.auth"] == "required"  # mutual TLS to the quorum
+        assert kv["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        assert "User:CN=ctl1.dc-a.lab,O=dcdrill" in kv["super.users"].split(";")
+        # The controller elects leaders and creates topics: it must know the stack's replication.
+        assert (kv["unclean.leader.election.enable"], kv["min.insync.replicas"]) == ("false", "3")
+    assert broker["listener.security.protocol.map"] == "CLIENT:SASL_SSL,CONTROLLER:SSL,REPLICATION:SSL"
+    assert ctl["advertised.listeners"] == "CONTROLLER://ctl3.dc-c.lab:9094" and "broker.rack" not in ctl
+
+
+def test_kraft_identities_are_made_once_and_name_every_voter(tmp_path):
+    from infra import kraft
+
+    first = kraft.ensure(tmp_path / "kraft.json", ["ctl2.dc-b.lab", "ctl1.dc-a.lab"])
+    assert kraft.ensure(tmp_path / "kraft.json", ["ctl1.dc-a.lab", "ctl2.dc-b.lab"]) == first  # kept
+    ids = first["directory_ids"]
+    assert len(first["cluster_id"]) == 22 and not first["cluster_id"].startswith("-")
+    assert kraft.initial_controllers({"ctl2.dc-b.lab": 1002, "ctl1.dc-a.lab": 1001}, ids) == (
+        f"1001@ctl1.dc-a.lab:9094:{ids['ctl1.dc-a.lab']},1002@ctl2.dc-b.lab:9094:{ids['ctl2.dc-b.lab']}")
 
 
 def test_stack_files_are_valid_yaml_with_the_documented_shape():

@@ -17,7 +17,7 @@ def test_lab_is_healthy_and_rack_aware(lab):
     st = status.cluster_status(lab)
     assert [(b["id"], b["dc"], b["alive"]) for b in st["brokers"]] == [
         (1, "dc-a", True), (2, "dc-a", True), (3, "dc-b", True), (4, "dc-b", True)]
-    assert st["zookeeper"] | {"nodes": None} == {"alive": 3, "total": 3, "quorum": True, "nodes": None}
+    assert st["quorum"] | {"nodes": None, "leader": None} == {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": None, "leader": None}
     assert st["offline_partitions"] == 0 and st["under_replicated_partitions"] == 0
 
 

@@ -184,3 +184,53 @@ def test_produce_latency_on_the_shipped_lab_stack_follows_its_configured_links()
     assert p["acks_all_adds_ms"] == {"dc-a": 10.0, "dc-b": 10.0}  # dc-c holds no replica
     assert p["range_ms"] == {"1": [0.0, 10.0], "all": [10.0, 30.0]}
     assert stack.backend("aws-3az").one_way_ms(stack.load("aws-3az")) is None  # AWS: not predicted
+
+
+def _kraft(dcs, **kw):
+    """A KRaft stack; dcs are (name, brokers, controllers)."""
+    from infra.topology import from_config
+
+    accept = kw.pop("accept", [])
+    cfg = {"dcdrill:cluster": {"coordination": "kraft",
+                               "datacenters": [{"name": n, "brokers": b, "controllers": c} for n, b, c in dcs],
+                               "replication": {"factor": 4, "minInsync": 3}},
+           "dcdrill:acceptRisks": accept}
+    return from_config(cfg)
+
+
+def test_shipped_kraft_stack_is_clean_and_predicted_like_local():
+    t = stack.load("local-kraft")
+    assert rules.check(t) == [] and t.kraft and t.kafka_version == "4.3.1"
+    assert [h.name for h in t.hosts_with_role("kafka_controller")] == ["ctl1.dc-a.lab", "ctl2.dc-b.lab", "ctl3.dc-c.lab"]
+    assert [h.node_id for h in t.hosts_with_role("kafka_controller")] == [1001, 1002, 1003]  # apart from brokers' ids
+    assert rules.tiebreakers(t) == ["dc-c"]
+    assert rules.predictions(t) == rules.predictions(stack.load("local"))  # same layout, same promises
+    assert rules.resolved(t)["eligible_leader_replicas"] is True  # 4.1+ formats new clusters with ELR
+    assert rules.resolved(stack.load("local"))["eligible_leader_replicas"] is False
+
+
+@pytest.mark.parametrize("voters, rules_hit, dc_a_quorum", [
+    ((1, 1, 1), [], True),  # 2.5 DC: any one DC may go
+    ((2, 2, 1), [], True),  # 5 voters: losing 2 leaves 3 of 5
+    ((2, 1, 0), ["empty-dc", "quorum-dc-loss"], False),  # dc-a holds 2 of 3: losing it stalls metadata
+    ((3, 1, 1), ["quorum-dc-loss"], False),  # 3 of 5 in dc-a
+    ((1, 1, 0), ["empty-dc", "quorum-even-voters", "quorum-dc-loss", "quorum-dc-loss"], False),  # 2 voters: either loss stalls
+    ((2, 1, 1), ["quorum-even-voters", "quorum-dc-loss"], False),  # 4 voters: losing dc-a's 2 leaves 2 < 3
+    ((0, 0, 0), ["empty-dc", "no-controller"], False),
+])
+def test_kraft_quorum_layouts(voters, rules_hit, dc_a_quorum):
+    t = _kraft([("dc-a", 2, voters[0]), ("dc-b", 2, voters[1]), ("dc-c", 0, voters[2])])
+    got = names(t)
+    assert [r for r in got if r.startswith(("quorum", "no-", "empty"))] == rules_hit
+    if sum(voters):
+        assert rules.quorum_survives(t, "dc-a") is dc_a_quorum
+        assert rules.predictions(t)["dc-a"]["quorum_survives"] is dc_a_quorum
+
+
+def test_a_misplaced_kraft_quorum_blocks_unless_its_risk_is_accepted():
+    t = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)])
+    [v] = [v for v in rules.blocking(t)]
+    assert v.rule == "quorum-dc-loss" and "losing dc-a leaves 1 of 3 controllers" in v.message
+    accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss"])
+    assert rules.blocking(accepted) == [] and rules.predictions(accepted)["dc-a"] == {
+        "quorum_survives": False, "writable": False, "acked_loss_possible": False}

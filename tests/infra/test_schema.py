@@ -16,6 +16,7 @@ from infra import schema, stack
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
 AWS = yaml.safe_load((ROOT / "Pulumi.aws-3az.yaml").read_text())
+KRAFT = yaml.safe_load((ROOT / "Pulumi.local-kraft.yaml").read_text())
 
 
 def cluster(**kv):
@@ -75,6 +76,14 @@ MALFORMED = [
     ("negative brokers", LOCAL, dc0(brokers=-1), "datacenters[0].brokers: Input should be greater than or equal to 0"),
     ("10^8 brokers", LOCAL, dc0(brokers=10 ** 8), "datacenters[0].brokers: Input should be less than or equal to 32"),
     ("10 ZooKeepers", LOCAL, dc0(zookeepers=10), "datacenters[0].zookeepers: Input should be less than or equal to 9"),
+    ("10 controllers", KRAFT, dc0(controllers=10), "datacenters[0].controllers: Input should be less than or equal to 9"),
+    ("controllers on a ZooKeeper stack", LOCAL, dc0(controllers=1), "datacenters[0].controllers: a zookeeper stack has no KRaft controllers (dc-a has 1); give the DC zookeepers instead"),
+    ("zookeepers on a KRaft stack", KRAFT, dc0(zookeepers=1), "datacenters[0].zookeepers: a kraft stack has no ZooKeeper nodes (dc-a has 1); give the DC controllers instead"),
+    ("ZooKeeper with 4.x", LOCAL, cluster(kafkaVersion="4.3.1"), "kafkaVersion: Kafka 4.3.1 has no ZooKeeper mode (4.0 removed it)"),
+    ("KRaft on 3.9", KRAFT, cluster(kafkaVersion="3.9.1"), "kafkaVersion: dcdrill runs KRaft stacks on Kafka 4.x (4.3.1), not 3.9.1"),
+    ("a version setup does not fetch", KRAFT, cluster(kafkaVersion="4.0.0"), "dcdrill:cluster.kafkaVersion: Input should be '3.9.1' or '4.3.1' (got '4.0.0')"),
+    ("a version as a number", KRAFT, cluster(kafkaVersion=4.3), "dcdrill:cluster.kafkaVersion: Input should be '3.9.1' or '4.3.1' (got 4.3)"),
+    ("unknown coordination", KRAFT, cluster(coordination="etcd"), "dcdrill:cluster.coordination: Input should be 'zookeeper' or 'kraft'"),
     ("nine DCs", LOCAL, cluster(datacenters=[{"name": f"d{i}", "brokers": 1, "zookeepers": 1} for i in range(9)]), "dcdrill:cluster.datacenters: List should have at most 8 items"),
     ("factor 10^8", LOCAL, repl(factor=10 ** 8), "replication.factor: Input should be less than or equal to 16"),
     ("factor 0", LOCAL, repl(factor=0), "replication.factor: Input should be greater than or equal to 1"),
