@@ -47,26 +47,68 @@ def lab_up_command_lines():
     return {}
 
 
+class Labs:
+    """The real labs, one at a time (this machine fits one, and two would share addresses):
+    asking for another stack's lab brings the current one down first. Tests on the KRaft lab run
+    after every other lab test (pytest_collection_modifyitems), so each stack comes up once."""
+
+    def __init__(self, command_lines: dict):
+        self.current: str | None = None
+        self.command_lines = command_lines
+
+    def up(self, stack: str):
+        from infra import lifecycle
+        from infra.lab import netns
+
+        if self.current != stack:
+            self.down()
+            netns.require_support()
+            sampler = CommandLines()
+            try:
+                self.current = stack
+                lifecycle.up(stack, quiet=True)
+            finally:
+                self.command_lines.setdefault("lab up", sampler.stop())
+        return lifecycle.inventory(stack)
+
+    def down(self) -> None:
+        """Destroy the current lab; fails the run if any namespace, veth or JVM is left."""
+        import subprocess
+
+        from infra import lifecycle
+        from infra.lab import netns
+
+        if self.current is None:
+            return
+        stack, self.current = self.current, None
+        lifecycle.down(stack)
+        left_ns = netns.lab_namespaces()
+        left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
+                      if "dcd-" in l or " ta" in l or " tb" in l]
+        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder"],
+                              capture_output=True, text=True).stdout.split()
+        assert not left_ns and not left_links and not jvms, (stack, left_ns, left_links, jvms)
+
+
 @pytest.fixture(scope="session")
-def lab(lab_up_command_lines):
-    """The real `local` lab, brought up once per test session by `pulumi up` + Ansible, and
-    destroyed at the end; teardown fails the run if any namespace, veth or JVM is left."""
-    import subprocess
+def labs(lab_up_command_lines):
+    manager = Labs(lab_up_command_lines)
+    yield manager
+    manager.down()
 
-    from infra import lifecycle
-    from infra.lab import netns
 
-    netns.require_support()
-    sampler = CommandLines()
-    try:
-        lifecycle.up("local", quiet=True)
-    finally:
-        lab_up_command_lines["lab up"] = sampler.stop()
-    yield lifecycle.inventory("local")
-    lifecycle.down("local")
-    left_ns = netns.lab_namespaces()
-    left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
-                  if "dcd-" in l or " ta" in l or " tb" in l]
-    jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder"],
-                          capture_output=True, text=True).stdout.split()
-    assert not left_ns and not left_links and not jvms, (left_ns, left_links, jvms)
+@pytest.fixture
+def lab(labs):
+    """The real `local` lab (ZooKeeper), brought up by `pulumi up` + Ansible when no test has yet."""
+    return labs.up("local")
+
+
+@pytest.fixture
+def kraft_lab(labs):
+    """The real `local-kraft` lab (Kafka 4.x, KRaft controllers in three DCs)."""
+    return labs.up("local-kraft")
+
+
+def pytest_collection_modifyitems(items):
+    """KRaft lab tests last: the `local` lab comes up once, then `local-kraft` once."""
+    items.sort(key=lambda item: "kraft_lab" in getattr(item, "fixturenames", ()))

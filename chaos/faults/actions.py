@@ -66,7 +66,7 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False) 
 
 
 def kill_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
-    """Power loss: every Kafka and ZooKeeper process of the DC stops at once."""
+    """Power loss: every Kafka process of the DC (brokers, KRaft controllers, ZooKeeper) stops at once."""
     context.check_dc(configuration, dc)
     return _inject(configuration, KILL_DC, dc, lambda d, undo: d.kill_dc(dc, undo), dc_loss=True)
 
@@ -78,11 +78,11 @@ def stop_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
 
 
 def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:
-    """Power loss of the DC that holds ZooKeeper nodes but no brokers."""
+    """Power loss of the DC that holds quorum voters (ZooKeeper nodes or KRaft controllers) but no brokers."""
     ties = rules.tiebreakers(context.topology(configuration))
     if not ties:
         raise ActivityFailed(f"stack {context.stack_name(configuration)} has no tiebreaker DC "
-                             "(ZooKeeper nodes and no brokers)")
+                             "(quorum voters and no brokers)")
     return _inject(configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True)
 
 
