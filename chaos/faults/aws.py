@@ -40,7 +40,7 @@ HEAL_NETEM = [DEVICE,
 
 
 class AwsFaults(FaultDriver):
-    ROLES = ("zookeeper", "kafka_broker")
+    ROLES = ("zookeeper", "kafka_controller", "kafka_broker")
 
     def _client(self, service: str, region: str):
         import boto3
@@ -133,7 +133,7 @@ class AwsFaults(FaultDriver):
         sides = {dc: self._owned_subnet(other_dc)["CidrBlock"], other_dc: self._owned_subnet(dc)["CidrBlock"]}
         commands = []
         for side, cidr in sides.items():
-            ids = self._owned_instances(side, ("zookeeper", "kafka_broker", "client"))
+            ids = self._owned_instances(side, ("zookeeper", "kafka_controller", "kafka_broker", "client"))
             undo.add(netem=[{"region": self._region(side), "instances": ids}])
             cmd = self._client("ssm", self._region(side)).send_command(
                 InstanceIds=ids, DocumentName=RUN_SHELL, Comment=COMMENT,

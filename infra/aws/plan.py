@@ -5,7 +5,7 @@ checks that must pass before any resource is registered, and the inventory shape
   vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region; private, /16 to /20
   clientCidrs: [cidr, ...]            who may reach the CLIENT listener (default: the cluster's VPCs);
                                       a public range must be /16 or narrower
-  brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium
+  brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium (KRaft controllers too)
   dataVolumeGb                        gp3 data volume per host, default 100
   ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region
 """

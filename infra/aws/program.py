@@ -68,7 +68,8 @@ def build(t: Topology, config: dict) -> pulumi.Output:
     for h in t.hosts():
         dc = t.dc(h.dc)
         sg = security[dc.region]
-        group = {"zookeeper": sg.zookeeper, "kafka_broker": sg.broker, "client": sg.client}[h.role]
+        group = {"zookeeper": sg.zookeeper, "kafka_controller": sg.controller, "kafka_broker": sg.broker,
+                 "client": sg.client}[h.role]
         az_id = aws.get_availability_zone_output(name=dc.zone, opts=pulumi.InvokeOutputOptions(
             provider=providers[dc.region])).zone_id
         host = ClusterHost(f"host-{h.short}", HostArgs(

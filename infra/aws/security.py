@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from infra.constants import CLIENT_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
+from infra.constants import CLIENT_PORT, CONTROLLER_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
 
 
 
@@ -33,6 +33,9 @@ class ClusterSecurity(pulumi.ComponentResource):
         self.broker = aws.ec2.SecurityGroup(f"{name}-broker", vpc_id=args.vpc_id, egress=egress,
                                             description="dcdrill Kafka broker", tags={"cluster": args.cluster,
                                                                                       "role": "kafka_broker"}, opts=child)
+        self.controller = aws.ec2.SecurityGroup(f"{name}-controller", vpc_id=args.vpc_id, egress=egress,
+                                                description="dcdrill KRaft controller",
+                                                tags={"cluster": args.cluster, "role": "kafka_controller"}, opts=child)
         self.client = aws.ec2.SecurityGroup(f"{name}-client", vpc_id=args.vpc_id, egress=egress,
                                             description="dcdrill drill clients", tags={"cluster": args.cluster,
                                                                                        "role": "client"}, opts=child)
@@ -48,6 +51,13 @@ class ClusterSecurity(pulumi.ComponentResource):
             if args.other_region_cidrs:
                 rule(f"{name}-zk{port}-other-regions", self.zookeeper, port, cidrs=args.other_region_cidrs,
                      what="brokers and peers in other regions")
+        # KRaft: the controller quorum's port, from brokers and the other controllers only.
+        rule(f"{name}-controller-from-brokers", self.controller, CONTROLLER_PORT, self.broker.id, what="brokers")
+        rule(f"{name}-controller-from-peers", self.controller, CONTROLLER_PORT, self.controller.id,
+             what="controller peers")
+        if args.other_region_cidrs:
+            rule(f"{name}-controller-other-regions", self.controller, CONTROLLER_PORT, cidrs=args.other_region_cidrs,
+                 what="brokers and controllers in other regions")
         rule(f"{name}-replication", self.broker, REPLICATION_PORT, self.broker.id, what="brokers")
         if args.other_region_cidrs:
             rule(f"{name}-replication-other-regions", self.broker, REPLICATION_PORT, cidrs=args.other_region_cidrs,

@@ -52,7 +52,7 @@ def run_program(stack_name, config_patch=None):
     return mocks, t, result["inventory"]
 
 
-@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker"])
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker", "aws-3az-kraft"])
 def test_stack_builds_as_described(name):
     mocks, t, inv = run_program(name)
     instances = mocks.of("aws:ec2/instance:Instance")
@@ -65,7 +65,7 @@ def test_stack_builds_as_described(name):
         assert tags["az_id"] == "az-" + t.dc(tags["dc"]).zone
         assert i.inputs.get("associatePublicIpAddress") is False
     volumes = mocks.of("aws:ebs/volume:Volume")
-    assert len(volumes) == t.total_brokers + t.total_zookeepers
+    assert len(volumes) == t.total_brokers + t.total_voters  # ZooKeeper nodes or KRaft controllers
     assert all(v.inputs["type"] == "gp3" for v in volumes)
     assert len(mocks.of("aws:ec2/volumeAttachment:VolumeAttachment")) == len(volumes)
     records = mocks.of("aws:route53/record:Record")
@@ -90,7 +90,7 @@ def test_two_regions_are_peered_with_routes_both_ways():
     assert not mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")
 
 
-@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker"])
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker", "aws-3az-kraft"])
 def test_zookeeper_and_replication_ports_are_never_world_open(name):
     mocks, _, _ = run_program(name)
     rules = mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule")
@@ -98,7 +98,7 @@ def test_zookeeper_and_replication_ports_are_never_world_open(name):
     for r in rules:
         assert r.inputs["type"] == "ingress"
         assert WORLD not in (r.inputs.get("cidrBlocks") or [])
-        if r.inputs["fromPort"] in (2181, 2888, 3888, 9093):
+        if r.inputs["fromPort"] in (2181, 2888, 3888, 9093, 9094):
             assert r.inputs.get("sourceSecurityGroupId") or all(
                 c.startswith("10.") for c in r.inputs["cidrBlocks"]), r.inputs
     for sg in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
