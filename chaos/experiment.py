@@ -80,8 +80,9 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict) 
             if key == "direction" and value not in DIRECTIONS:
                 problems.append(f"{a['name']}: direction {value!r}; valid: {', '.join(DIRECTIONS)}")
         if func == "kill_tiebreaker" and not rules.tiebreakers(t):
+            suffix = "ctl" if t.kraft else "zk"
             problems.append(f"{a['name']}: the stack has no tiebreaker DC (one with {t.voter_noun} and no brokers; "
-                            f"DCs: {', '.join(f'{d.name} {d.brokers}b/{t.voters_in(d.name)}v' for d in t.datacenters)})")
+                            f"DCs: {', '.join(f'{d.name} {d.brokers}b/{t.voters_in(d.name)}{suffix}' for d in t.datacenters)})")
     return problems
 
 

@@ -49,8 +49,7 @@ def hold(args, t) -> float:
     if t.profile == "availability-first" and args.hold < 2 * failover_s(t.coordination):
         print(f"dcdrill: warning: a {args.hold:g} s hold is short for availability-first: failing over takes up "
               f"to ~{failover_s(t.coordination):.0f} s here (the dead brokers' session expiry, then the producers' "
-              "request timeout), "
-              f"and writes that resume only after the heal fail the writes-continued rule "
+              f"request timeout), and writes that resume only after the heal fail the writes-continued rule "
               f"(default hold {default_hold(t):.0f} s)", file=sys.stderr)
     return args.hold
 

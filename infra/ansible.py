@@ -32,8 +32,8 @@ def write_inventory(stack: str, inventory: Inventory) -> Path:
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
     av = inventory.vars
-    if av.get("kafka_tls"):  # a certificate per broker, KRaft controller and ZooKeeper node
-        hosts = {h.name: h.address for h in inventory.brokers + inventory.controllers + inventory.zookeepers}
+    if av.get("kafka_tls"):  # a certificate per broker and per quorum voter (KRaft controller or ZooKeeper node)
+        hosts = {h.name: h.address for h in inventory.brokers + inventory.voters}
         av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], hosts))
     if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
         av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack) / "zookeeper-credentials.json",

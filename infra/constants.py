@@ -27,8 +27,10 @@ KAFKA_VERSIONS = {"3.9.1": "kafka", "4.3.1": "kafka4"}
 DEFAULT_KAFKA_VERSION = {"zookeeper": "3.9.1", "kraft": "4.3.1"}
 
 
-def kafka_major(version: str) -> int:
-    return int(version.split(".", 1)[0])
+def kafka_release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version like 4.3.1: what features and modes depend on."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 # The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's

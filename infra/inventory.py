@@ -26,7 +26,6 @@ SASL_MECHANISM = "SCRAM-SHA-512"
 ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
 ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_controller": "controller_id", "kafka_broker": "broker_id",
            "client": "client_id"}
-COORDINATORS = ("zookeeper", "kafka_controller")  # the quorum's voters, whichever the stack has
 
 
 def build(t: Topology, addresses: dict[str, str], connection: dict | None = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP
+from infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP, kafka_release
 from infra.schema import PROFILES, RISK_RULES
 from infra.topology import Topology
 
@@ -36,8 +36,7 @@ def elr(t: Topology) -> bool:
     acks=all write could commit without it. It changes no prediction below: the loss those
     predict needs an ISR of min.insync or more inside the lost DC, whose survivors are out of
     sync and never in the ELR."""
-    major, minor = (int(x) for x in t.kafka_version.split(".")[:2])
-    return t.kraft and (major, minor) >= (4, 1)
+    return t.kraft and kafka_release(t.kafka_version) >= (4, 1)
 
 
 def quorum_summary(t: Topology) -> str:

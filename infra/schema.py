@@ -18,7 +18,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       WithJsonSchema, field_validator, model_validator)
 from pydantic_core import PydanticCustomError
 
-from infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, kafka_major
+from infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, kafka_release
 
 # Size limits: far above any drill, far below what exhausts this machine (10^8 brokers, or a
 # --matrix over factor 10^8, once did).
@@ -189,19 +189,19 @@ class ClusterSpec(Spec):
     def _coordination_keys(self):
         """Each coordination has its own voters' key, and 4.x has no ZooKeeper: a stack that
         mixes them would be configured as something else than its author reads."""
-        other = {"zookeeper": "controllers", "kraft": "zookeepers"}[self.coordination]
-        bad = [f"datacenters[{i}].{other}: a {self.coordination} stack has no "
-               f"{'KRaft controllers' if other == 'controllers' else 'ZooKeeper nodes'} ({dc.name} has "
-               f"{getattr(dc, other)}); give the DC "
-               f"{'zookeepers' if other == 'controllers' else 'controllers'} instead"
-               for i, dc in enumerate(self.datacenters) if getattr(dc, other)]
-        version = self.version
-        if self.coordination == "zookeeper" and kafka_major(version) >= 4:
+        # (the other coordination's key, what it holds, this coordination's key)
+        wrong, holds, right = {"zookeeper": ("controllers", "KRaft controllers", "zookeepers"),
+                               "kraft": ("zookeepers", "ZooKeeper nodes", "controllers")}[self.coordination]
+        bad = [f"datacenters[{i}].{wrong}: a {self.coordination} stack has no {holds} ({dc.name} has "
+               f"{getattr(dc, wrong)}); give the DC {right} instead"
+               for i, dc in enumerate(self.datacenters) if getattr(dc, wrong)]
+        version, kafka4 = self.version, kafka_release(self.version) >= (4, 0)
+        if self.coordination == "zookeeper" and kafka4:
             bad.append(f"kafkaVersion: Kafka {version} has no ZooKeeper mode (4.0 removed it); "
                        f"ZooKeeper stacks run {DEFAULT_KAFKA_VERSION['zookeeper']}, or use coordination: kraft")
-        if self.coordination == "kraft" and kafka_major(version) < 4:
+        if self.coordination == "kraft" and not kafka4:
             bad.append(f"kafkaVersion: dcdrill runs KRaft stacks on Kafka 4.x "
-                       f"({', '.join(v for v in KAFKA_VERSIONS if kafka_major(v) >= 4)}), not {version}")
+                       f"({', '.join(v for v in KAFKA_VERSIONS if kafka_release(v) >= (4, 0))}), not {version}")
         if bad:
             raise ValueError("; ".join(bad))
         return self

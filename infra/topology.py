@@ -126,11 +126,6 @@ class Topology:
         return self.coordination == "kraft"
 
     @property
-    def voter_role(self) -> str:
-        """The hosts whose majority the cluster's metadata needs."""
-        return "kafka_controller" if self.kraft else "zookeeper"
-
-    @property
     def voter_noun(self) -> str:
         return "controllers" if self.kraft else "ZooKeeper nodes"
 
