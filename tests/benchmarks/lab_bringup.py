@@ -1,9 +1,11 @@
 """Lab bring-up time and peak memory, from nothing to healthy, then the teardown time.
 
-    .venv/bin/python tests/benchmarks/lab_bringup.py [--stack local] [--keep]
+    .venv/bin/python tests/benchmarks/lab_bringup.py [--stack local [--stack local-kraft ...]] [--keep]
 
 Samples the machine's used memory and the JVMs' summed RSS every 0.5 s while `dcdrill lab up`
 runs; prints bring-up seconds, peak JVM RSS, and the machine's peak used memory over its baseline.
+Several stacks are measured one after the other in the same run (one lab at a time), each
+bring-up also as a ratio to the first stack's.
 """
 from __future__ import annotations
 
@@ -28,11 +30,21 @@ def jvm_rss_mib() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--stack", default="local")
-    ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--stack", action="append", help="a lab stack (repeat for several; default local)")
+    ap.add_argument("--keep", action="store_true", help="leave the last lab up")
     args = ap.parse_args()
+    stacks = args.stack or ["local"]
+    first = None
+    for n, name in enumerate(stacks):
+        up_s = measure(name, keep=args.keep and n == len(stacks) - 1)
+        first = first or up_s
+        if n:
+            print(f"bring-up {name} / {stacks[0]}: {up_s / first:.2f}x")
+
+
+def measure(stack: str, keep: bool) -> float:
     cli = [sys.executable, "-m", "dcdrill.cli"]
-    subprocess.run(cli + ["lab", "down", "--stack", args.stack], capture_output=True)
+    subprocess.run(cli + ["lab", "down", "--stack", stack], capture_output=True)
     base = used_mib()
     peak = {"used": base, "jvm": 0.0}
     done = threading.Event()
@@ -45,17 +57,18 @@ def main() -> None:
 
     threading.Thread(target=sample, daemon=True).start()
     t0 = time.monotonic()
-    subprocess.run(cli + ["lab", "up", "--stack", args.stack, "--quiet"], check=True, capture_output=True)
+    subprocess.run(cli + ["lab", "up", "--stack", stack, "--quiet"], check=True, capture_output=True)
     up_s = time.monotonic() - t0
     time.sleep(2)
     done.set()
-    print(f"stack {args.stack}: bring-up {up_s:.1f}s (pulumi up + Ansible + healthy)")
+    print(f"stack {stack}: bring-up {up_s:.1f}s (pulumi up + Ansible + healthy)")
     print(f"peak JVM RSS {peak['jvm']:.0f} MiB; machine used memory peak {peak['used']:.0f} MiB "
           f"(baseline {base:.0f} MiB, +{peak['used'] - base:.0f} MiB) of {used_mib() + 0:.0f} now")
-    if not args.keep:
+    if not keep:
         t0 = time.monotonic()
-        subprocess.run(cli + ["lab", "down", "--stack", args.stack], check=True, capture_output=True)
+        subprocess.run(cli + ["lab", "down", "--stack", stack], check=True, capture_output=True)
         print(f"teardown {time.monotonic() - t0:.1f}s")
+    return up_s
 
 
 if __name__ == "__main__":
