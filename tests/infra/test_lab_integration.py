@@ -130,7 +130,7 @@ def test_status_json_cli(lab):
                          capture_output=True, text=True, timeout=120)
     st = json.loads(out.stdout)
     assert out.returncode == 0
-    assert set(st) >= {"brokers", "zookeeper", "partitions", "offline_partitions", "under_replicated_partitions"}
+    assert set(st) >= {"brokers", "quorum", "partitions", "offline_partitions", "under_replicated_partitions"}
     assert set(st["partitions"][0]) >= {"topic", "partition", "leader", "replicas", "isr"}
 
 
