@@ -119,7 +119,8 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     cluster, topics, described, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True),
                                                   inventory.kraft) if reachable \
         else (None, None, None, "no broker reachable")
-    registered = {b["broker_id"] for b in (cluster or {}).get("brokers", [])}
+    # On KRaft, DescribeCluster lists fenced brokers too (KIP-1073): they are not alive.
+    registered = {b["broker_id"] for b in (cluster or {}).get("brokers", []) if not b.get("is_fenced")}
     brokers = [{"id": h.node_id, "dc": h.dc, "host": h.name,
                 "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
 
@@ -153,6 +154,59 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
         "error": error,
         "bootstrap": inventory.bootstrap_servers(),
     }
+
+
+def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3) -> dict:
+    """A light look at the coordination alone, cheap enough to take every second of a drill:
+    the quorum's leader (the ZooKeeper ensemble's, or the active KRaft controller) and its epoch,
+    the voters serving, and the brokers the cluster counts as live: registered, and on KRaft not
+    fenced. A killed broker leaves that list when its ZooKeeper session expires or, on KRaft, when
+    the controller fences it; the drill's coordination log (RECORD.md) is a series of these.
+
+    Right after a DC is lost the client may pick one of its brokers for the request (the metadata
+    still lists it): a failed attempt is retried with a new client, and a sample nobody answered
+    says so (`answered` false) rather than passing for a quorum without a leader."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka.admin import KafkaAdminClient
+
+    asked = now_ms()
+    with ThreadPoolExecutor(max_workers=8) as pool:  # a cut-off host costs its timeout once, not once per host
+        names = [h.name for h in inventory.brokers]
+        up = dict(zip(names, pool.map(lambda name: _tcp_ok(name, CLIENT_PORT, 0.5), names)))
+    zk = None if inventory.kraft else zookeeper_quorum(inventory)
+    reachable = [f"{name}:{CLIENT_PORT}" for name, ok in up.items() if ok]
+    cluster = described = error = None
+    for _ in range(attempts if reachable else 0):
+        random.shuffle(reachable)
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=reachable, request_timeout_ms=int(timeout_s * 1000),
+                                     bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-watch",
+                                     **inventory.client_security(admin=True))
+        except Exception as exc:  # noqa: BLE001 - nobody answered this time
+            error = f"{type(exc).__name__}: {exc}"
+            continue
+        try:
+            cluster = admin.describe_cluster()
+            described = admin.describe_metadata_quorum() if inventory.kraft else None
+            error = None
+            break
+        except Exception as exc:  # noqa: BLE001 - a request sent to a lost broker: try again
+            cluster = described = None
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            admin.close()
+    if not reachable:
+        error = "no broker reachable"
+    quorum = kraft_quorum(inventory, described) if inventory.kraft else zk
+    live = None if cluster is None else sorted(b["broker_id"] for b in cluster.get("brokers", [])
+                                               if not b.get("is_fenced"))
+    return {"at_ms": now_ms(), "asked_ms": asked, "leader": quorum["leader"], "epoch": quorum.get("leader_epoch"),
+            "serving": quorum["alive"], "total": quorum["total"],
+            # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
+            "answered": error is None, "error": error, "brokers": live,
+            "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id")}
 
 
 def healthy(status: dict) -> bool:

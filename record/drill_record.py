@@ -30,6 +30,7 @@ JOURNAL = "journal.json"
 CHAOS_LOG = "chaos.log"
 PHASES = "phases.json"
 BASELINE = "baseline.json"
+COORDINATION = "coordination.jsonl"
 REPORT = "report"
 
 
@@ -76,6 +77,34 @@ def _parses(raw: bytes) -> bool:
         return True
     except ValueError:
         return False
+
+
+def parse_coordination(data: bytes, name: str) -> list[dict]:
+    """coordination.jsonl's bytes as its samples, oldest first (RECORD.md). A line that is not a
+    sample raises ValueError naming the file and line; a torn last line is skipped."""
+    parse(data, name)
+    lines = data.split(b"\n")
+    rows = []
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not _parses(raw)):
+            continue
+        row, where = json.loads(raw), f"{name}:{n}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: a coordination sample must be a JSON object, got {type(row).__name__}")
+        if not _whole(row.get("at_ms")):
+            raise ValueError(f"{where}: at_ms must be a whole number of ms >= 0, got {row.get('at_ms')!r}")
+        if row.get("leader") is not None and not isinstance(row["leader"], str):
+            raise ValueError(f"{where}: leader must be a host name or null, got {row['leader']!r}")
+        brokers = row.get("brokers")
+        if brokers is not None and not (isinstance(brokers, list) and all(_whole(b) for b in brokers)):
+            raise ValueError(f"{where}: brokers must be a list of broker ids or null, got {brokers!r}")
+        if not isinstance(row.get("answered", True), bool):
+            raise ValueError(f"{where}: answered must be true or false, got {row['answered']!r}")
+        for key in ("epoch", "serving", "total", "controller"):
+            if row.get(key) is not None and not (_whole(row[key]) or (key == "controller" and row[key] == -1)):
+                raise ValueError(f"{where}: {key} must be a whole number or null, got {row[key]!r}")
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["at_ms"])
 
 
 # topology.json: the keys the verdict and the report read, and their types (RECORD.md). The
@@ -262,6 +291,14 @@ class DrillRecord:
 
     def active_faults(self) -> list[dict]:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []
+
+    # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
+    def coordination_log(self) -> Path:
+        return self.file(COORDINATION)
+
+    def coordination(self) -> list[dict]:
+        path = self.coordination_log()
+        return parse_coordination(path.read_bytes(), str(path)) if path.exists() else []
 
     # -- Chaos Toolkit's files ----------------------------------------------------------------------
     def journal(self) -> dict | None:

@@ -15,7 +15,7 @@ import json
 import statistics
 from pathlib import Path
 
-SETUP = ("profile", "replication_factor", "min_insync_replicas", "unclean_leader_election", "acks")
+SETUP = ("coordination", "profile", "replication_factor", "min_insync_replicas", "unclean_leader_election", "acks")
 
 
 class BadHistory(ValueError):
@@ -78,6 +78,8 @@ def _group(setup: dict, faults: list[str], runs: list[dict]) -> dict:
         "recovery_ms": _spread([_recovery(s) for s in faulted]),
         "never_recovered": sum(_recovery(s) is None for s in faulted),
         "max_ack_gap_ms": _spread([s["counts"].get("max_ack_gap_ms") for s in runs]),
+        "leader_change_ms": _spread([_coordination(s, "leader_change_ms") for s in faulted]),
+        "fencing_ms": _spread([_coordination(s, "fencing_ms") for s in faulted]),
         "predictions_checked": len(checked), "as_predicted": sum(all(c["as_predicted"] for c in cl) for cl in checked),
     }
 
@@ -86,7 +88,8 @@ def label(g: dict) -> str:
     s = g["setup"]
     unclean = {True: "unclean on", False: "unclean off"}.get(s["unclean_leader_election"], "unclean ?")
     faults = ", ".join(g["faults"]) or "no fault"
-    return (f"{s['profile']}, RF {s['replication_factor']}, min.insync {s['min_insync_replicas']}, {unclean}, "
+    coordination = f"{s['coordination']}, " if s.get("coordination") else ""
+    return (f"{coordination}{s['profile']}, RF {s['replication_factor']}, min.insync {s['min_insync_replicas']}, {unclean}, "
             f"acks={s['acks']}: {faults}")
 
 
@@ -100,6 +103,13 @@ def _recovery(summary: dict) -> int | None:
     """The slowest fault's recovery; None without faults or when one never recovered."""
     values = [f.get("recovery_ms") for f in summary.get("faults") or []]
     return max(values) if values and None not in values else None
+
+
+def _coordination(summary: dict, key: str) -> int | None:
+    """The slowest of a coordination time (spark/coordination.py) over the drill's faults."""
+    values = [f["coordination"][key] for f in summary.get("faults") or [] if f.get("coordination")]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
 
 
 def _ms(spread: dict | None) -> str:
@@ -120,6 +130,10 @@ def render_text(gs: list[dict]) -> str:
                   f"  recovery        {_ms(g['recovery_ms'])}"
                   + (f"  ({g['never_recovered']} never recovered)" if g["never_recovered"] else ""),
                   f"  max ack gap     {_ms(g['max_ack_gap_ms'])}"]
+        if g["leader_change_ms"]:
+            lines.append(f"  leader change   {_ms(g['leader_change_ms'])}")
+        if g["fencing_ms"]:
+            lines.append(f"  brokers fenced  {_ms(g['fencing_ms'])}")
         if g["predictions_checked"]:
             lines.append(f"  prediction held {g['as_predicted']}/{g['predictions_checked']}")
     return "\n".join(lines)
@@ -146,6 +160,7 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
     rows = [{"setup and faults": label(g), "drills": g["drills"], "passed": g["passed"],
              "with acked loss": g["with_acked_loss"], "recovery (s) min / median / max": _ms(g["recovery_ms"]),
              "never recovered": g["never_recovered"], "max ack gap": _ms(g["max_ack_gap_ms"]),
+             "leader change": _ms(g["leader_change_ms"]), "brokers fenced": _ms(g["fencing_ms"]),
              "prediction held": f"{g['as_predicted']}/{g['predictions_checked']}" if g["predictions_checked"] else "-"}
             for g in gs]
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>dcdrill history</title>"

@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import BASELINE, FAULTS, TOPOLOGY, check_baseline, check_topology, parse_faults
+from record.drill_record import (BASELINE, COORDINATION, FAULTS, TOPOLOGY, check_baseline, check_topology,
+                                 parse_coordination, parse_faults)
 from spark import storage
 
 
@@ -213,5 +214,17 @@ def read_faults(run_dir: str, spark=None) -> list[dict]:
         return []
     try:
         return parse_faults(data, path)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def read_coordination(run_dir: str, spark=None) -> list[dict]:
+    """coordination.jsonl, its samples oldest first (record.parse_coordination); missing: none."""
+    path = storage.join(run_dir, COORDINATION)
+    data = storage.read_bytes(spark, path)
+    if data is None:
+        return []
+    try:
+        return parse_coordination(data, path)
     except ValueError as exc:
         raise BadInput(str(exc)) from None

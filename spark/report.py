@@ -135,6 +135,7 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
+{_coordination(summary)}
 {_predictions(summary)}
 {_latency(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
@@ -176,6 +177,43 @@ def _fault_row(f: dict) -> dict:
             "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s",
             "writes continued": "yes" if f.get("writes_continued") else "no: not every partition before the heal",
             "partitions acking after start": f"{f['partitions_acking_after_start']} of {f['partitions']}"}
+
+
+def coordination_text(f: dict) -> str:
+    """One line: how the coordination moved during a DC loss (spark/coordination.py)."""
+    c = f["coordination"]
+    sec = lambda ms: f"{ms / 1000:.1f} s"  # noqa: E731
+    if c["leader_change_ms"] is not None:
+        leader = (f"leader {c['leader_before'] or 'none'} -> {c['leader_after']} ({c['leader_after_dc']}) "
+                  f"after {sec(c['leader_change_ms'])}")
+    elif c["leader_had_to_move"]:
+        leader = f"leader {c['leader_before'] or 'none'} lost and no new one before the heal"
+    else:
+        leader = f"leader {c['leader_before']} ({c['leader_before_dc']}) kept"
+    parts = [leader]
+    if c["leaderless_ms"]:
+        parts.append(f"no leader for {sec(c['leaderless_ms'])}")
+    if c["fenced_ms"]:
+        slow = c["fencing_ms"]
+        parts.append(f"{len(c['fenced_ms'])} broker(s) of {f['target']} out of the live brokers after "
+                     + (sec(slow) if slow is not None else "more than the fault lasted (some never)"))
+    if c.get("controller_change_ms") is not None:
+        parts.append(f"Kafka controller moved after {sec(c['controller_change_ms'])}")
+    return "; ".join(parts) + f" (sampled every {(c['resolution_ms'] or 0) / 1000:.1f} s)"
+
+
+def _coordination(summary: dict) -> str:
+    rows = [(f, f["coordination"]) for f in summary["faults"] if f.get("coordination")]
+    if not rows:
+        return ""
+    kind = (summary.get("topology") or {}).get("coordination", "")
+    body = "".join(f"<tr><td>{html.escape(f['fault'])}</td><td>{html.escape(f['target'])}</td>"
+                   f"<td style='text-align:left'>{html.escape(coordination_text(f))}</td></tr>" for f, _ in rows)
+    return (f"<h2>Coordination ({html.escape(kind)})</h2><p>The quorum's leader (the ZooKeeper ensemble's or the "
+            "active KRaft controller) and the brokers the cluster counted as live, sampled through the drill "
+            "(coordination.jsonl). A lost DC's brokers leave the live brokers when their ZooKeeper session expires, "
+            "or when the KRaft controller fences them.</p>"
+            f"<table><tr><th>fault</th><th>DC</th><th></th></tr>{body}</table>")
 
 
 def _loss_window(summary: dict) -> str:

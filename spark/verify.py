@@ -26,9 +26,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
 from record.drill_record import REPORT, DrillRecord  # noqa: E402
-from spark import cds, checker, identities, options, report, storage, verdict  # noqa: E402
+from spark import cds, checker, coordination, identities, options, report, storage, verdict  # noqa: E402
 from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
-                           read_baseline, read_faults, read_topology)
+                           read_baseline, read_coordination, read_faults, read_topology)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
@@ -199,6 +199,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
     summary["baseline"] = read_baseline(run_dir, spark=spark)
+    coordination.attach(summary["faults"], read_coordination(run_dir, spark=spark), topology)
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
@@ -231,6 +232,8 @@ def one_screen(summary: dict) -> str:
         lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
                      f"recovery {f['recovery_ms']} ms, "
                      + ("writes continued" if f["writes_continued"] else "not every partition back before the heal"))
+        if f.get("coordination"):
+            lines.append(f"    coordination: {report.coordination_text(f)}")
     for p in summary["prediction_checks"]:
         lines.append(f"  losing {p['target']}: {report.prediction_text(p)}")
     for v in summary["violations"]:

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from chaos import context
 from chaos.kafka.probes import cluster_now, wait_until
+from chaos.kafka.watch import CoordinationWatch
 
-__all__ = ["elect_preferred_leaders"]
+__all__ = ["elect_preferred_leaders", "watch_coordination", "stop_watching_coordination"]
+
+_watching: dict[str, CoordinationWatch] = {}  # Chaos Toolkit runs every activity in one process
 
 PREFERRED = 0  # ElectLeaders election type (1 is unclean)
 
@@ -32,3 +35,19 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     waited = wait_until(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
                    float(timeout_s), configuration)
     return {"off_preferred_before": before, **waited}
+
+
+def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secrets: dict = None) -> dict:
+    """Sample the quorum's leader and the live brokers into the record's coordination log until
+    stop_watching_coordination (chaos/kafka/watch.py). Started before the fault, so the log holds
+    the leader the fault found."""
+    key = str(context.run_dir(configuration))
+    if key not in _watching:
+        _watching[key] = CoordinationWatch(context.record(configuration), context.inventory(configuration),
+                                           float(interval_s)).start()
+    return {"watching": True, "interval_s": float(interval_s)}
+
+
+def stop_watching_coordination(configuration: dict = None, secrets: dict = None) -> dict:
+    watch = _watching.pop(str(context.run_dir(configuration)), None)
+    return {"watching": False} if watch is None else {"watching": False, **watch.stop()}

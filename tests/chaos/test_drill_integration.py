@@ -91,6 +91,14 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     [check] = s["prediction_checks"]
     assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
     assert "caveat" not in check and s["faults"][0]["isr_at_start"] == faults[0]["isr_at_start"]
+    # The coordination log: the ZooKeeper leader the fault found, and dc-a's two brokers, which
+    # leave the live brokers only when their ZooKeeper sessions expire (18 s), if within the hold.
+    moves = s["faults"][0]["coordination"]
+    assert moves["samples"] >= 10 and moves["leader_before"].startswith("zk"), moves
+    assert set(moves["fenced_ms"]) == {"1", "2"}, moves
+    assert all(ms is None or ms >= 10_000 for ms in moves["fenced_ms"].values()), moves
+    if moves["leader_had_to_move"]:
+        assert moves["leader_change_ms"] is not None and moves["leader_after_dc"] != "dc-a", moves
     assert status.healthy(status.cluster_status(lab))
     # The drill began on preferred leaders and deleted its topic once the audit had it.
     assert activity(run, "balance-leaders")["status"] == "succeeded"

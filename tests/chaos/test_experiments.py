@@ -30,9 +30,12 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     assert e["runtime"]["rollbacks"]["strategy"] == "always"
     assert [a["provider"]["func"] for a in e["rollbacks"]][:1] == ["heal"]
     method = [a["name"] for a in e["method"]]
-    # Every drill starts from preferred leaders, and leaves no topic behind once audited.
-    assert method[:3] == ["balance-leaders", "start-workload", "workload-settled"]
-    assert method[-4:] == ["wait-converged", "stop-workload", "final-audit", "delete-topic"]
+    # Every drill starts from preferred leaders, logs the coordination from before the fault to
+    # convergence, and leaves no topic behind once audited.
+    assert method[:4] == ["balance-leaders", "start-workload", "watch-coordination", "workload-settled"]
+    assert method[-5:] == ["wait-converged", "stop-watching-coordination", "stop-workload", "final-audit",
+                           "delete-topic"]
+    assert "stop-watching-coordination" in [a["name"] for a in e["rollbacks"]]
     assert e["configuration"]["keep_topic"] is False
     assert {p["name"] for p in e["steady-state-hypothesis"]["probes"]} >= {
         "no-offline-partitions", "coordination-quorum", "workload-progressing"}

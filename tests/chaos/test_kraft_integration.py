@@ -47,6 +47,12 @@ def test_kraft_kill_dc_loses_no_acknowledged_record(kraft_lab, tmp_path):
     assert s["verdict"] == "pass" and s["counts"]["acked_lost"] == 0 and s["counts"]["acked"] > 0
     [check] = s["prediction_checks"]  # the controller quorum keeps 2 of 3; minISR 3 with 2 brokers left: writes stop
     assert check["target"] == "dc-a" and check["observed"]["writable"] is False and check["as_predicted"], check
+    # The controller fences dc-a's brokers once their heartbeats stop for broker.session.timeout.ms
+    # (9 s); a controller leader in dc-a is replaced by one elsewhere, without a stall of the quorum.
+    moves = s["faults"][0]["coordination"]
+    assert set(moves["fenced_ms"]) == {"1", "2"} and 5_000 <= moves["fencing_ms"] <= 20_000, moves
+    assert moves["leader_before"].startswith("ctl") and moves["leader_after_dc"] != "dc-a", moves
+    assert moves["leaderless_ms"] <= 10_000, moves
     assert status.healthy(status.cluster_status(kraft_lab))
 
 
