@@ -47,6 +47,30 @@ def test_plan_exits_2_naming_the_rule_unless_accepted(broken_stack, tmp_path, ca
     assert "(accepted risk)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("voters, code, says", [
+    ((1, 1, 1), 0, "3 controllers: dc-a 1, dc-b 1, dc-c 1; survives any one DC"),
+    ((2, 2, 1), 0, "5 controllers: dc-a 2, dc-b 2, dc-c 1; survives any one DC"),
+    ((2, 0, 1), 2, "[quorum-dc-loss] losing dc-a leaves 1 of 3 controllers, below the quorum of 2"),
+    ((1, 1, 2), 2, "[quorum-even-voters] 4 controllers is an even number"),
+])
+def test_plan_on_kraft_layouts(voters, code, says, tmp_path, monkeypatch, capsys):
+    cfg = yaml.safe_load((ROOT / "Pulumi.local-kraft.yaml").read_text())
+    for dc, n in zip(cfg["config"]["dcdrill:cluster"]["datacenters"], voters):
+        dc["controllers"] = n
+    (tmp_path / "Pulumi.k.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    assert cli.main(["plan", "--stack", "k"]) == code
+    assert says in capsys.readouterr().out
+
+
+def test_the_shipped_misplaced_quorum_is_an_accepted_risk_predicted_to_stall(capsys):
+    assert cli.main(["plan", "--stack", "local-kraft-misplaced", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [v["rule"] for v in out["violations"]] == ["quorum-dc-loss"]
+    assert out["predictions"]["dc-a"]["quorum_survives"] is False and out["predictions"]["dc-a"]["writable"] is False
+    assert out["predictions"]["dc-b"]["quorum_survives"] is True
+
+
 def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, capsys):
     from infra import lifecycle
     with pytest.raises(lifecycle.RuleViolation, match="consistency-min-insync"):
