@@ -30,7 +30,8 @@ def register(sub) -> None:
                        description=drill.__doc__.split("\n\n")[0], epilog=drill.__doc__.split("\n\n")[1])
     p.add_argument("--stack", default="local", help="the stack to drill (Pulumi.<stack>.yaml; default local)")
     p.add_argument("--experiment", default="kill-dc", help=f"one of: {', '.join(experiment.names())}")
-    p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers)")
+    p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers; quorum-leader: "
+                                              "the DC of the coordination quorum's leader as each drill starts)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")
     p.add_argument("--latency-ms", type=bounded(0, 10_000, float), metavar="MS",
                    help="slow-link: one-way delay added between the two DCs (default 50)")

@@ -26,6 +26,8 @@ from spark import history, verify
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
+DC_LOSSES = {"kill-dc", "stop-dc", "isolate-dc"}
+QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
 
 
 class Plan:
@@ -38,9 +40,10 @@ class Plan:
         self.backend = stacks.backend(args.stack)
         self.experiment = experiment.compose(args.experiment)
         broker_dcs = [dc.name for dc in self.topology.broker_dcs]
-        self.dc = args.dc or (broker_dcs[0] if broker_dcs else None)
+        self.leader_dc = args.dc == QUORUM_LEADER  # resolved per drill (_target); checked as any DC here
+        self.dc = None if self.leader_dc else args.dc or (broker_dcs[0] if broker_dcs else None)
         self.other = args.other_dc or next((d for d in broker_dcs if d != self.dc), None)
-        self.variables = {k: v for k, v in (("dc", self.dc), ("other_dc", self.other)) if v}
+        self.variables = {k: v for k, v in (("dc", self.dc or self.topology.dc_names[0]), ("other_dc", self.other)) if v}
         for key in LINK_SHAPE:  # slow-link's shape; the experiment's own defaults otherwise
             if getattr(args, key, None) is not None:
                 self.variables[key] = getattr(args, key)
@@ -54,6 +57,9 @@ class Plan:
         if out and own:
             out.append(f"(`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
         out += experiment.preflight(self.experiment, t, self.backend, self.variables)
+        if self.leader_dc and args.experiment not in DC_LOSSES:
+            out.append(f"--dc {QUORUM_LEADER} is for the loss of a DC ({', '.join(sorted(DC_LOSSES))}), "
+                       f"not {args.experiment}")
         if args.experiment in TARGETS_A_DC and broker_dcs == [self.dc] and not args.force:
             out.append(f"{self.dc} holds every broker: the drill would take the whole cluster down "
                        "(pass --force to do it anyway)")
@@ -74,7 +80,7 @@ def check(args) -> int:
     if plan.problems:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     print(f"dcdrill: {args.experiment} can run on stack {args.stack} ({plan.backend.name} backend)"
-          + (f", target {plan.dc}" if args.experiment in TARGETS_A_DC else ""))
+          + (f", target {plan.dc or 'the DC of the quorum leader'}" if args.experiment in TARGETS_A_DC else ""))
     return 0
 
 
@@ -135,7 +141,15 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     if own:  # read by chaos/context.topology() inside the experiment
         record.write_settings(own)
     record.write_json(EXPERIMENT, plan.experiment)
-    code = _chaos_run(args, settings.hold(args, plan.topology.with_settings(own)), plan.variables, record)
+    variables = dict(plan.variables)
+    if plan.leader_dc:
+        variables["dc"] = _quorum_leader_dc(args.stack)
+        if variables["dc"] is None:
+            print("dcdrill: --dc quorum-leader: the quorum has no leader now; nothing was injected",
+                  file=sys.stderr)
+            return EXIT_NOT_STEADY
+        lifecycle.say(f"the quorum's leader is in {variables['dc']}: the drill's target")
+    code = _chaos_run(args, settings.hold(args, plan.topology.with_settings(own)), variables, record)
     phase("experiment")
     fault_problem = _fault_problem(record)
     journal = record.journal()
@@ -160,6 +174,13 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     print(f"report: {record.report_dir / 'index.html'}")
     record.write_json(PHASES, {k: round(v, 2) for k, v in phases.items()})
     return verdict_code
+
+
+def _quorum_leader_dc(stack: str) -> str | None:
+    """The DC of the ZooKeeper ensemble's leader, or of the active KRaft controller; None without one."""
+    inv = lifecycle.inventory(stack)
+    leader = status.cluster_status(inv)["quorum"]["leader"]
+    return next((h.dc for h in inv.hosts("zookeeper", "kafka_controller") if h.name == leader), None)
 
 
 def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:

@@ -9,12 +9,14 @@ For each stack (one lab at a time: the other is brought down first) and each exp
 summaries: verdicts, writes back after the fault's start (the slowest partition's first
 acknowledgement again; min / median / max), acknowledged loss, the quorum leader's change and
 the lost brokers' fencing (spark/coordination.py), and how often the model's prediction held.
+`kill-dc@quorum-leader` kills whichever DC holds the quorum's leader as each drill starts.
 `--table-only` reads the summaries of an earlier run without drilling.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,12 +27,16 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 
 def drill_series(stack: str, experiment: str, repeat: int, out: Path) -> None:
+    """`experiment` is an experiment's name, or NAME@DC for another target than the default (dc-a),
+    such as kill-dc@quorum-leader. A series that ran to the end (history.html) is kept."""
     folder = out / stack / experiment
-    if folder.exists():
+    if (folder / "history.html").exists():
         print(f"{folder}: kept from an earlier run", file=sys.stderr)
         return
-    subprocess.run(DCDRILL + ["drill", "--stack", stack, "--experiment", experiment, "--repeat", str(repeat),
-                              "--run-dir", str(folder)], cwd=ROOT)
+    shutil.rmtree(folder, ignore_errors=True)
+    name, _, dc = experiment.partition("@")
+    subprocess.run(DCDRILL + ["drill", "--stack", stack, "--experiment", name, "--repeat", str(repeat),
+                              "--run-dir", str(folder)] + (["--dc", dc] if dc else []), cwd=ROOT)
 
 
 def spread(values: list, unit: float = 1000.0) -> str:
@@ -46,6 +52,7 @@ def row(stack: str, experiment: str, folder: Path) -> str:
         return f"| `{stack}` | {experiment} | no verified drill | | | | | |"
     n = len(summaries)
     faults = [f for s in summaries for f in s["faults"]]
+    targets = sorted({f["target"] for f in faults})
     moves = [f.get("coordination") or {} for f in faults]
     lost = [s["counts"]["acked_lost"] for s in summaries]
     checks = [c for s in summaries for c in s.get("prediction_checks") or []]
@@ -54,7 +61,7 @@ def row(stack: str, experiment: str, folder: Path) -> str:
     leader = (f"moved {len(moved)}/{n}: {spread([m.get('leader_change_ms') for m in moved])}" if moved
               else f"kept {n}/{n}")
     stall = max((m.get("leaderless_ms") or 0 for m in moves), default=0)
-    return (f"| `{stack}` | {experiment} | pass {sum(s['verdict'] == 'pass' for s in summaries)}/{n} "
+    return (f"| `{stack}` | {experiment.partition('@')[0]} {'/'.join(targets)} | pass {sum(s['verdict'] == 'pass' for s in summaries)}/{n} "
             f"| {spread([f['recovery_ms'] for f in faults])} (continued {continued}/{n}) "
             f"| {sum(x > 0 for x in lost)}/{n} drills" + (f" ({', '.join(str(x) for x in lost if x)})" if any(lost) else "")
             + f" | {leader}" + (f"; leaderless up to {stall / 1000:.1f} s" if stall else "")
@@ -66,12 +73,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stack", action="append", help="default: local and local-kraft")
-    ap.add_argument("--experiment", action="append", help="default: kill-dc, isolate-dc, tiebreaker-loss")
+    ap.add_argument("--experiment", action="append",
+                    help="NAME or NAME@DC (default: kill-dc, kill-dc@quorum-leader, isolate-dc, tiebreaker-loss)")
     ap.add_argument("--out", default="runs/coordination")
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
     stacks = args.stack or ["local", "local-kraft"]
-    experiments = args.experiment or ["kill-dc", "isolate-dc", "tiebreaker-loss"]
+    experiments = args.experiment or ["kill-dc", "kill-dc@quorum-leader", "isolate-dc", "tiebreaker-loss"]
     out = (ROOT / args.out).resolve()
     if not args.table_only:
         for n, stack in enumerate(stacks):

@@ -196,3 +196,11 @@ def test_drill_settings_out_of_range_exit_2_naming_the_option(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["drill", "--stack", "local", "--check", *argv])
     assert exit_.value.code == 2 and f"argument {argv[0]}" in capsys.readouterr().err
+
+
+def test_drill_check_takes_the_quorum_leaders_dc_for_a_dc_loss_only(capsys):
+    assert cli.main(["drill", "--stack", "local-kraft", "--experiment", "kill-dc", "--dc", "quorum-leader",
+                     "--check"]) == 0
+    assert "target the DC of the quorum leader" in capsys.readouterr().out
+    assert cli.main(["drill", "--stack", "local", "--experiment", "slow-link", "--dc", "quorum-leader", "--check"]) == 2
+    assert "--dc quorum-leader is for the loss of a DC" in capsys.readouterr().err
