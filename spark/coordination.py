@@ -82,3 +82,13 @@ def attach(summary_faults: list[dict], samples: list[dict], topology: dict) -> N
         moves = fault_coordination(samples, f, topology)
         if moves is not None:
             f["coordination"] = moves
+
+
+def timeline(samples: list[dict], topology: dict) -> list[dict]:
+    """The log as the report plots it: per sample, when, the leader's DC ("none": no leader) and
+    how many brokers were live (None: no broker answered)."""
+    dc_of = _dc_of(topology)
+    kraft = topology.get("coordination") == "kraft"
+    return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if s["leader"] else "none",
+             "live_brokers": None if s.get("brokers") is None else len(s["brokers"])}
+            for s in samples if not (kraft and s.get("answered") is False)]

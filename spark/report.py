@@ -85,6 +85,25 @@ def plots(summary: dict) -> dict[str, str]:
     ax.legend(fontsize=8)
     out["loss"] = png(fig)
 
+    coord = summary.get("coordination_timeline") or []
+    if coord:
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 3.4), sharex=True, height_ratios=[3, 2])
+        xs = [(c["at_ms"] - t0) / 1000 for c in coord]
+        nan = float("nan")
+        top.step(xs, [nan if c["live_brokers"] is None else c["live_brokers"] for c in coord], where="post",
+                 label="live brokers (registered, not fenced)")
+        top.set_ylim(bottom=0), top.set_ylabel("brokers"), top.legend(loc="lower left", fontsize=8)
+        top.set_title(f"Coordination ({summary['topology'].get('coordination', '')}): live brokers and the quorum's leader")
+        dcs = sorted({c["leader_dc"] for c in coord} - {"none"}) + ["none"]
+        bottom.scatter(xs, [dcs.index(c["leader_dc"]) for c in coord], s=6,
+                       c=["tab:red" if c["leader_dc"] == "none" else "tab:blue" for c in coord])
+        bottom.set_yticks(range(len(dcs)), dcs, fontsize=8), bottom.set_ylabel("leader in")
+        bottom.set_ylim(-0.5, len(dcs) - 0.5)
+        for ax in (top, bottom):
+            _shade(ax, summary, t0)
+        bottom.set_xlabel("seconds since the first send")
+        out["coordination"] = png(fig)
+
     parts = summary["by_partition"]
     if parts:
         fig, ax = plt.subplots(figsize=(9, 2.8))

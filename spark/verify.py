@@ -199,7 +199,9 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
     summary["baseline"] = read_baseline(run_dir, spark=spark)
-    coordination.attach(summary["faults"], read_coordination(run_dir, spark=spark), topology)
+    samples = read_coordination(run_dir, spark=spark)
+    coordination.attach(summary["faults"], samples, topology)
+    summary["coordination_timeline"] = coordination.timeline(samples, topology)
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)

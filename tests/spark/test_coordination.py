@@ -5,7 +5,7 @@ import json
 import pytest
 
 from record.drill_record import parse_coordination
-from spark.coordination import fault_coordination
+from spark.coordination import fault_coordination, timeline
 
 TOPOLOGY = {"hosts": [
     {"name": "ctl1.dc-a.lab", "role": "kafka_controller", "dc": "dc-a", "node_id": 1001},
@@ -94,3 +94,10 @@ def test_log_lines_parse_and_a_torn_last_line_is_skipped():
 def test_a_bad_log_line_is_named(line, named):
     with pytest.raises(ValueError, match=named):
         parse_coordination((line + "\n").encode(), "c.jsonl")
+
+
+def test_the_timeline_names_the_leaders_dc_and_counts_live_brokers():
+    unanswered = {**sample(3, None, None), "answered": False}
+    log = [sample(1, "ctl1.dc-a.lab"), sample(2, None, [3, 4]), unanswered]
+    assert timeline(log, {**TOPOLOGY, "coordination": "kraft"}) == [
+        {"at_ms": 1, "leader_dc": "dc-a", "live_brokers": 4}, {"at_ms": 2, "leader_dc": "none", "live_brokers": 2}]
