@@ -43,7 +43,7 @@ def test_kraft_losing_the_controller_leaders_dc_loses_no_acknowledged_record(kra
     elected among the other two voters, the lost DC's brokers are fenced, and no acknowledged
     record is lost."""
     run = tmp_path / "kill"
-    res = drill(run, "--experiment", "kill-dc", "--dc", "quorum-leader")
+    res = drill(run, "--experiment", "kill-dc", "--dc", "quorum-leader", hold=30)  # fencing within the hold
     assert res.returncode == 0, res.stdout + res.stderr
     s = json.loads((run / "report" / "summary.json").read_text())
     assert json.loads((run / "topology.json").read_text())["coordination"] == "kraft"
