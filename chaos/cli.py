@@ -39,7 +39,8 @@ def register(sub) -> None:
     p.add_argument("--loss-pct", type=bounded(0, 100, float), metavar="PCT", help="slow-link: packet loss (default 1)")
     p.add_argument("--hold", type=float, default=None,
                    help=f"seconds the fault is held (default {settings.HOLD_S:.0f}; on availability-first stacks "
-                        f"{2 * settings.failover_s():.0f}, twice the failover, so writes can resume before the heal)")
+                        f"{2 * settings.failover_s():.0f}, or {2 * settings.failover_s('kraft'):.0f} on KRaft: twice the failover, "
+                        "so writes can resume before the heal)")
     p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
                                                 "with --repeat or --matrix, the series folder")
