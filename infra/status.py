@@ -165,7 +165,10 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
 
     Right after a DC is lost the client may pick one of its brokers for the request (the metadata
     still lists it): a failed attempt is retried with a new client, and a sample nobody answered
-    says so (`answered` false) rather than passing for a quorum without a leader."""
+    says so (`answered` false) rather than passing for a quorum without a leader. A broker that
+    answers while the KRaft quorum does not (no active controller) is a sample without quorum.
+    `quorum`: a leader with a majority of the voters serving (a leader cut off from the others
+    has none)."""
     import random
     from concurrent.futures import ThreadPoolExecutor
 
@@ -177,7 +180,7 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
         up = dict(zip(names, pool.map(lambda name: _tcp_ok(name, CLIENT_PORT, 0.5), names)))
     zk = None if inventory.kraft else zookeeper_quorum(inventory)
     reachable = [f"{name}:{CLIENT_PORT}" for name, ok in up.items() if ok]
-    cluster = described = error = None
+    cluster = described = error = quorum_error = None
     for _ in range(attempts if reachable else 0):
         random.shuffle(reachable)
         try:
@@ -189,12 +192,19 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
             continue
         try:
             cluster = admin.describe_cluster()
-            described = admin.describe_metadata_quorum() if inventory.kraft else None
             error = None
-            break
         except Exception as exc:  # noqa: BLE001 - a request sent to a lost broker: try again
-            cluster = described = None
             error = f"{type(exc).__name__}: {exc}"
+            continue
+        else:
+            # A broker answered; the quorum's answer comes from the active controller, and none
+            # answering (a timeout) is itself the news: no active controller.
+            if inventory.kraft:
+                try:
+                    described = admin.describe_metadata_quorum()
+                except Exception as exc:  # noqa: BLE001
+                    quorum_error = f"{type(exc).__name__}: {exc}"
+            break
         finally:
             admin.close()
     if not reachable:
@@ -203,9 +213,9 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
     live = None if cluster is None else sorted(b["broker_id"] for b in cluster.get("brokers", [])
                                                if not b.get("is_fenced"))
     return {"at_ms": now_ms(), "asked_ms": asked, "leader": quorum["leader"], "epoch": quorum.get("leader_epoch"),
-            "serving": quorum["alive"], "total": quorum["total"],
+            "serving": quorum["alive"], "total": quorum["total"], "quorum": quorum["quorum"],
             # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
-            "answered": error is None, "error": error, "brokers": live,
+            "answered": error is None, "error": error or quorum_error, "brokers": live,
             "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id")}
 
 

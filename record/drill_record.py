@@ -98,8 +98,9 @@ def parse_coordination(data: bytes, name: str) -> list[dict]:
         brokers = row.get("brokers")
         if brokers is not None and not (isinstance(brokers, list) and all(_whole(b) for b in brokers)):
             raise ValueError(f"{where}: brokers must be a list of broker ids or null, got {brokers!r}")
-        if not isinstance(row.get("answered", True), bool):
-            raise ValueError(f"{where}: answered must be true or false, got {row['answered']!r}")
+        for key in ("answered", "quorum"):
+            if not isinstance(row.get(key, True), bool):
+                raise ValueError(f"{where}: {key} must be true or false, got {row[key]!r}")
         for key in ("epoch", "serving", "total", "controller"):
             if row.get(key) is not None and not (_whole(row[key]) or (key == "controller" and row[key] == -1)):
                 raise ValueError(f"{where}: {key} must be a whole number or null, got {row[key]!r}")

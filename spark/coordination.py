@@ -4,7 +4,8 @@
 For a fault with a target DC it gives
 - the quorum's leader before the fault and after it, and when a new leader was first seen
   (`leader_change_ms`, from the fault's start; null when the leader did not have to move);
-- how long the quorum had no leader during the fault (`leaderless_ms`: a stall);
+- how long the quorum had no leader, or a leader without a majority, during the fault
+  (`quorum_lost_ms`: metadata stalled);
 - when each of the DC's brokers left the cluster's live brokers (`fenced_ms`: ZooKeeper
   session expiry, or the KRaft controller's fencing), and the slowest (`fencing_ms`);
 - in ZooKeeper mode, when the Kafka controller (a broker) moved, if it was in the DC.
@@ -27,6 +28,10 @@ def _brokers_in(topology: dict, dc: str) -> list[int]:
                   if h.get("role") == "kafka_broker" and h.get("dc") == dc)
 
 
+def _has_quorum(sample: dict) -> bool:
+    return sample["leader"] is not None and sample.get("quorum", True) is not False
+
+
 def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict | None:
     """The coordination's moves for one fault (None: the fault is not a DC loss, or no samples
     reach both sides of its start)."""
@@ -43,12 +48,13 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
     last = before[-1]
     leader_before = last["leader"]
     must_move = leader_before is None or dc_of.get(leader_before) == target
-    new = next((s for s in during if s["leader"] is not None and s["leader"] != leader_before), None)
-    # Time without a leader, counted between samples (each gap is charged to the earlier sample).
-    leaderless = 0
+    new = next((s for s in during if _has_quorum(s) and s["leader"] != leader_before), None)
+    # Time without quorum (no leader, or a leader without a majority serving), counted between
+    # samples: each gap is charged to the earlier sample.
+    lost = 0
     for a, b in zip(during, during[1:] + [{"at_ms": end or during[-1]["at_ms"]}]):
-        if a["leader"] is None:
-            leaderless += b["at_ms"] - a["at_ms"]
+        if not _has_quorum(a):
+            lost += b["at_ms"] - a["at_ms"]
     live_before = set(last["brokers"] or [])
     fenced = {}
     for broker in _brokers_in(topology, target):
@@ -67,7 +73,7 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
         "leader_after": after, "leader_after_dc": dc_of.get(after),
         "leader_had_to_move": must_move,
         "leader_change_ms": None if new is None else new["at_ms"] - start,
-        "leaderless_ms": leaderless,
+        "quorum_lost_ms": lost,
         "fenced_ms": fenced,
         "fencing_ms": max(fenced.values()) if fenced and None not in fenced.values() else None,
         "controller_change_ms": controller_change,
@@ -85,10 +91,10 @@ def attach(summary_faults: list[dict], samples: list[dict], topology: dict) -> N
 
 
 def timeline(samples: list[dict], topology: dict) -> list[dict]:
-    """The log as the report plots it: per sample, when, the leader's DC ("none": no leader) and
+    """The log as the report plots it: per sample, when, the leader's DC ("none": no quorum) and
     how many brokers were live (None: no broker answered)."""
     dc_of = _dc_of(topology)
     kraft = topology.get("coordination") == "kraft"
-    return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if s["leader"] else "none",
+    return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if _has_quorum(s) else "none",
              "live_brokers": None if s.get("brokers") is None else len(s["brokers"])}
             for s in samples if not (kraft and s.get("answered") is False)]

@@ -210,8 +210,8 @@ def coordination_text(f: dict) -> str:
     else:
         leader = f"leader {c['leader_before']} ({c['leader_before_dc']}) kept"
     parts = [leader]
-    if c["leaderless_ms"]:
-        parts.append(f"no leader for {sec(c['leaderless_ms'])}")
+    if c.get("quorum_lost_ms"):
+        parts.append(f"no quorum (no leader, or one without a majority) for {sec(c['quorum_lost_ms'])}")
     if c["fenced_ms"]:
         slow = c["fencing_ms"]
         parts.append(f"{len(c['fenced_ms'])} broker(s) of {f['target']} out of the live brokers after "

@@ -60,14 +60,14 @@ def row(stack: str, experiment: str, folder: Path) -> str:
     moved = [m for m in moves if m.get("leader_had_to_move")]
     leader = (f"moved {len(moved)}/{n}: {spread([m.get('leader_change_ms') for m in moved])}" if moved
               else f"kept {n}/{n}")
-    stall = max((m.get("leaderless_ms") or 0 for m in moves), default=0)
+    stall = max((m.get("quorum_lost_ms") or 0 for m in moves), default=0)
     name, _, dc = experiment.partition("@")
     what = f"{name} of the quorum leader's DC ({'/'.join(targets)})" if dc == "quorum-leader" else \
         f"{name} {'/'.join(targets)}"
     return (f"| `{stack}` | {what} | pass {sum(s['verdict'] == 'pass' for s in summaries)}/{n} "
             f"| {spread([f['recovery_ms'] for f in faults])} (continued {continued}/{n}) "
             f"| {sum(x > 0 for x in lost)}/{n} drills" + (f" ({', '.join(str(x) for x in lost if x)})" if any(lost) else "")
-            + f" | {leader}" + (f"; leaderless up to {stall / 1000:.1f} s" if stall else "")
+            + f" | {leader}" + (f"; no quorum up to {stall / 1000:.1f} s" if stall else "")
             + f" | {spread([m.get('fencing_ms') for m in moves])} "
             f"| {sum(c['as_predicted'] for c in checks)}/{len(checks)} |")
 

@@ -34,24 +34,33 @@ def test_leader_in_the_lost_dc_moves_and_its_brokers_are_fenced():
     c = fault_coordination(log, kill_a(), TOPOLOGY)
     assert (c["leader_before"], c["leader_after"], c["leader_after_dc"]) == ("ctl1.dc-a.lab", "ctl2.dc-b.lab", "dc-b")
     assert c["leader_had_to_move"] and c["leader_change_ms"] == 2_500
-    assert c["leaderless_ms"] == 2_000  # 10.5 s to 12.5 s
+    assert c["quorum_lost_ms"] == 2_000  # 10.5 s to 12.5 s
     assert c["fenced_ms"] == {"1": 9_500, "2": 10_500} and c["fencing_ms"] == 10_500
     assert c["samples"] == 5  # the one after the heal is not the fault's
 
 
-def test_an_unanswered_kraft_sample_is_not_a_leaderless_quorum():
+def test_an_unanswered_kraft_sample_is_not_a_lost_quorum():
     unanswered = {**sample(11_000, None, None), "answered": False, "error": "NodeNotReadyError: 1"}
     log = [sample(9_000, "ctl2.dc-b.lab"), unanswered, sample(12_000, "ctl2.dc-b.lab", [3, 4])]
     kraft = {**TOPOLOGY, "coordination": "kraft"}
     c = fault_coordination(log, kill_a(), kraft)
-    assert c["leaderless_ms"] == 0 and c["leader_change_ms"] is None and c["samples"] == 1
-    assert fault_coordination(log, kill_a(), TOPOLOGY)["leaderless_ms"] == 1_000  # ZooKeeper's srvr answered
+    assert c["quorum_lost_ms"] == 0 and c["leader_change_ms"] is None and c["samples"] == 1
+    assert fault_coordination(log, kill_a(), TOPOLOGY)["quorum_lost_ms"] == 1_000  # ZooKeeper's srvr answered
+
+
+def test_a_leader_without_a_majority_is_no_quorum():
+    alone = {**sample(11_000, "ctl3.dc-c.lab", [1, 2, 3, 4]), "quorum": False, "serving": 1}
+    log = [sample(9_000, "ctl3.dc-c.lab"), alone, {**alone, "at_ms": 30_000}]
+    c = fault_coordination(log, kill_a(), TOPOLOGY)
+    assert c["quorum_lost_ms"] == 29_000 and c["leader_change_ms"] is None
+    assert c["fenced_ms"] == {"1": None, "2": None}  # nobody to fence them
+    assert timeline(log, TOPOLOGY)[1]["leader_dc"] == "none"
 
 
 def test_a_leader_outside_the_lost_dc_is_kept():
     log = [sample(9_000, "ctl2.dc-b.lab"), sample(11_000, "ctl2.dc-b.lab", [3, 4]), sample(12_000, "ctl2.dc-b.lab", [3, 4])]
     c = fault_coordination(log, kill_a(), TOPOLOGY)
-    assert not c["leader_had_to_move"] and c["leader_change_ms"] is None and c["leaderless_ms"] == 0
+    assert not c["leader_had_to_move"] and c["leader_change_ms"] is None and c["quorum_lost_ms"] == 0
     assert c["fencing_ms"] == 1_000
 
 
@@ -60,7 +69,7 @@ def test_a_quorum_that_never_recovers_is_a_stall_and_unfenced_brokers_have_no_ti
            sample(39_000, None, None)]
     c = fault_coordination(log, kill_a(), TOPOLOGY)
     assert c["leader_change_ms"] is None and c["leader_had_to_move"]
-    assert c["leaderless_ms"] == 29_000  # from the first leaderless sample to the heal
+    assert c["quorum_lost_ms"] == 29_000  # from the first sample without a leader to the heal
     assert c["fenced_ms"] == {"1": None, "2": None} and c["fencing_ms"] is None
 
 
@@ -90,6 +99,7 @@ def test_log_lines_parse_and_a_torn_last_line_is_skipped():
     ('{"at_ms": 1, "leader": null, "brokers": ["b1"]}', "c.jsonl:1: brokers"),
     ('{"at_ms": 1, "leader": null, "epoch": "x"}', "c.jsonl:1: epoch"),
     ('{"at_ms": 1, "leader": null, "answered": "no"}', "c.jsonl:1: answered"),
+    ('{"at_ms": 1, "leader": "a", "quorum": 1}', "c.jsonl:1: quorum"),
 ])
 def test_a_bad_log_line_is_named(line, named):
     with pytest.raises(ValueError, match=named):
