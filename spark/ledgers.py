@@ -206,25 +206,24 @@ def read_baseline(run_dir: str, spark=None) -> dict | None:
         raise BadInput(str(exc)) from None
 
 
-def read_faults(run_dir: str, spark=None) -> list[dict]:
-    """faults.jsonl, one entry per fault (record.parse_faults); missing: no fault."""
-    path = storage.join(run_dir, FAULTS)
+def _read_lines(run_dir: str, name: str, parser, spark=None) -> list[dict]:
+    """A small JSON Lines file of the record through `parser` (record/drill_record.py), which names
+    a bad line; missing: no rows."""
+    path = storage.join(run_dir, name)
     data = storage.read_bytes(spark, path)
     if data is None:
         return []
     try:
-        return parse_faults(data, path)
+        return parser(data, path)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+
+
+def read_faults(run_dir: str, spark=None) -> list[dict]:
+    """faults.jsonl, one entry per fault (record.parse_faults); missing: no fault."""
+    return _read_lines(run_dir, FAULTS, parse_faults, spark)
 
 
 def read_coordination(run_dir: str, spark=None) -> list[dict]:
     """coordination.jsonl, its samples oldest first (record.parse_coordination); missing: none."""
-    path = storage.join(run_dir, COORDINATION)
-    data = storage.read_bytes(spark, path)
-    if data is None:
-        return []
-    try:
-        return parse_coordination(data, path)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    return _read_lines(run_dir, COORDINATION, parse_coordination, spark)
