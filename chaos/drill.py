@@ -40,7 +40,7 @@ class Plan:
         self.backend = stacks.backend(args.stack)
         self.experiment = experiment.compose(args.experiment)
         broker_dcs = [dc.name for dc in self.topology.broker_dcs]
-        self.leader_dc = args.dc == QUORUM_LEADER  # resolved per drill (_target); checked as any DC here
+        self.leader_dc = args.dc == QUORUM_LEADER  # resolved per drill (_quorum_leader_dc); checked as any DC here
         self.dc = None if self.leader_dc else args.dc or (broker_dcs[0] if broker_dcs else None)
         self.other = args.other_dc or next((d for d in broker_dcs if d != self.dc), None)
         self.variables = {k: v for k, v in (("dc", self.dc or self.topology.dc_names[0]), ("other_dc", self.other)) if v}

@@ -43,6 +43,25 @@ def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: floa
     return None  # "This ZooKeeper instance is not currently serving requests": no quorum
 
 
+def _reachable(inventory: Inventory, timeout_s: float) -> list[str]:
+    """host:port of the brokers whose CLIENT port answers, probed at once: a cut-off host costs
+    its timeout once, not once per host."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [h.name for h in inventory.brokers]
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(names)))) as pool:
+        up = list(pool.map(lambda name: _tcp_ok(name, CLIENT_PORT, timeout_s), names))
+    return [f"{name}:{CLIENT_PORT}" for name, ok in zip(names, up) if ok]
+
+
+def _live_ids(cluster: dict | None) -> list[int] | None:
+    """The broker ids a DescribeCluster answer counts as live, sorted (None: no answer). On KRaft
+    it lists fenced brokers too (KIP-1073): they are not live."""
+    if cluster is None:
+        return None
+    return sorted(b["broker_id"] for b in cluster.get("brokers", []) if not b.get("is_fenced"))
+
+
 def _metadata(bootstrap: list[str], timeout_s: float, security: dict,
               kraft: bool) -> tuple[dict | None, list | None, dict | None, str | None]:
     """(cluster, topics, KRaft quorum or None, error)."""
@@ -115,12 +134,11 @@ def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
 def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     broker_hosts = sorted(inventory.brokers, key=lambda h: h.node_id)
     dc_of = {h.node_id: h.dc for h in broker_hosts}
-    reachable = [f"{h.name}:{CLIENT_PORT}" for h in inventory.brokers if _tcp_ok(h.name, CLIENT_PORT, 1.0)]
+    reachable = _reachable(inventory, 1.0)
     cluster, topics, described, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True),
                                                   inventory.kraft) if reachable \
         else (None, None, None, "no broker reachable")
-    # On KRaft, DescribeCluster lists fenced brokers too (KIP-1073): they are not alive.
-    registered = {b["broker_id"] for b in (cluster or {}).get("brokers", []) if not b.get("is_fenced")}
+    registered = set(_live_ids(cluster) or [])
     brokers = [{"id": h.node_id, "dc": h.dc, "host": h.name,
                 "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
 
@@ -170,16 +188,12 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
     `quorum`: a leader with a majority of the voters serving (a leader cut off from the others
     has none)."""
     import random
-    from concurrent.futures import ThreadPoolExecutor
 
     from kafka.admin import KafkaAdminClient
 
     asked = now_ms()
-    with ThreadPoolExecutor(max_workers=8) as pool:  # a cut-off host costs its timeout once, not once per host
-        names = [h.name for h in inventory.brokers]
-        up = dict(zip(names, pool.map(lambda name: _tcp_ok(name, CLIENT_PORT, 0.5), names)))
+    reachable = _reachable(inventory, 0.5)
     zk = None if inventory.kraft else zookeeper_quorum(inventory)
-    reachable = [f"{name}:{CLIENT_PORT}" for name, ok in up.items() if ok]
     cluster = described = error = quorum_error = None
     for _ in range(attempts if reachable else 0):
         random.shuffle(reachable)
@@ -210,8 +224,7 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
     if not reachable:
         error = "no broker reachable"
     quorum = kraft_quorum(inventory, described) if inventory.kraft else zk
-    live = None if cluster is None else sorted(b["broker_id"] for b in cluster.get("brokers", [])
-                                               if not b.get("is_fenced"))
+    live = _live_ids(cluster)
     return {"at_ms": now_ms(), "asked_ms": asked, "leader": quorum["leader"], "epoch": quorum.get("leader_epoch"),
             "serving": quorum["alive"], "total": quorum["total"], "quorum": quorum["quorum"],
             # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.

@@ -44,16 +44,8 @@ def _whole(value) -> bool:
 def parse_faults(data: bytes, name: str) -> list[dict]:
     """faults.jsonl's bytes as one entry per fault (merge_faults). `name` is what errors call the
     file; a line that is not a fault (RECORD.md) raises ValueError naming the file and line."""
-    parse(data, name)  # malformed lines, named by line
-    lines = data.split(b"\n")
     rows = []
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not _parses(raw)):
-            continue  # blank, or a torn last line
-        f = json.loads(raw)
-        where = f"{name}:{n}"
-        if not isinstance(f, dict):
-            raise ValueError(f"{where}: a fault line must be a JSON object, got {type(f).__name__}")
+    for where, f in _objects(data, name, "a fault line"):
         if f.get("fault") not in FAULT_NAMES:
             raise ValueError(f"{where}: fault {f.get('fault')!r} is not one of {', '.join(FAULT_NAMES)}")
         if not isinstance(f.get("target"), str) or not f["target"]:
@@ -71,6 +63,21 @@ def parse_faults(data: bytes, name: str) -> list[dict]:
     return merge_faults(rows)
 
 
+def _objects(data: bytes, name: str, what: str):
+    """(file:line, object) for each line of a small JSON Lines file of the record; blank lines and a
+    torn last line are skipped, a malformed line or one that is not an object raises ValueError
+    naming the file and line (`what` says what the line should have been)."""
+    parse(data, name)  # malformed lines, named by line
+    lines = data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not _parses(raw)):
+            continue  # blank, or a torn last line
+        row, where = json.loads(raw), f"{name}:{n}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: {what} must be a JSON object, got {type(row).__name__}")
+        yield where, row
+
+
 def _parses(raw: bytes) -> bool:
     try:
         json.loads(raw)
@@ -82,15 +89,8 @@ def _parses(raw: bytes) -> bool:
 def parse_coordination(data: bytes, name: str) -> list[dict]:
     """coordination.jsonl's bytes as its samples, oldest first (RECORD.md). A line that is not a
     sample raises ValueError naming the file and line; a torn last line is skipped."""
-    parse(data, name)
-    lines = data.split(b"\n")
     rows = []
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not _parses(raw)):
-            continue
-        row, where = json.loads(raw), f"{name}:{n}"
-        if not isinstance(row, dict):
-            raise ValueError(f"{where}: a coordination sample must be a JSON object, got {type(row).__name__}")
+    for where, row in _objects(data, name, "a coordination sample"):
         if not _whole(row.get("at_ms")):
             raise ValueError(f"{where}: at_ms must be a whole number of ms >= 0, got {row.get('at_ms')!r}")
         if row.get("leader") is not None and not isinstance(row["leader"], str):

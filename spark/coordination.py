@@ -28,6 +28,14 @@ def _brokers_in(topology: dict, dc: str) -> list[int]:
                   if h.get("role") == "kafka_broker" and h.get("dc") == dc)
 
 
+def _informative(samples: list[dict], topology: dict) -> list[dict]:
+    """On KRaft the leader comes from the cluster's answer: a sample no broker answered says
+    nothing of it and is left out (ZooKeeper's nodes answer for themselves)."""
+    if topology.get("coordination") != "kraft":
+        return samples
+    return [s for s in samples if s.get("answered", True)]
+
+
 def _has_quorum(sample: dict) -> bool:
     return sample["leader"] is not None and sample.get("quorum", True) is not False
 
@@ -38,8 +46,7 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
     if fault.get("fault") not in DC_LOSS_FAULTS:
         return None
     start, end = fault["start_ms"], fault.get("end_ms")
-    if topology.get("coordination") == "kraft":  # a sample no broker answered says nothing of the leader
-        samples = [s for s in samples if s.get("answered", True)]
+    samples = _informative(samples, topology)
     before = [s for s in samples if s["at_ms"] < start]
     during = [s for s in samples if s["at_ms"] >= start and (end is None or s["at_ms"] <= end)]
     if not before or not during:
@@ -94,7 +101,6 @@ def timeline(samples: list[dict], topology: dict) -> list[dict]:
     """The log as the report plots it: per sample, when, the leader's DC ("none": no quorum) and
     how many brokers were live (None: no broker answered)."""
     dc_of = _dc_of(topology)
-    kraft = topology.get("coordination") == "kraft"
     return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if _has_quorum(s) else "none",
              "live_brokers": None if s.get("brokers") is None else len(s["brokers"])}
-            for s in samples if not (kraft and s.get("answered") is False)]
+            for s in _informative(samples, topology)]
