@@ -8,18 +8,19 @@ import pulumi
 from infra import rules, stack
 
 raw = pulumi.Config("dcdrill")
-config = {f"dcdrill:{k}": raw.get_object(k) if k in ("cluster", "acceptRisks", "lab", "aws") else raw.get(k)
-          for k in ("backend", "profile", "cluster", "acceptRisks", "lab", "aws")}
+OBJECTS = ("cluster", "clusters", "mirrors", "acceptRisks", "lab", "aws")
+config = {f"dcdrill:{k}": raw.get_object(k) if k in OBJECTS else raw.get(k) for k in ("backend", "profile", *OBJECTS)}
 config = {k: v for k, v in config.items() if v is not None}
 try:
     backend = stack.backend_of(config)
-    topology = stack.topology_of(config, pulumi.get_stack())
+    deployment = stack.deployment_of(config, pulumi.get_stack())
 except ValueError as exc:  # infra.schema.ConfigError: every bad key path, one per line
     raise pulumi.RunError(str(exc)) from None
-problems = rules.blocking(topology, backend.violations(topology))
+problems = rules.blocking(deployment.home, backend.deployment_violations(deployment))
 if problems:
     raise pulumi.RunError("refusing to build stack {}: {}".format(
         pulumi.get_stack(), "; ".join(f"[{v.rule}] {v.message}" for v in problems)))
 
-pulumi.export("inventory", backend.program(topology))
-pulumi.export("topology", rules.resolved(topology))
+for name, value in backend.program(deployment).items():  # inventory (+ inventories, mirrors)
+    pulumi.export(name, value)
+pulumi.export("topology", stack.resolved(deployment))

@@ -19,15 +19,21 @@ class AnsibleFailed(RuntimeError):
     pass
 
 
-def inventory_path(stack: str) -> Path:
-    return cache_dir() / "stacks" / stack / "inventory.json"
+def inventory_path(stack: str, cluster: str | None = None) -> Path:
+    """A stack's inventory; on a replicated stack `cluster` names one other than the home cluster
+    (each keeps its KRaft ids beside its inventory), or MIRRORS for the MirrorMaker 2 hosts'."""
+    base = cache_dir() / "stacks" / stack
+    return (base / "clusters" / cluster if cluster else base) / "inventory.json"
+
+
+MIRRORS = "_mirrors"  # inventory_path's name for the MM2 hosts' inventory (not a valid cluster name)
 
 
 def tls_dir(stack: str) -> Path:
     return cache_dir() / "stacks" / stack / "tls"
 
 
-def write_inventory(stack: str, inventory: Inventory) -> Path:
+def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None) -> Path:
     """The inventory Ansible and the clients read. With TLS, the stack's CA and broker key stores
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
@@ -42,21 +48,22 @@ def write_inventory(stack: str, inventory: Inventory) -> Path:
         av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack) / "credentials.json",
                                                             av["kafka_sasl_users"]))
     if inventory.kraft:  # one cluster id and one quorum, formatted once (infra/kraft.py)
-        ids = kraft.ensure(inventory_path(stack).parent / "kraft.json", [h.name for h in inventory.controllers])
+        ids = kraft.ensure(inventory_path(stack, cluster).parent / "kraft.json", [h.name for h in inventory.controllers])
         av["kafka_cluster_id"] = ids["cluster_id"]
         av["kafka_initial_controllers"] = kraft.initial_controllers(
             {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"])
-    path = inventory_path(stack)
+    path = inventory_path(stack, cluster)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inventory.to_json())
     return path
 
 
-def run_site(stack: str, quiet: bool = False, limit: str | None = None) -> dict:
-    """Run site.yml; returns per-host stats {host: {"changed": n, "failures": n, ...}}."""
+def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster: str | None = None) -> dict:
+    """Run site.yml on the stack's inventory (`cluster`: inventory_path's); returns per-host stats
+    {host: {"changed": n, "failures": n, ...}}."""
     import ansible_runner  # heavy import, only when configuring
 
-    private = cache_dir() / "stacks" / stack / "ansible-runner"
+    private = inventory_path(stack, cluster).parent / "ansible-runner"
     shutil.rmtree(private / "artifacts", ignore_errors=True)
     private.mkdir(parents=True, exist_ok=True)
 
@@ -72,7 +79,7 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None) -> dict:
 
     r = ansible_runner.run(
         private_data_dir=str(private), project_dir=str(ROOT), playbook=str(ROOT / "site.yml"),
-        inventory=str(inventory_path(stack)), quiet=True, event_handler=progress, limit=limit,
+        inventory=str(inventory_path(stack, cluster)), quiet=True, event_handler=progress, limit=limit,
         envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
                  "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
                  "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from infra import rules
+from infra import mirror_rules, rules
+from infra.deployment import Deployment
 from infra.inventory import Inventory
 from infra.rules import Violation
 from infra.topology import Topology
@@ -28,14 +29,25 @@ class Backend(ABC):
         """Every rule the topology breaks on this backend: the model's, then the backend's own."""
         return rules.check(t) + self.check(t)
 
+    def check_deployment(self, d: Deployment) -> list[Violation]:
+        """Refusals of a replicated stack (several clusters, mirrors) only this backend makes."""
+        return []
+
+    def deployment_violations(self, d: Deployment) -> list[Violation]:
+        """Every rule the whole stack breaks: each cluster's and each mirror's (infra/mirror_rules.py),
+        then the backend's own for each cluster and for the stack."""
+        return (mirror_rules.check(d) + [v for c in d.clusters for v in self.check(c)]
+                + self.check_deployment(d))
+
     @abstractmethod
     def inventory(self, t: Topology) -> Inventory:
         """The inventory as planned, offline (addresses the backend cannot know yet are placeholders)."""
 
     @abstractmethod
-    def program(self, t: Topology):
-        """Register the stack's resources (inside a Pulumi program); returns the inventory, an
-        Output on backends whose addresses are only known once the resources exist."""
+    def program(self, d: Deployment) -> dict:
+        """Register the stack's resources (inside a Pulumi program); returns the stack outputs
+        `inventory` (and on a replicated stack `inventories` and `mirrors`, infra/lab/layout.py),
+        Outputs on backends whose addresses are only known once the resources exist."""
 
     def require_support(self) -> None:
         """Raise a one-sentence error when this machine cannot drive the backend."""

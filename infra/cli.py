@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from infra import lifecycle, pulumi_cli, rules, schema, status
+from infra import ansible, lifecycle, pulumi_cli, rules, schema, status
 from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
 
@@ -43,6 +43,9 @@ def _plan(args) -> int:
             print(f"dcdrill: [{v.rule}] {v.message}", file=sys.stderr)
         return EXIT_BAD_INPUT if shape else _matrix(args.stack, t, args.json)
     backend = stacks.backend(args.stack)
+    d = stacks.load_deployment(args.stack)
+    if d.replicated:
+        return _plan_replicated(args, d, violations)
     inv = backend.inventory(t)
     one_way = backend.one_way_ms(t)
     out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t),
@@ -68,6 +71,36 @@ def _plan(args) -> int:
                   f"writes {'continue' if p['writable'] else 'STOP':<9} "
                   f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
         _print_latency(out["produce_latency"])
+    return EXIT_BAD_INPUT if blocking else EXIT_PASS
+
+
+def _plan_replicated(args, d, violations) -> int:
+    """`dcdrill plan` of a replicated stack: each cluster, each mirror flow and what each fault does to it."""
+    resolved = stacks.resolved(d)
+    blocking = rules.blocking(d.home, violations)
+    if args.json:
+        print(json.dumps({"violations": [v.as_dict() for v in violations], "clusters": resolved["clusters"],
+                          "mirrors": resolved["mirrors"]}, indent=2, sort_keys=True))
+        return EXIT_BAD_INPUT if blocking else EXIT_PASS
+    print(f"stack {args.stack}: {d.home.backend}, {d.home.profile}, {len(d.clusters)} replicated clusters")
+    for c in d.clusters:
+        print(f"  cluster {c.name}: {', '.join(c.dc_names)}; Kafka {c.kafka_version} on {c.coordination}, "
+              f"{c.total_brokers} brokers, factor {c.replication.factor}, minInsync {c.replication.min_insync}, "
+              f"acks {c.acks}, listeners {'TLS' if c.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if c.sasl else ''}")
+    for name, m in resolved["mirrors"].items():
+        print(f"  mirror {name}: MirrorMaker 2 ({m['mode']}) on {m['host']} ({m['placement']} DC), topics "
+              f"{m['topics']!r} -> {m['remote_topic_prefix']}<topic>, offset syncs at the {m['offset_syncs_topic_location']}")
+    for h in d.hosts():
+        print(f"  {h.role:<16} {h.name}")
+    print("rules:" + (" all pass" if not violations else ""))
+    for v in violations:
+        print(f"  [{v.rule}] {v.message}" + ("" if v in blocking else " (accepted risk)"))
+    print("faults, per mirror flow:")
+    for name, m in resolved["mirrors"].items():
+        for fault, p in m["predictions"].items():
+            print(f"  {name:<12} {fault:<15} source writes {'continue' if p['source_writable'] else 'STOP':<9} "
+                  f"target writable {'yes' if p['target_writable'] else 'NO':<4} "
+                  f"acked records missing from the target {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
 
 
@@ -137,6 +170,19 @@ def _lab(args) -> int:
 
 
 def _status(args) -> int:
-    st = status.cluster_status(lifecycle.inventory(args.stack))
-    print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
-    return EXIT_PASS if status.healthy(st) else EXIT_FAIL
+    d = stacks.load_deployment(args.stack)
+    if not d.replicated:
+        st = status.cluster_status(lifecycle.inventory(args.stack))
+        print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
+        return EXIT_PASS if status.healthy(st) else EXIT_FAIL
+    clusters = {name: status.cluster_status(inv) for name, inv in lifecycle.inventories(args.stack).items()}
+    mirrors = status.mirror_status(lifecycle.inventory(args.stack, ansible.MIRRORS))
+    if args.json:
+        print(json.dumps({"clusters": clusters, "mirrors": mirrors}, indent=2, sort_keys=True))
+    else:
+        for name, st in clusters.items():
+            print(f"cluster {name}:\n{status.render(st)}")
+        for m in mirrors:
+            print(f"MirrorMaker 2 {m['mirror']} on {m['name']} ({m['dc']}): {'running' if m['alive'] else 'DOWN'}")
+    ok = all(status.healthy(st) for st in clusters.values()) and all(m["alive"] for m in mirrors)
+    return EXIT_PASS if ok else EXIT_FAIL

@@ -36,6 +36,7 @@ def kafka_release(version: str) -> tuple[int, int]:
 # The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
 # consumers form this group. The ACL rules check that the workload's user may use both.
 CANARY_TOPIC = "dcdrill-canary"
+MIRROR_REST_PORT = 8083  # MirrorMaker 2's internal REST (roles/kafka_mirror kafka_mirror_rest_port)
 WORKLOAD_GROUP = "dcdrill-verifier"
 DRILL_TOPIC_PREFIX = "dcdrill-"
 

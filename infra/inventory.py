@@ -8,6 +8,12 @@ rest of dcdrill reads. The lab and AWS export the same schema:
     all.children.kafka_broker.hosts  <name>: {dc, rack, broker_id, ansible_host, ...}
     all.children.client.hosts        <name>: {dc, client_id, ansible_host, ...}
 
+A replicated stack has one such inventory per cluster, and one for its MirrorMaker 2 hosts
+(build_mirrors):
+
+    all.vars                         the clusters MM2 joins (kafka_mirror_clusters), TLS, SASL
+    all.children.kafka_mirror.hosts  <name>: {dc, mirror_id, kafka_mirror_flows, kafka_mirror_*, ...}
+
 A backend adds how Ansible reaches its hosts (SSH key for the lab, SSM on AWS) and host vars
 of its own (the lab's namespace and data root). `Inventory` wraps the dict: code outside this
 module asks it for hosts and settings instead of walking the raw mapping.
@@ -20,17 +26,19 @@ from pathlib import Path
 
 from infra import passwords, pki
 from infra.constants import CLIENT_PORT, KAFKA_VERSIONS
+from infra.deployment import MIRROR_USER, Deployment
 from infra.topology import Topology
 
 SASL_MECHANISM = "SCRAM-SHA-512"
-ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
+CLUSTER_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
+ROLES = (*CLUSTER_ROLES, "kafka_mirror")
 ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_controller": "controller_id", "kafka_broker": "broker_id",
-           "client": "client_id"}
+           "client": "client_id", "kafka_mirror": "mirror_id"}
 
 
 def build(t: Topology, addresses: dict[str, str], connection: dict | None = None,
           extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> Inventory:
-    groups: dict[str, dict] = {role: {"hosts": {}} for role in ROLES}
+    groups: dict[str, dict] = {role: {"hosts": {}} for role in CLUSTER_ROLES}
     for h in t.hosts():
         hv = {"dc": h.dc, "rack": h.dc, ROLE_ID[h.role]: h.node_id, "ansible_host": addresses[h.name]}
         hv.update((host_vars or {}).get(h.name, {}))
@@ -52,6 +60,43 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         # ACLs, so it is secured whenever the cluster is (tls and sasl).
         "zookeeper_secure": t.tls and t.sasl is not None and not t.kraft,
         **sasl_vars(t),
+        **(connection or {}),
+        **(extra_vars or {}),
+    }
+    return Inventory({"all": {"vars": dict(sorted(all_vars.items())), "children": groups}})
+
+
+def build_mirrors(d: Deployment, addresses: dict[str, str], connection: dict | None = None,
+                  extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> Inventory:
+    """The MirrorMaker 2 hosts' inventory (roles/kafka_mirror): each host's mirror settings as
+    host vars, the clusters it connects to as all.vars."""
+    groups: dict[str, dict] = {"kafka_mirror": {"hosts": {}}}
+    for h, m in d.mirror_hosts():
+        hv = {"dc": h.dc, "rack": h.dc, "mirror_id": h.node_id, "ansible_host": addresses[h.name],
+              "kafka_mirror_name": m.name,
+              "kafka_mirror_flows": [{"source": f.source, "target": f.target} for f in m.flows],
+              "kafka_mirror_topics": m.topics,
+              "kafka_mirror_replication_factor": m.replication_factor,
+              "kafka_mirror_replication_policy": m.replication_policy,
+              "kafka_mirror_offset_syncs_topic_location": m.offset_syncs_location,
+              "kafka_mirror_refresh_topics_interval_s": m.refresh_topics_interval_s,
+              "kafka_mirror_refresh_groups_interval_s": m.refresh_groups_interval_s,
+              "kafka_mirror_sync_group_offsets": m.sync_group_offsets,
+              "kafka_mirror_sync_group_offsets_interval_s": m.sync_group_offsets_interval_s,
+              "kafka_mirror_emit_checkpoints_interval_s": m.emit_checkpoints_interval_s,
+              **(host_vars or {}).get(h.name, {})}
+        groups["kafka_mirror"]["hosts"][h.name] = dict(sorted(hv.items()))
+    home = d.home
+    all_vars = {
+        "cluster_name": home.name,
+        "backend": home.backend,
+        "kafka_mirror_clusters": [{"alias": c.name, "bootstrap": [f"{h.name}:{CLIENT_PORT}" for h in c.hosts_with_role("kafka_broker")]}
+                                  for c in d.clusters],
+        "kafka_tls": home.tls,
+        "kafka_sasl": home.sasl is not None,
+        "kafka_mirror_user": MIRROR_USER,
+        # the users' passwords file, as the clusters' (infra/ansible.py fills kafka_sasl_credentials)
+        "kafka_sasl_users": sorted({u for c in d.clusters for u in c.users}),
         **(connection or {}),
         **(extra_vars or {}),
     }

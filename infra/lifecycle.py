@@ -22,8 +22,8 @@ def say(msg: str) -> None:
 
 
 def violations(stack: str) -> list[rules.Violation]:
-    """Every rule the stack breaks: the model's, then its backend's."""
-    return stacks.backend(stack).violations(stacks.load(stack))
+    """Every rule the stack breaks: the model's (every cluster's and mirror's), then its backend's."""
+    return stacks.backend(stack).deployment_violations(stacks.load_deployment(stack))
 
 
 def checked(stack: str) -> Topology:
@@ -34,20 +34,43 @@ def checked(stack: str) -> Topology:
     return t
 
 
-def inventory(stack: str) -> Inventory:
-    """The configured stack's inventory (what `lab up` wrote), else its Pulumi output."""
-    path = ansible.inventory_path(stack)
+def _key(stack: str, cluster: str | None) -> str | None:
+    """inventory_path's key of a cluster: None for the home cluster (a stretched stack's only one)."""
+    if cluster is None or cluster == ansible.MIRRORS:
+        return cluster
+    names = stacks.load_deployment(stack).cluster_names
+    if cluster not in names:
+        raise KeyError(f"stack {stack} has no cluster {cluster!r}; valid: {', '.join(names)}")
+    return None if cluster == names[0] else cluster
+
+
+def inventory(stack: str, cluster: str | None = None) -> Inventory:
+    """The configured stack's inventory (what `lab up` wrote), else its Pulumi output: the home
+    cluster's, or on a replicated stack that of `cluster` (ansible.MIRRORS: the MM2 hosts')."""
+    path = ansible.inventory_path(stack, _key(stack, cluster))
     if path.exists():
         return Inventory.load(path)
-    return Inventory(pulumi_cli.outputs(stack)["inventory"])
+    outs = pulumi_cli.outputs(stack)
+    if cluster is None:
+        return Inventory(outs["inventory"])
+    return Inventory(outs["mirrors"] if cluster == ansible.MIRRORS else outs["inventories"][cluster])
+
+
+def inventories(stack: str) -> dict[str, Inventory]:
+    """Every cluster's inventory, by cluster name (one on a stretched stack)."""
+    names = stacks.load_deployment(stack).cluster_names
+    return {name: inventory(stack, name) for name in names}
 
 
 def is_up(stack: str) -> bool:
-    """Configured and healthy right now."""
+    """Configured and healthy right now: every cluster, and every MirrorMaker 2 node."""
     if not ansible.inventory_path(stack).exists():
         return False
     try:
-        return status.healthy(status.cluster_status(inventory(stack)))
+        d = stacks.load_deployment(stack)
+        if not all(status.healthy(status.cluster_status(inv)) for inv in inventories(stack).values()):
+            return False
+        return not d.mirrors or all(m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS)))
     except Exception:  # noqa: BLE001 - anything wrong means "not up"
         return False
 
@@ -76,11 +99,23 @@ def up(stack: str, quiet: bool = False) -> dict:
     t0 = time.monotonic()
     say(f"pulumi up --stack {stack}")
     pulumi_cli.up(stack)
-    inv = Inventory(pulumi_cli.outputs(stack)["inventory"])
-    ansible.write_inventory(stack, inv)
-    say(f"ansible-playbook site.yml ({time.monotonic() - t0:.0f}s so far)")
-    ansible.run_site(stack, quiet=quiet)
-    st = wait_healthy(inv, quiet=quiet)
+    outs = pulumi_cli.outputs(stack)
+    d = stacks.load_deployment(stack)
+    # (inventory_path key, inventory): each cluster's, home first, then the MM2 hosts'
+    parts = [(None, Inventory(outs["inventory"]))]
+    if d.replicated:
+        parts += [(name, Inventory(outs["inventories"][name])) for name in d.cluster_names[1:]]
+        parts.append((ansible.MIRRORS, Inventory(outs["mirrors"])))
+    for key, inv in parts:
+        ansible.write_inventory(stack, inv, key)
+    st = {}
+    for key, inv in parts:
+        what = {None: "", ansible.MIRRORS: " (MirrorMaker 2)"}.get(key, f" (cluster {key})")
+        say(f"ansible-playbook site.yml{what if d.replicated else ''} ({time.monotonic() - t0:.0f}s so far)")
+        ansible.run_site(stack, quiet=quiet, cluster=key)
+        if key != ansible.MIRRORS:  # before MM2, which needs every cluster up
+            healthy = wait_healthy(inv, quiet=quiet)
+            st = st or healthy
     say(f"stack {stack} is up and healthy in {time.monotonic() - t0:.0f}s")
     return st
 
@@ -88,4 +123,6 @@ def up(stack: str, quiet: bool = False) -> dict:
 def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
     pulumi_cli.destroy(stack)
-    ansible.inventory_path(stack).unlink(missing_ok=True)
+    d = stacks.load_deployment(stack)
+    for key in [None, *d.cluster_names[1:], *([ansible.MIRRORS] if d.replicated else [])]:
+        ansible.inventory_path(stack, key).unlink(missing_ok=True)

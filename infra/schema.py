@@ -249,6 +249,7 @@ class LabSpec(Spec):
     broker_heap_mb: int = Field(384, ge=128, le=16_384, alias="brokerHeapMb")
     zookeeper_heap_mb: int = Field(96, ge=32, le=4_096, alias="zookeeperHeapMb")
     controller_heap_mb: int = Field(256, ge=128, le=16_384, alias="controllerHeapMb")  # KRaft controllers
+    mirror_heap_mb: int = Field(256, ge=128, le=16_384, alias="mirrorHeapMb")  # MirrorMaker 2
 
 
 InstanceType = matching(INSTANCE_TYPE, "an EC2 instance type like m6i.large")
@@ -263,13 +264,51 @@ class AwsSpec(Spec):
     ami: dict[Region, matching(AMI, "an AMI id like ami-0123456789abcdef0")] = Field(default_factory=dict)
 
 
+MIRROR_MODES = ("active-passive", "active-active")
+MIRROR_PLACEMENTS = ("target", "source")  # the DC MirrorMaker 2 runs in: the target's or the source's
+REPLICATION_POLICIES = ("default", "identity")  # DefaultReplicationPolicy ("east.topic") or Identity ("topic")
+MAX_CLUSTERS = 4
+
+
+class MirrorSpec(Spec):
+    """MirrorMaker 2 from one cluster to another (active-active: both ways), in dedicated mode.
+    The settings are MM2's, under their camelCase names; defaults suit a drill (MM2's own in
+    roles/kafka_mirror/defaults/main.yml's comments)."""
+    source: Name
+    target: Name
+    mode: Literal[MIRROR_MODES] = "active-passive"
+    placement: Literal[MIRROR_PLACEMENTS] = "target"
+    topics: str = Field("dcdrill-.*", min_length=1, max_length=200)  # a Java regex of source topic names
+    replication_factor: int = Field(2, ge=1, le=MAX_FACTOR, alias="replicationFactor")  # of the remote topics
+    replication_policy: Literal[REPLICATION_POLICIES] = Field("default", alias="replicationPolicy")
+    # unset: beside MM2 (its placement's cluster), which KIP-716 recommends when MM2 runs at the target
+    offset_syncs_topic_location: Literal["source", "target"] | None = Field(None, alias="offsetSyncsTopicLocation")
+    refresh_topics_interval_s: int = Field(5, ge=1, le=86_400, alias="refreshTopicsIntervalS")
+    refresh_groups_interval_s: int = Field(5, ge=1, le=86_400, alias="refreshGroupsIntervalS")
+    sync_group_offsets: bool = Field(True, alias="syncGroupOffsets")
+    sync_group_offsets_interval_s: int = Field(1, ge=1, le=86_400, alias="syncGroupOffsetsIntervalS")
+    emit_checkpoints_interval_s: int = Field(1, ge=1, le=86_400, alias="emitCheckpointsIntervalS")
+
+    @field_validator("topics")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+
 class StackSpec(Spec):
     """The `dcdrill:` keys of a stack's `config:` (other namespaces, like `aws:region`, belong to
-    their providers and are not read here)."""
+    their providers and are not read here). A stretched stack has one `cluster`; a replicated
+    one has `clusters`, each in DCs of its own, joined by `mirrors`."""
 
     backend: Literal["local", "aws"] = Field("local", alias="dcdrill:backend")
     profile: Literal[PROFILES] = Field("consistency-first", alias="dcdrill:profile")
-    cluster: ClusterSpec = Field(alias="dcdrill:cluster")
+    cluster: ClusterSpec | None = Field(None, alias="dcdrill:cluster")
+    clusters: list[ClusterSpec] | None = Field(None, alias="dcdrill:clusters", min_length=2, max_length=MAX_CLUSTERS)
+    mirrors: list[MirrorSpec] = Field(default_factory=list, alias="dcdrill:mirrors", max_length=MAX_CLUSTERS * 2)
     accept_risks: list[Literal[RISK_RULES]] = Field(default_factory=list, alias="dcdrill:acceptRisks")
     lab: LabSpec | None = Field(None, alias="dcdrill:lab")
     aws: AwsSpec | None = Field(None, alias="dcdrill:aws")
@@ -279,14 +318,35 @@ class StackSpec(Spec):
         other = {"local": ("aws", "dcdrill:aws"), "aws": ("lab", "dcdrill:lab")}[self.backend]
         if getattr(self, other[0]) is not None:
             raise ValueError(f"{other[1]} is for the other backend; this stack's backend is {self.backend}")
+        if (self.cluster is None) == (self.clusters is None):
+            raise ValueError("a stack has dcdrill:cluster (one stretched cluster) or dcdrill:clusters "
+                             "(replicated clusters joined by dcdrill:mirrors), " +
+                             ("not both" if self.cluster else "and has neither"))
+        if self.cluster is not None and self.mirrors:
+            raise ValueError("dcdrill:mirrors joins dcdrill:clusters; a stack with one dcdrill:cluster mirrors nothing")
+        names = [c.name for c in self.all_clusters]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"dcdrill:clusters: cluster names must be unique; repeated: {', '.join(dupes)}")
+        owner: dict[str, str] = {}
+        for c in self.all_clusters:
+            for dc in c.datacenters:
+                if dc.name in owner:
+                    raise ValueError(f"dcdrill:clusters: DC {dc.name} is in both {owner[dc.name]} and {c.name}: "
+                                     "replicated clusters live in DCs of their own")
+                owner[dc.name] = c.name
         if self.lab is not None:
-            known = [dc.name for dc in self.cluster.datacenters]
+            known = list(owner)
             for n, link in enumerate(self.lab.links):
                 for dc in link.between:
                     if dc not in known:
                         raise ValueError(f"dcdrill:lab.links[{n}].between: unknown DC {dc!r} "
-                                         f"(this cluster's DCs: {', '.join(known)})")
+                                         f"(this stack's DCs: {', '.join(known)})")
         return self
+
+    @property
+    def all_clusters(self) -> list[ClusterSpec]:
+        return [self.cluster] if self.cluster is not None else list(self.clusters or [])
 
 
 def key_path(loc: tuple) -> str:

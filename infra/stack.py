@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import yaml
 
-from infra import schema
+from infra import mirror_rules, rules, schema
+from infra import deployment as deployments
 from infra.aws.backend import AwsBackend
 from infra.backend import Backend
 from infra.constants import ROOT
 from infra.lab.backend import LabBackend
-from infra.topology import ConfigError, Topology, from_config
+from infra.topology import ConfigError, Topology
 
 BACKENDS: dict[str, type[Backend]] = {"local": LabBackend, "aws": AwsBackend}
 
@@ -55,11 +56,28 @@ def backend_of(config: dict) -> Backend:
 
 
 def topology_of(config: dict, stack: str = "") -> Topology:
-    return from_config(config, stack, default_domain=backend_of(config).default_domain)
+    """The stack's cluster: a replicated stack's home cluster (deployment_of has them all)."""
+    return deployment_of(config, stack).home
 
 
 def load(stack: str) -> Topology:
+    """The stack's cluster: a replicated stack's home cluster (load_deployment has them all)."""
     return topology_of(load_config(stack), stack)
+
+
+def deployment_of(config: dict, stack: str = "") -> deployments.Deployment:
+    return deployments.from_config(config, stack, default_domain=backend_of(config).default_domain)
+
+
+def load_deployment(stack: str) -> deployments.Deployment:
+    return deployment_of(load_config(stack), stack)
+
+
+def resolved(d: deployments.Deployment) -> dict:
+    """The resolved stack (topology.json, RECORD.md): the home cluster's keys as a stretched
+    stack's, and on a replicated stack its `clusters` and `mirrors` too."""
+    out = rules.resolved(d.home)
+    return {**out, **mirror_rules.resolved(d)} if d.replicated else out
 
 
 def backend(stack: str) -> Backend:

@@ -11,7 +11,7 @@ import socket
 import ssl
 from contextlib import closing
 
-from infra.constants import CLIENT_PORT, CONTROLLER_PORT, ZOOKEEPER_CLIENT_PORT, now_ms
+from infra.constants import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT, now_ms
 from infra.inventory import Inventory
 
 
@@ -230,6 +230,13 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
             # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
             "answered": error is None, "error": error or quorum_error, "brokers": live,
             "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id")}
+
+
+def mirror_status(inventory: Inventory, timeout_s: float = 2.0) -> list[dict]:
+    """Each MirrorMaker 2 node of a replicated stack's MM2 inventory: alive while its internal
+    REST listener answers (the role waits for it; a killed MM2 closes it)."""
+    return [{"name": h.name, "dc": h.dc, "mirror": h.vars.get("kafka_mirror_name"),
+             "alive": _tcp_ok(h.name, MIRROR_REST_PORT, timeout_s)} for h in inventory.hosts("kafka_mirror")]
 
 
 def healthy(status: dict) -> bool:

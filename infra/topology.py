@@ -90,6 +90,9 @@ class Topology:
     acls: tuple[Acl, ...] = ()
     accept_risks: tuple[str, ...] = ()
     kafka_version: str = DEFAULT_KAFKA_VERSION["zookeeper"]
+    # Where this cluster's host numbers start, per role (zookeeper, controller, broker, client):
+    # a replicated stack's clusters share one lab, so their hosts' short names must differ.
+    first_ids: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     # -- derived facts -------------------------------------------------------------------------
     @property
@@ -160,7 +163,7 @@ class Topology:
         One client host per DC that holds brokers: producers and consumers run "in" a DC.
         """
         hosts: list[Host] = []
-        broker_id = zk_id = client_id = controller_id = 0
+        zk_id, controller_id, broker_id, client_id = self.first_ids
         for dc in self.datacenters:
             for _ in range(dc.zookeepers):
                 zk_id += 1
@@ -201,9 +204,13 @@ class Topology:
 def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> Topology:
     """Build the model from a stack's config mapping (keys like `dcdrill:cluster`), validated by
     infra/schema.py first. The hosts' domain is the stack's `domain`, else the backend's
-    (infra.stack.topology_of passes it)."""
+    (infra.stack.topology_of passes it). A replicated stack's model is infra.deployment's; this
+    is its home cluster (the first of `dcdrill:clusters`, which the drill's producers write to)."""
     spec = schema.parse(config, f"stack {stack}" if stack else "")
-    c = spec.cluster
+    return cluster_from_spec(spec, spec.all_clusters[0], default_domain)
+
+
+def cluster_from_spec(spec: schema.StackSpec, c: schema.ClusterSpec, default_domain: str = "lab") -> Topology:
     return Topology(
         name=c.name,
         backend=spec.backend,

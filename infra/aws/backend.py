@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from infra.aws import plan
 from infra.backend import Backend
+from infra.deployment import Deployment
 from infra.inventory import Inventory
 from infra.rules import Violation
 from infra.topology import Topology
@@ -22,7 +23,13 @@ class AwsBackend(Backend):
     def inventory(self, t: Topology) -> Inventory:
         return plan.inventory(t, self.config)
 
-    def program(self, t: Topology):
+    def check_deployment(self, d: Deployment) -> list[Violation]:
+        if d.replicated:
+            return [Violation("aws-replicated", "the AWS program provisions one stretched cluster; replicated "
+                                                "clusters (dcdrill:clusters) run on the lab backend for now")]
+        return []
+
+    def program(self, d: Deployment) -> dict:
         from infra.aws import program
 
-        return program.build(t, self.config)
+        return {"inventory": program.build(d.home, self.config)}

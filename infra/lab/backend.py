@@ -5,6 +5,7 @@ from __future__ import annotations
 from infra import schema
 from infra.backend import Backend
 from infra.constants import cache_dir
+from infra.deployment import Deployment
 from infra.inventory import Inventory
 from infra.rules import Violation
 from infra.schema import LabSpec
@@ -33,10 +34,10 @@ class LabBackend(Backend):
 
         return layout.build_inventory(t, self.settings, cache_dir())
 
-    def program(self, t: Topology):
+    def program(self, d: Deployment) -> dict:
         from infra.lab import program
 
-        return program.build(t, self.settings, cache_dir())
+        return program.build(d, self.settings, cache_dir())
 
     def require_support(self) -> None:
         from infra.lab import layout, netns

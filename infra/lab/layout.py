@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from infra import inventory
-from infra.constants import KAFKA_VERSIONS
+from infra.constants import KAFKA_VERSIONS, kafka_release
+from infra.deployment import Deployment
 from infra.lab import netns, shaper
 from infra.topology import Topology
 
@@ -26,11 +27,11 @@ def require_reachable(cache: Path) -> None:
                                  f"chmod o+x {folder}, or clone dcdrill somewhere they can reach")
 
 
-def dc_index(t: Topology, dc: str) -> int:
+def dc_index(t: Topology | Deployment, dc: str) -> int:
     return t.dc_names.index(dc) + 1
 
 
-def link_table(t: Topology, settings) -> "shaper.LinkTable":
+def link_table(t: Topology | Deployment, settings) -> "shaper.LinkTable":
     """Every ordered DC pair's shape: the lab-wide latency, jitter and loss, then each
     `links` entry's own values for its pair (both directions)."""
     base = shaper.LinkShape(settings.latency_ms, settings.jitter_ms, settings.loss_pct)
@@ -50,7 +51,7 @@ def shaper_dir(cache: Path) -> Path:
     return lab_dir(cache) / "shaper"
 
 
-def addresses(t: Topology, prefix: str) -> dict[str, str]:
+def addresses(t: Topology | Deployment, prefix: str) -> dict[str, str]:
     out, per_dc = {}, {}
     for h in t.hosts():
         i = dc_index(t, h.dc)
@@ -63,28 +64,61 @@ def lab_dir(cache: Path) -> Path:
     return cache / "lab"
 
 
-def build_inventory(t: Topology, settings, cache: Path) -> inventory.Inventory:
-    """settings: infra.lab.backend.LabSettings."""
-    lab = lab_dir(cache)
-    connection = {
+def _connection(lab: Path) -> dict:
+    return {
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         "ansible_python_interpreter": "/usr/bin/python3",
     }
-    extra = {
+
+
+def _services(version: str, cache: Path) -> dict:
+    return {
         # The lab has no systemd: the roles start JVMs under dcdrill's small lab supervisor.
         "service_manager": "lab",
         "lab_service_python": sys.executable,
-        "kafka_libs_dir": str(cache / KAFKA_VERSIONS[t.kafka_version] / "libs"),
-        "kafka_heap_mb": settings.broker_heap_mb,
+        "kafka_libs_dir": str(cache / KAFKA_VERSIONS[version] / "libs"),
         # Services run unprivileged: as a uid of their own with no passwd entry, so the lab adds
         # no user to this machine (infra/lab/service.py starts them as it).
         "kafka_service_user": str(KAFKA_UID), "zookeeper_service_user": str(ZOOKEEPER_UID),
         "service_user_create": False,
-        "zookeeper_heap_mb": settings.zookeeper_heap_mb,
-        "kafka_controller_heap_mb": settings.controller_heap_mb,
     }
-    host_vars = {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
-                 for h in t.hosts()}
-    return inventory.build(t, addresses(t, settings.subnet_prefix), connection, extra, host_vars)
+
+
+def _host_vars(lab: Path, hosts) -> dict:
+    return {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)} for h in hosts}
+
+
+def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = None) -> inventory.Inventory:
+    """One cluster's inventory. settings: infra.lab.backend.LabSettings; `d`: the replicated stack
+    the cluster is part of, whose DCs and hosts share the lab's address plan."""
+    lab = lab_dir(cache)
+    extra = {**_services(t.kafka_version, cache),
+             "kafka_heap_mb": settings.broker_heap_mb,
+             "zookeeper_heap_mb": settings.zookeeper_heap_mb,
+             "kafka_controller_heap_mb": settings.controller_heap_mb}
+    if d is not None and any(f.target == t.name for f in d.flows):
+        # MM2 keeps the source's timestamps; the target's own append time is what lag is measured by
+        extra["kafka_broker_custom_properties"] = {"log.message.timestamp.type": "LogAppendTime"}
+    return inventory.build(t, addresses(d or t, settings.subnet_prefix), _connection(lab), extra,
+                           _host_vars(lab, t.hosts()))
+
+
+def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.Inventory:
+    """The MirrorMaker 2 hosts' inventory, on the newest Kafka the stack's clusters run."""
+    lab = lab_dir(cache)
+    newest = max((c.kafka_version for c in d.clusters), key=kafka_release)
+    extra = {**_services(newest, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
+    return inventory.build_mirrors(d, addresses(d, settings.subnet_prefix), _connection(lab), extra,
+                                   _host_vars(lab, [h for h, _ in d.mirror_hosts()]))
+
+
+def build_inventories(d: Deployment, settings, cache: Path) -> dict:
+    """The stack output: `inventory` (the home cluster's), and on a replicated stack `inventories`
+    (every cluster's, by name) and `mirrors` (the MM2 hosts')."""
+    if not d.replicated:
+        return {"inventory": build_inventory(d.home, settings, cache).data}
+    return {"inventory": build_inventory(d.home, settings, cache, d).data,
+            "inventories": {c.name: build_inventory(c, settings, cache, d).data for c in d.clusters},
+            "mirrors": build_mirror_inventory(d, settings, cache).data}

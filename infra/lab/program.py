@@ -8,11 +8,12 @@ import pulumi
 
 from infra.lab import layout, netns, shaper
 from infra.lab.resources import Datacenter, Host, Link, Router, Shaper
-from infra.topology import Topology
+from infra.deployment import Deployment
 
 
-def build(t: Topology, settings, cache: Path) -> dict:
-    """settings: infra.lab.backend.LabSettings. Returns the inventory's dict (a stack output)."""
+def build(t: Deployment, settings, cache: Path) -> dict:
+    """Every cluster's hosts and the MirrorMaker 2 hosts, in one lab (a DC belongs to one cluster).
+    settings: infra.lab.backend.LabSettings. Returns the stack outputs (layout.build_inventories)."""
     netns.require_support()
     prefix = settings.subnet_prefix
     lab = layout.lab_dir(cache)
@@ -36,4 +37,4 @@ def build(t: Topology, settings, cache: Path) -> dict:
                      "state_dir": str(layout.shaper_dir(cache)),
                      "links": shaper.table_to_json(layout.link_table(t, settings))},
            pulumi.ResourceOptions(depends_on=links))
-    return layout.build_inventory(t, settings, cache).data
+    return layout.build_inventories(t, settings, cache)

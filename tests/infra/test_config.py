@@ -160,7 +160,8 @@ def test_stack_files_are_valid_yaml_with_the_documented_shape():
     for name in stack.stack_names():
         cfg = yaml.safe_load((ROOT / f"Pulumi.{name}.yaml").read_text())["config"]
         assert cfg["dcdrill:backend"] in ("local", "aws")
-        assert "datacenters" in cfg["dcdrill:cluster"]
+        clusters = [cfg["dcdrill:cluster"]] if "dcdrill:cluster" in cfg else cfg["dcdrill:clusters"]
+        assert all("datacenters" in c for c in clusters)
 
 
 def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
