@@ -1,6 +1,7 @@
 # dcdrill: the two commands are `make drill` and `make test`. Everything installs itself.
 STACK ?= local
-EXPERIMENT ?= kill-dc
+# EXPERIMENT: default kill-dc, or kill-source-dc on a replicated stack
+EXPERIMENT ?=
 DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
@@ -23,10 +24,10 @@ status: setup
 	$(BIN)/dcdrill status --stack $(STACK)
 
 check: setup  ## the drill's preflight alone: stack rules, the experiment on the stack's backend; starts nothing
-	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),) --check
+	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) --check
 
 drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify, report
-	$(BIN)/dcdrill drill --stack $(STACK) --experiment $(EXPERIMENT) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
+	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
 
 test: setup  ## the import layers (lint-imports), unit tests, then the integration tests on the real lab
 	$(BIN)/lint-imports

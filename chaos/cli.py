@@ -29,7 +29,10 @@ def register(sub) -> None:
     p = sub.add_parser("drill", help="the full drill: lab up, experiment, verify, report",
                        description=drill.__doc__.split("\n\n")[0], epilog=drill.__doc__.split("\n\n")[1])
     p.add_argument("--stack", default="local", help="the stack to drill (Pulumi.<stack>.yaml; default local)")
-    p.add_argument("--experiment", default="kill-dc", help=f"one of: {', '.join(experiment.names())}")
+    p.add_argument("--experiment", help=f"one of: {', '.join(experiment.names())} (default: kill-dc, or "
+                                        "kill-source-dc on a replicated stack)")
+    p.add_argument("--failover-to", help="a replicated stack's cluster the consumers fail over to (default: the "
+                                         "first the source is mirrored into)")
     p.add_argument("--dc", default=None, help="target DC (default: the first DC holding brokers; quorum-leader: "
                                               "the DC of the coordination quorum's leader as each drill starts)")
     p.add_argument("--other-dc", default=None, help="slow-link: the other end (default: the next broker DC)")

@@ -17,6 +17,7 @@ from infra import lifecycle
 from infra import stack as stacks
 from infra.backend import Backend
 from infra.constants import DRILL_TOPIC_PREFIX
+from infra.deployment import Deployment
 from infra.inventory import Inventory
 from infra.topology import Topology
 from record import DrillRecord
@@ -45,6 +46,14 @@ def topology(configuration: dict | None) -> Topology:
     return t.with_settings(own) if own else t
 
 
+def deployment(configuration: dict | None) -> Deployment:
+    """Every cluster and mirror of the stack, under the drill's own settings if the record has some."""
+    d = stacks.load_deployment(stack_name(configuration))
+    rd = (configuration or {}).get("run_dir")
+    own = DrillRecord(rd).settings() if rd else {}
+    return d.with_settings(own) if own else d
+
+
 def backend(configuration: dict | None) -> Backend:
     return stacks.backend(stack_name(configuration))
 
@@ -63,6 +72,6 @@ def drill_topic(configuration) -> str:
 
 
 def check_dc(configuration: dict | None, dc: str) -> None:
-    names = topology(configuration).dc_names
+    names = deployment(configuration).dc_names
     if dc not in names:
         raise ValueError(f"unknown DC {dc!r}; valid: {', '.join(names)}")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from chaos import experiment, settings
-from infra import lifecycle, rules, status
+from infra import lifecycle, mirror_rules, rules, status
 from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, ROOT
 from record import DrillRecord
@@ -27,7 +27,8 @@ from spark import history, verify
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
 DC_LOSSES = {"kill-dc", "stop-dc", "isolate-dc"}
-QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
+QUORUM_LEADER = "quorum-leader"
+STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given  # --dc: the DC of the coordination quorum's leader, when each drill starts
 
 
 class Plan:
@@ -36,14 +37,19 @@ class Plan:
 
     def __init__(self, args):
         own = settings.given(args)
-        self.topology = stacks.load(args.stack).with_settings(own)  # UnknownStack lists the valid stacks
+        self.deployment = stacks.load_deployment(args.stack).with_settings(own)  # UnknownStack lists the valid stacks
+        self.topology = self.deployment.home
         self.backend = stacks.backend(args.stack)
+        args.experiment = args.experiment or (REPLICATED_DEFAULT if self.deployment.replicated else STRETCHED_DEFAULT)
         self.experiment = experiment.compose(args.experiment)
         broker_dcs = [dc.name for dc in self.topology.broker_dcs]
         self.leader_dc = args.dc == QUORUM_LEADER  # resolved per drill (_quorum_leader_dc); checked as any DC here
         self.dc = None if self.leader_dc else args.dc or (broker_dcs[0] if broker_dcs else None)
         self.other = args.other_dc or next((d for d in broker_dcs if d != self.dc), None)
         self.variables = {k: v for k, v in (("dc", self.dc or self.topology.dc_names[0]), ("other_dc", self.other)) if v}
+        into = [f.target for f in self.deployment.flows if f.source == self.topology.name]
+        if "failover_to" in self.experiment["configuration"] and into:
+            self.variables["failover_to"] = args.failover_to or into[0]
         for key in LINK_SHAPE:  # slow-link's shape; the experiment's own defaults otherwise
             if getattr(args, key, None) is not None:
                 self.variables[key] = getattr(args, key)
@@ -56,16 +62,25 @@ class Plan:
         out = [f"[{v.rule}] {v.message}" for v in rules.blocking(t, violations)]
         if out and own:
             out.append(f"(`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
-        out += experiment.preflight(self.experiment, t, self.backend, self.variables)
+        d = self.deployment
+        if d.replicated:  # every cluster's and mirror's rules, and the failover's
+            violations = self.backend.deployment_violations(d) if (own or args.check) else []
+            out = [f"[{v.rule}] {v.message}" for v in rules.blocking(t, violations)]
+            if "failover_to" in self.variables:
+                out += mirror_rules.failover_problems(d, self.variables["failover_to"])
+        elif experiment.needs_mirrors(self.experiment):
+            out.append(f"{args.experiment} drills a replicated stack (dcdrill:clusters joined by dcdrill:mirrors); "
+                       f"{args.stack} is one stretched cluster")
+        out += experiment.preflight(self.experiment, t, self.backend, self.variables, d.dc_names)
         if self.leader_dc and args.experiment not in DC_LOSSES:
             out.append(f"--dc {QUORUM_LEADER} is for the loss of a DC ({', '.join(sorted(DC_LOSSES))}), "
                        f"not {args.experiment}")
-        if args.experiment in TARGETS_A_DC and broker_dcs == [self.dc] and not args.force:
+        if args.experiment in TARGETS_A_DC and broker_dcs == [self.dc] and not args.force and not d.replicated:
             out.append(f"{self.dc} holds every broker: the drill would take the whole cluster down "
                        "(pass --force to do it anyway)")
         if args.repeat < 1:
             out.append(f"--repeat must be at least 1, got {args.repeat}")
-        if len(t.datacenters) < 2 and not args.force:
+        if len(d.datacenters) < 2 and not args.force:
             out.append("the stack has a single DC: a DC drill would take everything down (--force)")
         if args.hold is not None and args.hold <= 0:
             out.append(f"--hold must be > 0 seconds, got {args.hold:g}")

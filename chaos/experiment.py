@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from chaos.faults import actions, driver_class
-from chaos.faults.driver import DIRECTIONS
+from chaos.faults.driver import DIRECTIONS, FaultDriver
 from infra import rules
 from infra.backend import Backend
 from infra.topology import Topology
@@ -45,18 +45,28 @@ def compose(name: str) -> dict:
     return out
 
 
+MIRROR_FUNCS = {"fail_over_consumers", "kill_mirror", "wait_mirrored"}  # only a replicated stack has what they act on
+
+
+def needs_mirrors(experiment: dict) -> bool:
+    every = experiment.get("method", []) + experiment.get("rollbacks", [])
+    return any(a.get("provider", {}).get("func") in MIRROR_FUNCS for a in every)
+
+
 def fault_activities(experiment: dict) -> list[dict]:
     """The activities of the experiment that call a fault action (chaos/faults/actions.py)."""
     every = experiment.get("method", []) + experiment.get("rollbacks", [])
     return [a for a in every if a.get("provider", {}).get("module") == FAULT_MODULE]
 
 
-def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict) -> list[str]:
+def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
+              dc_names: list[str] | None = None) -> list[str]:
     """What stops this experiment on this stack, as sentences; empty: it can run. Starts nothing.
 
     Chaos Toolkit's own validation (every module, function and argument resolves), then: every
     fault it names exists on the backend's driver, and applies to the topology (a DC it names is
-    one of the stack's, a tiebreaker loss needs a tiebreaker DC)."""
+    one of the stack's, a tiebreaker loss needs a tiebreaker DC). `dc_names`: every DC of a
+    replicated stack (`t` is its home cluster)."""
     from chaoslib.exceptions import InvalidExperiment
     from chaoslib.experiment import ensure_experiment_is_valid
 
@@ -70,13 +80,16 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict) 
     for a in fault_activities(experiment):
         func = a["provider"]["func"]
         need = actions.NEEDS.get(func)
-        if need is None or getattr(drv, need, None) is None or getattr(getattr(drv, need), "__isabstractmethod__", False):
+        method = getattr(drv, need, None) if need else None
+        if (method is None or getattr(method, "__isabstractmethod__", False)
+                or method is getattr(FaultDriver, need, None) and need not in FaultDriver.__abstractmethods__):
             problems.append(f"fault {func!r} does not exist on the {backend.name} backend's driver ({drv.__name__})")
             continue
         for key, value in a["provider"].get("arguments", {}).items():
             value = _substitute(value, config)
-            if key in ("dc", "other_dc") and value not in t.dc_names:
-                problems.append(f"{a['name']}: {key} {value!r} is not a DC of the stack; valid: {', '.join(t.dc_names)}")
+            valid = dc_names or t.dc_names
+            if key in ("dc", "other_dc") and value not in valid:
+                problems.append(f"{a['name']}: {key} {value!r} is not a DC of the stack; valid: {', '.join(valid)}")
             if key == "direction" and value not in DIRECTIONS:
                 problems.append(f"{a['name']}: direction {value!r}; valid: {', '.join(DIRECTIONS)}")
         if func == "kill_tiebreaker" and not rules.tiebreakers(t):

@@ -116,6 +116,16 @@ def sasl_vars(t: Topology) -> dict:
             "kafka_super_users": [f"User:{t.sasl.admin}"] + [pki.principal(b) for b in brokers]}
 
 
+def merged(inventories: list[Inventory]) -> Inventory:
+    """One inventory holding every host of several (a replicated stack's clusters and MM2 hosts),
+    for what acts on hosts wherever they are (the fault drivers); vars are the first's."""
+    groups: dict[str, dict] = {role: {"hosts": {}} for role in ROLES}
+    for inv in inventories:
+        for role, group in inv.data["all"]["children"].items():
+            groups[role]["hosts"].update(group.get("hosts", {}))
+    return Inventory({"all": {"vars": dict(inventories[0].vars), "children": groups}})
+
+
 @dataclass(frozen=True)
 class InventoryHost:
     name: str  # the DNS name clients and certificates use

@@ -18,7 +18,7 @@ LEDGERS = ("produced", "audit", "consumed")
 
 # The faults faults.jsonl names (RECORD.md); the losses of a whole DC have a prediction to check.
 KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER = "kill-dc", "stop-dc", "isolate-dc", "kill-tiebreaker"
-DEGRADE_LINK, ROLLING_RESTART = "degrade-link", "rolling-restart"
+DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR = "degrade-link", "rolling-restart", "kill-mirror"
 DC_LOSS_FAULTS = (KILL_DC, STOP_DC, KILL_TIEBREAKER, ISOLATE_DC)
 
 TOPOLOGY = "topology.json"
@@ -31,10 +31,11 @@ CHAOS_LOG = "chaos.log"
 PHASES = "phases.json"
 BASELINE = "baseline.json"
 COORDINATION = "coordination.jsonl"
+FAILOVERS = "failovers.jsonl"
 REPORT = "report"
 
 
-FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART)
+FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR)
 
 
 def _whole(value) -> bool:
@@ -84,6 +85,19 @@ def _parses(raw: bytes) -> bool:
         return True
     except ValueError:
         return False
+
+
+def parse_failovers(data: bytes, name: str) -> list[dict]:
+    """failovers.jsonl (RECORD.md): each line {group, from, to, at_ms, ...}; a bad one raises
+    ValueError naming the file, line and key."""
+    rows = []
+    for where, row in _objects(data, name, "a failover"):
+        for key, kind in (("group", str), ("from", str), ("to", str), ("at_ms", int)):
+            if not isinstance(row.get(key), kind) or isinstance(row.get(key), bool):
+                raise ValueError(f"{where}: {key} must be {'a string' if kind is str else 'an integer'}, "
+                                 f"got {row.get(key)!r}")
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["at_ms"])
 
 
 def parse_coordination(data: bytes, name: str) -> list[dict]:
@@ -190,8 +204,9 @@ class DrillRecord:
     def consumed(self, consumer_id: str) -> Path:
         return self.ledger_dir("consumed") / f"{consumer_id}.jsonl"
 
-    def audit(self) -> Path:
-        return self.ledger_dir("audit") / "audit.jsonl"
+    def audit(self, cluster: str | None = None) -> Path:
+        """The audit of the only cluster, or on a replicated stack of one cluster (RECORD.md)."""
+        return self.ledger_dir("audit") / f"{cluster or 'audit'}.jsonl"
 
     def events(self, consumer_id: str) -> Path:
         return self.path / "events" / f"{consumer_id}.jsonl"
@@ -294,6 +309,15 @@ class DrillRecord:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []
 
     # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
+    def append_failover(self, entry: dict) -> None:
+        """One consumer-group failover (RECORD.md): {group, from, to, at_ms, topic, consumers}."""
+        with open(self.file(FAILOVERS), "a") as f:
+            f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def failovers(self) -> list[dict]:
+        path = self.file(FAILOVERS)
+        return parse_failovers(path.read_bytes(), str(path)) if path.exists() else []
+
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)
 

@@ -208,7 +208,7 @@ def recover_in_flight(ledger_path: Path, intent_path: Path) -> int:
                     "partition": partitions[seq % len(keys)], "key": keys[seq % len(keys)], "send_ms": at_ms,
                     "status": "info", "ack_ms": None, "offset": None,
                     "error": "the producer ended before this record's outcome was written (from its intent log)",
-                    "dc": header.get("dc")})
+                    "dc": header.get("dc"), **({"cluster": header["cluster"]} if header.get("cluster") else {})})
     if out:
         with Ledger(ledger_path) as ledger:
             ledger.write_many(out)

@@ -141,7 +141,7 @@ def render_text(gs: list[dict]) -> str:
 
 def render_html(gs: list[dict], summaries: list[dict]) -> str:
     """Self-contained page: the groups as a table and each drill as a dot (recovery, ack gap)."""
-    from spark import report
+    from spark import figures, report
 
     report.warm_up()  # the Agg backend: no display needed
     import matplotlib.pyplot as plt
@@ -164,7 +164,7 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
              "prediction held": f"{g['as_predicted']}/{g['predictions_checked']}" if g["predictions_checked"] else "-"}
             for g in gs]
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>dcdrill history</title>"
-            f"<style>{report.STYLE}</style></head><body>"
-            f"<h1>dcdrill history: {len(summaries)} drills</h1>{report.html_table(rows, list(rows[0]))}"
-            f"<img alt='each drill as a dot' src='{report.png(fig)}'>"
+            f"<style>{figures.STYLE}</style></head><body>"
+            f"<h1>dcdrill history: {len(summaries)} drills</h1>{figures.html_table(rows, list(rows[0]))}"
+            f"<img alt='each drill as a dot' src='{figures.png(fig)}'>"
             f"<p>Runs: {html.escape(', '.join(sorted(s['run'] for s in summaries)))}</p></body></html>")

@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import (BASELINE, COORDINATION, FAULTS, TOPOLOGY, check_baseline, check_topology,
-                                 parse_coordination, parse_faults)
+from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, TOPOLOGY, check_baseline,
+                                 check_topology, parse_coordination, parse_failovers, parse_faults)
 from spark import storage
 
 
@@ -143,11 +143,27 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
     return f"{kind}: a row could not be read (no file to blame)"
 
 
-def load(spark: SparkSession, run_dir: str, kind: str) -> tuple[DataFrame, dict]:
+def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = None) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
-    {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass."""
+    {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass.
+
+    `cluster`: a replicated stack's cluster whose rows these are (RECORD.md): its own audit file,
+    audit/<cluster>.*, and the consumed rows its consumers wrote (those failed over to another
+    cluster read a copy, checked by spark/mirrors.py)."""
     files, fmt = ledger_files(spark, run_dir, kind)
+    if cluster and kind == "audit":
+        files = [f for f in files if f.rsplit("/", 1)[-1].rsplit(".", 1)[0] == cluster]
     schema = SCHEMAS[kind]
+    if cluster and kind == "consumed":
+        df, info = load(spark, run_dir, kind)
+        if info["empty"] or info["format"] == "parquet":
+            return df, info
+        struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)]
+                              + [T.StructField("cluster", S)])
+        df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
+            .json(info["files"])
+        own = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
+        return own.select(*schema, CORRUPT), info
     if not files:
         empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
         return spark.createDataFrame([], empty), \
@@ -227,3 +243,8 @@ def read_faults(run_dir: str, spark=None) -> list[dict]:
 def read_coordination(run_dir: str, spark=None) -> list[dict]:
     """coordination.jsonl, its samples oldest first (record.parse_coordination); missing: none."""
     return _read_lines(run_dir, COORDINATION, parse_coordination, spark)
+
+
+def read_failovers(run_dir: str, spark=None) -> list[dict]:
+    """failovers.jsonl, oldest first (record.parse_failovers); missing: none."""
+    return _read_lines(run_dir, FAILOVERS, parse_failovers, spark)

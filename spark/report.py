@@ -1,31 +1,12 @@
 """report/index.html (self-contained: plots embedded as PNG) and report/junit.xml."""
 from __future__ import annotations
 
-import base64
 import html
-import io
 from datetime import datetime, timezone
 from xml.sax.saxutils import escape, quoteattr
 
-
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
-         "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
-         "text-align:right}th{background:#f3f3f3}img{max-width:100%}")
-
-
-def png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def _shade(ax, summary: dict, t0: float) -> None:
-    for f in summary.get("faults", []):
-        end = f.get("end_ms") or (t0 + 1000 * (ax.get_xlim()[1]))
-        ax.axvspan((f["start_ms"] - t0) / 1000, (end - t0) / 1000, color="tab:red", alpha=0.15,
-                   label=f"{f['fault']} {f['target']}")
+from spark import mirror_report
+from spark.figures import STYLE, html_table, png, shade
 
 
 def warm_up() -> None:
@@ -56,7 +37,7 @@ def plots(summary: dict) -> dict[str, str]:
     ax.plot(xs_all, [acks.get(s, 0) for s in secs], label="acks/s")
     ax.plot(xs_all, [(sends[s]["failed"] + sends[s]["indeterminate"]) if s in sends else 0 for s in secs],
             label="failed + indeterminate (by send second)", color="tab:orange")
-    _shade(ax, summary, t0)
+    shade(ax, summary, t0)
     ax.set_xlabel("seconds since the first send"), ax.set_ylabel("records"), ax.legend(loc="upper right", fontsize=8)
     ax.set_title("Acknowledgements per second")
     out["acks"] = png(fig)
@@ -67,7 +48,7 @@ def plots(summary: dict) -> dict[str, str]:
                      for s in secs], label="p50")
     ax.plot(xs_all, [sends[s]["latency_p99_ms"] if s in sends and sends[s]["latency_p99_ms"] is not None else nan
                      for s in secs], label="p99")
-    _shade(ax, summary, t0)
+    shade(ax, summary, t0)
     ax.set_yscale("symlog"), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
     ax.set_title("Produce latency (acknowledged records, by send second)"), ax.legend(fontsize=8)
     out["latency"] = png(fig)
@@ -80,7 +61,7 @@ def plots(summary: dict) -> dict[str, str]:
     lost_dups = [n + (sends[s]["duplicates_in_log"] if s in sends else 0) for n, s in zip(lost, secs)]
     ax.stairs(lost, edges, fill=True, label="acked lost", color="tab:red")
     ax.stairs(lost_dups, edges, baseline=lost, fill=True, label="duplicates in log", color="tab:purple")
-    _shade(ax, summary, t0)
+    shade(ax, summary, t0)
     ax.set_xlabel("send time (s)"), ax.set_ylabel("records"), ax.set_title("Lost and duplicated records by send time")
     ax.legend(fontsize=8)
     out["loss"] = png(fig)
@@ -100,7 +81,7 @@ def plots(summary: dict) -> dict[str, str]:
         bottom.set_yticks(range(len(dcs)), dcs, fontsize=8), bottom.set_ylabel("leader in")
         bottom.set_ylim(-0.5, len(dcs) - 0.5)
         for ax in (top, bottom):
-            _shade(ax, summary, t0)
+            shade(ax, summary, t0)
         bottom.set_xlabel("seconds since the first send")
         out["coordination"] = png(fig)
 
@@ -118,13 +99,6 @@ def plots(summary: dict) -> dict[str, str]:
             ax.tick_params(axis="x", rotation=45)
         out["gaps"] = png(fig)
     return out
-
-
-def html_table(rows: list[dict], cols: list[str]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def render_html(summary: dict) -> str:
@@ -155,6 +129,7 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
 {_coordination(summary)}
+{mirror_report.section(summary, summary["timeline"]["send"][0]["sec"] * 1000 if summary["timeline"]["send"] else None)}
 {_predictions(summary)}
 {_latency(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>

@@ -61,6 +61,10 @@ def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]
                         "numbers": numbers})
     violations = [{"rule": r["rule"], "message": r["message"], "numbers": r["numbers"]} for r in results
                   if not r["passed"]]
+    if topology.get("clusters"):  # a replicated record: the mirrors' and failovers' promises too
+        for v in mirror_violations(summary):
+            results.append({**v, "description": v["rule"], "passed": False})
+            violations.append(v)
     return ("fail" if violations else "pass"), violations, results
 
 
@@ -101,3 +105,25 @@ def _stalled_text(f: dict) -> str:
                 "anything after the fault started")
     return (f"{name}: the slowest partition acknowledged again {f['recovery_ms'] / 1000:.1f} s after the start, "
             f"not before the heal ({f['held_ms'] / 1000:.1f} s)")
+
+
+def mirror_violations(summary: dict) -> list[dict]:
+    """The replicated stack's promises, whatever the fault: MM2 finishes its copy once the source
+    is back (nothing acknowledged is missing from the target after the catch-up), no record comes
+    back to its origin, and a failed-over consumer group skips nothing."""
+    out = []
+    for name, m in (summary.get("mirrors") or {}).items():
+        n = m["counts"]["not_mirrored"]
+        if n:
+            out.append({"rule": "mirror-complete", "message": f"{name}: {n} acknowledged records never reached "
+                                                              f"{m['remote_topic']}", "numbers": {"not_mirrored": n}})
+    for cluster, n in (summary.get("mirror_loops") or {}).items():
+        if n:
+            out.append({"rule": "no-mirror-loops", "message": f"{cluster}: {n} of its own records came back",
+                        "numbers": {"mirror_loops": n}})
+    for fo in summary.get("failovers") or []:
+        if fo["failover_skipped"]:
+            out.append({"rule": "failover-skips-nothing",
+                        "message": f"{fo['group']} {fo['from']}->{fo['to']}: {fo['failover_skipped']} records skipped",
+                        "numbers": {"failover_skipped": fo["failover_skipped"]}})
+    return out

@@ -26,8 +26,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
 from record.drill_record import REPORT, DrillRecord  # noqa: E402
-from spark import cds, checker, coordination, identities, options, report, storage, verdict  # noqa: E402
-from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
+from spark import (cds, checker, coordination, identities, mirror_report, mirrors, options, report, storage,  # noqa: E402
+                   verdict)
+from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet, read_failovers,  # noqa: E402
                            read_baseline, read_coordination, read_faults, read_topology)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
@@ -173,7 +174,10 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     # Not cached: one scan reads each ledger (JSON Lines parsed once); only rare second looks
     # (spark/checker.py) read one again. Caching the parsed JSON cost more than it saved: 2M
     # records, 20.4 s with it, 14.0 s without.
-    ledgers = {kind: load(spark, run_dir, kind) for kind in ("produced", "audit", "consumed")}
+    # A replicated record: the stretched counts are the home (source) cluster's; spark/mirrors.py
+    # checks the copies and the failed-over consumers.
+    home = topology.get("cluster") if topology.get("clusters") else None
+    ledgers = {kind: load(spark, run_dir, kind, home) for kind in ("produced", "audit", "consumed")}
     if ledgers["produced"][1]["empty"]:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     (P, _), (A, _), (C, _) = ledgers.values()
@@ -202,6 +206,8 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     samples = read_coordination(run_dir, spark=spark)
     coordination.attach(summary["faults"], samples, topology)
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
+    if home:
+        summary.update(mirrors.check(spark, run_dir, topology, P, summary["faults"], read_failovers(run_dir, spark=spark)))
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
@@ -238,6 +244,7 @@ def one_screen(summary: dict) -> str:
             lines.append(f"    coordination: {report.coordination_text(f)}")
     for p in summary["prediction_checks"]:
         lines.append(f"  losing {p['target']}: {report.prediction_text(p)}")
+    lines += mirror_report.text(summary)
     for v in summary["violations"]:
         lines.append(f"  VIOLATION [{v['rule']}] {v['message']}")
     return "\n".join(lines)

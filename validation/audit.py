@@ -1,5 +1,6 @@
 """The final audit: after the cluster has healed, read every partition from its log start to
-its end with `assign` (no group, no commits) into audit/audit.jsonl.
+its end with `assign` (no group, no commits) into audit/audit.jsonl; on a replicated stack, each
+cluster's topics (the drill's, and MM2's remote copies) into audit/<cluster>.jsonl.
 
     python -m validation.audit --config JSON
 """
@@ -20,9 +21,20 @@ class PartitionOffline(RuntimeError):
 
 
 def run(cfg: dict) -> int:
+    cluster = cfg.get("cluster")
+    ledger = Ledger(DrillRecord(cfg["run_dir"]).audit(cluster))
+    try:
+        for topic in cfg.get("topics") or [cfg["topic"]]:
+            audit_topic(cfg, topic, ledger, {"cluster": cluster} if cluster else {})
+    finally:
+        ledger.close()
+    return 0
+
+
+def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
-    topic, timeout_s = cfg["topic"], float(cfg.get("audit_timeout_s", 120))
+    timeout_s = float(cfg.get("audit_timeout_s", 120))
     consumer = KafkaConsumer(bootstrap_servers=cfg["bootstrap"], group_id=None, enable_auto_commit=False,
                              client_id="dcdrill-audit", bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
                              request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024,
@@ -40,7 +52,6 @@ def run(cfg: dict) -> int:
     start, end = _offsets(consumer, tps, deadline)
     consumer.seek_to_beginning(*tps)
     remaining = {tp for tp in tps if end[tp] > start[tp]}
-    ledger = Ledger(DrillRecord(cfg["run_dir"]).audit())
     last_progress = {tp: time.monotonic() for tp in tps}
     while remaining:
         batch = consumer.poll(timeout_ms=1000)
@@ -51,19 +62,16 @@ def run(cfg: dict) -> int:
                     continue
                 pid, seq, _ = clients.decode_value(r.value)
                 rows.append({"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                             "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp})
+                             "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp, **extra})
             last_progress[tp] = time.monotonic()
         ledger.write_many(rows)
         for tp in list(remaining):
             if consumer.position(tp) >= end[tp]:
                 remaining.discard(tp)
             elif time.monotonic() - last_progress[tp] > timeout_s:
-                ledger.close()
                 raise PartitionOffline(f"partition {tp.topic}-{tp.partition} made no progress for {timeout_s:.0f}s "
                                        f"(at {consumer.position(tp)} of {end[tp]}): is it offline?")
-    ledger.close()
     consumer.close()
-    return 0
 
 
 def _offsets(consumer, tps, deadline):

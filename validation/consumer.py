@@ -29,6 +29,9 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
     cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
+    # A replicated stack's cluster this member reads (None: the only one). A member failed over to
+    # another cluster starts from MM2's translated offsets: `none` makes a missing one an error.
+    where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
     consumed = Ledger(run.consumed(cid))
     events = Ledger(run.events(cid))
     status_path = run.status(f"consumer-{cid}")
@@ -52,7 +55,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if consumer is None:
                 consumer = KafkaConsumer(
                     bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=f"dcdrill-{cid}",
-                    enable_auto_commit=False, auto_offset_reset="earliest", client_rack=dc,
+                    enable_auto_commit=False, auto_offset_reset=cfg.get("auto_offset_reset", "earliest"), client_rack=dc,
                     session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
                     bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000,
                     metadata_max_age_ms=METADATA_MAX_AGE_MS, **clients.resolve_security(cfg))
@@ -64,7 +67,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
                 for r in records:
                     pid, seq, _ = clients.decode_value(r.value)
                     rows.append({"consumer_id": cid, "group": cfg["group"], "topic": tp.topic, "partition": tp.partition,
-                                 "offset": r.offset, "producer_id": pid, "seq": seq, "consume_ms": now, "dc": dc})
+                                 "offset": r.offset, "producer_id": pid, "seq": seq, "consume_ms": now, "dc": dc, **where})
             if rows:
                 consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
                 delivered += len(rows)

@@ -40,10 +40,12 @@ class SequencedProducer:
         self.keys = [(f"k{i}", clients.partition_for(f"k{i}", self.partitions)) for i in range(cfg["keys"])]
         self.key_bytes = [k.encode() for k, _ in self.keys]
         self.pid_json, self.topic_json, self.dc_json = json.dumps(self.pid), json.dumps(self.topic), json.dumps(self.dc)
+        self.cluster = cfg.get("cluster")  # a replicated stack's cluster it writes to (None: the only one)
+        self.tail = "}\n" if self.cluster is None else f',"cluster":{json.dumps(self.cluster)}}}\n'
         # Fsync'd before each block of sends: a killed producer's unfinished records become info
         # rows (DrillRecord.recover_in_flight), not phantoms.
         self.intents = IntentLog(run.intents(self.pid), {
-            "producer_id": self.pid, "topic": self.topic, "dc": self.dc,
+            "producer_id": self.pid, "topic": self.topic, "dc": self.dc, "cluster": self.cluster,
             "keys": [k for k, _ in self.keys], "partitions": [p for _, p in self.keys]})
 
     # -- outcomes (kafka-python: its I/O thread; confluent: our thread, inside service()) ----------
@@ -62,7 +64,7 @@ class SequencedProducer:
         line = (f'{{"producer_id":{self.pid_json},"seq":{seq},"topic":{self.topic_json},"partition":{partition},'
                 f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
                 f'"offset":{"null" if offset is None else offset},'
-                f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}}}\n')
+                f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}' + self.tail)
         if self.deferred is not None:
             self.deferred.append(line)
         else:

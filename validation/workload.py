@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from infra.constants import ACKS, ROOT, WORKLOAD_GROUP
@@ -134,15 +134,42 @@ def delete_topic(inventory: Inventory, topic: str, timeout_ms: int = 30_000) -> 
 class Workload:
     """Producers and consumers as child processes; `stop()` lets them settle what is in flight."""
 
-    def __init__(self, run_dir: Path, inventory: Inventory, spec: WorkloadSpec):
+    def __init__(self, run_dir: Path, inventory: Inventory, spec: WorkloadSpec, cluster: str | None = None):
+        """`cluster`: on a replicated stack, the cluster `inventory` is (its name goes in every row)."""
         spec.validate(inventory)
         self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
+        self.cluster = cluster
         self.record = DrillRecord(run_dir)
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.recovered: dict[str, int] = {}  # producer -> info rows written from its intent log
 
     def _cfg(self, **extra) -> dict:
-        return _process_config(self.run_dir, self.inventory, self.spec, **extra)
+        where = {"cluster": self.cluster} if self.cluster else {}
+        return _process_config(self.run_dir, self.inventory, self.spec, **where, **extra)
+
+    def fail_over(self, inventory: Inventory, topic: str, cluster: str, timeout_s: float = 30.0) -> list[str]:
+        """Move the consumer group to another cluster: stop this workload's consumers (each commits
+        what it recorded, if its cluster still answers), then start as many on `cluster`'s client
+        hosts reading `topic` (MM2's copy) as the same group, from the offsets MM2 translated, with
+        auto.offset.reset=none: a partition without one is an error, never a silent skip."""
+        running = [(n, p) for n, p in self.procs if n.startswith("c") and p.poll() is None]
+        for _, p in running:
+            p.send_signal(signal.SIGTERM)
+        for _, p in running:
+            try:
+                p.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        env, first = _process_env(), sum(n.startswith("c") for n, _ in self.procs) + 1
+        started = []
+        for i, host in enumerate(placements(inventory, [], len(running) or self.spec.consumers)):
+            cid = f"c{first + i}"
+            cfg = _process_config(self.run_dir, inventory, replace(self.spec, topic=topic), consumer_id=cid,
+                                  dc=host.dc, host=host.name, cluster=cluster, auto_offset_reset="none")
+            self._spawn(cid, _argv("validation.consumer", host, cfg), env)
+            started.append(cid)
+        return started
 
     def start(self) -> "Workload":
         env = _process_env()
@@ -241,10 +268,13 @@ def progress_line(st: dict, elapsed_s: float) -> str:
             f"indeterminate {st['info']}  in flight {st['in_flight']}  consumed {st['delivered']}  [{dcs}]   ")
 
 
-def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: float = 120.0) -> None:
-    """Read the whole log into audit/ (from a client host, like the other clients)."""
+def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: float = 120.0,
+          cluster: str | None = None, topics: list[str] | None = None) -> None:
+    """Read the whole log into audit/ (from a client host, like the other clients). On a replicated
+    stack, one cluster's `topics` into audit/<cluster>.jsonl."""
     hosts = placements(inventory, spec.hosts, 1)
-    cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s)
+    extra = {"cluster": cluster, "topics": topics} if cluster else {}
+    cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s, **extra)
     res = subprocess.run(_argv("validation.audit", hosts[0], cfg), env=_process_env(), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")

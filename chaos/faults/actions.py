@@ -14,20 +14,29 @@ from chaos import context
 from chaos.faults import driver_class
 from chaos.faults.driver import FaultDriver, Undo
 from chaos.kafka.probes import wait_converged
-from infra import rules, status
-from record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_TIEBREAKER, ROLLING_RESTART,
-                                 STOP_DC)
+from infra import ansible, inventory, lifecycle, rules, status
+from record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
+                                 ROLLING_RESTART, STOP_DC)
 
-__all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "heal"]
+__all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "kill_mirror",
+           "heal"]
 
 # What each action needs from the driver: `dcdrill drill --check` checks the backend has it.
 NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc", "kill_tiebreaker": "kill_dc",
-         "degrade_link": "degrade_link", "rolling_restart": "restart_broker", "heal": "undo"}
+         "degrade_link": "degrade_link", "rolling_restart": "restart_broker", "kill_mirror": "kill_mirror",
+         "heal": "undo"}
 
 
 def driver(configuration: dict | None) -> FaultDriver:
     backend = context.backend(configuration)
-    return driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
+    d = context.deployment(configuration)
+    if not d.replicated:
+        return driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
+    stack = context.stack_name(configuration)
+    every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
+    if d.mirrors:
+        every.append(lifecycle.inventory(stack, ansible.MIRRORS))
+    return driver_class(backend)(d, inventory.merged(every), backend)
 
 
 def isr_snapshot(configuration) -> dict | None:
@@ -113,6 +122,16 @@ def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, sec
     result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all)
     heal("all-brokers", configuration=configuration)  # nothing to undo: this records the fault's end
     return result
+
+
+def kill_mirror(configuration: dict = None, secrets: dict = None) -> dict:
+    """SIGKILL the stack's (first) MirrorMaker 2 node; heal starts it again, and MM2 resumes from
+    the offsets it last committed (what it had copied since is copied again)."""
+    d = driver(configuration)
+    hosts = d.inventory.hosts("kafka_mirror")
+    if not hosts:
+        raise ActivityFailed(f"stack {context.stack_name(configuration)} runs no MirrorMaker 2")
+    return _inject(configuration, KILL_MIRROR, hosts[0].name, lambda drv, undo: drv.kill_mirror(hosts[0], undo))
 
 
 def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:

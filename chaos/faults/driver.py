@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 
 from infra.backend import Backend
 from infra.inventory import Inventory, InventoryHost
+from infra.deployment import Deployment
 from infra.topology import Topology
 
 DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
@@ -38,7 +39,10 @@ class FaultDriver(ABC):
     and hosts of the inventory; a driver acts on exactly the hosts and networks its own stack
     created (the inventory the stack exported), never on whatever merely looks like them."""
 
-    def __init__(self, topology: Topology, inventory: Inventory, backend: Backend):
+    def __init__(self, topology: Topology | Deployment, inventory: Inventory, backend: Backend):
+        """`topology`: the cluster, or a replicated stack's whole Deployment (its DCs and hosts);
+        `inventory`: every host the faults may touch (on a replicated stack, every cluster's and
+        MirrorMaker 2's: infra.inventory.merged)."""
         self.topology, self.inventory, self.backend = topology, inventory, backend
 
     @abstractmethod
@@ -57,6 +61,11 @@ class FaultDriver(ABC):
     def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
                      undo: Undo) -> dict:
         """Latency, jitter and packet loss between two DCs, both directions."""
+
+    def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:
+        """SIGKILL one MirrorMaker 2 node of a replicated stack (heal starts it again). A backend
+        without replicated stacks leaves this out, and `dcdrill drill --check` says so."""
+        raise NotImplementedError(f"{type(self).__name__} cannot kill MirrorMaker 2")
 
     @abstractmethod
     def restart_broker(self, host: InventoryHost) -> None:

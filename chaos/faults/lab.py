@@ -14,9 +14,13 @@ from infra.inventory import InventoryHost
 from infra.lab import layout, netns, service, shaper
 
 
+SERVICE = {"zookeeper": "zookeeper", "kafka_mirror": "mirror"}  # the roles' service names; kafka otherwise
+DC_LOSS_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "kafka_mirror")  # clients survive: they are the observers
+
+
 def spec_path(host: InventoryHost) -> str:
     """The service spec the role rendered on the host (roles/jvm_service)."""
-    sub = "zookeeper" if host.role == "zookeeper" else "kafka"
+    sub = SERVICE.get(host.role, "kafka")
     return str(Path(host.vars["data_root"]) / sub / f"{sub}.json")
 
 
@@ -30,7 +34,7 @@ def start_service(name: str, spec: str, ns: str) -> None:
 
 class LabFaults(FaultDriver):
     def _signal_dc(self, dc: str, sig: int, undo: Undo) -> dict:
-        targets = self.inventory.in_dc(dc)
+        targets = self.inventory.in_dc(dc, DC_LOSS_ROLES)
         if not targets:
             raise ValueError(f"{dc} runs no Kafka or ZooKeeper process")
         specs = [(h.name, spec_path(h), h.netns) for h in targets]
@@ -74,6 +78,14 @@ class LabFaults(FaultDriver):
         shape = shaper.LinkShape(latency_ms, jitter_ms, loss_pct, table[(a, b)].rate_mbit)
         links.apply({**table, (a, b): shape, (b, a): shape})
         return {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct, "shaper": links.kind}
+
+    def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:
+        spec = spec_path(host)
+        undo.add(restart=[[host.name, spec, host.netns]])
+        service.stop(service.load(spec), signal.SIGKILL, timeout_s=5)
+        if service.running_pid(service.load(spec)):
+            raise RuntimeError(f"MirrorMaker 2 on {host.name} still running after SIGKILL")
+        return {"hosts": [host.name]}
 
     def restart_broker(self, host: InventoryHost) -> None:
         spec = spec_path(host)

@@ -2,11 +2,15 @@
 process, so the running workload is kept here between activities."""
 from __future__ import annotations
 
+from chaoslib.exceptions import ActivityFailed
+
 from chaos import context
-from infra import rules
+from infra import lifecycle, mirror_rules, rules
+from infra import stack as stacks
+from infra.constants import WORKLOAD_GROUP, now_ms
 from validation import workload as wl
 
-__all__ = ["start_workload", "stop_workload", "run_audit", "delete_topic"]
+__all__ = ["start_workload", "stop_workload", "fail_over_consumers", "run_audit", "delete_topic"]
 
 _running: dict[str, wl.Workload] = {}
 
@@ -23,12 +27,13 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
                            idempotence=bool(idempotence))
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
-    resolved = rules.resolved(t)
+    d = context.deployment(configuration)
+    resolved = stacks.resolved(d)
     one_way = context.backend(configuration).one_way_ms(t)
     if one_way is not None:  # what the network adds to produce latency, for the report
         resolved["produce_latency"] = rules.produce_latency(t, one_way)
     context.record(configuration).write_topology(resolved)
-    _running[str(run)] = wl.Workload(run, inv, spec).start()
+    _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
     return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate, "topic": topic}
 
 
@@ -40,11 +45,78 @@ def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
     return {"stopped": True, "exit_codes": codes, "status": w.status()}
 
 
+def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict = None,
+                        secrets: dict = None) -> dict:
+    """Move the workload's consumer group to cluster `to`, which MirrorMaker 2 copies the drill
+    topic into: its members there read the copy from the offsets MM2 translated (checkpoints and
+    group offset sync), and a partition without one is an error. Recorded in failovers.jsonl."""
+    d, stack = context.deployment(configuration), context.stack_name(configuration)
+    problems = mirror_rules.failover_problems(d, to)
+    if problems:
+        raise ActivityFailed("; ".join(problems))
+    home, topic = d.home.name, context.drill_topic(configuration)
+    mirror = next(m for m in d.mirrors if any(f.source == home and f.target == to for f in m.flows))
+    remote = mirror.remote_topic(topic, home)
+    target = lifecycle.inventory(stack, to)
+    offsets = _translated_offsets(target, WORKLOAD_GROUP, remote, float(wait_offsets_s))
+    if not offsets:
+        raise ActivityFailed(f"[failover-no-offsets] group {WORKLOAD_GROUP} has no offsets for {remote} in {to} after "
+                             f"{float(wait_offsets_s):.0f}s: MirrorMaker 2 translated none (sync.group.offsets, "
+                             "checkpoints), so the failed-over consumers would have nowhere to start")
+    w = _running.get(str(context.run_dir(configuration)))
+    if w is None:
+        raise ActivityFailed("no workload is running for this drill (start-workload first)")
+    at_ms = now_ms()
+    started = w.fail_over(target, remote, to)
+    entry = {"group": WORKLOAD_GROUP, "from": home, "to": to, "at_ms": at_ms, "topic": remote,
+             "offsets": {str(p): o for p, o in sorted(offsets.items())}, "consumers": started}
+    context.record(configuration).append_failover(entry)
+    return entry
+
+
+def _translated_offsets(inventory, group: str, topic: str, wait_s: float) -> dict[int, int]:
+    """{partition: committed offset} of `group` on `topic` in the target, once MM2 has synced some."""
+    import time
+
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), client_id="dcdrill-failover",
+                                     **inventory.client_security(admin=True))
+            try:
+                got = admin.list_group_offsets({group: None}).get(group) or {}
+            finally:
+                admin.close()
+            offsets = {tp.partition: meta.offset for tp, meta in got.items() if tp.topic == topic and meta.offset >= 0}
+            if offsets:
+                return offsets
+        except (KafkaError, OSError):  # the target answers, or the wait runs out
+            pass
+        if time.monotonic() > deadline:
+            return {}
+        time.sleep(1)
+
+
 def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:
+    """Read the drill topic into the record's audit; on a replicated stack, every cluster's copy
+    of it too (audit/<cluster>.jsonl, RECORD.md)."""
     topic = topic or context.drill_topic(configuration)
-    inv = context.inventory(configuration)
-    wl.audit(context.run_dir(configuration), inv, wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
-    return {"audit": str(context.run_dir(configuration) / "audit")}
+    d, run = context.deployment(configuration), context.run_dir(configuration)
+    if not d.replicated:
+        wl.audit(run, context.inventory(configuration), wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
+        return {"audit": str(run / "audit")}
+    stack = context.stack_name(configuration)
+    read = {}
+    for c in d.clusters:
+        topics = ([topic] if c.name == d.home.name else []) + [
+            m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name and f.source == d.home.name]
+        wl.audit(run, lifecycle.inventory(stack, c.name), wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s),
+                 cluster=c.name, topics=topics)
+        read[c.name] = topics
+    return {"audit": str(run / "audit"), "topics": read}
 
 
 def delete_topic(keep: bool = False, topic: str = None, configuration: dict = None, secrets: dict = None) -> dict:

@@ -98,8 +98,9 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
              "kafka_heap_mb": settings.broker_heap_mb,
              "zookeeper_heap_mb": settings.zookeeper_heap_mb,
              "kafka_controller_heap_mb": settings.controller_heap_mb}
-    if d is not None and any(f.target == t.name for f in d.flows):
-        # MM2 keeps the source's timestamps; the target's own append time is what lag is measured by
+    if d is not None and d.replicated:
+        # MM2 keeps the source's timestamps: with each cluster's own append time in its log, a
+        # copy's lag is the target's append time minus the source's (spark/mirrors.py)
         extra["kafka_broker_custom_properties"] = {"log.message.timestamp.type": "LogAppendTime"}
     return inventory.build(t, addresses(d or t, settings.subnet_prefix), _connection(lab), extra,
                            _host_vars(lab, t.hosts()))

@@ -1,0 +1,49 @@
+"""MirrorMaker 2 probes: is every MM2 node running, and how far behind is each flow's copy of the
+drill topic (records: the source's log end minus the copy's, summed over partitions)."""
+from __future__ import annotations
+
+from chaos import context
+from infra import ansible, lifecycle, status
+
+__all__ = ["mirrors_running", "mirror_lag"]
+
+
+def mirrors_running(configuration: dict = None, secrets: dict = None) -> bool:
+    """Every MirrorMaker 2 node's REST listener answers (true on a stack without mirrors)."""
+    if not context.deployment(configuration).mirrors:
+        return True
+    nodes = status.mirror_status(lifecycle.inventory(context.stack_name(configuration), ansible.MIRRORS))
+    return bool(nodes) and all(n["alive"] for n in nodes)
+
+
+def end_offsets(inventory, topic: str, timeout_s: float = 10.0) -> dict[int, int] | None:
+    """{partition: log end offset} of a topic, None when it does not exist (yet) or nobody answers."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=inventory.bootstrap_servers(), client_id="dcdrill-mirror-probe",
+                                 request_timeout_ms=int(timeout_s * 1000), **inventory.client_security(admin=True))
+    except Exception:  # noqa: BLE001 - no broker answers
+        return None
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            return None
+        ends = consumer.end_offsets([TopicPartition(topic, p) for p in sorted(parts)])
+        return {tp.partition: off for tp, off in ends.items()}
+    except Exception:  # noqa: BLE001 - a partition without a leader
+        return None
+    finally:
+        consumer.close()
+
+
+def mirror_lag(configuration: dict = None, secrets: dict = None) -> dict:
+    """{flow: records the copy lacks (None: a side does not answer or has no such topic)}."""
+    d, stack, topic = context.deployment(configuration), context.stack_name(configuration), context.drill_topic(configuration)
+    out = {}
+    for m in d.mirrors:
+        for f in m.flows:
+            src = end_offsets(lifecycle.inventory(stack, f.source), topic)
+            dst = end_offsets(lifecycle.inventory(stack, f.target), m.remote_topic(topic, f.source))
+            out[f.name] = None if src is None or dst is None else sum(max(0, e - dst.get(p, 0)) for p, e in src.items())
+    return out

@@ -1,0 +1,34 @@
+"""What every page of the report draws with: its style, a figure as an embedded PNG, the fault
+band on a timeline, an HTML table. Shared by report.py, mirror_report.py and history.py."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+         "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
+         "text-align:right}th{background:#f3f3f3}img{max-width:100%}")
+
+
+def png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def shade(ax, summary: dict, t0: float) -> None:
+    for f in summary.get("faults", []):
+        end = f.get("end_ms") or (t0 + 1000 * (ax.get_xlim()[1]))
+        ax.axvspan((f["start_ms"] - t0) / 1000, (end - t0) / 1000, color="tab:red", alpha=0.15,
+                   label=f"{f['fault']} {f['target']}")
+
+
+def html_table(rows: list[dict], cols: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
