@@ -143,18 +143,24 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
     return f"{kind}: a row could not be read (no file to blame)"
 
 
-def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = None) -> tuple[DataFrame, dict]:
+def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = None,
+         copies: tuple[str, ...] = ()) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass.
 
     `cluster`: a replicated stack's cluster whose rows these are (RECORD.md): its own audit file,
-    audit/<cluster>.*, and the consumed rows its consumers wrote (those failed over to another
-    cluster read a copy, checked by spark/mirrors.py)."""
+    audit/<cluster>.*, and the produced and consumed rows of its own clients (records written to
+    another cluster, and consumers failed over to one, are spark/mirrors.py's). `copies`: the
+    prefixes of MM2's copies in that cluster (`west.`), whose audit rows are left out too."""
     files, fmt = ledger_files(spark, run_dir, kind)
     if cluster and kind == "audit":
         files = [f for f in files if f.rsplit("/", 1)[-1].rsplit(".", 1)[0] == cluster]
+        if copies:
+            df, info = load(spark, run_dir, kind, cluster)
+            own = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
+            return own, info
     schema = SCHEMAS[kind]
-    if cluster and kind == "consumed":
+    if cluster and kind in ("produced", "consumed"):
         df, info = load(spark, run_dir, kind)
         if info["empty"] or info["format"] == "parquet":
             return df, info
@@ -190,6 +196,10 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
             raise BadInput(locate_problem(spark, files, kind))
         torn = sum(torn_last_line(spark, f) for f in files)
     return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
+
+
+def _quote(prefix: str) -> str:
+    return "".join("\\" + ch if not ch.isalnum() else ch for ch in prefix)
 
 
 def read_json(run_dir: str, name: str, required: bool = True, spark=None):

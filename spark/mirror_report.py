@@ -12,13 +12,18 @@ def _s(ms) -> str:
     return "-" if ms is None else f"{ms / 1000:.1f} s"
 
 
+def _rpo(rpo: dict) -> str:
+    return "no RPO (nothing happened to the source)" if rpo["records"] is None else \
+        f"RPO {rpo['records']} records / {rpo['seconds']:.1f} s"
+
+
 def text(summary: dict) -> list[str]:
     out = []
     for name, m in (summary.get("mirrors") or {}).items():
         c, rpo, lag = m["counts"], m["rpo"], m["steady_lag_ms"]
         out.append(f"  mirror {name}: mirrored {c['mirrored']} of {c['acked']} acked, not mirrored {c['not_mirrored']}, "
                    f"duplicates {c['replication_duplicates']}, order violations {c['target_order_violations']}; "
-                   f"RPO {rpo['records']} records / {rpo['seconds']:.1f} s; steady lag p50 {_s(lag['p50'])} "
+                   f"{_rpo(rpo)}; steady lag p50 {_s(lag['p50'])} "
                    f"p99 {_s(lag['p99'])}; caught up {_s(m['catch_up_ms'])} after the heal")
     loops = summary.get("mirror_loops") or {}
     if loops:
@@ -47,8 +52,8 @@ def plot(summary: dict, t0_ms: float) -> str | None:
         for key, style in (("p50", "-"), ("p99", "--")):
             ax.plot(xs, [max(1, by_sec[s][key]) if s in by_sec else float("nan") for s in secs],
                     label=f"{name} lag {key}", linestyle=style)
-        if m["rpo"]["at_ms"] is not None and m["rpo"]["records"]:
-            ax.annotate(f"RPO {m['rpo']['records']} records, {m['rpo']['seconds']:.1f} s",
+        if m["rpo"]["records"]:
+            ax.annotate(f"{name} {_rpo(m['rpo'])}",
                         ((m["rpo"]["at_ms"] - t0_ms) / 1000, 1), xytext=(5, 20), textcoords="offset points", fontsize=8)
     for fo in summary.get("failovers") or []:
         ax.axvline((fo["at_ms"] - t0_ms) / 1000, color="black", linewidth=1, label=f"failover to {fo['to']}")
@@ -65,7 +70,7 @@ def section(summary: dict, t0_ms: float | None) -> str:
     rows = [{"flow": name, "acked": m["counts"]["acked"], "mirrored": m["counts"]["mirrored"],
              "not mirrored": m["counts"]["not_mirrored"], "duplicates": m["counts"]["replication_duplicates"],
              "phantoms": m["counts"]["target_phantoms"], "order violations": m["counts"]["target_order_violations"],
-             "RPO records": m["rpo"]["records"], "RPO": f"{m['rpo']['seconds']:.1f} s",
+             "RPO": _rpo(m["rpo"]),
              "steady lag p50 / p99": f"{_s(m['steady_lag_ms']['p50'])} / {_s(m['steady_lag_ms']['p99'])}",
              "lag max": _s(m["lag_ms"]["max"]), "caught up after heal": _s(m["catch_up_ms"])}
             for name, m in mirrors.items()]

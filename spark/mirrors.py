@@ -11,8 +11,9 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
   lag_ms                   R's append time minus X's, per record: p50, p99, max; steady_lag_ms: the
                            records of the STEADY_WINDOW_MS before the first fault (the drill waits
                            for MM2 to catch up with the new topic first, so this is MM2 keeping up)
-  rpo                      at the failover (else the first fault's start): acknowledged records
-                           R did not hold yet, and the age of the oldest of them
+  rpo                      at the failover (else the first fault on a source DC; none without
+                           either): acknowledged records R did not hold yet, and the age of the
+                           oldest of them
   catch_up_ms              after the last heal: until R held every record acknowledged before it
 Per cluster: mirror_loops, records of the cluster's own that came back in a copy.
 Per failover: failover_redelivered (processed on both sides), failover_skipped (in R below
@@ -52,9 +53,12 @@ def _pct(df: DataFrame, col: str) -> dict:
     return {k: (None if row[k] is None else int(round(row[k]))) for k in ("p50", "p99", "max", "n")}
 
 
-def _instant(faults: list[dict], failovers: list[dict], flow: dict) -> int | None:
+def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: list[str]) -> int | None:
+    """When the RPO is taken: the flow's failover, else the first fault on one of its source's
+    DCs (None: nothing happened to the source, so nothing was stranded there)."""
     own = [f["at_ms"] for f in failovers if f["from"] == flow["source"] and f["to"] == flow["target"]]
-    return own[0] if own else (faults[0]["start_ms"] if faults else None)
+    lost = [f["start_ms"] for f in faults if f.get("target") in source_dcs]
+    return own[0] if own else (lost[0] if lost else None)
 
 
 def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
@@ -82,8 +86,8 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
         ).first().asDict()
         by_phase = {r["phase"]: r["n"] for r in joined.filter(F.col("src_n").isNotNull() & F.col("dst_n").isNull())
                     .groupBy("phase").agg(F.count("*").alias("n")).collect()}
-        at = _instant(faults, failovers, flow)
-        rpo = {"at_ms": at, "records": 0, "seconds": 0.0}
+        at = _instant(faults, failovers, flow, source_dcs)
+        rpo = {"at_ms": at, "records": None, "seconds": None}
         if at is not None:
             missing = joined.filter((F.col("ack_ms") <= at) & (F.col("dst_ts").isNull() | (F.col("dst_ts") > at)))
             row = missing.agg(F.count("*").alias("n"), F.min("ack_ms").alias("oldest")).first()
@@ -153,8 +157,9 @@ def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
                 F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()}
 
 
-def check(spark, run_dir: str, topology: dict, P: DataFrame, faults: list[dict], failovers: list[dict]) -> dict:
+def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict]) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
+    P = load(spark, run_dir, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
     topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
     topic = topic_row[0][0] if topic_row else None
     clusters = topology["clusters"]

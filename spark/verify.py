@@ -177,7 +177,9 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     # A replicated record: the stretched counts are the home (source) cluster's; spark/mirrors.py
     # checks the copies and the failed-over consumers.
     home = topology.get("cluster") if topology.get("clusters") else None
-    ledgers = {kind: load(spark, run_dir, kind, home) for kind in ("produced", "audit", "consumed")}
+    copies = tuple(sorted({m["remote_topic_prefix"] for m in (topology.get("mirrors") or {}).values()
+                           if m["target"] == home and m["remote_topic_prefix"]}))
+    ledgers = {kind: load(spark, run_dir, kind, home, copies) for kind in ("produced", "audit", "consumed")}
     if ledgers["produced"][1]["empty"]:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     (P, _), (A, _), (C, _) = ledgers.values()
@@ -207,7 +209,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     coordination.attach(summary["faults"], samples, topology)
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
     if home:
-        summary.update(mirrors.check(spark, run_dir, topology, P, summary["faults"], read_failovers(run_dir, spark=spark)))
+        summary.update(mirrors.check(spark, run_dir, topology, summary["faults"], read_failovers(run_dir, spark=spark)))
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)

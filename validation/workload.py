@@ -147,6 +147,19 @@ class Workload:
         where = {"cluster": self.cluster} if self.cluster else {}
         return _process_config(self.run_dir, self.inventory, self.spec, **where, **extra)
 
+    def add_producers(self, inventory: Inventory, cluster: str) -> list[str]:
+        """As many producers again, writing to another cluster of a replicated stack (active-active:
+        each cluster takes writes), numbered on from this workload's."""
+        env, first = _process_env(), sum(n.startswith("p") for n, _ in self.procs) + 1
+        started = []
+        for i, host in enumerate(placements(inventory, [], self.spec.producers)):
+            pid = f"p{first + i}"
+            cfg = _process_config(self.run_dir, inventory, self.spec, producer_id=pid, dc=host.dc, host=host.name,
+                                  cluster=cluster)
+            self._spawn(pid, _argv("validation.producer", host, cfg), env)
+            started.append(pid)
+        return started
+
     def fail_over(self, inventory: Inventory, topic: str, cluster: str, timeout_s: float = 30.0) -> list[str]:
         """Move the consumer group to another cluster: stop this workload's consumers (each commits
         what it recorded, if its cluster still answers), then start as many on `cluster`'s client

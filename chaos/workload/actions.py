@@ -33,8 +33,16 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     if one_way is not None:  # what the network adds to produce latency, for the report
         resolved["produce_latency"] = rules.produce_latency(t, one_way)
     context.record(configuration).write_topology(resolved)
-    _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
-    return {"producers": spec.producers, "consumers": spec.consumers, "rate_per_producer": spec.rate, "topic": topic}
+    w = _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
+    writers = [t.name]
+    for c in d.clusters[1:]:  # active-active: every cluster a mirror copies from takes writes too
+        if any(f.source == c.name for f in d.flows):
+            other = lifecycle.inventory(context.stack_name(configuration), c.name)
+            wl.ensure_topic(other, spec, replication=c.replication, fresh=True)
+            w.add_producers(other, c.name)
+            writers.append(c.name)
+    return {"producers": spec.producers * len(writers), "consumers": spec.consumers, "rate_per_producer": spec.rate,
+            "topic": topic, "clusters": writers}
 
 
 def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
@@ -111,8 +119,9 @@ def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = N
     stack = context.stack_name(configuration)
     read = {}
     for c in d.clusters:
-        topics = ([topic] if c.name == d.home.name else []) + [
-            m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name and f.source == d.home.name]
+        writes = c.name == d.home.name or any(f.source == c.name for f in d.flows)
+        topics = ([topic] if writes else []) + [
+            m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name]
         wl.audit(run, lifecycle.inventory(stack, c.name), wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s),
                  cluster=c.name, topics=topics)
         read[c.name] = topics
@@ -126,8 +135,18 @@ def delete_topic(keep: bool = False, topic: str = None, configuration: dict = No
     topic = topic or context.drill_topic(configuration)
     if str(keep).lower() in ("1", "true", "yes"):
         return {"topic": topic, "deleted": False}
-    try:
-        wl.delete_topic(context.inventory(configuration), topic)
-    except Exception as exc:  # noqa: BLE001 - housekeeping: the record is complete, the drill stands
-        return {"topic": topic, "deleted": False, "error": f"{type(exc).__name__}: {exc}"}
+    d, stack = context.deployment(configuration), context.stack_name(configuration)
+    # (cluster, topic): the drill topic, and on a replicated stack every copy and every cluster's own
+    where = [(None, topic)] if not d.replicated else [
+        (c.name, t) for c in d.clusters
+        for t in [topic, *(m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name)]]
+    errors = []
+    for cluster, name in where:
+        try:
+            wl.delete_topic(lifecycle.inventory(stack, cluster), name)
+        except Exception as exc:  # noqa: BLE001 - housekeeping: the record is complete, the drill stands
+            if cluster is None or "UnknownTopic" not in type(exc).__name__:
+                errors.append(f"{cluster or ''} {name}: {type(exc).__name__}: {exc}".strip())
+    if errors:
+        return {"topic": topic, "deleted": False, "error": "; ".join(errors)}
     return {"topic": topic, "deleted": True}

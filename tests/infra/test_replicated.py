@@ -1,0 +1,148 @@
+"""Replicated stacks, offline: the schema and rules refuse what MirrorMaker 2 cannot do safely,
+each named, with exit 2 from `dcdrill plan` and `dcdrill drill --check`; the model gives every
+host a lab-unique name, MM2 a host in its placement DC and a principal of its own; the lab's
+inventories split per cluster."""
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chaos import cli as chaos_cli  # noqa: F401 (registers the drill command)
+from dcdrill import cli
+from infra import mirror_rules, stack
+from infra.deployment import MIRROR_USER
+from infra.lab import layout
+
+ROOT = Path(__file__).resolve().parents[2]
+REPLICATED = yaml.safe_load((ROOT / "Pulumi.local-replicated.yaml").read_text())
+AA = yaml.safe_load((ROOT / "Pulumi.local-replicated-aa.yaml").read_text())
+
+
+def mirror(**kv):
+    return lambda c: c["config"]["dcdrill:mirrors"][0].update(kv)
+
+
+def second(**kv):
+    return lambda c: c["config"]["dcdrill:clusters"][1].update(kv)
+
+
+def acls_without_remote(c):
+    for cl in c["config"]["dcdrill:clusters"]:
+        cl["acls"] = [a for a in cl["acls"] if "." not in a["name"]]
+
+
+BAD = [
+    ("unknown cluster", REPLICATED, mirror(target="north"), "[mirror-unknown-cluster] dcdrill:mirrors[0] (east->north): unknown cluster 'north'"),
+    ("same cluster", REPLICATED, mirror(target="east"), "[mirror-same-cluster]"),
+    ("remote factor below the target's", REPLICATED, mirror(replicationFactor=1), "[mirror-remote-factor] dcdrill:mirrors[0] (east->west): remote topics in west get replicationFactor 1"),
+    ("offset syncs away from MM2", REPLICATED, mirror(offsetSyncsTopicLocation="source"), "[mirror-offset-syncs-location]"),
+    ("identity with active-active", AA, mirror(replicationPolicy="identity"), "[mirror-identity-active-active]"),
+    ("refresh longer than a drill", REPLICATED, mirror(refreshTopicsIntervalS=600), "[mirror-refresh-interval] dcdrill:mirrors[0] (east->west): refreshTopicsIntervalS 600 > 30"),
+    ("group refresh longer than a drill", REPLICATED, mirror(refreshGroupsIntervalS=600), "refreshGroupsIntervalS 600 > 30"),
+    ("failed-over consumers may not read the copy", REPLICATED, acls_without_remote, "[mirror-workload-acls] dcdrill:mirrors[0] (east->west): west's ACLs do not let workload read"),
+    ("a DC in two clusters", REPLICATED, second(datacenters=[{"name": "dc-a", "brokers": 2, "controllers": 1}]), "DC dc-a is in both east and west"),
+    ("two clusters of one name", REPLICATED, second(name="east"), "cluster names must be unique; repeated: east"),
+    ("cluster and clusters", REPLICATED, lambda c: c["config"].update({"dcdrill:cluster": c["config"]["dcdrill:clusters"][0]}), "not both"),
+    ("mirrors without clusters", yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text()),
+     lambda c: c["config"].update({"dcdrill:mirrors": [{"source": "a", "target": "b"}]}), "a stack with one dcdrill:cluster mirrors nothing"),
+    ("bad topic regex", REPLICATED, mirror(topics="dcdrill-("), "dcdrill:mirrors[0].topics: not a regular expression"),
+    ("misspelled mirror key", REPLICATED, mirror(placment="target"), "dcdrill:mirrors[0].placment: unknown key; did you mean 'placement'"),
+    ("unknown placement", REPLICATED, mirror(placement="cloud"), "dcdrill:mirrors[0].placement: Input should be 'target' or 'source'"),
+]
+
+
+@pytest.fixture
+def stack_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("case,base,change,expected", BAD, ids=[b[0] for b in BAD])
+def test_every_bad_replicated_stack_exits_2_naming_its_rule(case, base, change, expected, stack_dir, capsys):
+    cfg = copy.deepcopy(base)
+    change(cfg)
+    (stack_dir / "Pulumi.bad.yaml").write_text(yaml.safe_dump(cfg))
+    assert cli.main(["plan", "--stack", "bad"]) == 2, case
+    out = capsys.readouterr()
+    assert expected in out.out + out.err, (case, out.out + out.err)
+    assert "Traceback" not in out.err
+
+
+def test_the_shipped_replicated_stacks_plan_clean_with_predictions_per_flow(capsys):
+    assert cli.main(["plan", "--stack", "local-replicated"]) == 0
+    out = capsys.readouterr().out
+    assert "mirror east->west: MirrorMaker 2 (active-passive) on mm1.dc-b.lab (target DC)" in out
+    assert "east->west   source-dc-loss  source writes STOP      target writable yes  acked records missing from the target POSSIBLE" in out
+    assert "east->west   link-cut        source writes continue  target writable yes  acked records missing from the target impossible" in out
+    assert cli.main(["plan", "--stack", "local-replicated-aa"]) == 0
+    assert "west->east   source-dc-loss" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("to,expected", [
+    ("north", "failover to unknown cluster 'north'; valid: east, west"),
+    ("east", "[mirror-failover-target] failover to east, which no mirror copies into"),
+])
+def test_a_failover_nowhere_is_refused_before_the_drill(to, expected, capsys):
+    assert cli.main(["drill", "--stack", "local-replicated", "--failover-to", to, "--check"]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_a_failover_without_offset_sync_is_refused(stack_dir, capsys):
+    cfg = copy.deepcopy(REPLICATED)
+    mirror(syncGroupOffsets=False)(cfg)
+    (stack_dir / "Pulumi.bad.yaml").write_text(yaml.safe_dump(cfg))
+    assert cli.main(["plan", "--stack", "bad"]) == 0  # nothing wrong until a drill fails consumers over
+    assert cli.main(["drill", "--stack", "bad", "--check"]) == 2
+    assert "[mirror-offset-sync-off] east->west has syncGroupOffsets false" in capsys.readouterr().err
+
+
+def test_replicated_experiments_refuse_a_stretched_stack(capsys):
+    for name in ("kill-source-dc", "cut-mirror-link", "kill-mirror"):
+        assert cli.main(["drill", "--stack", "local", "--experiment", name, "--check"]) == 2
+        assert "drills a replicated stack" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local-replicated", "--check"]) == 0  # its default: kill-source-dc
+    assert "kill-source-dc can run on stack local-replicated" in capsys.readouterr().out
+
+
+def test_the_model_names_every_host_once_and_places_mm2():
+    d = stack.load_deployment("local-replicated")
+    names = [h.name for h in d.hosts()]
+    shorts = [h.short for h in d.hosts()]
+    assert len(set(shorts)) == len(shorts), shorts  # lab namespaces and folders are per short name
+    assert names == ["ctl1.dc-a.lab", "b1.dc-a.lab", "b2.dc-a.lab", "c1.dc-a.lab",
+                     "ctl2.dc-b.lab", "b3.dc-b.lab", "b4.dc-b.lab", "c2.dc-b.lab", "mm1.dc-b.lab"]
+    for c in d.clusters:  # MM2's own principal, on both clusters, allowed only its topics and groups
+        assert MIRROR_USER in c.users
+        mm = [a for a in c.acls if a.principal == MIRROR_USER]
+        assert mm and all(a.name != "*" for a in mm)
+        assert any(a.allows(MIRROR_USER, "topic", "east.dcdrill-x", "write") for a in mm)
+        assert not any(a.allows(MIRROR_USER, "topic", "payments", "read") for a in mm)
+    assert [f.name for f in stack.load_deployment("local-replicated-aa").flows] == ["east->west", "west->east"]
+    source = copy.deepcopy(REPLICATED)
+    mirror(placement="source")(source)
+    d2 = stack.deployment_of(source["config"])
+    assert [h.name for h, _ in d2.mirror_hosts()] == ["mm1.dc-a.lab"]
+    assert d2.mirrors[0].offset_syncs_location == "source"
+    assert not [v for v in mirror_rules.check(d2)]
+
+
+def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
+    d = stack.load_deployment("local-replicated")
+    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, Path("/tmp/cache"))
+    assert sorted(outs) == ["inventories", "inventory", "mirrors"]
+    east, west = outs["inventories"]["east"], outs["inventories"]["west"]
+    assert outs["inventory"] == east
+    assert sorted(east["all"]["children"]["kafka_broker"]["hosts"]) == ["b1.dc-a.lab", "b2.dc-a.lab"]
+    assert sorted(west["all"]["children"]["kafka_broker"]["hosts"]) == ["b3.dc-b.lab", "b4.dc-b.lab"]
+    addresses = [h["ansible_host"] for inv in (east, west) for g in inv["all"]["children"].values()
+                 for h in g["hosts"].values()]
+    assert len(set(addresses)) == len(addresses)  # one address plan over both clusters' DCs
+    for inv in (east, west):  # each cluster's own append time, so MM2's lag can be measured
+        assert inv["all"]["vars"]["kafka_broker_custom_properties"] == {"log.message.timestamp.type": "LogAppendTime"}
+    mm = outs["mirrors"]
+    host = mm["all"]["children"]["kafka_mirror"]["hosts"]["mm1.dc-b.lab"]
+    assert host["kafka_mirror_flows"] == [{"source": "east", "target": "west"}]
+    assert host["kafka_mirror_offset_syncs_topic_location"] == "target"
+    assert [c["alias"] for c in mm["all"]["vars"]["kafka_mirror_clusters"]] == ["east", "west"]
+    assert mm["all"]["vars"]["kafka_mirror_clusters"][1]["bootstrap"] == ["b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]

@@ -1,0 +1,74 @@
+"""spark/mirrors.py on a hand-built replicated record (RECORD.md, "Mirrors"): every count worked
+out by hand below, and the stretched counts still the source cluster's alone."""
+import json
+
+import pytest
+
+from spark import verify
+from tests import records
+from tests.records import TOPIC
+
+REMOTE = "east." + TOPIC
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = verify.session("local[2]")
+    yield s
+    s.stop()
+
+
+def row(topic, offset, seq, ts, cluster):
+    return {"topic": topic, "partition": 0, "offset": offset, "producer_id": "p1", "seq": seq, "timestamp_ms": ts,
+            "cluster": cluster}
+
+
+def consumed(cid, cluster, topic, offset, seq):
+    return {**records.c(0, offset, "p1", seq, cid), "group": "g", "topic": topic, "cluster": cluster}
+
+
+def replicated(run):
+    """east's p1 writes seqs 0..9 (acked at 1000 + 100 s, appended at the same time) to t; MM2 copies
+    0..7 into west's east.t, 50 ms later each: seq 3 twice, seq 5 before seq 4; 8 and 9 never.
+    dc-a is killed at 1850 and healed at 3000; the group fails over to west at 1900. Its members
+    processed 0..4 on east, and on west, from offset 6 on, 4, 6 and 7: seq 5 (west offset 5) skipped."""
+    P = [{**records.p("p1", i, "ok", 0, i, 1000 + 100 * i), "cluster": "east"} for i in range(10)]
+    east = [row(TOPIC, i, i, 1000 + 100 * i, "east") for i in range(10)]
+    order = [0, 1, 2, 3, 3, 5, 4, 6, 7]
+    west = [row(REMOTE, off, seq, 1050 + 100 * seq, "west") for off, seq in enumerate(order)]
+    west.append({**row("west." + REMOTE, 0, 0, 2000, "west")})  # a record of west's own back in west: a loop
+    C = [consumed("c1", "east", TOPIC, i, i) for i in range(5)]
+    C += [consumed("c3", "west", REMOTE, off, seq) for off, seq in ((6, 4), (7, 6), (8, 7))]
+    topo = {**records.topology(), "cluster": "east",
+            "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
+            "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east."}}}
+    fault = {"fault": "kill-dc", "target": "dc-a", "start_ms": 1850, "end_ms": 3000}
+    records.write(run, P, [], C, faults=[fault], topo=topo)
+    (run / "audit").mkdir(exist_ok=True)
+    for name, rows in (("east", east), ("west", west)):
+        (run / "audit" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "failovers.jsonl").write_text(json.dumps({"group": "g", "from": "east", "to": "west", "at_ms": 1900,
+                                                     "topic": REMOTE, "offsets": {"0": 6}}) + "\n")
+    return run
+
+
+def test_every_mirror_count_exactly(tmp_path, spark):
+    code, s = verify.verify(str(replicated(tmp_path / "run")), spark=spark)
+    m = s["mirrors"]["east->west"]
+    assert m["counts"] == {"acked": 10, "mirrored": 8, "not_mirrored": 2, "not_mirrored_by_phase": {"before": 1, "during": 1},
+                           "acked_absent_from_source": 0, "replication_duplicates": 1, "target_phantoms": 0,
+                           "target_order_violations": 1}
+    # at the failover (1900) west lacked seqs 8 (acked 1800) and 9 (acked 1900): 2 records, 0.1 s
+    assert m["rpo"] == {"at_ms": 1900, "records": 2, "seconds": 0.1}
+    assert m["lag_ms"]["p50"] == 50 and m["lag_ms"]["max"] == 50
+    assert m["catch_up_ms"] == 0  # everything west got, it got before the heal
+    assert s["mirror_loops"] == {"east": 0, "west": 1}
+    fo = s["failovers"][0]
+    assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
+    # The stretched counts are east's own: its log holds every acked record; west's consumers are not east's.
+    assert s["counts"]["acked_lost"] == 0 and s["counts"]["phantoms"] == 0 and s["counts"]["divergent_offsets"] == 0
+    assert code == verify.EXIT_FAIL
+    assert sorted(v["rule"] for v in s["violations"]) == ["failover-skips-nothing", "mirror-complete", "no-mirror-loops"]
+    page = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "Mirrors (MirrorMaker 2)" in page and 'alt="mirror lag"' in page
+    assert "RPO 2 records / 0.1 s" in verify.one_screen(s)
