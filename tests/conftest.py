@@ -85,7 +85,7 @@ class Labs:
         left_ns = netns.lab_namespaces()
         left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
                       if "dcd-" in l or " ta" in l or " tb" in l]
-        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder"],
+        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|mirror\.MirrorMaker"],
                               capture_output=True, text=True).stdout.split()
         assert not left_ns and not left_links and not jvms, (stack, left_ns, left_links, jvms)
 
@@ -109,6 +109,26 @@ def kraft_lab(labs):
     return labs.up("local-kraft")
 
 
+@pytest.fixture
+def replicated_lab(labs):
+    """The real `local-replicated` lab: clusters east (dc-a) and west (dc-b), MirrorMaker 2 in dc-b."""
+    return labs.up("local-replicated")
+
+
+@pytest.fixture
+def active_active_lab(labs):
+    """The real `local-replicated-aa` lab: east and west copying each other."""
+    return labs.up("local-replicated-aa")
+
+
+LAB_ORDER = ("lab", "kraft_lab", "replicated_lab", "active_active_lab")
+
+
 def pytest_collection_modifyitems(items):
-    """KRaft lab tests last: the `local` lab comes up once, then `local-kraft` once."""
-    items.sort(key=lambda item: "kraft_lab" in getattr(item, "fixturenames", ()))
+    """Lab tests grouped by lab, in LAB_ORDER, so each lab comes up once: `local`, `local-kraft`,
+    then the replicated ones."""
+    def order(item) -> int:
+        used = [i for i, name in enumerate(LAB_ORDER) if name in getattr(item, "fixturenames", ())]
+        return used[0] if used else 0
+
+    items.sort(key=order)

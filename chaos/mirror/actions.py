@@ -25,7 +25,7 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
         for f in m.flows:
             source, target = lifecycle.inventory(stack, f.source), lifecycle.inventory(stack, f.target)
             remote = m.remote_topic(topic, f.source)
-            wanted = None
+            wanted = copy = None
             while time.monotonic() < deadline:
                 wanted = wanted or end_offsets(source, topic)
                 copy = end_offsets(target, remote) if wanted else None
@@ -33,7 +33,10 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
                     break
                 time.sleep(1)
             else:
+                behind = None if wanted is None or copy is None else \
+                    sum(max(0, e - copy.get(p, 0)) for p, e in wanted.items())
                 raise ActivityFailed(f"{f.name}: {remote} in {f.target} has not caught up with {topic} in {f.source} "
-                                     f"within {float(timeout_s):.0f}s (wanted {wanted}); is MirrorMaker 2 running?")
+                                     f"within {float(timeout_s):.0f}s ({'no answer' if behind is None else f'{behind} records behind'}"
+                                     f" what the source held when the wait began); is MirrorMaker 2 running?")
             out[f.name] = round(time.monotonic() - t0, 1)
     return {"waited_s": out}

@@ -1,0 +1,116 @@
+"""MirrorMaker 2 in the target's DC or in the source's: the same drills on both placements.
+
+"Remote reading is safer than remote writing": MM2 beside the target reads the source across the
+link and writes locally. This runs, for each placement (`local-replicated`: MM2 in dc-b, the
+target's; `local-replicated-mm2-source`: MM2 in dc-a, the source's) and each fault (kill-source-dc,
+cut-mirror-link), N drills (`dcdrill drill --repeat N`), and prints one row per drill and a
+median row per pair: the RPO (records and seconds), replication duplicates, MM2's Connect
+rebalances and restarts during the drill (from its log), and the catch-up after the heal. One lab
+at a time: the other placement's lab is brought down first.
+
+    python tests/benchmarks/placement_table.py [--repeat 3] [--hold 20] [--out runs/placement]
+    python tests/benchmarks/placement_table.py --table-only --out runs/placement
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from infra import ansible, lifecycle  # noqa: E402
+
+STACKS = {"target": "local-replicated", "source": "local-replicated-mm2-source"}
+FAULTS = ("kill-source-dc", "cut-mirror-link")
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+
+
+def mm2_log_lines(stack: str) -> list[tuple[int, str]]:
+    """(epoch ms, line) of the stack's MM2 log(s), oldest first; the lab's clock is this machine's."""
+    host = lifecycle.inventory(stack, ansible.MIRRORS).hosts("kafka_mirror")[0]
+    folder = Path(host.vars["data_root"]) / "mirror"
+    out = []
+    for path in sorted(folder.glob("mirror.log*"), reverse=True):
+        for line in path.read_text(errors="replace").splitlines():
+            m = STAMP.match(line)
+            if m:
+                at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+                out.append((int(at.timestamp() * 1000) + int(m.group(2)), line))
+    return out
+
+
+def mm2_events(lines, start_ms: int, end_ms: int) -> dict:
+    window = [line for at, line in lines if start_ms <= at <= end_ms]
+    return {"restarts": sum("Kafka MirrorMaker initializing" in line for line in window),
+            "rebalances": sum("Rebalance started" in line for line in window)}
+
+
+def row(placement: str, fault: str, run: Path, lines) -> dict:
+    s = json.loads((run / "report" / "summary.json").read_text())
+    m = next(iter(s["mirrors"].values()))
+    f = s["faults"][0]
+    return {"placement": placement, "fault": fault, "drill": run.name, "verdict": s["verdict"],
+            "rpo_records": m["rpo"]["records"], "rpo_s": m["rpo"]["seconds"],
+            "duplicates": m["counts"]["replication_duplicates"], "not_mirrored": m["counts"]["not_mirrored"],
+            "catch_up_s": None if m["catch_up_ms"] is None else m["catch_up_ms"] / 1000,
+            "steady_lag_p99_s": None if m["steady_lag_ms"]["p99"] is None else m["steady_lag_ms"]["p99"] / 1000,
+            "skipped": sum(fo["failover_skipped"] for fo in s.get("failovers") or []),
+            **mm2_events(lines, f["start_ms"] - 5_000, (f.get("end_ms") or f["start_ms"]) + 120_000)}
+
+
+def med(rows: list[dict], key: str):
+    vals = [r[key] for r in rows if r[key] is not None]
+    return round(statistics.median(vals), 1) if vals else None
+
+
+def table(rows: list[dict]) -> str:
+    cols = ["placement", "fault", "drill", "verdict", "rpo_records", "rpo_s", "duplicates", "not_mirrored",
+            "rebalances", "restarts", "catch_up_s", "steady_lag_p99_s", "skipped"]
+    out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    for r in rows:
+        out.append("| " + " | ".join("-" if r[c] is None else str(r[c]) for c in cols) + " |")
+    pairs = sorted({(r["placement"], r["fault"]) for r in rows})
+    out.append("")
+    out.append("medians: | placement | fault | RPO records | RPO s | duplicates | rebalances | restarts | catch-up s |")
+    for p, f in pairs:
+        rs = [r for r in rows if (r["placement"], r["fault"]) == (p, f)]
+        out.append(f"| {p} | {f} | {med(rs, 'rpo_records')} | {med(rs, 'rpo_s')} | {med(rs, 'duplicates')} | "
+                   f"{med(rs, 'rebalances')} | {med(rs, 'restarts')} | {med(rs, 'catch_up_s')} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--hold", type=float, default=20)
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "placement")
+    ap.add_argument("--table-only", action="store_true", help="print the table of drills already in --out")
+    args = ap.parse_args()
+    rows = []
+    for placement, stack in STACKS.items():
+        if not args.table_only:
+            for other in STACKS.values():
+                if other != stack and ansible.inventory_path(other).exists():
+                    subprocess.run([sys.executable, "-m", "dcdrill.cli", "lab", "down", "--stack", other], check=True)
+        for fault in FAULTS:
+            series = args.out / placement / fault
+            if not args.table_only:
+                subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", stack, "--experiment", fault,
+                                "--repeat", str(args.repeat), "--hold", str(args.hold), "--run-dir", str(series)])
+            lines = mm2_log_lines(stack) if ansible.inventory_path(stack).exists() else []
+            for run in sorted(series.glob("drill-*")):
+                if (run / "report" / "summary.json").exists():
+                    rows.append(row(placement, fault, run, lines))
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Replicated clusters on the real lab: `local-replicated` (east in dc-a, west in dc-b, MirrorMaker
+2 in dc-b) and `local-replicated-aa` (each copying the other). MM2 runs from Maven Central's
+connect-mirror jars under its own SCRAM principal; the drills kill the source's DC and fail the
+consumer group over to the copy, or kill MM2. These run after the other labs' tests
+(tests/conftest.py LAB_ORDER), so each lab comes up once."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaos.faults.lab import spec_path
+from infra import ansible, lifecycle, status
+from infra.lab import service
+
+pytestmark = pytest.mark.lab
+DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
+
+
+def drill(stack: str, run: Path, *args, hold=20, timeout=900):
+    return subprocess.run(DCDRILL + ["drill", "--stack", stack, "--hold", str(hold), "--run-dir", str(run), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
+    clusters = lifecycle.inventories("local-replicated")
+    for name, inv in clusters.items():
+        st = status.cluster_status(inv)
+        assert status.healthy(st), (name, status.render(st))
+        assert {b["dc"] for b in st["brokers"]} == {"dc-a" if name == "east" else "dc-b"}
+    mm = lifecycle.inventory("local-replicated", ansible.MIRRORS)
+    [node] = status.mirror_status(mm)
+    assert node == {"name": "mm1.dc-b.lab", "dc": "dc-b", "mirror": "east->west", "alive": True}
+    props = (Path(mm.hosts("kafka_mirror")[0].vars["data_root"]) / "mirror" / "mm2.properties").read_text()
+    assert 'username="mirrormaker"' in props and "offset-syncs.topic.location = target" in props
+    assert "east->west.enabled = true" in props and "west->east.enabled" not in props
+    assert ansible.changed_total(ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)) == 0
+
+
+def test_mm2_down_at_the_start_fails_the_steady_state(replicated_lab, tmp_path):
+    host = lifecycle.inventory("local-replicated", ansible.MIRRORS).hosts("kafka_mirror")[0]
+    spec = service.load(spec_path(host))
+    service.stop(spec, 9, timeout_s=5)
+    try:
+        res = drill("local-replicated", tmp_path / "no-mm2", "--experiment", "kill-mirror")
+        assert res.returncode == 4, res.stdout + res.stderr
+        assert "steady state not met" in res.stderr
+        assert not (tmp_path / "no-mm2" / "faults.jsonl").exists()  # nothing injected
+    finally:
+        ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)  # starts it again
+    assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS))[0]["alive"]
+
+
+def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp_path):
+    """kill-source-dc: dc-a (all of east) SIGKILLed under load; 5 s later the consumer group moves
+    to west on MM2's translated offsets; heal; MM2 catches up. Nothing acknowledged is missing from
+    the copy in the end, the failed-over group skips nothing, and the RPO is measured."""
+    run = tmp_path / "source-loss"
+    res = drill("local-replicated", run)  # the replicated stack's default experiment
+    assert res.returncode == 0, res.stdout + res.stderr
+    s = json.loads((run / "report" / "summary.json").read_text())
+    assert json.loads((run / "experiment.json").read_text())["title"].startswith("Power loss of the source")
+    assert sorted(p.name for p in (run / "audit").iterdir()) == ["east.jsonl", "west.jsonl"]
+    m = s["mirrors"]["east->west"]
+    assert m["counts"]["acked"] > 0 and m["counts"]["mirrored"] == m["counts"]["acked"], m["counts"]
+    assert m["counts"]["not_mirrored"] == 0 and m["counts"]["target_phantoms"] == 0
+    assert m["rpo"]["at_ms"] == s["failovers"][0]["at_ms"] and m["rpo"]["records"] >= 0
+    assert m["steady_lag_ms"]["n"] > 0 and m["catch_up_ms"] is not None
+    [fo] = s["failovers"]
+    assert (fo["from"], fo["to"], fo["failover_skipped"]) == ("east", "west", 0), fo
+    assert fo["processed_after"] > 0 and fo["translated_offsets"]
+    assert s["mirror_loops"] == {"east": 0, "west": 0}
+    assert s["verdict"] == "pass" and s["counts"]["acked_lost"] == 0
+    assert "failover dcdrill-verifier east->west: skipped 0" in res.stdout
+    assert "Mirrors (MirrorMaker 2)" in (run / "report" / "index.html").read_text()
+
+
+def test_active_active_copies_both_ways_and_nothing_comes_back(active_active_lab, tmp_path):
+    """kill-mirror on the active-active stack: producers write to both clusters, MM2 is SIGKILLed
+    and restarted; each flow ends complete and no record returns to the cluster it came from."""
+    run = tmp_path / "aa"
+    res = drill("local-replicated-aa", run, "--experiment", "kill-mirror", hold=15)
+    assert res.returncode == 0, res.stdout + res.stderr
+    s = json.loads((run / "report" / "summary.json").read_text())
+    assert sorted(s["mirrors"]) == ["east->west", "west->east"]
+    for name, m in s["mirrors"].items():
+        assert m["counts"]["acked"] > 0 and m["counts"]["not_mirrored"] == 0, (name, m["counts"])
+    assert s["mirror_loops"] == {"east": 0, "west": 0}
+    [fault] = s["faults"]
+    assert fault["fault"] == "kill-mirror" and fault["target"] == "mm1.dc-b.lab"
