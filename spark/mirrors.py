@@ -9,7 +9,7 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
   target_phantoms          identities in R that X does not hold
   target_order_violations  per producer and partition, a record after a later one in R's order
   lag_ms                   R's append time minus X's, per record: p50, p99, max; steady_lag_ms: the
-                           records of the STEADY_WINDOW_MS before the first fault (the drill waits
+                           records of the 10 s ending 2 s before the first fault (the drill waits
                            for MM2 to catch up with the new topic first, so this is MM2 keeping up)
   rpo                      at the failover (else the first fault on a source DC; none without
                            either): acknowledged records R did not hold yet, and the age of the
@@ -27,7 +27,10 @@ from pyspark.sql import functions as F
 from spark.ledgers import load
 
 ID = ["producer_id", "seq"]
-STEADY_WINDOW_MS = 10_000
+# The steady lag: records appended in the 10 s that end 2 s before the first fault. The last
+# seconds before a fault are left out: what MM2 had not copied yet when the fault came is the
+# fault's (the RPO, the catch-up), not the steady state's.
+STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 
 
 def _audit(spark: SparkSession, run_dir: str, cluster: str) -> DataFrame:
@@ -103,8 +106,9 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
                     for r in lag.groupBy(F.floor(F.col("src_ts") / 1000).alias("sec"))
                     .agg(F.expr("percentile(lag, 0.5)").alias("p50"), F.expr("percentile(lag, 0.99)").alias("p99"),
                          F.count("*").alias("n")).orderBy("sec").collect()]
-        lag_steady = _pct(lag.filter((F.col("src_ts") < start) & (F.col("src_ts") >= start - STEADY_WINDOW_MS)),
-                          "lag") if start else lag_all
+        steady_end = start - STEADY_MARGIN_MS if start else None
+        lag_steady = _pct(lag.filter((F.col("src_ts") < steady_end)
+                                     & (F.col("src_ts") >= steady_end - STEADY_WINDOW_MS)), "lag") if start else lag_all
     finally:
         joined.unpersist()
     both = dst_ids.join(src_ids, ID, "left")

@@ -80,7 +80,7 @@ def test_active_active_copies_both_ways_and_nothing_comes_back(active_active_lab
     """kill-mirror on the active-active stack: producers write to both clusters, MM2 is SIGKILLed
     and restarted; each flow ends complete and no record returns to the cluster it came from."""
     run = tmp_path / "aa"
-    res = drill("local-replicated-aa", run, "--experiment", "kill-mirror", hold=15)
+    res = drill("local-replicated-aa", run, "--experiment", "kill-mirror", "--rate", "100", hold=15)
     assert res.returncode == 0, res.stdout + res.stderr
     s = json.loads((run / "report" / "summary.json").read_text())
     assert sorted(s["mirrors"]) == ["east->west", "west->east"]
