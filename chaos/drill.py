@@ -56,19 +56,16 @@ class Plan:
         self.problems = self._problems(args, own, broker_dcs)
 
     def _problems(self, args, own: dict, broker_dcs: list[str]) -> list[str]:
-        t = self.topology
-        # The stack's own settings were checked at `lab up`; --check and a drill's own settings are checked here.
-        violations = self.backend.violations(t) if (own or args.check) else []
+        t, d = self.topology, self.deployment
+        # The stack's own settings were checked at `lab up`; --check and a drill's own settings are
+        # checked here: every cluster's rules, and on a replicated stack every mirror's.
+        violations = self.backend.deployment_violations(d) if (own or args.check) else []
         out = [f"[{v.rule}] {v.message}" for v in rules.blocking(t, violations)]
         if out and own:
             out.append(f"(`dcdrill plan --stack {args.stack} --matrix` lists the settings each profile allows)")
-        d = self.deployment
-        if d.replicated:  # every cluster's and mirror's rules, and the failover's
-            violations = self.backend.deployment_violations(d) if (own or args.check) else []
-            out = [f"[{v.rule}] {v.message}" for v in rules.blocking(t, violations)]
-            if "failover_to" in self.variables:
-                out += mirror_rules.failover_problems(d, self.variables["failover_to"])
-        elif experiment.needs_mirrors(self.experiment):
+        if d.replicated and "failover_to" in self.variables:
+            out += mirror_rules.failover_problems(d, self.variables["failover_to"])
+        if not d.replicated and experiment.needs_mirrors(self.experiment):
             out.append(f"{args.experiment} drills a replicated stack (dcdrill:clusters joined by dcdrill:mirrors); "
                        f"{args.stack} is one stretched cluster")
         out += experiment.preflight(self.experiment, t, self.backend, self.variables, d.dc_names)
@@ -176,6 +173,9 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         print("dcdrill: steady state not met before the fault; nothing was injected. Cluster now:\n"
               + status.render(status.cluster_status(lifecycle.inventory(args.stack))), file=sys.stderr)
         return EXIT_NOT_STEADY
+    if bad := _bad_input(journal):
+        print(f"dcdrill: {bad}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if fault_problem:
         print(f"dcdrill: the drill proves nothing: {fault_problem}", file=sys.stderr)
         return EXIT_NO_FAULT
@@ -229,6 +229,20 @@ def _heal_anyway(stack: str, record: DrillRecord) -> None:
 
     if record.active_faults():
         heal(configuration={"stack": stack, "run_dir": str(record.path)})
+
+
+BAD_INPUT_MARKS = ("[failover-no-offsets]",)  # activity failures that are the stack's setup, not the fault's
+
+
+def _bad_input(journal: dict) -> str | None:
+    """An activity that failed because the stack cannot do what the drill asks (exit 2): a
+    consumer failover with no translated offsets to start from."""
+    for r in journal.get("run", []):
+        text = "".join(r.get("exception") or [])
+        for mark in BAD_INPUT_MARKS:
+            if r.get("status") != "succeeded" and mark in text:
+                return text[text.index(mark):].splitlines()[0]
+    return None
 
 
 def _fault_problem(record: DrillRecord) -> str | None:

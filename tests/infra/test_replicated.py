@@ -146,3 +146,29 @@ def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
     assert host["kafka_mirror_offset_syncs_topic_location"] == "target"
     assert [c["alias"] for c in mm["all"]["vars"]["kafka_mirror_clusters"]] == ["east", "west"]
     assert mm["all"]["vars"]["kafka_mirror_clusters"][1]["bootstrap"] == ["b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
+
+
+def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault():
+    from chaos.drill import _bad_input
+
+    failed = {"run": [{"activity": {"name": "fail-over-consumers"}, "status": "failed", "exception": [
+        "Traceback ...\n", "chaoslib.exceptions.ActivityFailed: [failover-no-offsets] group dcdrill-verifier has no "
+        "offsets for east.t in west after 30s: ...\n"]}]}
+    assert _bad_input(failed).startswith("[failover-no-offsets] group dcdrill-verifier has no offsets for east.t")
+    assert _bad_input({"run": [{"activity": {"name": "kill-dc"}, "status": "failed", "exception": ["boom"]}]}) is None
+
+
+@pytest.mark.parametrize("line,expected", [
+    ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got None"),
+    ('{"group": "g", "from": "east", "to": 3, "at_ms": 5}', "failovers.jsonl:2: to must be a string, got 3"),
+    ('[1]', "failovers.jsonl:2: a failover must be a JSON object"),
+    ('{"group": ', "failovers.jsonl:2"),
+])
+def test_a_bad_failover_line_is_named_by_file_and_line(line, expected):
+    from record.drill_record import parse_failovers
+
+    good = '{"group": "g", "from": "east", "to": "west", "at_ms": 5}\n'
+    with pytest.raises(ValueError, match=None) as exc:
+        parse_failovers((good + line + "\n" + good).encode(), "failovers.jsonl")
+    assert expected in str(exc.value)
+    assert [r["to"] for r in parse_failovers(good.encode(), "failovers.jsonl")] == ["west"]
