@@ -21,6 +21,8 @@ from infra.topology import Topology
 FOLDER = Path(__file__).resolve().parent / "experiments"
 SHAPE = FOLDER / "_drill.json"
 MARKER = "x-dcdrill-fault"  # where the fault's activities go in the shape's method
+MIRRORED = "x-dcdrill-mirrored"  # a fault file's flag: wrap its fault in the shape's MIRROR_WAITS
+MIRROR_WAITS = "x-dcdrill-mirror-waits"
 FAULT_MODULE = "chaos.faults.actions"
 
 
@@ -34,13 +36,17 @@ def compose(name: str) -> dict:
         raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(names())}")
     shape = json.loads(SHAPE.read_text())
     shape.pop("$comment", None)
+    waits = shape.pop(MIRROR_WAITS)
     part = json.loads((FOLDER / f"{name}.json").read_text())
+    fault = part["fault"]
+    if part.get(MIRRORED):  # a replicated stack's fault: from a mirror that keeps up, until it caught up again
+        fault = [waits["before"], *fault, waits["after"]]
     out = {"version": shape.pop("version"), "title": part["title"], "description": part["description"],
            **copy.deepcopy(shape)}
     out["configuration"] = {**shape["configuration"], **part.get("configuration", {})}
     method = []
     for activity in shape["method"]:
-        method += copy.deepcopy(part["fault"]) if MARKER in activity else [activity]
+        method += copy.deepcopy(fault) if MARKER in activity else [activity]
     out["method"] = method
     return out
 

@@ -32,6 +32,7 @@ PHASES = "phases.json"
 BASELINE = "baseline.json"
 COORDINATION = "coordination.jsonl"
 FAILOVERS = "failovers.jsonl"
+MIRROR_WAITS = "mirror-waits.jsonl"
 REPORT = "report"
 
 
@@ -98,6 +99,19 @@ def parse_failovers(data: bytes, name: str) -> list[dict]:
                                  f"got {row.get(key)!r}")
         rows.append(row)
     return sorted(rows, key=lambda r: r["at_ms"])
+
+
+def parse_mirror_waits(data: bytes, name: str) -> list[dict]:
+    """mirror-waits.jsonl (RECORD.md): {flow, began_ms, caught_up_ms} per line, named when bad."""
+    rows = []
+    for where, row in _objects(data, name, "a mirror wait"):
+        if not isinstance(row.get("flow"), str):
+            raise ValueError(f"{where}: flow must be a string, got {row.get('flow')!r}")
+        for key in ("began_ms", "caught_up_ms"):
+            if not _whole(row.get(key)):
+                raise ValueError(f"{where}: {key} must be an integer, got {row.get(key)!r}")
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["caught_up_ms"])
 
 
 def parse_coordination(data: bytes, name: str) -> list[dict]:
@@ -317,6 +331,11 @@ class DrillRecord:
     def failovers(self) -> list[dict]:
         path = self.file(FAILOVERS)
         return parse_failovers(path.read_bytes(), str(path)) if path.exists() else []
+
+    def append_mirror_wait(self, entry: dict) -> None:
+        """One flow's wait for its copy to catch up (RECORD.md): {flow, began_ms, caught_up_ms}."""
+        with open(self.file(MIRROR_WAITS), "a") as f:
+            f.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)

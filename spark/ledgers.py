@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, TOPOLOGY, check_baseline,
-                                 check_topology, parse_coordination, parse_failovers, parse_faults)
+from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, MIRROR_WAITS, TOPOLOGY, check_baseline,
+                                 check_topology, parse_coordination, parse_failovers, parse_faults, parse_mirror_waits)
 from spark import storage
 
 
@@ -258,3 +258,8 @@ def read_coordination(run_dir: str, spark=None) -> list[dict]:
 def read_failovers(run_dir: str, spark=None) -> list[dict]:
     """failovers.jsonl, oldest first (record.parse_failovers); missing: none."""
     return _read_lines(run_dir, FAILOVERS, parse_failovers, spark)
+
+
+def read_mirror_waits(run_dir: str, spark=None) -> list[dict]:
+    """mirror-waits.jsonl, by when each copy caught up (record.parse_mirror_waits); missing: none."""
+    return _read_lines(run_dir, MIRROR_WAITS, parse_mirror_waits, spark)

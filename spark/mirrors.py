@@ -27,9 +27,10 @@ from pyspark.sql import functions as F
 from spark.ledgers import load
 
 ID = ["producer_id", "seq"]
-# The steady lag: records appended in the 10 s that end 2 s before the first fault. The last
-# seconds before a fault are left out: what MM2 had not copied yet when the fault came is the
-# fault's (the RPO, the catch-up), not the steady state's.
+# The steady lag: records appended after the copy first caught up (mirror-waits.jsonl; before
+# it, MM2 was still finding the drill's new topic and copying its start) and up to 2 s before the
+# first fault, at most the last 10 s of that: what MM2 had not copied yet when the fault came is
+# the fault's (the RPO, the catch-up), not the steady state's.
 STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 
 
@@ -65,7 +66,7 @@ def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: 
 
 
 def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
-               failovers: list[dict], source_dcs: list[str]) -> dict:
+               failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None) -> dict:
     remote = flow["remote_topic_prefix"] + topic
     src = _audit(spark, run_dir, flow["source"]).filter(F.col("topic") == topic)
     dst = _audit(spark, run_dir, flow["target"]).filter(F.col("topic") == remote)
@@ -107,8 +108,9 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
                     .agg(F.expr("percentile(lag, 0.5)").alias("p50"), F.expr("percentile(lag, 0.99)").alias("p99"),
                          F.count("*").alias("n")).orderBy("sec").collect()]
         steady_end = start - STEADY_MARGIN_MS if start else None
-        lag_steady = _pct(lag.filter((F.col("src_ts") < steady_end)
-                                     & (F.col("src_ts") >= steady_end - STEADY_WINDOW_MS)), "lag") if start else lag_all
+        steady_start = max(steady_end - STEADY_WINDOW_MS, caught_up_ms or 0) if start else None
+        lag_steady = _pct(lag.filter((F.col("src_ts") < steady_end) & (F.col("src_ts") >= steady_start)),
+                          "lag") if start else lag_all
     finally:
         joined.unpersist()
     both = dst_ids.join(src_ids, ID, "left")
@@ -127,7 +129,7 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
                    "acked_absent_from_source": int(counts_row["acked_absent_from_source"] or 0),
                    "replication_duplicates": int(dup_row["dups"] or 0), "target_phantoms": int(dup_row["phantoms"] or 0),
                    "target_order_violations": int(inversions)},
-        "lag_ms": lag_all, "steady_lag_ms": lag_steady, "rpo": rpo, "catch_up_ms": catch_up,
+        "lag_ms": lag_all, "steady_lag_ms": {**lag_steady, "from_ms": steady_start, "to_ms": steady_end}, "rpo": rpo, "catch_up_ms": catch_up,
         "lag_timeline": timeline,  # per second of the source's append time
     }
 
@@ -161,8 +163,10 @@ def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
                 F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()}
 
 
-def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict]) -> dict:
+def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict],
+          waits: list[dict] = ()) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
+    start = faults[0]["start_ms"] if faults else None
     P = load(spark, run_dir, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
     topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
     topic = topic_row[0][0] if topic_row else None
@@ -170,7 +174,9 @@ def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: li
     mirrors = {}
     for name, flow in sorted(topology["mirrors"].items()):
         dcs = [dc["name"] for dc in clusters[flow["source"]]["datacenters"]]
-        mirrors[name] = check_flow(spark, run_dir, name, flow, topic, P, faults, failovers, dcs)
+        caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
+        mirrors[name] = check_flow(spark, run_dir, name, flow, topic, P, faults, failovers, dcs,
+                                   caught[-1] if caught else None)
     C = _consumed(spark, run_dir)
     return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters)),
             "failovers": [check_failover(spark, run_dir, fo, C) for fo in failovers]}

@@ -1,8 +1,9 @@
 """MirrorMaker 2 actions that are not faults: wait until each flow has copied the drill topic.
 
 Before the fault, so the drill starts from a mirror that keeps up (MM2 finds a drill's new topic
-on its next topic refresh); after the heal, so the audit reads a finished copy and the report
-can time the catch-up."""
+on its next topic refresh, then copies what was written meanwhile: its steady lag is measured
+from the end of this wait, mirror-waits.jsonl); after the heal, so the audit reads a finished
+copy."""
 from __future__ import annotations
 
 import time
@@ -12,6 +13,7 @@ from chaoslib.exceptions import ActivityFailed
 from chaos import context
 from chaos.mirror.probes import end_offsets
 from infra import lifecycle
+from infra.constants import now_ms
 
 __all__ = ["wait_mirrored"]
 
@@ -21,6 +23,7 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
     least the records the source had when the wait began. Returns seconds waited per flow."""
     d, stack, topic = context.deployment(configuration), context.stack_name(configuration), context.drill_topic(configuration)
     deadline, t0, out = time.monotonic() + float(timeout_s), time.monotonic(), {}
+    began = now_ms()
     for m in d.mirrors:
         for f in m.flows:
             source, target = lifecycle.inventory(stack, f.source), lifecycle.inventory(stack, f.target)
@@ -39,4 +42,5 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
                                      f"within {float(timeout_s):.0f}s ({'no answer' if behind is None else f'{behind} records behind'}"
                                      f" what the source held when the wait began); is MirrorMaker 2 running?")
             out[f.name] = round(time.monotonic() - t0, 1)
+            context.record(configuration).append_mirror_wait({"flow": f.name, "began_ms": began, "caught_up_ms": now_ms()})
     return {"waited_s": out}

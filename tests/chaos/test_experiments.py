@@ -15,7 +15,8 @@ from infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
-SHIPPED = ["isolate-dc", "kill-dc", "rolling-restart", "slow-link", "stop-dc", "tiebreaker-loss"]
+SHIPPED = ["cut-mirror-link", "isolate-dc", "kill-dc", "kill-mirror", "kill-source-dc", "rolling-restart", "slow-link",
+           "stop-dc", "tiebreaker-loss"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -42,7 +43,7 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     faults = experiment.fault_activities({"method": e["method"]})
     assert faults and all(a["provider"]["module"] == "chaos.faults.actions" for a in faults)
     # A fault file holds only what differs: a few lines, not a copy of the drill.
-    assert len((experiment.FOLDER / f"{name}.json").read_text().splitlines()) < 50
+    assert len((experiment.FOLDER / f"{name}.json").read_text().splitlines()) < 60
 
 
 def test_a_new_fault_is_a_short_file(tmp_path, monkeypatch):
@@ -70,22 +71,28 @@ def test_every_fault_has_the_same_parameters_on_every_driver():
             assert not getattr(getattr(cls, name), "__isabstractmethod__", False), (cls, name)
 
 
+REPLICATED_ONLY = {"cut-mirror-link", "kill-mirror", "kill-source-dc"}
+
+
 @pytest.mark.parametrize("stack_name", ["local", "local-3dc", "local-availability", "aws-3az", "aws-3az-tiebreaker",
-                                        "aws-2region-tiebreaker"])
+                                        "aws-2region-tiebreaker", "local-replicated", "local-replicated-aa"])
 def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
     tie = bool(rules.tiebreakers(stack.load(stack_name)))
+    replicated = stack.load_deployment(stack_name).replicated
     for name in SHIPPED:
         res = subprocess.run(DCDRILL + ["drill", "--stack", stack_name, "--experiment", name, "--check"],
                              capture_output=True, text=True, timeout=120)
         if name == "tiebreaker-loss" and not tie:
             assert res.returncode == 2 and "the stack has no tiebreaker DC" in res.stderr, res.stderr
+        elif name in REPLICATED_ONLY and not replicated:
+            assert res.returncode == 2 and "drills a replicated stack" in res.stderr, res.stderr
         else:
             assert res.returncode == 0, (name, res.stdout + res.stderr)
             assert f"can run on stack {stack_name}" in res.stdout
 
 
 def test_check_names_what_is_wrong_and_starts_nothing(tmp_path):
-    for args, needle in ((["--experiment", "nope"], "unknown experiment 'nope'; valid: isolate-dc"),
+    for args, needle in ((["--experiment", "nope"], "unknown experiment 'nope'; valid: cut-mirror-link, isolate-dc"),
                          (["--dc", "dc-z"], "dc 'dc-z' is not a DC of the stack; valid: dc-a, dc-b, dc-c"),
                          (["--acks", "1"], "[consistency-acks]"),
                          (["--stack", "nope"], "unknown stack 'nope'")):
