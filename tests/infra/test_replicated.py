@@ -13,6 +13,7 @@ from dcdrill import cli
 from infra import mirror_rules, stack
 from infra.deployment import MIRROR_USER
 from infra.lab import layout
+from tests.infra.test_schema import stack_dir  # noqa: F401 (the fixture: stacks in a temporary folder)
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICATED = yaml.safe_load((ROOT / "Pulumi.local-replicated.yaml").read_text())
@@ -50,12 +51,6 @@ BAD = [
     ("misspelled mirror key", REPLICATED, mirror(placment="target"), "dcdrill:mirrors[0].placment: unknown key; did you mean 'placement'"),
     ("unknown placement", REPLICATED, mirror(placement="cloud"), "dcdrill:mirrors[0].placement: Input should be 'target' or 'source'"),
 ]
-
-
-@pytest.fixture
-def stack_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(stack, "ROOT", tmp_path)
-    return tmp_path
 
 
 @pytest.mark.parametrize("case,base,change,expected", BAD, ids=[b[0] for b in BAD])
