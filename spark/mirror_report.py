@@ -85,5 +85,6 @@ def section(summary: dict, t0_ms: float | None) -> str:
                f"{html.escape(', '.join(f'{c} {n}' for c, n in loops.items()))}</p>" if loops else "")
             + ("<h3>Consumer failover</h3>" + html_table(fos, list(fos[0])) if fos else "")
             + (f'<figure><img src="{img}" alt="mirror lag"></figure>' if img else "")
-            + "<p>RPO: acknowledged records the target did not hold at the failover (else at the fault's start), "
-              "and the age of the oldest of them. Definitions: RECORD.md, Mirrors.</p>")
+            + "<p>RPO: acknowledged records the target did not hold at the failover (else at the source's loss), "
+              "and the window of acknowledgements they span, up to the source's last one. Definitions: RECORD.md, "
+              "Mirrors.</p>")

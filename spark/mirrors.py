@@ -12,8 +12,9 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
                            records of the 10 s ending 2 s before the first fault (the drill waits
                            for MM2 to catch up with the new topic first, so this is MM2 keeping up)
   rpo                      at the failover (else the first fault on a source DC; none without
-                           either): acknowledged records R did not hold yet, and the age of the
-                           oldest of them
+                           either): acknowledged records R did not hold yet, and the window of
+                           acknowledgements they span: from the oldest of them to the source's
+                           last acknowledgement before that instant (the writes a failover loses)
   catch_up_ms              after the last heal: until R held every record acknowledged before it
 Per cluster: mirror_loops, records of the cluster's own that came back in a copy.
 Per failover: failover_redelivered (processed on both sides), failover_skipped (in R below
@@ -95,8 +96,9 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
         if at is not None:
             missing = joined.filter((F.col("ack_ms") <= at) & (F.col("dst_ts").isNull() | (F.col("dst_ts") > at)))
             row = missing.agg(F.count("*").alias("n"), F.min("ack_ms").alias("oldest")).first()
+            last = joined.filter(F.col("ack_ms") <= at).agg(F.max("ack_ms")).first()[0]
             rpo = {"at_ms": at, "records": int(row["n"]),
-                   "seconds": round((at - row["oldest"]) / 1000, 3) if row["n"] else 0.0}
+                   "seconds": round((last - row["oldest"]) / 1000, 3) if row["n"] else 0.0}
         catch_up = None
         if end:
             row = joined.filter((F.col("ack_ms") <= end) & F.col("dst_ts").isNotNull()).agg(F.max("dst_ts")).first()
