@@ -22,6 +22,7 @@ where the failed-over consumers got to, and never processed on either side; must
 """
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -52,12 +53,6 @@ def _consumed(spark: SparkSession, run_dir: str) -> DataFrame:
     return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(F.col("producer_id").isNotNull())
 
 
-def _pct(df: DataFrame, col: str) -> dict:
-    row = df.agg(F.expr(f"percentile({col}, 0.5)").alias("p50"), F.expr(f"percentile({col}, 0.99)").alias("p99"),
-                 F.max(col).alias("max"), F.count(col).alias("n")).first()
-    return {k: (None if row[k] is None else int(round(row[k]))) for k in ("p50", "p99", "max", "n")}
-
-
 def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: list[str]) -> int | None:
     """When the RPO is taken: the flow's failover, else the first fault on one of its source's
     DCs (None: nothing happened to the source, so nothing was stranded there)."""
@@ -68,6 +63,10 @@ def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: 
 
 def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
                failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None) -> dict:
+    """One flow's counts (module doc). One row per identity (acknowledged, in X, in R: a full
+    join, cached), then one aggregation for the counts, the RPO, the catch-up and the lag; a
+    second pass for the lag per second and a third for the order. Counts are exact; the lag's
+    percentiles are Spark's percentile_approx (relative error 1/10,000)."""
     remote = flow["remote_topic_prefix"] + topic
     src = _audit(spark, run_dir, flow["source"]).filter(F.col("topic") == topic)
     dst = _audit(spark, run_dir, flow["target"]).filter(F.col("topic") == remote)
@@ -76,62 +75,75 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
     dst_ids = dst.groupBy(*ID).agg(F.count("*").alias("dst_n"), F.min("offset").alias("dst_off"),
                                    F.min("timestamp_ms").alias("dst_ts"))
     acked = P.filter((F.col("status") == "ok") & F.col("dc").isin(*source_dcs)).select(*ID, "ack_ms")
+    full = acked.join(src_ids, ID, "full").join(dst_ids, ID, "full").persist(StorageLevel.MEMORY_AND_DISK)
     start = faults[0]["start_ms"] if faults else None
     end = max((f.get("end_ms") or 0) for f in faults) if faults else None
-    phase = (F.when(F.col("ack_ms") < F.lit(start), "before").when(F.col("ack_ms") <= F.lit(end), "during")
-             .otherwise("after")) if faults else F.lit("before")
-    joined = (acked.join(src_ids, ID, "left").join(dst_ids, ID, "left")
-              .withColumn("phase", phase).cache())
+    at = _instant(faults, failovers, flow, source_dcs)
+    steady_end = start - STEADY_MARGIN_MS if start else None
+    steady_start = max(steady_end - STEADY_WINDOW_MS, caught_up_ms or 0) if start else None
+    ack, in_x, in_r = F.col("ack_ms").isNotNull(), F.col("src_n").isNotNull(), F.col("dst_n").isNotNull()
+    lag = F.when(in_x & in_r, F.col("dst_ts") - F.col("src_ts"))
+
+    def n(cond):
+        return F.sum(F.coalesce(cond, F.lit(False)).cast("long"))
+
+    def pct(col, q):
+        return F.percentile_approx(col, q, 10_000)
+
+    steady = F.when((F.col("src_ts") < F.lit(steady_end)) & (F.col("src_ts") >= F.lit(steady_start)), lag) \
+        if start else lag
+    missed = ack & (F.col("ack_ms") <= F.lit(at)) & (F.col("dst_ts").isNull() | (F.col("dst_ts") > F.lit(at))) \
+        if at is not None else F.lit(False)
+    stranded = ack & in_x & ~in_r
+    phases = {"before": F.col("ack_ms") < F.lit(start), "during": F.col("ack_ms") <= F.lit(end)} if faults else {}
     try:
-        counts_row = joined.agg(
-            F.count("*").alias("acked"),
-            F.sum(F.col("dst_n").isNotNull().cast("long")).alias("mirrored"),
-            F.sum((F.col("src_n").isNotNull() & F.col("dst_n").isNull()).cast("long")).alias("not_mirrored"),
-            F.sum((F.col("src_n").isNull()).cast("long")).alias("acked_absent_from_source"),
+        r = full.agg(
+            n(ack).alias("acked"), n(ack & in_r).alias("mirrored"), n(stranded).alias("not_mirrored"),
+            n(ack & ~in_x).alias("absent"),
+            F.sum(F.when(in_x & in_r, F.greatest(F.col("dst_n") - F.col("src_n"), F.lit(0)))).alias("dups"),
+            n(in_r & ~in_x).alias("phantoms"),
+            n(stranded & phases["before"]).alias("before") if phases else F.lit(0).alias("before"),
+            n(stranded & ~phases["before"] & phases["during"]).alias("during") if phases else F.lit(0).alias("during"),
+            n(missed).alias("rpo_n"), F.min(F.when(missed, F.col("ack_ms"))).alias("rpo_oldest"),
+            F.max(F.when(F.col("ack_ms") <= F.lit(at), F.col("ack_ms"))).alias("last_ack") if at is not None
+            else F.lit(None).alias("last_ack"),
+            F.max(F.when(ack & (F.col("ack_ms") <= F.lit(end)), F.col("dst_ts"))).alias("caught") if end
+            else F.lit(None).alias("caught"),
+            pct(lag, 0.5).alias("p50"), pct(lag, 0.99).alias("p99"), F.max(lag).alias("max"), F.count(lag).alias("n"),
+            pct(steady, 0.5).alias("s50"), pct(steady, 0.99).alias("s99"), F.max(steady).alias("smax"),
+            F.count(steady).alias("sn"),
         ).first().asDict()
-        by_phase = {r["phase"]: r["n"] for r in joined.filter(F.col("src_n").isNotNull() & F.col("dst_n").isNull())
-                    .groupBy("phase").agg(F.count("*").alias("n")).collect()}
-        at = _instant(faults, failovers, flow, source_dcs)
-        rpo = {"at_ms": at, "records": None, "seconds": None}
-        if at is not None:
-            missing = joined.filter((F.col("ack_ms") <= at) & (F.col("dst_ts").isNull() | (F.col("dst_ts") > at)))
-            row = missing.agg(F.count("*").alias("n"), F.min("ack_ms").alias("oldest")).first()
-            last = joined.filter(F.col("ack_ms") <= at).agg(F.max("ack_ms")).first()[0]
-            rpo = {"at_ms": at, "records": int(row["n"]),
-                   "seconds": round((last - row["oldest"]) / 1000, 3) if row["n"] else 0.0}
-        catch_up = None
-        if end:
-            row = joined.filter((F.col("ack_ms") <= end) & F.col("dst_ts").isNotNull()).agg(F.max("dst_ts")).first()
-            catch_up = max(0, int(row[0]) - end) if row[0] is not None else None
-        lag = joined.filter(F.col("dst_ts").isNotNull()).withColumn("lag", F.col("dst_ts") - F.col("src_ts"))
-        lag_all = _pct(lag, "lag")
-        timeline = [{"sec": r["sec"], "p50": int(r["p50"]), "p99": int(r["p99"]), "records": r["n"]}
-                    for r in lag.groupBy(F.floor(F.col("src_ts") / 1000).alias("sec"))
-                    .agg(F.expr("percentile(lag, 0.5)").alias("p50"), F.expr("percentile(lag, 0.99)").alias("p99"),
-                         F.count("*").alias("n")).orderBy("sec").collect()]
-        steady_end = start - STEADY_MARGIN_MS if start else None
-        steady_start = max(steady_end - STEADY_WINDOW_MS, caught_up_ms or 0) if start else None
-        lag_steady = _pct(lag.filter((F.col("src_ts") < steady_end) & (F.col("src_ts") >= steady_start)),
-                          "lag") if start else lag_all
+        timeline = [{"sec": t["sec"], "p50": int(t["p50"]), "p99": int(t["p99"]), "records": t["n"]}
+                    for t in full.filter(in_x & in_r).groupBy(F.floor(F.col("src_ts") / 1000).alias("sec"))
+                    .agg(pct(lag, 0.5).alias("p50"), pct(lag, 0.99).alias("p99"), F.count("*").alias("n"))
+                    .orderBy("sec").collect()]
+        order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
+        inversions = (full.filter(in_x & in_r).select("producer_id", "partition", "dst_off", "src_off")
+                      .withColumn("prev_src", F.lag("src_off").over(order))
+                      .filter(F.col("src_off") < F.col("prev_src")).count())
     finally:
-        joined.unpersist()
-    both = dst_ids.join(src_ids, ID, "left")
-    dup_row = both.agg(F.sum(F.greatest(F.col("dst_n") - F.coalesce(F.col("src_n"), F.lit(0)), F.lit(0))
-                             * F.col("src_n").isNotNull().cast("long")).alias("dups"),
-                       F.sum(F.col("src_n").isNull().cast("long")).alias("phantoms")).first()
-    order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
-    inversions = (both.filter(F.col("src_off").isNotNull())
-                  .withColumn("prev_src", F.lag("src_off").over(order))
-                  .filter(F.col("src_off") < F.col("prev_src")).count())
+        full.unpersist()
+    stranded_by = {k: int(r[k]) for k in ("before", "during") if r[k]}
+    if r["not_mirrored"] - sum(stranded_by.values()):
+        stranded_by["after"] = int(r["not_mirrored"] - sum(stranded_by.values()))
+    rpo = {"at_ms": at, "records": None, "seconds": None}
+    if at is not None:
+        rpo = {"at_ms": at, "records": int(r["rpo_n"]),
+               "seconds": round((r["last_ack"] - r["rpo_oldest"]) / 1000, 3) if r["rpo_n"] else 0.0}
+
+    def stats(p50, p99, mx, count) -> dict:
+        return {"p50": None if r[p50] is None else int(r[p50]), "p99": None if r[p99] is None else int(r[p99]),
+                "max": None if r[mx] is None else int(r[mx]), "n": int(r[count])}
+
     return {
         "source": flow["source"], "target": flow["target"], "topic": topic, "remote_topic": remote,
-        "counts": {"acked": int(counts_row["acked"]), "mirrored": int(counts_row["mirrored"] or 0),
-                   "not_mirrored": int(counts_row["not_mirrored"] or 0),
-                   "not_mirrored_by_phase": {k: int(v) for k, v in sorted(by_phase.items())},
-                   "acked_absent_from_source": int(counts_row["acked_absent_from_source"] or 0),
-                   "replication_duplicates": int(dup_row["dups"] or 0), "target_phantoms": int(dup_row["phantoms"] or 0),
-                   "target_order_violations": int(inversions)},
-        "lag_ms": lag_all, "steady_lag_ms": {**lag_steady, "from_ms": steady_start, "to_ms": steady_end}, "rpo": rpo, "catch_up_ms": catch_up,
+        "counts": {"acked": int(r["acked"]), "mirrored": int(r["mirrored"]), "not_mirrored": int(r["not_mirrored"]),
+                   "not_mirrored_by_phase": dict(sorted(stranded_by.items())),
+                   "acked_absent_from_source": int(r["absent"]), "replication_duplicates": int(r["dups"] or 0),
+                   "target_phantoms": int(r["phantoms"]), "target_order_violations": int(inversions)},
+        "lag_ms": stats("p50", "p99", "max", "n"),
+        "steady_lag_ms": {**stats("s50", "s99", "smax", "sn"), "from_ms": steady_start, "to_ms": steady_end},
+        "rpo": rpo, "catch_up_ms": None if r["caught"] is None else max(0, int(r["caught"]) - end),
         "lag_timeline": timeline,  # per second of the source's append time
     }
 
