@@ -190,7 +190,7 @@ def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
 
 
 def test_bad_drill_input_exits_2(tmp_path):
-    for args, needle in ((["--experiment", "nope"], "valid: isolate-dc, kill-dc"),
+    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, kill-dc"),
                          (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
         res = drill(tmp_path / "x", *args, timeout=60)
         assert res.returncode == 2 and needle in res.stderr
