@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 import sys
 from pathlib import Path
 
@@ -40,12 +39,10 @@ class LabFaults(FaultDriver):
             raise ValueError(f"{dc} runs no Kafka or ZooKeeper process")
         specs = [(h.name, spec_path(h), h.netns) for h in targets]
         undo.add(restart=[list(s) for s in specs])
-        if sig == signal.SIGKILL:  # power loss: every process at once, not one after another
-            with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-                list(pool.map(lambda s: service.stop(service.load(s[1]), sig, timeout_s=5), specs))
-        else:  # brokers first for a clean stop (ZooKeeper must be there for controlled shutdown)
-            for _, spec, _ in reversed(specs):
-                service.stop(service.load(spec), sig, timeout_s=60)
+        # Brokers first for a clean stop (ZooKeeper must be there for controlled shutdown); all at once for a kill.
+        order = specs if sig == signal.SIGKILL else list(reversed(specs))
+        for _, spec, _ in order:
+            service.stop(service.load(spec), sig, timeout_s=5 if sig == signal.SIGKILL else 60)
         still = [name for name, spec, _ in specs if service.running_pid(service.load(spec))]
         if still:
             raise RuntimeError(f"still running after the fault: {', '.join(still)}")
