@@ -4,6 +4,7 @@ connect-mirror jars under its own SCRAM principal; the drills kill the source's 
 consumer group over to the copy, or kill MM2. These run after the other labs' tests
 (tests/conftest.py LAB_ORDER), so each lab comes up once."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,8 @@ def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp
     assert "Mirrors (MirrorMaker 2)" in (run / "report" / "index.html").read_text()
 
 
+@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a third lab bring-up (about 7 min): CI stays "
+                    "under its hour without it; DCDRILL_SLOW_LABS=1 runs it")
 def test_active_active_copies_both_ways_and_nothing_comes_back(active_active_lab, tmp_path):
     """kill-mirror on the active-active stack: producers write to both clusters, MM2 is SIGKILLed
     and restarted; each flow ends complete and no record returns to the cluster it came from."""
