@@ -30,14 +30,14 @@ class Backend(ABC):
         return rules.check(t) + self.check(t)
 
     def check_deployment(self, d: Deployment) -> list[Violation]:
-        """Refusals of a replicated stack (several clusters, mirrors) only this backend makes."""
-        return []
+        """This backend's refusals of the whole stack; by default each cluster's own (`check`).
+        A backend whose resources the clusters share (AWS: a VPC per region) checks them at once."""
+        return [v for c in d.clusters for v in self.check(c)]
 
     def deployment_violations(self, d: Deployment) -> list[Violation]:
-        """Every rule the whole stack breaks: each cluster's and each mirror's (infra/mirror_rules.py),
-        then the backend's own for each cluster and for the stack."""
-        return (mirror_rules.check(d) + [v for c in d.clusters for v in self.check(c)]
-                + self.check_deployment(d))
+        """Every rule the whole stack breaks: each mirror's (infra/mirror_rules.py, which checks
+        each cluster's model rules too), then the backend's own."""
+        return mirror_rules.check(d) + self.check_deployment(d)
 
     @abstractmethod
     def inventory(self, t: Topology) -> Inventory:

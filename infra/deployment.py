@@ -103,6 +103,11 @@ class Deployment:
         return len(self.clusters) > 1
 
     @property
+    def name(self) -> str:
+        """The stack's clusters as one label ("east+west"), for what they share (AWS VPCs, zones)."""
+        return "+".join(self.cluster_names)
+
+    @property
     def cluster_names(self) -> list[str]:
         return [c.name for c in self.clusters]
 
@@ -119,6 +124,9 @@ class Deployment:
     @property
     def datacenters(self):
         return tuple(dc for c in self.clusters for dc in c.datacenters)
+
+    def dc(self, name: str):
+        return self.cluster_of_dc(name).dc(name)
 
     def cluster_of_dc(self, dc: str) -> Topology:
         for c in self.clusters:

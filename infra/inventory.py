@@ -32,6 +32,10 @@ from infra.topology import Topology
 SASL_MECHANISM = "SCRAM-SHA-512"
 CLUSTER_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
 ROLES = (*CLUSTER_ROLES, "kafka_mirror")
+# Every cluster of a replicated stack appends with its own time: MM2 keeps the source's timestamps,
+# so with each cluster's append time in its log a copy's lag is the target's append time minus the
+# source's (spark/mirrors.py).
+REPLICATED_BROKER_PROPERTIES = {"log.message.timestamp.type": "LogAppendTime"}
 ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_controller": "controller_id", "kafka_broker": "broker_id",
            "client": "client_id", "kafka_mirror": "mirror_id"}
 

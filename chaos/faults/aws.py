@@ -9,6 +9,8 @@ are a second check, never the only one, so another stack with the same tags is n
 - degrade a link: `tc netem` on the hosts of both DCs, for traffic to the other DC's subnet,
   through SSM Run Command (AWS-RunShellScript); heal deletes that qdisc the same way.
 - restart a broker: `systemctl restart kafka` through SSM, waiting for the command to finish.
+- kill MirrorMaker 2: `systemctl kill --signal=SIGKILL mirror`, then `systemctl stop` so that
+  systemd's Restart=on-failure does not start it again before heal (`systemctl start mirror`).
 Every change is noted before it is made, so heal undoes exactly it.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import time
 
 from chaos.faults.driver import FaultDriver, Undo
+from infra.deployment import Deployment
 from infra.inventory import InventoryHost
 
 RUN_SHELL = "AWS-RunShellScript"
@@ -39,8 +42,17 @@ HEAL_NETEM = [DEVICE,
               f"tc qdisc del dev $dev root handle {NETEM_HANDLE} || true"]
 
 
+MIRROR_UNIT = "mirror"  # roles/kafka_mirror's jvm_service_name: the systemd unit
+KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
+               # Restart=on-failure would start it again at once: the fault holds it down until heal.
+               f"systemctl stop {MIRROR_UNIT}",
+               f"! systemctl is-active --quiet {MIRROR_UNIT}"]
+START_MIRROR = [f"systemctl start {MIRROR_UNIT}"]
+
+
 class AwsFaults(FaultDriver):
-    ROLES = ("zookeeper", "kafka_controller", "kafka_broker")
+    # What a DC's loss stops: every Kafka process (MirrorMaker 2 too); clients are the observers.
+    ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "kafka_mirror")
 
     def _client(self, service: str, region: str):
         import boto3
@@ -49,6 +61,11 @@ class AwsFaults(FaultDriver):
 
     def _region(self, dc: str) -> str:
         return self.inventory.vars["aws_regions"][dc]
+
+    def _cluster(self, dc: str) -> str:
+        """The cluster the DC's resources are tagged with (on a replicated stack, the DC's own)."""
+        t = self.topology
+        return t.cluster_of_dc(dc).name if isinstance(t, Deployment) else t.name
 
     def _owned_instances(self, dc: str, roles=ROLES) -> list[str]:
         """The DC's instance ids from the stack's outputs, each confirmed by its tags."""
@@ -61,8 +78,8 @@ class AwsFaults(FaultDriver):
                  for r in ec2.describe_instances(InstanceIds=ids)["Reservations"] for i in r["Instances"]}
         for i in ids:
             tags = found.get(i, {})
-            if tags.get("cluster") != self.topology.name or tags.get("dc") != dc:
-                raise RuntimeError(f"instance {i} is not tagged cluster={self.topology.name}, dc={dc} "
+            if tags.get("cluster") != self._cluster(dc) or tags.get("dc") != dc:
+                raise RuntimeError(f"instance {i} is not tagged cluster={self._cluster(dc)}, dc={dc} "
                                    f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped")
         return ids
 
@@ -71,8 +88,8 @@ class AwsFaults(FaultDriver):
         ec2 = self._client("ec2", self._region(dc))
         sn = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
         tags = {t["Key"]: t["Value"] for t in sn.get("Tags", [])}
-        if tags.get("cluster") != self.topology.name or tags.get("dc") != dc:
-            raise RuntimeError(f"subnet {subnet_id} is not tagged cluster={self.topology.name}, dc={dc} (tags: {tags})")
+        if tags.get("cluster") != self._cluster(dc) or tags.get("dc") != dc:
+            raise RuntimeError(f"subnet {subnet_id} is not tagged cluster={self._cluster(dc)}, dc={dc} (tags: {tags})")
         return sn
 
     # -- processes ----------------------------------------------------------------------------
@@ -88,21 +105,32 @@ class AwsFaults(FaultDriver):
     def stop_dc(self, dc: str, undo: Undo) -> dict:
         return self._stop(dc, False, undo)
 
-    def restart_broker(self, host: InventoryHost, timeout_s: float = 300) -> None:
-        region = self._region(host.dc)
-        self._owned_instances(host.dc, ("kafka_broker",))
+    def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> None:
+        """Run a shell script on one instance through SSM and wait for it; raise if it fails."""
         ssm = self._client("ssm", region)
-        cmd = ssm.send_command(InstanceIds=[host.address], DocumentName=RUN_SHELL, Comment=COMMENT,
-                               Parameters={"commands": ["systemctl restart kafka"]})["Command"]["CommandId"]
+        cmd = ssm.send_command(InstanceIds=[instance], DocumentName=RUN_SHELL, Comment=COMMENT,
+                               Parameters={"commands": commands})["Command"]["CommandId"]
         deadline = time.monotonic() + timeout_s
         while True:
-            inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=host.address)
+            inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=instance)
             if inv["Status"] == "Success":
                 return
             if inv["Status"] in ("Failed", "Cancelled", "TimedOut") or time.monotonic() > deadline:
-                raise RuntimeError(f"restarting kafka on {host.name} ({host.address}): {inv['Status']} "
-                                   f"{inv.get('StandardErrorContent', '')[:300]}")
+                raise RuntimeError(f"{what} ({instance}): {inv['Status']} {inv.get('StandardErrorContent', '')[:300]}")
             time.sleep(2)
+
+    def restart_broker(self, host: InventoryHost, timeout_s: float = 300) -> None:
+        self._owned_instances(host.dc, ("kafka_broker",))
+        self._run(self._region(host.dc), host.address, f"restarting kafka on {host.name}",
+                  ["systemctl restart kafka"], timeout_s)
+
+    def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:
+        if host.address not in self._owned_instances(host.dc, ("kafka_mirror",)):
+            raise RuntimeError(f"{host.name} ({host.address}) is not one of the stack's MirrorMaker 2 instances")
+        region = self._region(host.dc)
+        undo.add(region=region, mirrors=[{"host": host.name, "instance": host.address}])
+        self._run(region, host.address, f"killing MirrorMaker 2 on {host.name}", KILL_MIRROR)
+        return {"hosts": [host.name], "instances": [host.address]}
 
     # -- networks -----------------------------------------------------------------------------
     def isolate_dc(self, dc: str, direction: str, undo: Undo) -> dict:
@@ -142,6 +170,8 @@ class AwsFaults(FaultDriver):
         return {"commands": commands}
 
     def undo(self, undo: dict) -> None:
+        for m in undo.get("mirrors") or []:
+            self._run(undo["region"], m["instance"], f"starting MirrorMaker 2 on {m['host']}", START_MIRROR)
         if undo.get("start"):
             self._client("ec2", undo["region"]).start_instances(InstanceIds=undo["start"])
         swaps = undo.get("swaps") or []

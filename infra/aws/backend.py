@@ -1,5 +1,6 @@
 """The AWS backend: a VPC per region, a subnet per DC (AZ), EC2 hosts reached through SSM
-(infra/aws/program.py); its settings, checks and inventory shape are in infra/aws/plan.py."""
+(infra/aws/program.py), for one stretched cluster or replicated clusters with MirrorMaker 2;
+its settings, checks and inventory shape are in infra/aws/plan.py."""
 from __future__ import annotations
 
 from infra.aws import plan
@@ -24,12 +25,11 @@ class AwsBackend(Backend):
         return plan.inventory(t, self.config)
 
     def check_deployment(self, d: Deployment) -> list[Violation]:
-        if d.replicated:
-            return [Violation("aws-replicated", "the AWS program provisions one stretched cluster; replicated "
-                                                "clusters (dcdrill:clusters) run on the lab backend for now")]
-        return []
+        return plan.check(d, self.config)  # every cluster's DCs at once: they share the regions' VPCs
 
     def program(self, d: Deployment) -> dict:
         from infra.aws import program
 
-        return {"inventory": program.build(d.home, self.config)}
+        outputs = program.build(d, self.config)
+        keys = ["inventory"] + (["inventories", "mirrors"] if d.replicated else [])
+        return {key: outputs.apply(lambda o, key=key: o[key]) for key in keys}

@@ -21,6 +21,10 @@ mount -a
 """
 
 
+# Hosts whose state lives elsewhere (MM2 keeps its offsets and configs in Kafka topics): no data volume.
+STATELESS_ROLES = ("client", "kafka_mirror")
+
+
 class SsmProfile(pulumi.ComponentResource):
     """One IAM role + instance profile so Ansible (amazon.aws.aws_ssm) reaches every host."""
 
@@ -69,8 +73,8 @@ class ClusterHost(pulumi.ComponentResource):
             iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
             root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(encrypted=True, volume_type="gp3"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
-            user_data=USER_DATA if args.role != "client" else None, tags=tags, opts=child)
-        if args.role != "client":
+            user_data=USER_DATA if args.role not in STATELESS_ROLES else None, tags=tags, opts=child)
+        if args.role not in STATELESS_ROLES:
             volume = aws.ebs.Volume(f"{name}-data", availability_zone=args.zone, size=args.data_volume_gb,
                                     type="gp3", encrypted=True, tags={**tags, "Name": f"{args.fqdn}-data"},
                                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(

@@ -17,7 +17,7 @@ class RegionNetworkArgs:
     cluster: str
     region: str
     cidr: str
-    subnets: dict[str, tuple[str, str]]  # dc -> (zone, cidr)
+    subnets: dict[str, tuple[str, str, str]]  # dc -> (zone, cidr, the cluster the DC belongs to)
     provider: aws.Provider
 
 
@@ -33,10 +33,11 @@ class RegionNetwork(pulumi.ComponentResource):
         # One route table for the region's private subnets: peering routes are added to it.
         self.route_table = aws.ec2.RouteTable(f"{name}-private", vpc_id=self.vpc.id, tags=tags, opts=child)
         self.subnets: dict[str, aws.ec2.Subnet] = {}
-        for dc, (zone, cidr) in sorted(args.subnets.items()):
+        for dc, (zone, cidr, cluster) in sorted(args.subnets.items()):
+            # the subnet's own cluster: the fault driver checks a DC's subnet is its cluster's
             sn = aws.ec2.Subnet(f"{name}-{dc}", vpc_id=self.vpc.id, cidr_block=cidr, availability_zone=zone,
-                                map_public_ip_on_launch=False, tags={**tags, "dc": dc, "Name": f"{args.cluster}-{dc}"},
-                                opts=child)
+                                map_public_ip_on_launch=False,
+                                tags={**tags, "cluster": cluster, "dc": dc, "Name": f"{cluster}-{dc}"}, opts=child)
             aws.ec2.RouteTableAssociation(f"{name}-{dc}", subnet_id=sn.id, route_table_id=self.route_table.id,
                                           opts=child)
             self.subnets[dc] = sn
@@ -52,7 +53,7 @@ class RegionNetwork(pulumi.ComponentResource):
         aws.ec2.SecurityGroupRule(f"{name}-endpoints-https", type="ingress", security_group_id=https.id,
                                   protocol="tcp", from_port=443, to_port=443, cidr_blocks=[args.cidr], opts=child)
         one_per_zone = {}
-        for dc, (zone, _) in sorted(args.subnets.items()):
+        for dc, (zone, _, _) in sorted(args.subnets.items()):
             one_per_zone.setdefault(zone, self.subnets[dc].id)  # an interface endpoint takes one subnet per AZ
         for service in INTERFACE_ENDPOINTS:
             aws.ec2.VpcEndpoint(f"{name}-{service}", vpc_id=self.vpc.id, vpc_endpoint_type="Interface",

@@ -16,12 +16,19 @@ from dataclasses import dataclass
 
 from infra import inventory as inv
 from infra import schema
+from infra.constants import KAFKA_VERSIONS, kafka_release
+from infra.deployment import Deployment
 from infra.rules import Violation
 from infra.topology import Topology
+
+# A topology's DCs and hosts: one cluster, or a replicated stack's clusters and MM2 hosts, which
+# share the region's VPC (each DC keeps a subnet of its own).
+Layout = Topology | Deployment
 
 
 SUBNET_PREFIX = 20  # one /20 per DC
 MIN_PUBLIC_PREFIX = 16  # the widest public range clientCidrs may open the CLIENT listener to
+MIRROR_HEAP_MB = 2048  # MirrorMaker 2 on the broker instance type
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class AwsSettings:
     ami: dict[str, str]
 
 
-def regions(t: Topology) -> list[str]:
+def regions(t: Layout) -> list[str]:
     out: list[str] = []
     for dc in t.datacenters:
         if dc.region and dc.region not in out:
@@ -42,7 +49,7 @@ def regions(t: Topology) -> list[str]:
     return out
 
 
-def settings(t: Topology, config: dict) -> AwsSettings:
+def settings(t: Layout, config: dict) -> AwsSettings:
     """`dcdrill:aws` (validated by infra/schema.py) with its defaults filled in per region."""
     raw = schema.parse(config).aws or schema.AwsSpec()
     cidrs = {r: raw.vpc_cidrs.get(r, f"10.{20 + i}.0.0/16") for i, r in enumerate(regions(t))}
@@ -52,8 +59,9 @@ def settings(t: Topology, config: dict) -> AwsSettings:
                        data_volume_gb=raw.data_volume_gb, ami=dict(raw.ami))
 
 
-def check(t: Topology, config: dict) -> list[Violation]:
-    """AWS-specific refusals: a DC without region/zone, a zone outside its region, overlapping VPCs."""
+def check(t: Layout, config: dict) -> list[Violation]:
+    """AWS-specific refusals: a DC without region/zone, a zone outside its region, overlapping VPCs.
+    On a replicated stack, over every cluster's DCs at once: they share each region's VPC."""
     out = []
     for dc in t.datacenters:
         if not dc.region or not dc.zone:
@@ -88,7 +96,7 @@ def check(t: Topology, config: dict) -> list[Violation]:
     return out
 
 
-def subnet_cidrs(t: Topology, s: AwsSettings) -> dict[str, str]:
+def subnet_cidrs(t: Layout, s: AwsSettings) -> dict[str, str]:
     """One private /20 per DC, carved in config order from its region's VPC."""
     out, used = {}, {}
     for dc in t.datacenters:
@@ -106,15 +114,50 @@ def connection_vars(region: str) -> dict:
 
 
 def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
-              bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> inv.Inventory:
-    """The same schema as the lab's; offline (`dcdrill plan`) instance and subnet ids are
-    placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
-    instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made."""
-    ids = instance_ids or {h.name: f"<instance-id of {h.name}>" for h in t.hosts()}
-    subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
+              bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+              stack: Deployment | None = None) -> inv.Inventory:
+    """One cluster's, in the same schema as the lab's; offline (`dcdrill plan`) instance and subnet
+    ids are placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
+    instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made;
+    on a replicated `stack`, aws_subnet_ids and aws_regions name every cluster's DCs."""
+    whole = stack or t
+    ids = instance_ids or _placeholder_ids(whole)
     host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
-    extra = {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
-             "ansible_aws_ssm_bucket_name": bucket, "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024,
-             "aws_subnet_ids": dict(sorted(subnets.items())),
-             "aws_regions": {dc.name: dc.region for dc in t.datacenters}}
+    extra = {**_shared(whole, bucket, subnet_ids), "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    if stack is not None and stack.replicated:
+        extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
     return inv.build(t, ids, None, extra, host_vars)
+
+
+def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
+                     bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> inv.Inventory:
+    """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (its jars hold connect-mirror)."""
+    ids = instance_ids or _placeholder_ids(d)
+    newest = max((c.kafka_version for c in d.clusters), key=kafka_release)
+    hosts = [h for h, _ in d.mirror_hosts()]
+    host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
+    extra = {**_shared(d, bucket, subnet_ids), "kafka_libs_folder": KAFKA_VERSIONS[newest],
+             "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
+    return inv.build_mirrors(d, ids, None, extra, host_vars)
+
+
+def inventories(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
+                bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> dict:
+    """The stack outputs, as the lab's (infra/lab/layout.build_inventories): `inventory` (the home
+    cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`."""
+    if not d.replicated:
+        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids).data}
+    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d).data for c in d.clusters}
+    return {"inventory": each[d.home.name], "inventories": each,
+            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids).data}
+
+
+def _placeholder_ids(t: Layout) -> dict[str, str]:
+    return {h.name: f"<instance-id of {h.name}>" for h in t.hosts()}
+
+
+def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None) -> dict:
+    subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
+    return {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
+            "ansible_aws_ssm_bucket_name": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
+            "aws_regions": {dc.name: dc.region for dc in t.datacenters}}

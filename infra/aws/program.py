@@ -1,5 +1,6 @@
 """The AWS stack: per-region providers and networks, peering between regions, one private
-zone over every VPC, security groups per role, and a host per topology host."""
+zone over every VPC, security groups per role, and a host per topology host (every cluster's,
+and MirrorMaker 2's on a replicated stack)."""
 from __future__ import annotations
 
 import pulumi
@@ -9,7 +10,7 @@ from infra.aws import plan
 from infra.aws.hosts import ClusterHost, HostArgs, SsmProfile
 from infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetworkArgs
 from infra.aws.security import ClusterSecurity, SecurityArgs
-from infra.topology import Topology
+from infra.deployment import Deployment
 
 # Amazon Linux 2023: the SSM agent is installed, and its package repositories are in S3, which
 # the hosts reach through the VPC's gateway endpoint (no NAT, no internet route).
@@ -35,53 +36,64 @@ class TransferBucket(pulumi.ComponentResource):
         self.register_outputs({"bucket": self.bucket.bucket})
 
 
-def build(t: Topology, config: dict) -> pulumi.Output:
-    problems = plan.check(t, config)
+def build(d: Deployment, config: dict) -> pulumi.Output:
+    """Every cluster's hosts and the MirrorMaker 2 hosts (a replicated stack's clusters share each
+    region's VPC, one subnet per DC). Returns the stack outputs (plan.inventories), once known."""
+    problems = plan.check(d, config)
     if problems:  # before any resource is registered
         raise pulumi.RunError("; ".join(f"[{v.rule}] {v.message}" for v in problems))
-    s = plan.settings(t, config)
-    subnets = plan.subnet_cidrs(t, s)
-    providers = {r: aws.Provider(f"aws-{r}", region=r) for r in plan.regions(t)}
+    s = plan.settings(d, config)
+    subnets = plan.subnet_cidrs(d, s)
+    regions = plan.regions(d)
+    providers = {r: aws.Provider(f"aws-{r}", region=r) for r in regions}
     nets = {r: RegionNetwork(f"net-{r}", RegionNetworkArgs(
-        cluster=t.name, region=r, cidr=s.vpc_cidrs[r],
-        subnets={dc.name: (dc.zone, subnets[dc.name]) for dc in t.datacenters if dc.region == r},
-        provider=providers[r])) for r in plan.regions(t)}
-    regions = plan.regions(t)
+        cluster=d.name, region=r, cidr=s.vpc_cidrs[r],
+        subnets={dc.name: (dc.zone, subnets[dc.name], d.cluster_of_dc(dc.name).name)
+                 for dc in d.datacenters if dc.region == r},
+        provider=providers[r])) for r in regions}
     for i, a in enumerate(regions):
         for b in regions[i + 1:]:
             Peering(f"peer-{a}-{b}", PeeringArgs(requester=nets[a], accepter=nets[b], accepter_region=b,
                                                  requester_provider=providers[a], accepter_provider=providers[b]))
     home = regions[0]
-    zone = aws.route53.Zone("private-zone", name=t.domain, comment=f"dcdrill {t.name}",
-                            vpcs=[aws.route53.ZoneVpcArgs(vpc_id=nets[r].vpc.id, vpc_region=r) for r in regions],
-                            opts=pulumi.ResourceOptions(provider=providers[home]))
+    zone_opts = pulumi.ResourceOptions(provider=providers[home])
+    # One private zone per DNS domain, over every VPC: MM2 and the drill's clients resolve every cluster.
+    zones = {c.domain: aws.route53.Zone(
+        "private-zone" if i == 0 else f"private-zone-{c.domain}", name=c.domain, comment=f"dcdrill {d.name}",
+        vpcs=[aws.route53.ZoneVpcArgs(vpc_id=nets[r].vpc.id, vpc_region=r) for r in regions], opts=zone_opts)
+        for i, c in enumerate({c.domain: c for c in d.clusters}.values())}
+    mirror_regions = {d.dc(h.dc).region for h, _ in d.mirror_hosts()}
     security = {r: ClusterSecurity(f"sg-{r}", SecurityArgs(
-        cluster=t.name, vpc_id=nets[r].vpc.id, other_region_cidrs=[s.vpc_cidrs[o] for o in regions if o != r],
-        client_cidrs=s.client_cidrs, provider=providers[r])) for r in regions}
-    ssm = SsmProfile("ssm", t.name, pulumi.ResourceOptions(provider=providers[home]))
-    bucket = TransferBucket("ssm-transfer", t.name, pulumi.ResourceOptions(provider=providers[home]))
+        cluster=d.name, vpc_id=nets[r].vpc.id, other_region_cidrs=[s.vpc_cidrs[o] for o in regions if o != r],
+        client_cidrs=s.client_cidrs, provider=providers[r], mirrors=bool(d.mirrors),
+        mirror_cidrs=[s.vpc_cidrs[o] for o in regions if o != r and o in mirror_regions])) for r in regions}
+    ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
+    bucket = TransferBucket("ssm-transfer", d.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
         most_recent=True, owners=[AMI_OWNER],
         filters=[aws.ec2.GetAmiFilterArgs(name="name", values=[AMI_NAME])],
         opts=pulumi.InvokeOutputOptions(provider=providers[r])).id for r in regions}
     ids = {}
-    for h in t.hosts():
-        dc = t.dc(h.dc)
+    for h in d.hosts():
+        cluster = d.cluster_of_dc(h.dc)
+        dc = cluster.dc(h.dc)
         sg = security[dc.region]
         group = {"zookeeper": sg.zookeeper, "kafka_controller": sg.controller, "kafka_broker": sg.broker,
-                 "client": sg.client}[h.role]
+                 "client": sg.client, "kafka_mirror": sg.mirror}[h.role]
         az_id = aws.get_availability_zone_output(name=dc.zone, opts=pulumi.InvokeOutputOptions(
             provider=providers[dc.region])).zone_id
         host = ClusterHost(f"host-{h.short}", HostArgs(
-            cluster=t.name, fqdn=h.name, role=h.role, dc=h.dc, node_id=h.node_id, zone=dc.zone, az_id=az_id,
+            cluster=cluster.name, fqdn=h.name, role=h.role, dc=h.dc, node_id=h.node_id, zone=dc.zone, az_id=az_id,
             subnet_id=nets[dc.region].subnets[h.dc].id, security_group_ids=[group.id],
-            instance_type={"kafka_broker": s.broker_instance_type}.get(h.role, s.zookeeper_instance_type),
+            # MM2 is a Kafka client and producer at the brokers' rate: it gets their instance type
+            instance_type=s.broker_instance_type if h.role in ("kafka_broker", "kafka_mirror")
+            else s.zookeeper_instance_type,
             ami=amis[dc.region], data_volume_gb=s.data_volume_gb, instance_profile=ssm.profile.name,
-            zone_id=zone.zone_id, provider=providers[dc.region]))
+            zone_id=zones[cluster.domain].zone_id, provider=providers[dc.region]))
         ids[h.name] = host.instance.id
     names = list(ids)
-    dcs = [dc.name for dc in t.datacenters]
-    subnet_ids = [nets[t.dc(dc).region].subnets[dc].id for dc in dcs]
+    dcs = [dc.name for dc in d.datacenters]
+    subnet_ids = [nets[d.dc(dc).region].subnets[dc].id for dc in dcs]
     return pulumi.Output.all(bucket.bucket.bucket, *ids.values(), *subnet_ids).apply(
-        lambda vals: plan.inventory(t, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
-                                    subnet_ids=dict(zip(dcs, vals[1 + len(names):]))).data)
+        lambda vals: plan.inventories(d, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
+                                      subnet_ids=dict(zip(dcs, vals[1 + len(names):]))))

@@ -4,12 +4,12 @@ between brokers; CLIENT only from the configured client CIDRs. Other regions are
 their VPC CIDRs (security groups cannot be referenced across regions). Nothing is world-open."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
-from infra.constants import CLIENT_PORT, CONTROLLER_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
+from infra.constants import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
 
 
 
@@ -20,6 +20,10 @@ class SecurityArgs:
     other_region_cidrs: list[str]
     client_cidrs: list[str]
     provider: aws.Provider
+    mirrors: bool = False  # a replicated stack: a group for MirrorMaker 2 hosts
+    # The VPCs of other regions holding MirrorMaker 2 hosts, which read and write every
+    # cluster's CLIENT listener (MM2 in this region is let in by its security group).
+    mirror_cidrs: list[str] = field(default_factory=list)
 
 
 class ClusterSecurity(pulumi.ComponentResource):
@@ -39,6 +43,10 @@ class ClusterSecurity(pulumi.ComponentResource):
         self.client = aws.ec2.SecurityGroup(f"{name}-client", vpc_id=args.vpc_id, egress=egress,
                                             description="dcdrill drill clients", tags={"cluster": args.cluster,
                                                                                        "role": "client"}, opts=child)
+        self.mirror = aws.ec2.SecurityGroup(f"{name}-mirror", vpc_id=args.vpc_id, egress=egress,
+                                            description="dcdrill MirrorMaker 2", tags={"cluster": args.cluster,
+                                                                                      "role": "kafka_mirror"},
+                                            opts=child) if args.mirrors else None
 
         def rule(rname: str, sg, port: int, source_sg=None, cidrs=None, what: str = ""):
             aws.ec2.SecurityGroupRule(rname, type="ingress", security_group_id=sg.id, protocol="tcp",
@@ -64,4 +72,11 @@ class ClusterSecurity(pulumi.ComponentResource):
                  what="brokers in other regions")
         rule(f"{name}-client", self.broker, CLIENT_PORT, cidrs=args.client_cidrs, what="clients")
         rule(f"{name}-client-from-drill", self.broker, CLIENT_PORT, self.client.id, what="drill clients")
+        if self.mirror is not None:
+            rule(f"{name}-client-from-mirror", self.broker, CLIENT_PORT, self.mirror.id, what="MirrorMaker 2")
+            # KIP-710: MM2 nodes of one mirror forward task configs to their leader (same DC).
+            rule(f"{name}-mirror-rest", self.mirror, MIRROR_REST_PORT, self.mirror.id, what="MirrorMaker 2 peers")
+        if args.mirror_cidrs:
+            rule(f"{name}-client-mirror-regions", self.broker, CLIENT_PORT, cidrs=args.mirror_cidrs,
+                 what="MirrorMaker 2 in other regions")
         self.register_outputs({})

@@ -99,9 +99,7 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
              "zookeeper_heap_mb": settings.zookeeper_heap_mb,
              "kafka_controller_heap_mb": settings.controller_heap_mb}
     if d is not None and d.replicated:
-        # MM2 keeps the source's timestamps: with each cluster's own append time in its log, a
-        # copy's lag is the target's append time minus the source's (spark/mirrors.py)
-        extra["kafka_broker_custom_properties"] = {"log.message.timestamp.type": "LogAppendTime"}
+        extra["kafka_broker_custom_properties"] = dict(inventory.REPLICATED_BROKER_PROPERTIES)
     return inventory.build(t, addresses(d or t, settings.subnet_prefix), _connection(lab), extra,
                            _host_vars(lab, t.hosts()))
 

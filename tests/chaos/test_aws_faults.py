@@ -1,6 +1,8 @@
 """The AWS fault driver against moto (in-process): every fault and its heal, on the instances and
 subnets the stack's own outputs list. Heal leaves the account as it was, and a second stack with
 the very same tags in the same region is never touched."""
+import json
+
 import boto3
 import pytest
 from moto import mock_aws
@@ -203,3 +205,100 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
     # Tags given at creation need ec2:CreateTags, which boto3 does not call by name.
     called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set())
     assert called == allowed, (sorted(called - allowed), sorted(allowed - called))
+
+
+REPLICATED = "aws-2region-replicated"
+
+
+@pytest.fixture
+def aws_replicated(monkeypatch, tmp_path):
+    """aws-2region-replicated in moto: a VPC per region, each DC's subnet and hosts tagged with
+    their own cluster, MM2's host in the target's DC, and the inventories `lab up` would write."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                 "AWS_DEFAULT_REGION": REGION, "DCDRILL_CACHE": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
+    SENT.clear()
+    real = AwsFaults._client
+
+    def listened(self, service, region):
+        client = real(self, service, region)
+        client.meta.events.register("provide-client-params.ssm.SendCommand", _sent)
+        return client
+
+    monkeypatch.setattr(AwsFaults, "_client", listened)
+    with mock_aws():
+        config = stack.load_config(REPLICATED)
+        d = stack.load_deployment(REPLICATED)
+        ids, subnets, clients = {}, {}, {}
+        for n, region in enumerate(plan.regions(d)):
+            ec2 = clients[region] = boto3.client("ec2", region_name=region)
+            vpc = ec2.create_vpc(CidrBlock=f"10.{20 + n}.0.0/16")["Vpc"]["VpcId"]
+            ami = ec2.describe_images()["Images"][0]["ImageId"]
+            for dc in (dc for dc in d.datacenters if dc.region == region):
+                cluster = d.cluster_of_dc(dc.name).name
+                subnets[dc.name] = ec2.create_subnet(
+                    VpcId=vpc, CidrBlock=f"10.{20 + n}.0.0/20", AvailabilityZone=dc.zone,
+                    TagSpecifications=[{"ResourceType": "subnet", "Tags": [
+                        {"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": dc.name}]}])["Subnet"]["SubnetId"]
+                for h in (h for h in d.hosts() if h.dc == dc.name):
+                    ids[h.name] = ec2.run_instances(
+                        ImageId=ami, MinCount=1, MaxCount=1, SubnetId=subnets[dc.name],
+                        TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                            {"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": h.dc},
+                            {"Key": "role", "Value": h.role}]}])["Instances"][0]["InstanceId"]
+        outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets)
+        for key, data in [(None, outs["inventory"]), ("west", outs["inventories"]["west"]),
+                          (ansible.MIRRORS, outs["mirrors"])]:
+            path = ansible.inventory_path(REPLICATED, key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(data))
+        yield clients, {"stack": REPLICATED, "run_dir": str(tmp_path / "run")}, ids, subnets
+
+
+def _states(clients) -> dict:
+    return {i["InstanceId"]: i["State"]["Name"] for ec2 in clients.values()
+            for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+
+
+def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicated):
+    """kill-mirror SIGKILLs MM2 through SSM and holds it down until heal starts it; the target
+    DC's power loss stops MM2's instance with the brokers and controllers (not the client); a
+    cut of the source DC swaps the subnet that carries east's tags."""
+    from chaos.faults import aws as aws_driver
+
+    clients, cfg, ids, subnets = aws_replicated
+    before = _states(clients)
+    mm = ids["mm1.dc-b.dcdrill.internal"]
+
+    out = actions.kill_mirror(configuration=cfg)
+    assert out["target"] == "mm1.dc-b.dcdrill.internal" and out["instances"] == [mm]
+    actions.heal(configuration=cfg)
+    assert commands() == [([mm], aws_driver.KILL_MIRROR), ([mm], aws_driver.START_MIRROR)]
+    assert "systemctl stop mirror" in aws_driver.KILL_MIRROR  # Restart=on-failure must not undo the kill
+
+    actions.kill_dc("dc-b", configuration=cfg)
+    stopped = {i for i, s in _states(clients).items() if s == "stopped"}
+    client = {ids["c2.dc-b.dcdrill.internal"]}
+    assert stopped == {ids[n] for n in ids if ".dc-b." in n} - client and mm in stopped
+    actions.heal("dc-b", configuration=cfg)
+    assert _states(clients) == before
+
+    west = clients["eu-west-1"]
+    original = west.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnets["dc-a"]]}])
+    actions.isolate_dc("dc-a", configuration=cfg)
+    now = west.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnets["dc-a"]]}])
+    assert now["NetworkAcls"][0]["NetworkAclId"] != original["NetworkAcls"][0]["NetworkAclId"]
+    actions.heal("dc-a", configuration=cfg)
+    again = west.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnets["dc-a"]]}])
+    assert again["NetworkAcls"][0]["NetworkAclId"] == original["NetworkAcls"][0]["NetworkAclId"]
+    assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == ["kill-mirror", "kill-dc", "isolate-dc"]
+
+
+def test_replicated_stack_refuses_a_mirror_host_tagged_for_another_cluster(aws_replicated):
+    clients, cfg, ids, _ = aws_replicated
+    mm = ids["mm1.dc-b.dcdrill.internal"]
+    clients["eu-central-1"].create_tags(Resources=[mm], Tags=[{"Key": "cluster", "Value": "east"}])
+    with pytest.raises(Exception, match="is not tagged cluster=west, dc=dc-b"):
+        actions.kill_mirror(configuration=cfg)
+    assert not commands()  # nothing was sent to the instance

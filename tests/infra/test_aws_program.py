@@ -7,6 +7,7 @@ import pytest
 from infra import stack
 from infra.aws import plan, program
 from infra.topology import from_config
+from infra.constants import CLIENT_PORT, MIRROR_REST_PORT
 
 WORLD = "0.0.0.0/0"
 
@@ -37,19 +38,21 @@ class Mocks(pulumi.runtime.Mocks):
         return [r for r in self.resources if r.typ == typ]
 
 
-def run_program(stack_name, config_patch=None):
+def run_program(stack_name, config_patch=None, whole=False):
+    """The program under mocks: (mocks, the home cluster, its inventory), or with whole=True
+    (mocks, the Deployment, every stack output)."""
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="dcdrill", stack=stack_name, preview=False)
     config = {**stack.load_config(stack_name), **(config_patch or {})}
-    t = from_config(config, stack_name)
+    d = stack.deployment_of(config, stack_name)
     result = {}
 
     @pulumi.runtime.test
     def go():
-        return program.build(t, config).apply(lambda inv: result.update(inventory=inv))
+        return program.build(d, config).apply(lambda outs: result.update(outs))
 
     go()
-    return mocks, t, result["inventory"]
+    return (mocks, d, result) if whole else (mocks, d.home, result["inventory"])
 
 
 @pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker", "aws-3az-kraft"])
@@ -153,3 +156,53 @@ def test_deployable_and_locked_down(name):
     # the hosts through Ansible (no_log), never as a resource input or a stack output.
     state = repr([r.inputs for r in mocks.resources]) + repr(inv)
     assert "PRIVATE KEY" not in state and "password" not in state.lower()
+
+
+def test_replicated_stack_builds_both_clusters_and_mirrormaker():
+    """aws-2region-replicated: each cluster in its region's VPC (peered), MM2 on its own host in
+    the target's DC, each resource tagged with its own cluster, and outputs shaped as the lab's."""
+    mocks, d, outs = run_program("aws-2region-replicated", whole=True)
+    instances = {i.inputs["tags"]["Name"]: i.inputs for i in mocks.of("aws:ec2/instance:Instance")}
+    assert sorted(instances) == sorted(h.name for h in d.hosts())
+    mm = instances["mm1.dc-b.dcdrill.internal"]
+    assert mm["tags"]["role"] == "kafka_mirror" and mm["tags"]["cluster"] == "west"
+    assert mm["availabilityZone"] == "eu-central-1a" and mm["instanceType"] == "m6i.large"
+    assert {n: i["tags"]["cluster"] for n, i in instances.items() if ".dc-a." in n} == {
+        h.name: "east" for h in d.cluster("east").hosts()}
+    subnets = {s.inputs["tags"]["dc"]: s.inputs["tags"]["cluster"] for s in mocks.of("aws:ec2/subnet:Subnet")}
+    assert subnets == {"dc-a": "east", "dc-b": "west"}
+    assert len(mocks.of("aws:ec2/vpc:Vpc")) == 2 and len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 1
+    assert len(mocks.of("aws:ebs/volume:Volume")) == 12  # brokers and controllers; not MM2, not clients
+    # MM2 reaches the brokers of both regions: its group in its own region, the other by CIDR.
+    rules = [r.inputs for r in mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule")]
+    client = [r for r in rules if r["fromPort"] == CLIENT_PORT]
+    assert any(r.get("cidrBlocks") == ["10.21.0.0/16"] and "MirrorMaker" in r["description"] for r in client)
+    assert sum(bool(r.get("sourceSecurityGroupId")) and "MirrorMaker" in r["description"] for r in client) == 2
+    assert all(WORLD not in (r.get("cidrBlocks") or []) for r in rules)
+    assert any(r["fromPort"] == MIRROR_REST_PORT for r in rules)
+    # Outputs as the lab's: the home cluster's inventory, every cluster's, and MM2's.
+    assert set(outs) == {"inventory", "inventories", "mirrors"} and outs["inventory"] == outs["inventories"]["east"]
+    west = outs["inventories"]["west"]["all"]
+    assert west["vars"]["kafka_broker_custom_properties"] == {"log.message.timestamp.type": "LogAppendTime"}
+    assert west["vars"]["aws_regions"] == {"dc-a": "eu-west-1", "dc-b": "eu-central-1"}
+    assert set(west["vars"]["aws_subnet_ids"]) == {"dc-a", "dc-b"}
+    mirrors = outs["mirrors"]["all"]
+    [(name, mm_vars)] = mirrors["children"]["kafka_mirror"]["hosts"].items()
+    assert name == "mm1.dc-b.dcdrill.internal" and mm_vars["ansible_connection"] == "amazon.aws.aws_ssm"
+    assert mm_vars["ansible_aws_ssm_region"] == "eu-central-1" and mm_vars["ansible_host"].endswith("-id")
+    assert mm_vars["kafka_mirror_flows"] == [{"source": "east", "target": "west"}]
+    assert mm_vars["kafka_mirror_replication_factor"] == 3
+    assert mirrors["vars"]["service_manager"] == "systemd" and mirrors["vars"]["kafka_libs_folder"] == "kafka4"
+    assert [c["alias"] for c in mirrors["vars"]["kafka_mirror_clusters"]] == ["east", "west"]
+
+
+def test_replicated_stack_shares_the_stretched_programs_checks():
+    """The AWS checks run over every cluster's DCs at once: a cluster's zone outside its region is
+    refused before any resource, and CIDRs for both clusters' regions are not 'unused'."""
+    config = stack.load_config("aws-2region-replicated")
+    d = stack.deployment_of(config)
+    assert plan.check(d, config) == []
+    clusters = [dict(c) for c in config["dcdrill:clusters"]]
+    clusters[1] = {**clusters[1], "datacenters": [{**clusters[1]["datacenters"][0], "zone": "eu-west-1b"}]}
+    with pytest.raises(Exception, match="aws-zone-region"):
+        run_program("aws-2region-replicated", {"dcdrill:clusters": clusters})
