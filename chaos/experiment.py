@@ -39,7 +39,8 @@ def compose(name: str) -> dict:
     waits = shape.pop(MIRROR_WAITS)
     part = json.loads((FOLDER / f"{name}.json").read_text())
     fault = part["fault"]
-    if part.get(MIRRORED):  # a replicated stack's fault: from a mirror that keeps up, until it caught up again
+    mirrored = part.get(MIRRORED)
+    if mirrored:  # a replicated stack's fault: from a mirror that keeps up, until it caught up again
         fault = [waits["before"], *fault, waits["after"]]
     out = {"version": shape.pop("version"), "title": part["title"], "description": part["description"],
            **copy.deepcopy(shape)}
@@ -47,11 +48,11 @@ def compose(name: str) -> dict:
     method = []
     for activity in shape["method"]:
         method += copy.deepcopy(fault) if MARKER in activity else [activity]
-    out["method"] = method
+    out["method"] = method + ([waits["last"]] if mirrored else [])
     return out
 
 
-MIRROR_FUNCS = {"fail_over_consumers", "kill_mirror", "wait_mirrored"}  # only a replicated stack has what they act on
+MIRROR_FUNCS = {"fail_over_consumers", "kill_mirror", "wait_mirrored", "record_mirror_events"}  # only a replicated stack has what they act on
 
 
 def needs_mirrors(experiment: dict) -> bool:

@@ -33,6 +33,8 @@ BASELINE = "baseline.json"
 COORDINATION = "coordination.jsonl"
 FAILOVERS = "failovers.jsonl"
 MIRROR_WAITS = "mirror-waits.jsonl"
+MIRROR_EVENTS = "mirror-events.jsonl"
+MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
 
 
@@ -112,6 +114,22 @@ def parse_mirror_waits(data: bytes, name: str) -> list[dict]:
                 raise ValueError(f"{where}: {key} must be an integer, got {row.get(key)!r}")
         rows.append(row)
     return sorted(rows, key=lambda r: r["caught_up_ms"])
+
+
+def parse_mirror_events(data: bytes, name: str) -> list[dict]:
+    """mirror-events.jsonl (RECORD.md): {host, flows, event, at_ms} per line, named when bad."""
+    rows = []
+    for where, row in _objects(data, name, "a mirror event"):
+        if not isinstance(row.get("host"), str):
+            raise ValueError(f"{where}: host must be a string, got {row.get('host')!r}")
+        if not isinstance(row.get("flows"), list) or not all(isinstance(f, str) for f in row["flows"]):
+            raise ValueError(f"{where}: flows must be a list of flow names, got {row.get('flows')!r}")
+        if row.get("event") not in MIRROR_EVENT_KINDS:
+            raise ValueError(f"{where}: event must be one of {', '.join(MIRROR_EVENT_KINDS)}, got {row.get('event')!r}")
+        if not _whole(row.get("at_ms")):
+            raise ValueError(f"{where}: at_ms must be an integer, got {row.get('at_ms')!r}")
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["at_ms"])
 
 
 def parse_coordination(data: bytes, name: str) -> list[dict]:
@@ -336,6 +354,15 @@ class DrillRecord:
         """One flow's wait for its copy to catch up (RECORD.md): {flow, began_ms, caught_up_ms}."""
         with open(self.file(MIRROR_WAITS), "a") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def mirror_waits(self) -> list[dict]:
+        path = self.file(MIRROR_WAITS)
+        return parse_mirror_waits(path.read_bytes(), str(path)) if path.exists() else []
+
+    def write_mirror_events(self, rows: list[dict]) -> None:
+        """MirrorMaker 2's starts and rebalances during the drill (RECORD.md): {host, flows, event, at_ms}."""
+        with open(self.file(MIRROR_EVENTS), "w") as f:
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)

@@ -14,8 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, MIRROR_WAITS, TOPOLOGY, check_baseline,
-                                 check_topology, parse_coordination, parse_failovers, parse_faults, parse_mirror_waits)
+from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, MIRROR_EVENTS, MIRROR_WAITS, TOPOLOGY,
+                                 check_baseline, check_topology, parse_coordination, parse_failovers, parse_faults,
+                                 parse_mirror_events, parse_mirror_waits)
 from spark import storage
 
 
@@ -258,3 +259,11 @@ def read_failovers(run_dir: str, spark=None) -> list[dict]:
 def read_mirror_waits(run_dir: str, spark=None) -> list[dict]:
     """mirror-waits.jsonl, by when each copy caught up (record.parse_mirror_waits); missing: none."""
     return _read_lines(run_dir, MIRROR_WAITS, parse_mirror_waits, spark)
+
+
+def read_mirror_events(run_dir: str, spark=None) -> list[dict] | None:
+    """mirror-events.jsonl, oldest first (record.parse_mirror_events); None when the record has
+    none (a drill that did not read MM2's log), which is not "no event"."""
+    if storage.read_bytes(spark, storage.join(run_dir, MIRROR_EVENTS)) is None:
+        return None
+    return _read_lines(run_dir, MIRROR_EVENTS, parse_mirror_events, spark)

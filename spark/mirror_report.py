@@ -17,6 +17,10 @@ def _rpo(rpo: dict) -> str:
         f"RPO {rpo['records']} records / {rpo['seconds']:.1f} s"
 
 
+def _mm2(events: dict | None) -> str:
+    return "-" if events is None else f"{events['restarts']} / {events['rebalances']}"
+
+
 def text(summary: dict) -> list[str]:
     out = []
     for name, m in (summary.get("mirrors") or {}).items():
@@ -24,7 +28,9 @@ def text(summary: dict) -> list[str]:
         out.append(f"  mirror {name}: mirrored {c['mirrored']} of {c['acked']} acked, not mirrored {c['not_mirrored']}, "
                    f"duplicates {c['replication_duplicates']}, order violations {c['target_order_violations']}; "
                    f"{_rpo(rpo)}; steady lag p50 {_s(lag['p50'])} "
-                   f"p99 {_s(lag['p99'])}; caught up {_s(m['catch_up_ms'])} after the heal")
+                   f"p99 {_s(lag['p99'])}; caught up {_s(m['catch_up_ms'])} after the heal"
+                   + (f"; MM2 restarts {m['mm2']['restarts']}, rebalances {m['mm2']['rebalances']}"
+                      if m.get("mm2") else ""))
     loops = summary.get("mirror_loops") or {}
     if loops:
         out.append("  mirror loops: " + ", ".join(f"{c} {n}" for c, n in loops.items()))
@@ -72,7 +78,8 @@ def section(summary: dict, t0_ms: float | None) -> str:
              "phantoms": m["counts"]["target_phantoms"], "order violations": m["counts"]["target_order_violations"],
              "RPO": _rpo(m["rpo"]),
              "steady lag p50 / p99": f"{_s(m['steady_lag_ms']['p50'])} / {_s(m['steady_lag_ms']['p99'])}",
-             "lag max": _s(m["lag_ms"]["max"]), "caught up after heal": _s(m["catch_up_ms"])}
+             "lag max": _s(m["lag_ms"]["max"]), "caught up after heal": _s(m["catch_up_ms"]),
+             "MM2 restarts / rebalances": _mm2(m.get("mm2"))}
             for name, m in mirrors.items()]
     fos = [{"group": f["group"], "from -> to": f"{f['from']} -> {f['to']}", "skipped": f["failover_skipped"],
             "redelivered": f["failover_redelivered"], "processed before": f["processed_before"],
@@ -86,5 +93,6 @@ def section(summary: dict, t0_ms: float | None) -> str:
             + ("<h3>Consumer failover</h3>" + html_table(fos, list(fos[0])) if fos else "")
             + (f'<figure><img src="{img}" alt="mirror lag"></figure>' if img else "")
             + "<p>RPO: acknowledged records the target did not hold at the failover (else at the source's loss), "
-              "and the window of acknowledgements they span, up to the source's last one. Definitions: RECORD.md, "
+              "and the window of acknowledgements they span, up to the source's last one. MM2 restarts and "
+              "rebalances: from the first fault on, read from its log. Definitions: RECORD.md, "
               "Mirrors.</p>")

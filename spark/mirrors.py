@@ -16,6 +16,9 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
                            acknowledgements they span: from the oldest of them to the source's
                            last acknowledgement before that instant (the writes a failover loses)
   catch_up_ms              after the last heal: until R held every record acknowledged before it
+  mm2                      the MM2 node carrying the flow, from the first fault on (mirror-events.jsonl):
+                           restarts (its process began again) and rebalances (Connect's, per herder);
+                           null when the record holds no events file
 Per cluster: mirror_loops, records of the cluster's own that came back in a copy.
 Per failover: failover_redelivered (processed on both sides), failover_skipped (in R below
 where the failed-over consumers got to, and never processed on either side; must be 0).
@@ -177,8 +180,16 @@ def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
                 F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()}
 
 
+def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> dict | None:
+    """The flow's MM2 node's restarts and rebalances from `since_ms` on (None: every event)."""
+    if events is None:
+        return None
+    own = [e for e in events if flow in e["flows"] and (since_ms is None or e["at_ms"] >= since_ms)]
+    return {"restarts": sum(e["event"] == "start" for e in own), "rebalances": sum(e["event"] == "rebalance" for e in own)}
+
+
 def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict],
-          waits: list[dict] = ()) -> dict:
+          waits: list[dict] = (), events: list[dict] | None = None) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
     start = faults[0]["start_ms"] if faults else None
     P = load(spark, run_dir, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
@@ -191,6 +202,7 @@ def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: li
         caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
         mirrors[name] = check_flow(spark, run_dir, name, flow, topic, P, faults, failovers, dcs,
                                    caught[-1] if caught else None)
+        mirrors[name]["mm2"] = mm2_events(events, name, start)
     C = _consumed(spark, run_dir)
     return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters)),
             "failovers": [check_failover(spark, run_dir, fo, C) for fo in failovers]}

@@ -29,7 +29,7 @@ from record.drill_record import REPORT, DrillRecord  # noqa: E402
 from spark import (cds, checker, coordination, identities, mirror_report, mirrors, options, report, storage,  # noqa: E402
                    verdict)
 from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
-                           read_baseline, read_coordination, read_failovers, read_faults, read_mirror_waits,
+                           read_baseline, read_coordination, read_failovers, read_faults, read_mirror_events, read_mirror_waits,
                            read_topology)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
@@ -211,7 +211,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
     if home:
         summary.update(mirrors.check(spark, run_dir, topology, summary["faults"], read_failovers(run_dir, spark=spark),
-                                     read_mirror_waits(run_dir, spark=spark)))
+                                     read_mirror_waits(run_dir, spark=spark), read_mirror_events(run_dir, spark=spark)))
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)

@@ -15,6 +15,7 @@ Every change is noted before it is made, so heal undoes exactly it.
 """
 from __future__ import annotations
 
+import shlex
 import time
 
 from chaos.faults.driver import FaultDriver, Undo
@@ -48,6 +49,7 @@ KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
                f"systemctl stop {MIRROR_UNIT}",
                f"! systemctl is-active --quiet {MIRROR_UNIT}"]
 START_MIRROR = [f"systemctl start {MIRROR_UNIT}"]
+MIRROR_LOG_DIR = "/var/lib/dcdrill/mirror"  # roles/kafka_mirror's kafka_mirror_dir on AWS (plan.py's data_root)
 
 
 class AwsFaults(FaultDriver):
@@ -105,8 +107,8 @@ class AwsFaults(FaultDriver):
     def stop_dc(self, dc: str, undo: Undo) -> dict:
         return self._stop(dc, False, undo)
 
-    def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> None:
-        """Run a shell script on one instance through SSM and wait for it; raise if it fails."""
+    def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> str:
+        """Run a shell script on one instance through SSM and wait for it; its output, or raise if it fails."""
         ssm = self._client("ssm", region)
         cmd = ssm.send_command(InstanceIds=[instance], DocumentName=RUN_SHELL, Comment=COMMENT,
                                Parameters={"commands": commands})["Command"]["CommandId"]
@@ -114,7 +116,7 @@ class AwsFaults(FaultDriver):
         while True:
             inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=instance)
             if inv["Status"] == "Success":
-                return
+                return inv.get("StandardOutputContent", "")
             if inv["Status"] in ("Failed", "Cancelled", "TimedOut") or time.monotonic() > deadline:
                 raise RuntimeError(f"{what} ({instance}): {inv['Status']} {inv.get('StandardErrorContent', '')[:300]}")
             time.sleep(2)
@@ -123,6 +125,14 @@ class AwsFaults(FaultDriver):
         self._owned_instances(host.dc, ("kafka_broker",))
         self._run(self._region(host.dc), host.address, f"restarting kafka on {host.name}",
                   ["systemctl restart kafka"], timeout_s)
+
+    def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
+        # SSM returns at most 24,000 characters of output: only the matching lines cross.
+        log = f"{MIRROR_LOG_DIR}/mirror.log"
+        pattern = " ".join(f"-e {shlex.quote(n)}" for n in needles)
+        out = self._run(self._region(host.dc), host.address, f"reading MirrorMaker 2's log on {host.name}",
+                        [f"for f in {log}.2 {log}.1 {log}; do [ -f $f ] && grep -h -F {pattern} $f; done; true"])
+        return out.splitlines()
 
     def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:
         if host.address not in self._owned_instances(host.dc, ("kafka_mirror",)):

@@ -67,6 +67,11 @@ class FaultDriver(ABC):
         without replicated stacks leaves this out, and `dcdrill drill --check` says so."""
         raise NotImplementedError(f"{type(self).__name__} cannot kill MirrorMaker 2")
 
+    def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
+        """The lines of one MirrorMaker 2 node's log (rolled files first) holding any of `needles`:
+        how a drill learns MM2's restarts and rebalances (chaos/mirror/events.py)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read MirrorMaker 2's log")
+
     @abstractmethod
     def restart_broker(self, host: InventoryHost) -> None:
         """Stop one broker cleanly and start it again (a step of a rolling restart)."""

@@ -87,6 +87,12 @@ class LabFaults(FaultDriver):
             raise RuntimeError(f"MirrorMaker 2 on {host.name} still running after SIGKILL")
         return {"hosts": [host.name]}
 
+    def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
+        log = Path(host.vars["data_root"]) / SERVICE["kafka_mirror"] / "mirror.log"
+        files = [log.with_name(f"mirror.log.{i}") for i in (2, 1)] + [log]  # log4j2's rolled files, oldest first
+        return [line.rstrip("\n") for f in files if f.exists()
+                for line in f.read_text(errors="replace").splitlines() if any(n in line for n in needles)]
+
     def restart_broker(self, host: InventoryHost) -> None:
         spec = spec_path(host)
         service.stop(service.load(spec), signal.SIGTERM)

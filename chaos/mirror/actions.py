@@ -1,9 +1,10 @@
-"""MirrorMaker 2 actions that are not faults: wait until each flow has copied the drill topic.
+"""MirrorMaker 2 actions that are not faults: wait until each flow has copied the drill topic,
+and record MM2's starts and rebalances.
 
-Before the fault, so the drill starts from a mirror that keeps up (MM2 finds a drill's new topic
-on its next topic refresh, then copies what was written meanwhile: its steady lag is measured
-from the end of this wait, mirror-waits.jsonl); after the heal, so the audit reads a finished
-copy."""
+The wait runs before the fault, so the drill starts from a mirror that keeps up (MM2 finds a
+drill's new topic on its next topic refresh, then copies what was written meanwhile: its steady
+lag is measured from the end of this wait, mirror-waits.jsonl); and after the heal, so the audit
+reads a finished copy. The events are read from each MM2 node's log at the end of the drill."""
 from __future__ import annotations
 
 import time
@@ -11,11 +12,13 @@ import time
 from chaoslib.exceptions import ActivityFailed
 
 from chaos import context
+from chaos.faults.actions import driver
+from chaos.mirror import events
 from chaos.mirror.probes import end_offsets
 from infra import lifecycle
 from infra.constants import now_ms
 
-__all__ = ["wait_mirrored"]
+__all__ = ["wait_mirrored", "record_mirror_events"]
 
 
 def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
@@ -44,3 +47,24 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
             out[f.name] = round(time.monotonic() - t0, 1)
             context.record(configuration).append_mirror_wait({"flow": f.name, "began_ms": began, "caught_up_ms": now_ms()})
     return {"waited_s": out}
+
+
+def record_mirror_events(configuration: dict = None, secrets: dict = None) -> dict:
+    """Write mirror-events.jsonl: each MM2 node's starts and rebalances since the drill's first
+    wait for its mirror began (the drill's own; earlier ones are the lab's bring-up)."""
+    d, record = context.deployment(configuration), context.record(configuration)
+    waits = record.mirror_waits()
+    since = min((w["began_ms"] for w in waits), default=0)
+    flows = {m.name: [f.name for f in m.flows] for m in d.mirrors}
+    drv, rows = driver(configuration), []
+    for host in drv.inventory.hosts("kafka_mirror"):
+        try:
+            lines = drv.mirror_log(host, list(events.NEEDLES))
+        except Exception as exc:  # noqa: BLE001
+            raise ActivityFailed(f"reading MirrorMaker 2's log on {host.name}: {type(exc).__name__}: {exc}") from exc
+        mirror = host.vars.get("kafka_mirror_name")
+        rows += [{"host": host.name, "flows": flows.get(mirror, []), "event": kind, "at_ms": at}
+                 for kind, at in events.parse(lines, since)]
+    rows.sort(key=lambda r: r["at_ms"])
+    record.write_mirror_events(rows)
+    return {kind: sum(r["event"] == kind for r in rows) for kind in ("start", "rebalance")}

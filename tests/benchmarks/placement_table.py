@@ -5,7 +5,8 @@ link and writes locally. This runs, for each placement (`local-replicated`: MM2 
 target's; `local-replicated-mm2-source`: MM2 in dc-a, the source's) and each fault (kill-source-dc,
 cut-mirror-link), N drills (`dcdrill drill --repeat N`), and prints one row per drill and a
 median row per pair: the RPO (records and seconds), replication duplicates, MM2's Connect
-rebalances and restarts during the drill (from its log), and the catch-up after the heal. One lab
+rebalances and restarts from the fault on (the drill record's, read from MM2's log), and the
+catch-up after the heal. One lab
 at a time: the other placement's lab is brought down first.
 
     python tests/benchmarks/placement_table.py [--repeat 3] [--hold 20] [--out runs/placement]
@@ -15,44 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from infra import ansible, lifecycle  # noqa: E402
+from infra import ansible  # noqa: E402
 
 STACKS = {"target": "local-replicated", "source": "local-replicated-mm2-source"}
 FAULTS = ("kill-source-dc", "cut-mirror-link")
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
 
 
-def mm2_log_lines(stack: str) -> list[tuple[int, str]]:
-    """(epoch ms, line) of the stack's MM2 log(s), oldest first; the lab's clock is this machine's."""
-    host = lifecycle.inventory(stack, ansible.MIRRORS).hosts("kafka_mirror")[0]
-    folder = Path(host.vars["data_root"]) / "mirror"
-    out = []
-    for path in sorted(folder.glob("mirror.log*"), reverse=True):
-        for line in path.read_text(errors="replace").splitlines():
-            m = STAMP.match(line)
-            if m:
-                at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
-                out.append((int(at.timestamp() * 1000) + int(m.group(2)), line))
-    return out
-
-
-def mm2_events(lines, start_ms: int, end_ms: int) -> dict:
-    window = [line for at, line in lines if start_ms <= at <= end_ms]
-    return {"restarts": sum("Kafka MirrorMaker initializing" in line for line in window),
-            "rebalances": sum("Rebalance started" in line for line in window)}
-
-
-def row(placement: str, fault: str, run: Path, lines) -> dict:
+def row(placement: str, fault: str, run: Path) -> dict:
     s = json.loads((run / "report" / "summary.json").read_text())
     m = next(iter(s["mirrors"].values()))
     f = s["faults"][0]
@@ -62,7 +40,8 @@ def row(placement: str, fault: str, run: Path, lines) -> dict:
             "catch_up_s": None if m["catch_up_ms"] is None else m["catch_up_ms"] / 1000,
             "steady_lag_p99_s": None if m["steady_lag_ms"]["p99"] is None else m["steady_lag_ms"]["p99"] / 1000,
             "skipped": sum(fo["failover_skipped"] for fo in s.get("failovers") or []),
-            **mm2_events(lines, f["start_ms"] - 5_000, (f.get("end_ms") or f["start_ms"]) + 120_000)}
+            # from the first fault on, as the drill read MM2's log (summary `mm2`, RECORD.md)
+            "rebalances": (m.get("mm2") or {}).get("rebalances"), "restarts": (m.get("mm2") or {}).get("restarts")}
 
 
 def med(rows: list[dict], key: str):
@@ -104,10 +83,9 @@ def main() -> int:
             if not args.table_only:
                 subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", stack, "--experiment", fault,
                                 "--repeat", str(args.repeat), "--hold", str(args.hold), "--run-dir", str(series)])
-            lines = mm2_log_lines(stack) if ansible.inventory_path(stack).exists() else []
             for run in sorted(series.glob("drill-*")):
                 if (run / "report" / "summary.json").exists():
-                    rows.append(row(placement, fault, run, lines))
+                    rows.append(row(placement, fault, run))
     print(table(rows))
     return 0
 

@@ -294,6 +294,14 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     assert again["NetworkAcls"][0]["NetworkAclId"] == original["NetworkAcls"][0]["NetworkAclId"]
     assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == ["kill-mirror", "kill-dc", "isolate-dc"]
 
+    # MM2's log is read where it lives, through SSM, and only the matching lines come back.
+    SENT.clear()
+    drv = actions.driver(cfg)
+    assert drv.mirror_log(drv.inventory.hosts("kafka_mirror")[0], ["Rebalance started"]) == []  # moto runs nothing
+    [(instances, script)] = commands()
+    assert instances == [mm] and "grep -h -F -e 'Rebalance started' $f" in script[0]
+    assert "/var/lib/dcdrill/mirror/mirror.log.2" in script[0]
+
 
 def test_replicated_stack_refuses_a_mirror_host_tagged_for_another_cluster(aws_replicated):
     clients, cfg, ids, _ = aws_replicated

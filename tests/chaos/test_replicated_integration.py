@@ -42,10 +42,14 @@ def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
 def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_lab):
     """MM2 not running: the drill's steady-state probe says so (a `chaos run` would stop before
     the fault), and `dcdrill drill` would bring the lab up again (Ansible starts MM2) first."""
+    from chaos.faults.actions import driver
+    from chaos.mirror import events
     from chaos.mirror.probes import mirrors_running
+    from infra.constants import now_ms
 
     host = lifecycle.inventory("local-replicated", ansible.MIRRORS).hosts("kafka_mirror")[0]
     service.stop(service.load(spec_path(host)), 9, timeout_s=5)
+    killed_ms = now_ms()
     try:
         assert mirrors_running({"stack": "local-replicated"}) is False
         assert not lifecycle.is_up("local-replicated")
@@ -53,6 +57,10 @@ def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_
         ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)  # starts it again
     assert mirrors_running({"stack": "local-replicated"}) is True
     assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS))[0]["alive"]
+    # What a drill records of it (mirror-events.jsonl), read from MM2's real log: the new start, then
+    # its herder's rebalance as it joins its group again.
+    found = events.parse(driver({"stack": "local-replicated"}).mirror_log(host, list(events.NEEDLES)), killed_ms)
+    assert [e for e, _ in found][:1] == ["start"] and "rebalance" in [e for e, _ in found], found
 
 
 def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp_path):
@@ -74,6 +82,7 @@ def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp
     assert (fo["from"], fo["to"], fo["failover_skipped"]) == ("east", "west", 0), fo
     assert fo["processed_after"] > 0 and fo["translated_offsets"]
     assert s["mirror_loops"] == {"east": 0, "west": 0}
+    assert m["mm2"]["restarts"] == 0  # MM2 runs in dc-b: the source DC's loss does not touch it
     assert s["verdict"] == "pass" and s["counts"]["acked_lost"] == 0
     assert "failover dcdrill-verifier east->west: skipped 0" in res.stdout
     assert "Mirrors (MirrorMaker 2)" in (run / "report" / "index.html").read_text()
@@ -91,6 +100,7 @@ def test_active_active_copies_both_ways_and_nothing_comes_back(active_active_lab
     assert sorted(s["mirrors"]) == ["east->west", "west->east"]
     for name, m in s["mirrors"].items():
         assert m["counts"]["acked"] > 0 and m["counts"]["not_mirrored"] == 0, (name, m["counts"])
+        assert m["mm2"]["restarts"] == 1 and m["mm2"]["rebalances"] >= 1, (name, m["mm2"])  # one node, both flows
     assert s["mirror_loops"] == {"east": 0, "west": 0}
     [fault] = s["faults"]
     assert fault["fault"] == "kill-mirror" and fault["target"] == "mm1.dc-b.lab"

@@ -49,6 +49,10 @@ def replicated(run):
         (run / "audit" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "failovers.jsonl").write_text(json.dumps({"group": "g", "from": "east", "to": "west", "at_ms": 1900,
                                                      "topic": REMOTE, "offsets": {"0": 6}}) + "\n")
+    # MM2 rebalanced once before the fault (not the fault's), then started again and rebalanced twice.
+    events = [("rebalance", 1200), ("start", 2000), ("rebalance", 2100), ("rebalance", 2200)]
+    (run / "mirror-events.jsonl").write_text("".join(json.dumps(
+        {"host": "mm1.dc-b.lab", "flows": ["east->west"], "event": e, "at_ms": at}) + "\n" for e, at in events))
     return run
 
 
@@ -62,6 +66,7 @@ def test_every_mirror_count_exactly(tmp_path, spark):
     assert m["rpo"] == {"at_ms": 1900, "records": 2, "seconds": 0.1}
     assert m["lag_ms"]["p50"] == 50 and m["lag_ms"]["max"] == 50
     assert m["catch_up_ms"] == 0  # everything west got, it got before the heal
+    assert m["mm2"] == {"restarts": 1, "rebalances": 2}
     assert s["mirror_loops"] == {"east": 0, "west": 1}
     fo = s["failovers"][0]
     assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
@@ -71,4 +76,25 @@ def test_every_mirror_count_exactly(tmp_path, spark):
     assert sorted(v["rule"] for v in s["violations"]) == ["failover-skips-nothing", "mirror-complete", "no-mirror-loops"]
     page = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "Mirrors (MirrorMaker 2)" in page and 'alt="mirror lag"' in page
-    assert "RPO 2 records / 0.1 s" in verify.one_screen(s)
+    assert "RPO 2 records / 0.1 s" in verify.one_screen(s) and "MM2 restarts 1, rebalances 2" in verify.one_screen(s)
+    assert "MM2 restarts / rebalances" in page
+
+
+def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
+    from chaos.mirror import events
+    from record.drill_record import parse_mirror_events
+
+    lines = ["[2026-11-25T15:40:01.123Z] INFO Kafka MirrorMaker initializing ... (org.apache.kafka.connect.mirror.MirrorMaker)",
+             "[2026-11-25T15:40:05.000+00:00] INFO [Worker clientId=east->west] Rebalance started (WorkerCoordinator)",
+             "[2026-11-25 15:40:06,000] INFO Rebalance started (an older pattern: no offset, skipped)",
+             "\tat org.apache.kafka.connect.runtime.Worker.run (a stack trace line)",
+             "[2026-11-25T16:40:07.000+01:00] INFO Rebalance started (WorkerCoordinator)"]
+    t0 = 1795621201123  # 2026-11-25T15:40:01.123Z
+    assert events.parse(lines) == [("start", t0), ("rebalance", t0 + 3877), ("rebalance", t0 + 5877)]
+    assert events.parse(lines, since_ms=t0 + 1) == [("rebalance", t0 + 3877), ("rebalance", t0 + 5877)]
+    with pytest.raises(ValueError, match=r"mirror-events.jsonl:1: event must be one of start, rebalance"):
+        parse_mirror_events(b'{"host": "mm1", "flows": ["a->b"], "event": "crash", "at_ms": 1}\n', "mirror-events.jsonl")
+    run = replicated(tmp_path / "run")
+    (run / "mirror-events.jsonl").write_text('{"host": "mm1", "flows": "east->west", "event": "start", "at_ms": 1}\n')
+    with pytest.raises(verify.BadInput, match="flows must be a list of flow names"):
+        verify.verify(str(run), spark=spark)
