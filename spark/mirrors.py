@@ -19,7 +19,8 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
   mm2                      the MM2 node carrying the flow, from the first fault on (mirror-events.jsonl):
                            restarts (its process began again) and rebalances (Connect's, per herder);
                            null when the record holds no events file
-Per cluster: mirror_loops, records of the cluster's own that came back in a copy.
+Per cluster: mirror_loops, records of the cluster's own that came back in a copy (by the copy's
+name, or by the origin cluster the records carry in a header).
 Per failover: failover_redelivered (processed on both sides), failover_skipped (in R below
 where the failed-over consumers got to, and never processed on either side; must be 0).
 """
@@ -151,13 +152,34 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
     }
 
 
-def mirror_loops(spark, run_dir: str, clusters: list[str]) -> dict[str, int]:
-    """Rows in a cluster's audit under a remote topic whose names say they started in that very
-    cluster (`<cluster>.…` or `….<cluster>.…`): a record copied back to its origin."""
+def _origins(spark, run_dir: str, cluster: str) -> DataFrame | None:
+    """topic and origin of each row of the cluster's audit (origin: the `dcdrill-origin` header the
+    audit read; null in a record written before headers carried it). None: no audit file."""
+    _, info = load(spark, run_dir, "audit", cluster)
+    if info["empty"]:
+        return None
+    if info["format"] == "parquet":
+        df = spark.read.parquet(*info["files"])
+        if "origin" not in df.columns:
+            df = df.withColumn("origin", F.lit(None).cast("string"))
+    else:
+        df = spark.read.schema("topic string, producer_id string, origin string").json(info["files"])
+    return df.filter(F.col("producer_id").isNotNull()).select("topic", "origin")
+
+
+def mirror_loops(spark, run_dir: str, clusters: list[str], topic: str | None) -> dict[str, int]:
+    """Rows in a cluster's audit that started in that very cluster yet sit in a copy: by the copy's
+    name (`<cluster>.…` or `….<cluster>.…`), or by the origin header MM2 copied with them (any
+    topic but the cluster's own drill topic)."""
     out = {}
     for c in clusters:
-        a = _audit(spark, run_dir, c)
-        out[c] = a.filter(F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")).count()
+        a = _origins(spark, run_dir, c)
+        if a is None:
+            out[c] = 0
+            continue
+        named = F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")
+        came_back = (F.col("origin") == c) & (F.col("topic") != F.lit(topic))
+        out[c] = a.filter(named | F.coalesce(came_back, F.lit(False))).count()
     return out
 
 
@@ -204,6 +226,6 @@ def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: li
                                    caught[-1] if caught else None)
         mirrors[name]["mm2"] = mm2_events(events, name, start)
     C = _consumed(spark, run_dir)
-    return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters)),
+    return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters), topic),
             "failovers": [check_failover(spark, run_dir, fo, C) for fo in failovers]}
 

@@ -1,6 +1,7 @@
 """The final audit: after the cluster has healed, read every partition from its log start to
 its end with `assign` (no group, no commits) into audit/audit.jsonl; on a replicated stack, each
-cluster's topics (the drill's, and MM2's remote copies) into audit/<cluster>.jsonl.
+cluster's topics (the drill's, and MM2's remote copies) into audit/<cluster>.jsonl, identities
+and origin cluster read from the records' headers (which MM2 copies).
 
     python -m validation.audit --config JSON
 """
@@ -60,9 +61,14 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
             for r in records:
                 if r.offset >= end[tp]:
                     continue
-                pid, seq, _ = clients.decode_value(r.value)
-                rows.append({"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                             "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp, **extra})
+                pid, seq, origin = clients.identity_from_headers(r.headers)
+                if pid is None or seq is None:  # a stretched stack's records carry it in the value only
+                    pid, seq, _ = clients.decode_value(r.value)
+                row = {"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
+                       "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp, **extra}
+                if extra:  # a replicated stack's: the cluster whose producer wrote it
+                    row["origin"] = origin
+                rows.append(row)
             last_progress[tp] = time.monotonic()
         ledger.write_many(rows)
         for tp in list(remaining):

@@ -1,4 +1,5 @@
-"""Producer clients behind one small interface, so the same sequencing and ledger run on either:
+"""Producer clients behind one small interface, so the same sequencing and ledger run on either
+(`send` takes optional record headers: a list of (name, bytes)):
 
 * `kafka-python` (default): pure Python, its own I/O thread calls back.
 * `confluent`: confluent-kafka (librdkafka in C); callbacks run in our thread inside `service()`.
@@ -41,9 +42,9 @@ class KafkaPythonClient:
                 return len(parts)
         return 0
 
-    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int) -> None:
+    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int, headers=None) -> None:
         try:
-            fut = self.p.send(topic, key=key, value=value, partition=partition)
+            fut = self.p.send(topic, key=key, value=value, partition=partition, headers=headers)
         except Exception as exc:  # noqa: BLE001 - raised before the record left the client
             self.settle(seq, "fail" if "metadata" in str(exc).lower() else "info", None, outcomes.describe(exc))
             return
@@ -99,11 +100,12 @@ class ConfluentClient:
         else:
             self.settle(seq, outcomes.classify_librdkafka(err, self.retries), None, f"{err.name()}: {err.str()}"[:300])
 
-    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int) -> None:
+    def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int, headers=None) -> None:
         delivered = partial(self._delivered, seq)
         while True:
             try:
-                self.p.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered)
+                self.p.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered,
+                               headers=headers)
                 return
             except BufferError:  # local queue full: serve callbacks, then retry the same record
                 self.p.poll(0.05)

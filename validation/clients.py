@@ -57,6 +57,27 @@ def encode_value(producer_id: str, seq: int, send_ms: int, size: int) -> bytes:
     return (f'{head},"x":"{"x" * pad}"}}' if pad else head + "}").encode()
 
 
+# On a replicated stack every record also carries its identity and origin cluster in headers,
+# which MirrorMaker 2 copies with the record: the audit of any cluster reads them from there.
+PRODUCER_HEADER, SEQ_HEADER, ORIGIN_HEADER = "dcdrill-producer", "dcdrill-seq", "dcdrill-origin"
+
+
+def identity_headers(producer_id: str, seq: int, origin: str) -> list[tuple[str, bytes]]:
+    return [(PRODUCER_HEADER, producer_id.encode()), (SEQ_HEADER, str(seq).encode()), (ORIGIN_HEADER, origin.encode())]
+
+
+def identity_from_headers(headers) -> tuple[str | None, int | None, str | None]:
+    """(producer_id, seq, origin) from a record's headers; Nones when it has none of ours."""
+    found = {k: v for k, v in headers or () if k in (PRODUCER_HEADER, SEQ_HEADER, ORIGIN_HEADER)}
+    try:
+        seq = int(found[SEQ_HEADER]) if SEQ_HEADER in found else None
+    except ValueError:
+        seq = None
+    pid, origin = found.get(PRODUCER_HEADER), found.get(ORIGIN_HEADER)
+    return (pid.decode(errors="replace") if pid is not None else None, seq,
+            origin.decode(errors="replace") if origin is not None else None)
+
+
 def decode_value(value: bytes | None) -> tuple[str | None, int | None, int | None]:
     try:
         d = json.loads(value)

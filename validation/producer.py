@@ -92,7 +92,8 @@ class SequencedProducer:
             self.pending[seq] = (send_ms, k)
             self.counts["sent"] += 1
         value = clients.encode_value(self.pid, seq, send_ms, self.cfg["record_size"])
-        self.client.send(self.topic, self.key_bytes[k], value, partition, seq)
+        headers = clients.identity_headers(self.pid, seq, self.cluster) if self.cluster else None
+        self.client.send(self.topic, self.key_bytes[k], value, partition, seq, headers)
 
     def _report(self) -> None:
         with self.lock:

@@ -73,6 +73,10 @@ def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp
     s = json.loads((run / "report" / "summary.json").read_text())
     assert json.loads((run / "experiment.json").read_text())["title"].startswith("Power loss of the source")
     assert sorted(p.name for p in (run / "audit").iterdir()) == ["east.jsonl", "west.jsonl"]
+    # identity and origin travel in headers, which MM2 copied: west's copies say they came from east
+    copies = [json.loads(line) for line in (run / "audit" / "west.jsonl").read_text().splitlines()[:50]]
+    assert copies and all(c["origin"] == "east" and c["topic"].startswith("east.") and c["seq"] is not None
+                          for c in copies), copies[:3]
     m = s["mirrors"]["east->west"]
     assert m["counts"]["acked"] > 0 and m["counts"]["mirrored"] == m["counts"]["acked"], m["counts"]
     assert m["counts"]["not_mirrored"] == 0 and m["counts"]["target_phantoms"] == 0
