@@ -26,7 +26,8 @@ where the failed-over consumers got to, and never processed on either side; must
 """
 from __future__ import annotations
 
-from pyspark import StorageLevel
+import json
+
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -65,90 +66,95 @@ def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: 
     return own[0] if own else (lost[0] if lost else None)
 
 
+def narrow_flow(acked: DataFrame, src: DataFrame, dst: DataFrame, before: DataFrame | None = None,
+                after: DataFrame | None = None) -> DataFrame:
+    """The flow's rows as the JVM fold reads them (spark/jvm/MirrorFold.java names the columns and
+    the sides): a 64-bit hash for the producer id, the seq, which side the row is, its time
+    (acknowledgement, or append time in X or R), its offset and partition; with a failover, the
+    rows its group consumed `before` and `after` it."""
+    fold = acked.sparkSession._jvm.dcdrill.MirrorFold
+    sides = list(fold.SIDES)
+
+    def side(df: DataFrame, name: str, ts: str, offset, partition) -> DataFrame:
+        cols = {"idh": F.xxhash64("producer_id"), "seq": F.col("seq").cast("long"),
+                "side": F.lit(sides.index(name)).cast("byte"), "ts": F.col(ts).cast("long"),
+                "offset": offset, "partition": partition}
+        return df.select(*[cols[c].alias(c) for c in fold.COLUMNS])
+
+    none_long, none_int = F.lit(None).cast("long"), F.lit(None).cast("int")
+    out = side(acked, "acked", "ack_ms", none_long, none_int) \
+        .unionByName(side(src, "source", "timestamp_ms", F.col("offset").cast("long"), F.col("partition").cast("int"))) \
+        .unionByName(side(dst, "target", "timestamp_ms", F.col("offset").cast("long"), F.col("partition").cast("int")))
+    for name, rows in (("consumed_before", before), ("consumed_after", after)):
+        if rows is not None:
+            out = out.unionByName(side(rows.withColumn("ts", F.lit(0).cast("long")), name, "ts", none_long, none_int))
+    return out
+
+
+# Seqs per task of the fold: about 128 of MirrorFold's 4096-seq blocks (~25 MB of arrays) each.
+ROWS_PER_TASK = 128 * 4096
+
+
+def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
+    """target_order_violations the slow way, for records whose R runs overlap (MirrorFold cannot
+    join them end to end): each identity's first offsets in X and R, then a window per producer
+    and partition in R's order."""
+    x = src.groupBy(*ID).agg(F.min("offset").alias("src_off"), F.first("partition").alias("partition"))
+    r = dst.groupBy(*ID).agg(F.min("offset").alias("dst_off"))
+    order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
+    return (x.join(r, ID).withColumn("prev_src", F.lag("src_off").over(order))
+            .filter(F.col("src_off") < F.col("prev_src")).count())
+
+
 def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
-               failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None) -> dict:
-    """One flow's counts (module doc). One row per identity (acknowledged, in X, in R: a full
-    join, cached), then one aggregation for the counts, the RPO, the catch-up and the lag; a
-    second pass for the lag per second and a third for the order. Counts are exact; the lag's
-    percentiles are Spark's percentile_approx (relative error 1/10,000)."""
+               failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None,
+               rows: int = 0, C: DataFrame | None = None) -> dict:
+    """One flow's counts (module doc), folded per identity in the JVM (spark/jvm/MirrorFold.java):
+    one shuffle of the acknowledgements, X and R by blocks of a producer's seqs, no join. Counts
+    and the lag's percentiles are exact (the lags are whole milliseconds). `rows`: about how many
+    records the drill produced, which sizes the fold's tasks. With `C` (the consumed rows), the
+    flow's first failover into R is folded in too: its counts come back under `failover`."""
     remote = flow["remote_topic_prefix"] + topic
     src = _audit(spark, run_dir, flow["source"]).filter(F.col("topic") == topic)
     dst = _audit(spark, run_dir, flow["target"]).filter(F.col("topic") == remote)
-    src_ids = src.groupBy(*ID).agg(F.count("*").alias("src_n"), F.min("offset").alias("src_off"),
-                                   F.min("timestamp_ms").alias("src_ts"), F.first("partition").alias("partition"))
-    dst_ids = dst.groupBy(*ID).agg(F.count("*").alias("dst_n"), F.min("offset").alias("dst_off"),
-                                   F.min("timestamp_ms").alias("dst_ts"))
-    acked = P.filter((F.col("status") == "ok") & F.col("dc").isin(*source_dcs)).select(*ID, "ack_ms")
-    full = acked.join(src_ids, ID, "full").join(dst_ids, ID, "full").persist(StorageLevel.MEMORY_AND_DISK)
+    acked = P.filter((F.col("status") == "ok") & F.col("dc").isin(*source_dcs) & F.col("ack_ms").isNotNull())
     start = faults[0]["start_ms"] if faults else None
     end = max((f.get("end_ms") or 0) for f in faults) if faults else None
     at = _instant(faults, failovers, flow, source_dcs)
     steady_end = start - STEADY_MARGIN_MS if start else None
     steady_start = max(steady_end - STEADY_WINDOW_MS, caught_up_ms or 0) if start else None
-    ack, in_x, in_r = F.col("ack_ms").isNotNull(), F.col("src_n").isNotNull(), F.col("dst_n").isNotNull()
-    lag = F.when(in_x & in_r, F.col("dst_ts") - F.col("src_ts"))
-
-    def n(cond):
-        return F.sum(F.coalesce(cond, F.lit(False)).cast("long"))
-
-    def pct(col, q):
-        return F.percentile_approx(col, q, 10_000)
-
-    steady = F.when((F.col("src_ts") < F.lit(steady_end)) & (F.col("src_ts") >= F.lit(steady_start)), lag) \
-        if start else lag
-    missed = ack & (F.col("ack_ms") <= F.lit(at)) & (F.col("dst_ts").isNull() | (F.col("dst_ts") > F.lit(at))) \
-        if at is not None else F.lit(False)
-    stranded = ack & in_x & ~in_r
-    phases = {"before": F.col("ack_ms") < F.lit(start), "during": F.col("ack_ms") <= F.lit(end)} if faults else {}
-    try:
-        r = full.agg(
-            n(ack).alias("acked"), n(ack & in_r).alias("mirrored"), n(stranded).alias("not_mirrored"),
-            n(ack & ~in_x).alias("absent"),
-            F.sum(F.when(in_x & in_r, F.greatest(F.col("dst_n") - F.col("src_n"), F.lit(0)))).alias("dups"),
-            n(in_r & ~in_x).alias("phantoms"),
-            n(stranded & phases["before"]).alias("before") if phases else F.lit(0).alias("before"),
-            n(stranded & ~phases["before"] & phases["during"]).alias("during") if phases else F.lit(0).alias("during"),
-            n(missed).alias("rpo_n"), F.min(F.when(missed, F.col("ack_ms"))).alias("rpo_oldest"),
-            F.max(F.when(F.col("ack_ms") <= F.lit(at), F.col("ack_ms"))).alias("last_ack") if at is not None
-            else F.lit(None).alias("last_ack"),
-            F.max(F.when(ack & (F.col("ack_ms") <= F.lit(end)), F.col("dst_ts"))).alias("caught") if end
-            else F.lit(None).alias("caught"),
-            pct(lag, 0.5).alias("p50"), pct(lag, 0.99).alias("p99"), F.max(lag).alias("max"), F.count(lag).alias("n"),
-            pct(steady, 0.5).alias("s50"), pct(steady, 0.99).alias("s99"), F.max(steady).alias("smax"),
-            F.count(steady).alias("sn"),
-        ).first().asDict()
-        timeline = [{"sec": t["sec"], "p50": int(t["p50"]), "p99": int(t["p99"]), "records": t["n"]}
-                    for t in full.filter(in_x & in_r).groupBy(F.floor(F.col("src_ts") / 1000).alias("sec"))
-                    .agg(pct(lag, 0.5).alias("p50"), pct(lag, 0.99).alias("p99"), F.count("*").alias("n"))
-                    .orderBy("sec").collect()]
-        order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
-        inversions = (full.filter(in_x & in_r).select("producer_id", "partition", "dst_off", "src_off")
-                      .withColumn("prev_src", F.lag("src_off").over(order))
-                      .filter(F.col("src_off") < F.col("prev_src")).count())
-    finally:
-        full.unpersist()
-    stranded_by = {k: int(r[k]) for k in ("before", "during") if r[k]}
-    if r["not_mirrored"] - sum(stranded_by.values()):
-        stranded_by["after"] = int(r["not_mirrored"] - sum(stranded_by.values()))
+    partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-rows // ROWS_PER_TASK))
+    fo = next((f for f in failovers if (f["from"], f["to"], f.get("topic")) == (flow["source"], flow["target"], remote)),
+              None) if C is not None else None
+    before = after = reached = None
+    if fo is not None:
+        before, after = _failover_rows(C, fo)
+        reached = {int(r["partition"]): int(r["reached"]) for r in
+                   after.groupBy("partition").agg(F.max("offset").alias("reached")).collect()}
+    r = json.loads(spark._jvm.dcdrill.MirrorFold.run(
+        narrow_flow(acked, src, dst, before, after)._jdf,
+        {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end}, reached,
+        partitions))
+    c = r["counts"]
+    inversions = r["inversions"] if r["inversions"] is not None else _inversions_by_sort(src, dst)
+    stranded_by = {k: c[k] for k in ("before", "during") if c[k]}
+    if c["not_mirrored"] - sum(stranded_by.values()):
+        stranded_by["after"] = c["not_mirrored"] - sum(stranded_by.values())
     rpo = {"at_ms": at, "records": None, "seconds": None}
     if at is not None:
-        rpo = {"at_ms": at, "records": int(r["rpo_n"]),
-               "seconds": round((r["last_ack"] - r["rpo_oldest"]) / 1000, 3) if r["rpo_n"] else 0.0}
-
-    def stats(p50, p99, mx, count) -> dict:
-        return {"p50": None if r[p50] is None else int(r[p50]), "p99": None if r[p99] is None else int(r[p99]),
-                "max": None if r[mx] is None else int(r[mx]), "n": int(r[count])}
-
+        rpo = {"at_ms": at, "records": c["rpo_n"],
+               "seconds": round((c["last_ack"] - c["rpo_oldest"]) / 1000, 3) if c["rpo_n"] else 0.0}
     return {
         "source": flow["source"], "target": flow["target"], "topic": topic, "remote_topic": remote,
-        "counts": {"acked": int(r["acked"]), "mirrored": int(r["mirrored"]), "not_mirrored": int(r["not_mirrored"]),
+        "counts": {"acked": c["acked"], "mirrored": c["mirrored"], "not_mirrored": c["not_mirrored"],
                    "not_mirrored_by_phase": dict(sorted(stranded_by.items())),
-                   "acked_absent_from_source": int(r["absent"]), "replication_duplicates": int(r["dups"] or 0),
-                   "target_phantoms": int(r["phantoms"]), "target_order_violations": int(inversions)},
-        "lag_ms": stats("p50", "p99", "max", "n"),
-        "steady_lag_ms": {**stats("s50", "s99", "smax", "sn"), "from_ms": steady_start, "to_ms": steady_end},
-        "rpo": rpo, "catch_up_ms": None if r["caught"] is None else max(0, int(r["caught"]) - end),
-        "lag_timeline": timeline,  # per second of the source's append time
+                   "acked_absent_from_source": c["absent"], "replication_duplicates": c["dups"],
+                   "target_phantoms": c["phantoms"], "target_order_violations": int(inversions)},
+        "lag_ms": r["lag"],
+        "steady_lag_ms": {**r["steady"], "from_ms": steady_start, "to_ms": steady_end},
+        "rpo": rpo, "catch_up_ms": None if c["caught"] is None else max(0, c["caught"] - end),
+        "lag_timeline": r["timeline"],  # per second of the source's append time
+        "failover": None if fo is None else _failover_summary(fo, r["failover"]),
     }
 
 
@@ -183,23 +189,51 @@ def mirror_loops(spark, run_dir: str, clusters: list[str], topic: str | None) ->
     return out
 
 
-def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
-    """One consumer-group failover: redelivered and skipped identities (see the module doc)."""
+def _failover_rows(C: DataFrame, fo: dict) -> tuple[DataFrame, DataFrame]:
+    """The group's consumed rows before the failover (on its source; a stretched record leaves
+    their cluster null) and after it (on its target)."""
     group = C.filter(F.col("group") == fo["group"])
-    before = group.filter(F.col("cluster").isNull() | (F.col("cluster") == fo["from"])).select(*ID).distinct()
-    after_rows = group.filter(F.col("cluster") == fo["to"])
-    after = after_rows.select(*ID).distinct()
-    reached = after_rows.groupBy("partition").agg(F.max("offset").alias("reached"))
-    copy = _audit(spark, run_dir, fo["to"]).filter(F.col("topic") == fo["topic"])
-    below = copy.join(reached, "partition").filter(F.col("offset") <= F.col("reached")).select(*ID).distinct()
-    processed = before.union(after).distinct()
-    skipped = below.join(processed, ID, "left_anti").count()
+    return (group.filter(F.col("cluster").isNull() | (F.col("cluster") == fo["from"])),
+            group.filter(F.col("cluster") == fo["to"]))
+
+
+def _failover_summary(fo: dict, counts: dict) -> dict:
     first = {int(p): o for p, o in (fo.get("offsets") or {}).items()}
     return {"group": fo["group"], "from": fo["from"], "to": fo["to"], "at_ms": fo["at_ms"], "topic": fo["topic"],
-            "translated_offsets": first, "processed_before": before.count(), "processed_after": after.count(),
-            "failover_redelivered": before.join(after, ID).count(), "failover_skipped": skipped,
-            "unread_at_end": copy.join(reached, "partition", "left").filter(
-                F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()}
+            "translated_offsets": first, "processed_before": counts["processed_before"],
+            "processed_after": counts["processed_after"], "failover_redelivered": counts["redelivered"],
+            "failover_skipped": counts["skipped"], "unread_at_end": counts["unread"]}
+
+
+def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
+    """One consumer-group failover that no flow's fold took (a second one into the same copy):
+    the same counts as MirrorFold's, each identity's rows (consumed before, consumed after, in
+    the copy below where the group got to) as bits of one flag in one aggregation."""
+    BEFORE, AFTER, BELOW = 1, 2, 4
+    before_rows, after_rows = _failover_rows(C, fo)
+    reached = [(r["partition"], r["reached"]) for r in
+               after_rows.groupBy("partition").agg(F.max("offset").alias("reached")).collect()]
+    copy = _audit(spark, run_dir, fo["to"]).filter(F.col("topic") == fo["topic"])
+    limit = F.lit(None).cast("long")
+    for p, o in reached:  # a few partitions: a CASE, not a join
+        limit = F.when(F.col("partition") == p, F.lit(o)).otherwise(limit)
+    copy = copy.withColumn("reached", limit)
+    tagged = before_rows.select(*ID, F.lit(BEFORE).alias("bit")) \
+        .unionByName(after_rows.select(*ID, F.lit(AFTER).alias("bit"))) \
+        .unionByName(copy.filter(F.col("offset") <= F.col("reached")).select(*ID, F.lit(BELOW).alias("bit")))
+    f = F.col("f")
+
+    def has(bits: int):
+        return F.sum((f.bitwiseAND(bits) == bits).cast("long"))
+
+    r = tagged.groupBy(F.xxhash64("producer_id").alias("idh"), "seq").agg(F.bit_or("bit").alias("f")).agg(
+        has(BEFORE).alias("processed_before"), has(AFTER).alias("processed_after"),
+        has(BEFORE | AFTER).alias("redelivered"),
+        F.sum(((f.bitwiseAND(BELOW) == BELOW) & (f.bitwiseAND(BEFORE | AFTER) == 0)).cast("long")).alias("skipped"),
+    ).first().asDict()
+    counts = {k: int(v or 0) for k, v in r.items()}
+    counts["unread"] = copy.filter(F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()
+    return _failover_summary(fo, counts)
 
 
 def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> dict | None:
@@ -211,21 +245,24 @@ def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> di
 
 
 def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict],
-          waits: list[dict] = (), events: list[dict] | None = None) -> dict:
+          waits: list[dict] = (), events: list[dict] | None = None, rows: int = 0) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
     start = faults[0]["start_ms"] if faults else None
     P = load(spark, run_dir, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
     topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
     topic = topic_row[0][0] if topic_row else None
     clusters = topology["clusters"]
-    mirrors = {}
+    C = _consumed(spark, run_dir) if failovers else None
+    mirrors, folded = {}, {}
     for name, flow in sorted(topology["mirrors"].items()):
         dcs = [dc["name"] for dc in clusters[flow["source"]]["datacenters"]]
         caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
         mirrors[name] = check_flow(spark, run_dir, name, flow, topic, P, faults, failovers, dcs,
-                                   caught[-1] if caught else None)
+                                   caught[-1] if caught else None, rows, C)
         mirrors[name]["mm2"] = mm2_events(events, name, start)
-    C = _consumed(spark, run_dir)
+        if (fo := mirrors[name].pop("failover")) is not None:
+            folded[(fo["group"], fo["at_ms"])] = fo
     return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters), topic),
-            "failovers": [check_failover(spark, run_dir, fo, C) for fo in failovers]}
+            "failovers": [folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, run_dir, fo, C)
+                          for fo in failovers]}
 

@@ -211,7 +211,8 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
     if home:
         summary.update(mirrors.check(spark, run_dir, topology, summary["faults"], read_failovers(run_dir, spark=spark),
-                                     read_mirror_waits(run_dir, spark=spark), read_mirror_events(run_dir, spark=spark)))
+                                     read_mirror_waits(run_dir, spark=spark), read_mirror_events(run_dir, spark=spark),
+                                     rows=summary["counts"]["produced"]))
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)

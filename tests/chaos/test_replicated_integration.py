@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,10 @@ def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_
     assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS))[0]["alive"]
     # What a drill records of it (mirror-events.jsonl), read from MM2's real log: the new start, then
     # its herder's rebalance as it joins its group again.
-    found = events.parse(driver({"stack": "local-replicated"}).mirror_log(host, list(events.NEEDLES)), killed_ms)
+    deadline, found = time.monotonic() + 60, []
+    while time.monotonic() < deadline and "rebalance" not in [e for e, _ in found]:
+        time.sleep(2)
+        found = events.parse(driver({"stack": "local-replicated"}).mirror_log(host, list(events.NEEDLES)), killed_ms)
     assert [e for e, _ in found][:1] == ["start"] and "rebalance" in [e for e, _ in found], found
 
 

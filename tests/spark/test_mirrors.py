@@ -101,3 +101,47 @@ def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path,
     (run / "mirror-events.jsonl").write_text('{"host": "mm1", "flows": "east->west", "event": "start", "at_ms": 1}\n')
     with pytest.raises(verify.BadInput, match="flows must be a list of flow names"):
         verify.verify(str(run), spark=spark)
+
+
+def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(spark):
+    """MirrorFold folds 4096 seqs per block: an inversion at a block's edge is counted when the
+    blocks' runs of R follow each other, and overlapping runs make it hand the order to a sort."""
+    import json as _json
+
+    from spark.mirrors import _inversions_by_sort, narrow_flow
+
+    def fold(src_off, dst_off):
+        n = len(src_off)
+        src = spark.createDataFrame([("p1", s, 0, src_off[s], 1000 + s) for s in range(n)],
+                                    "producer_id string, seq long, partition int, offset long, timestamp_ms long")
+        dst = spark.createDataFrame([("p1", s, 0, dst_off[s], 1050 + s) for s in range(n)],
+                                    "producer_id string, seq long, partition int, offset long, timestamp_ms long")
+        acked = spark.createDataFrame([("p1", s, 1000 + s) for s in range(n)], "producer_id string, seq long, ack_ms long")
+        out = _json.loads(spark._jvm.dcdrill.MirrorFold.run(
+            narrow_flow(acked, src, dst)._jdf, {k: None for k in ("start", "end", "at", "steady_from", "steady_to")}, None, 3))
+        return out, _inversions_by_sort(src, dst)
+
+    n = 9000
+    # the source holds seq 4095 far ahead (its producer's retry): in R's order seq 4096 comes after it
+    src_off = [1_000_000 if s == 4095 else s for s in range(n)]
+    out, by_sort = fold(src_off, list(range(n)))
+    assert out["inversions"] == by_sort == 1
+    assert out["counts"]["mirrored"] == n and out["lag"] == {"p50": 50, "p99": 50, "max": 50, "n": n}
+    # R swapped seqs 4095 and 4096 (two blocks): the runs overlap in R's offsets, so no joined count
+    dst_off = list(range(n))
+    dst_off[4095], dst_off[4096] = 4096, 4095
+    out, by_sort = fold(list(range(n)), dst_off)
+    assert out["inversions"] is None and by_sort == 1
+
+
+def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_the_fold(tmp_path, spark):
+    """The flow's fold takes its first failover; another into the same copy goes through Spark's
+    own aggregation (check_failover), and the same rows give the same counts."""
+    run = replicated(tmp_path / "run")
+    line = json.loads((run / "failovers.jsonl").read_text())
+    (run / "failovers.jsonl").write_text(json.dumps(line) + "\n" + json.dumps({**line, "at_ms": 1901}) + "\n")
+    _, s = verify.verify(str(run), spark=spark)
+    folded, sparked = s["failovers"]
+    assert folded["at_ms"] == 1900 and sparked["at_ms"] == 1901
+    assert {k: v for k, v in folded.items() if k != "at_ms"} == {k: v for k, v in sparked.items() if k != "at_ms"}
+    assert (folded["failover_skipped"], folded["failover_redelivered"], folded["unread_at_end"]) == (1, 1, 0)  # the group read R to its end (offset 8)

@@ -1,0 +1,349 @@
+package dcdrill;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.functions;
+
+/**
+ * One mirror flow's counts (spark/mirrors.py names them; RECORD.md, "Mirrors"), folded per
+ * identity. The acknowledged source records, the source's log (X) and the copy's (R) arrive as
+ * one set of narrowed rows; one shuffle brings each block of 4096 consecutive seqs of a producer
+ * to one task, which keeps the block in flat arrays indexed by seq (no per-identity objects and
+ * no join), then folds every identity of it into counts, exact lag histograms, and per
+ * (producer, partition) the block's runs of R in offset order for the order check. The driver
+ * adds the tasks' results; the order runs are joined end to end, which is exact while the runs
+ * of one (producer, partition) do not overlap in R's offsets; when they do, `inversions` is null
+ * and the caller sorts instead.
+ */
+public final class MirrorFold {
+    /** The narrowed rows' columns, by name and in order (spark/mirrors.py narrow_flow). */
+    public static final String[] COLUMNS = {"idh", "seq", "side", "ts", "offset", "partition"};
+    static final int IDH = 0, SEQ = 1, SIDE = 2, TS = 3, OFFSET = 4, PART = 5;
+    /** What a row is, by its `side` value: an acknowledgement (ts: ack_ms), a row of X or R (ts:
+     *  append time), or a row the failed-over group consumed before or after its failover. */
+    public static final String[] SIDES = {"acked", "source", "target", "consumed_before", "consumed_after"};
+    static final int ACKED = 0, SOURCE = 1, TARGET = 2, BEFORE = 3, AFTER = 4;
+    /** The instants the counts are split at, by name; null where the drill has none. */
+    public static final String[] INSTANTS = {"start", "end", "at", "steady_from", "steady_to"};
+    static {
+        Names.check("MirrorFold.COLUMNS", COLUMNS, "idh", IDH, "seq", SEQ, "side", SIDE, "ts", TS, "offset", OFFSET,
+                "partition", PART);
+        Names.check("MirrorFold.SIDES", SIDES, "acked", ACKED, "source", SOURCE, "target", TARGET,
+                "consumed_before", BEFORE, "consumed_after", AFTER);
+    }
+    static final int BITS = 12, SIZE = 1 << BITS;
+    // The order sort packs (partition, R offset, index in the block) into one long: partitions
+    // below 2048 and offsets below 2^40; a record beyond them leaves the order to the caller's sort.
+    static final int PART_BITS = 11, OFFSET_BITS = 40;
+    // A run ends where R's next offset is this far on: a record copied again much later (after
+    // a restart) then sits in a run of its own instead of stretching its block's run over the
+    // next blocks', which would leave the runs overlapping and the order to the caller's sort.
+    static final long GAP = 1 << 16;
+    static final long NONE = Long.MIN_VALUE;
+
+    private MirrorFold() {}
+
+    /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover).
+     *  `reached`: the highest offset of R the failed-over group consumed, per partition; null when
+     *  no failover is folded here (then `failover` is null). */
+    public static String run(Dataset<Row> narrowed, Map<String, ? extends Number> instants,
+                             Map<? extends Number, ? extends Number> reached, int partitions) {
+        if (!Arrays.equals(narrowed.schema().fieldNames(), COLUMNS)) {
+            throw new IllegalArgumentException("narrowed rows have columns " + Arrays.toString(narrowed.schema().fieldNames())
+                    + ", the mirror fold reads " + Arrays.toString(COLUMNS));
+        }
+        for (String name : INSTANTS) {
+            if (!instants.containsKey(name)) throw new IllegalArgumentException("instant " + name + " missing");
+        }
+        long[] at = new long[INSTANTS.length];
+        for (int i = 0; i < at.length; i++) at[i] = instants.get(INSTANTS[i]) == null ? NONE : instants.get(INSTANTS[i]).longValue();
+        long[] upTo = null;
+        if (reached != null) {
+            int size = 0;
+            for (Number p : reached.keySet()) size = Math.max(size, p.intValue() + 1);
+            upTo = new long[size];
+            Arrays.fill(upTo, NONE);
+            for (Map.Entry<? extends Number, ? extends Number> e : reached.entrySet())
+                upTo[e.getKey().intValue()] = e.getValue().longValue();
+        }
+        final long[] limits = upTo;
+        Dataset<Row> blocks = narrowed.repartition(partitions, functions.col("idh"),
+                functions.shiftright(functions.col("seq"), BITS));
+        List<Part> parts = blocks.queryExecution().toRdd().toJavaRDD()
+                .mapPartitions(it -> {
+                    Part p = new Part(at, limits);
+                    while (it.hasNext()) p.add(it.next());
+                    return List.of(p.fold()).iterator();
+                }).collect();
+        Part total = new Part(at, limits);
+        boolean unpacked = false;
+        for (Part p : parts) {
+            total.merge(p);
+            unpacked |= p.unpacked;
+        }
+        return total.json(unpacked ? null : Run.join(parts));
+    }
+
+    /** A block of 4096 seqs of one producer: what each ledger holds of each seq. */
+    static final class Block {
+        final long[] ack = new long[SIZE], srcOff = new long[SIZE], srcTs = new long[SIZE], dstOff = new long[SIZE],
+                dstTs = new long[SIZE];
+        final int[] srcN = new int[SIZE], dstN = new int[SIZE], part = new int[SIZE], dstPart = new int[SIZE];
+        final byte[] consumed = new byte[SIZE];  // 1: before the failover, 2: after
+        final long idh, first;
+
+        Block(long idh, long first) {
+            this.idh = idh;
+            this.first = first;
+            Arrays.fill(ack, NONE);
+            Arrays.fill(srcOff, Long.MAX_VALUE);
+            Arrays.fill(srcTs, Long.MAX_VALUE);
+            Arrays.fill(dstOff, Long.MAX_VALUE);
+            Arrays.fill(dstTs, Long.MAX_VALUE);
+        }
+    }
+
+    /** One (producer, partition)'s mirrored records of one block, in R's offset order. */
+    static final class Run implements java.io.Serializable {
+        long idh, partition, firstDst, firstSrc, lastDst, lastSrc, inversions;
+
+        /** Inversions over every (producer, partition): each run's own, plus one where a run
+         *  starts below the source offset its predecessor ended on. Null: runs overlap. */
+        static Long join(List<Part> parts) {
+            Map<List<Long>, List<Run>> groups = new HashMap<>();
+            for (Part p : parts)
+                for (Run r : p.runs) groups.computeIfAbsent(List.of(r.idh, r.partition), k -> new ArrayList<>()).add(r);
+            long total = 0;
+            for (List<Run> runs : groups.values()) {
+                runs.sort(Comparator.comparingLong(r -> r.firstDst));
+                Run prev = null;
+                for (Run r : runs) {
+                    if (prev != null) {
+                        if (r.firstDst <= prev.lastDst) return null;
+                        if (r.firstSrc < prev.lastSrc) total++;
+                    }
+                    total += r.inversions;
+                    prev = r;
+                }
+            }
+            return total;
+        }
+    }
+
+    /** One task's fold; the driver merges them (`merge`). */
+    static final class Part implements java.io.Serializable {
+        static final String[] COUNTED = {"acked", "mirrored", "not_mirrored", "absent", "dups", "phantoms", "before",
+            "during", "rpo_n"};
+        static final String[] FAILOVER = {"processed_before", "processed_after", "redelivered", "skipped", "unread"};
+        final long[] at, reached;  // reached: per partition of R (NONE: not reached), null without a failover
+        final long[] counts = new long[COUNTED.length], failover = new long[FAILOVER.length];
+        long rpoOldest = Long.MAX_VALUE, lastAck = NONE, caught = NONE;
+        final TreeMap<Long, Long> lag = new TreeMap<>(), steady = new TreeMap<>();
+        final TreeMap<Long, TreeMap<Long, Long>> perSecond = new TreeMap<>();
+        final List<Run> runs = new ArrayList<>();
+        boolean unpacked;  // a partition or offset too large to pack: no inversion count here
+        transient LongPairMap index;
+        transient List<Block> blocks;
+        // Counted as the blocks fold, without boxing: (0, lag) and (1, lag) for every and the
+        // steady lags, (second, lag) per second; turned into the sorted maps above at the end.
+        transient LongPairMap lags, seconds;
+
+        Part(long[] at, long[] reached) {
+            this.at = at;
+            this.reached = reached;
+        }
+
+        long reachedIn(int partition) {
+            return reached == null || partition < 0 || partition >= reached.length ? NONE : reached[partition];
+        }
+
+        void add(InternalRow r) {
+            if (r.isNullAt(IDH) || r.isNullAt(SEQ) || r.isNullAt(TS)) return;
+            if (index == null) {
+                index = new LongPairMap(3, 1024);
+                blocks = new ArrayList<>();
+            }
+            long idh = r.getLong(IDH), seq = r.getLong(SEQ), ts = r.getLong(TS);
+            int o = index.at(idh, seq >>> BITS);
+            if (index.slots[o + 2] == 0) {
+                blocks.add(new Block(idh, seq & ~(SIZE - 1L)));
+                index.slots[o + 2] = blocks.size();
+            }
+            Block b = blocks.get((int) index.slots[o + 2] - 1);
+            int i = (int) (seq & (SIZE - 1));
+            switch (r.getByte(SIDE)) {
+                case ACKED -> b.ack[i] = Math.max(b.ack[i], ts);
+                case SOURCE -> {
+                    b.srcN[i]++;
+                    b.srcOff[i] = Math.min(b.srcOff[i], r.getLong(OFFSET));
+                    b.srcTs[i] = Math.min(b.srcTs[i], ts);
+                    b.part[i] = r.getInt(PART);
+                }
+                case TARGET -> {
+                    b.dstN[i]++;
+                    b.dstOff[i] = Math.min(b.dstOff[i], r.getLong(OFFSET));
+                    b.dstTs[i] = Math.min(b.dstTs[i], ts);
+                    b.dstPart[i] = r.getInt(PART);
+                    long upTo = reachedIn(r.getInt(PART));
+                    if (upTo == NONE || r.getLong(OFFSET) > upTo) failover[4]++;  // a row the group never got to
+                }
+                case BEFORE -> b.consumed[i] |= 1;
+                case AFTER -> b.consumed[i] |= 2;
+                default -> throw new IllegalArgumentException("side " + r.getByte(SIDE) + " is none of " + Arrays.toString(SIDES));
+            }
+        }
+
+        Part fold() {
+            if (blocks == null) return this;
+            lags = new LongPairMap(3, 1024);
+            seconds = new LongPairMap(3, 1024);
+            for (Block b : blocks) fold(b);
+            long[] l = lags.states();
+            for (int o = 0; o < l.length; o += 3) (l[o] == 0 ? lag : steady).merge(l[o + 1], l[o + 2], Long::sum);
+            long[] s = seconds.states();
+            for (int o = 0; o < s.length; o += 3)
+                perSecond.computeIfAbsent(s[o], k -> new TreeMap<>()).merge(s[o + 1], s[o + 2], Long::sum);
+            index = lags = seconds = null;
+            blocks = null;
+            return this;
+        }
+
+        private static void count(LongPairMap m, long k1, long k2) {
+            int o = m.at(k1, k2);
+            m.slots[o + 2]++;
+        }
+
+        private void fold(Block b) {
+            long start = at[0], end = at[1], instant = at[2], steadyFrom = at[3], steadyTo = at[4];
+            long[] order = new long[SIZE];  // mirrored seqs as (partition, R offset, index) packed for one sort
+            int m = 0;
+            for (int i = 0; i < SIZE; i++) {
+                boolean ack = b.ack[i] != NONE, inX = b.srcN[i] > 0, inR = b.dstN[i] > 0;
+                if (b.consumed[i] != 0 || inR) {
+                    boolean before = (b.consumed[i] & 1) != 0, after = (b.consumed[i] & 2) != 0;
+                    long upTo = inR ? reachedIn(b.dstPart[i]) : NONE;
+                    if (before) failover[0]++;
+                    if (after) failover[1]++;
+                    if (before && after) failover[2]++;
+                    if (upTo != NONE && b.dstOff[i] <= upTo && !before && !after) failover[3]++;
+                }
+                if (!ack && !inX && !inR) continue;
+                long ackMs = b.ack[i];
+                boolean stranded = ack && inX && !inR;
+                if (ack) counts[0]++;
+                if (ack && inR) counts[1]++;
+                if (stranded) counts[2]++;
+                if (ack && !inX) counts[3]++;
+                if (inX && inR) counts[4] += Math.max(0, b.dstN[i] - b.srcN[i]);
+                if (inR && !inX) counts[5]++;
+                if (stranded && start != NONE) {
+                    if (ackMs < start) counts[6]++;
+                    else if (ackMs <= end) counts[7]++;
+                }
+                if (ack && instant != NONE && ackMs <= instant) {
+                    lastAck = Math.max(lastAck, ackMs);
+                    if (!inR || b.dstTs[i] > instant) {
+                        counts[8]++;
+                        rpoOldest = Math.min(rpoOldest, ackMs);
+                    }
+                }
+                if (ack && inR && end != NONE && ackMs <= end) caught = Math.max(caught, b.dstTs[i]);
+                if (inX && inR) {
+                    long lagMs = b.dstTs[i] - b.srcTs[i];
+                    count(lags, 0, lagMs);
+                    if (start == NONE || (b.srcTs[i] < steadyTo && b.srcTs[i] >= steadyFrom)) count(lags, 1, lagMs);
+                    count(seconds, Math.floorDiv(b.srcTs[i], 1000L), lagMs);
+                    if (b.part[i] >= 1 << PART_BITS || b.dstOff[i] < 0 || b.dstOff[i] >= 1L << OFFSET_BITS) unpacked = true;
+                    else order[m++] = (long) b.part[i] << (OFFSET_BITS + BITS) | b.dstOff[i] << BITS | i;
+                }
+            }
+            Arrays.sort(order, 0, m);
+            Run run = null;
+            for (int k = 0; k < m; k++) {
+                int part = (int) (order[k] >>> (OFFSET_BITS + BITS)), i = (int) (order[k] & (SIZE - 1));
+                if (run == null || run.partition != part || b.dstOff[i] - run.lastDst > GAP) {
+                    run = new Run();
+                    run.idh = b.idh;
+                    run.partition = part;
+                    run.firstDst = b.dstOff[i];
+                    run.firstSrc = b.srcOff[i];
+                    runs.add(run);
+                } else if (b.srcOff[i] < run.lastSrc) {
+                    run.inversions++;
+                }
+                run.lastDst = b.dstOff[i];
+                run.lastSrc = b.srcOff[i];
+            }
+        }
+
+        void merge(Part p) {
+            for (int i = 0; i < counts.length; i++) counts[i] += p.counts[i];
+            for (int i = 0; i < failover.length; i++) failover[i] += p.failover[i];
+            rpoOldest = Math.min(rpoOldest, p.rpoOldest);
+            lastAck = Math.max(lastAck, p.lastAck);
+            caught = Math.max(caught, p.caught);
+            p.lag.forEach((k, v) -> lag.merge(k, v, Long::sum));
+            p.steady.forEach((k, v) -> steady.merge(k, v, Long::sum));
+            p.perSecond.forEach((sec, h) -> {
+                TreeMap<Long, Long> mine = perSecond.computeIfAbsent(sec, k -> new TreeMap<>());
+                h.forEach((k, v) -> mine.merge(k, v, Long::sum));
+            });
+        }
+
+        /** The smallest lag with at least q of the lags at or below it (exact: the lags are whole ms). */
+        static Long quantile(TreeMap<Long, Long> h, long n, double q) {
+            if (n == 0) return null;
+            long need = Math.max(1, (long) Math.ceil(q * n)), seen = 0;
+            for (Map.Entry<Long, Long> e : h.entrySet()) {
+                seen += e.getValue();
+                if (seen >= need) return e.getKey();
+            }
+            return h.lastKey();
+        }
+
+        static String stats(TreeMap<Long, Long> h) {
+            long n = 0;
+            for (long v : h.values()) n += v;
+            return "{\"p50\":" + quantile(h, n, 0.5) + ",\"p99\":" + quantile(h, n, 0.99) + ",\"max\":"
+                    + (h.isEmpty() ? null : h.lastKey()) + ",\"n\":" + n + "}";
+        }
+
+        String json(Long inversions) {
+            StringBuilder sb = new StringBuilder("{\"counts\":{");
+            for (int i = 0; i < COUNTED.length; i++) sb.append(i > 0 ? "," : "").append('"').append(COUNTED[i]).append("\":").append(counts[i]);
+            sb.append(",\"rpo_oldest\":").append(rpoOldest == Long.MAX_VALUE ? null : rpoOldest)
+              .append(",\"last_ack\":").append(lastAck == NONE ? null : lastAck)
+              .append(",\"caught\":").append(caught == NONE ? null : caught).append("}");
+            sb.append(",\"lag\":").append(stats(lag)).append(",\"steady\":").append(stats(steady));
+            sb.append(",\"timeline\":[");
+            boolean firstSec = true;
+            for (Map.Entry<Long, TreeMap<Long, Long>> e : perSecond.entrySet()) {
+                long n = 0;
+                for (long v : e.getValue().values()) n += v;
+                sb.append(firstSec ? "" : ",").append("{\"sec\":").append(e.getKey()).append(",\"p50\":")
+                  .append(quantile(e.getValue(), n, 0.5)).append(",\"p99\":").append(quantile(e.getValue(), n, 0.99))
+                  .append(",\"records\":").append(n).append("}");
+                firstSec = false;
+            }
+            sb.append("],\"inversions\":").append(inversions).append(",\"failover\":");
+            if (reached == null) sb.append("null");
+            else {
+                sb.append("{");
+                for (int i = 0; i < FAILOVER.length; i++)
+                    sb.append(i > 0 ? "," : "").append('"').append(FAILOVER[i]).append("\":").append(failover[i]);
+                sb.append("}");
+            }
+            sb.append("}");
+            return sb.toString();
+        }
+    }
+}
