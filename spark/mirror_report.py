@@ -21,6 +21,17 @@ def _mm2(events: dict | None) -> str:
     return "-" if events is None else f"{events['restarts']} / {events['rebalances']}"
 
 
+def prediction_text(p: dict) -> str:
+    """One line: a flow's predicted outcome of a fault against the drill's."""
+    pr, o = p["predicted"], p["observed"]
+    writes = "" if "source_writable" not in o else \
+        f", source writes {'continued' if o['source_writable'] else 'stopped'} (predicted: " \
+        f"{'continue' if pr['source_writable'] else 'stop'})"
+    return (f"{p['flow']} under {p['fault']} {p['target']} ({p['prediction']}): acknowledged records missing from "
+            f"the target {o['acked_missing']} (predicted {'possible' if pr['acked_loss_possible'] else 'none'})"
+            f"{writes}: {'as predicted' if p['as_predicted'] else 'NOT as predicted'}")
+
+
 def text(summary: dict) -> list[str]:
     out = []
     for name, m in (summary.get("mirrors") or {}).items():
@@ -34,6 +45,7 @@ def text(summary: dict) -> list[str]:
     loops = summary.get("mirror_loops") or {}
     if loops:
         out.append("  mirror loops: " + ", ".join(f"{c} {n}" for c, n in loops.items()))
+    out += [f"  {prediction_text(p)}" for p in summary.get("mirror_prediction_checks") or []]
     for fo in summary.get("failovers") or []:
         out.append(f"  failover {fo['group']} {fo['from']}->{fo['to']}: skipped {fo['failover_skipped']}, "
                    f"redelivered {fo['failover_redelivered']}, processed {fo['processed_before']} before and "
@@ -91,6 +103,10 @@ def section(summary: dict, t0_ms: float | None) -> str:
             + (f"<p>Records back in their own cluster (mirror loops): "
                f"{html.escape(', '.join(f'{c} {n}' for c, n in loops.items()))}</p>" if loops else "")
             + ("<h3>Consumer failover</h3>" + html_table(fos, list(fos[0])) if fos else "")
+            + ("<h3>Prediction vs observation</h3><ul>" + "".join(
+                f"<li>{'✔' if p['as_predicted'] else '✘'} {html.escape(prediction_text(p))}</li>"
+                for p in summary.get("mirror_prediction_checks") or []) + "</ul>"
+               if summary.get("mirror_prediction_checks") else "")
             + (f'<figure><img src="{img}" alt="mirror lag"></figure>' if img else "")
             + "<p>RPO: acknowledged records the target did not hold at the failover (else at the source's loss), "
               "and the window of acknowledgements they span, up to the source's last one. MM2 restarts and "

@@ -107,6 +107,43 @@ def _stalled_text(f: dict) -> str:
             f"not before the heal ({f['held_ms'] / 1000:.1f} s)")
 
 
+# Which of a flow's predictions (infra/mirror_rules.flow_predictions) a fault puts to the test.
+MIRROR_FAULT_PREDICTION = {"kill-dc": "source-dc-loss", "stop-dc": "source-dc-loss", "isolate-dc": "link-cut",
+                           "kill-mirror": "mirror-kill"}
+
+
+def mirror_prediction_checks(topology: dict, summary: dict) -> list[dict]:
+    """Per flow and fault, what `dcdrill plan` predicted (topology.json `mirrors[<flow>].predictions`)
+    beside what the drill saw. Acknowledged records missing from the target: at the failover (or
+    the source's loss) for a source-DC loss, the RPO; for a cut or a killed MM2, still missing once
+    MM2 caught up (those faults only delay the copy). Source writes: the fault's own reading, when
+    it hit a DC of the source. Information, like prediction_checks, not a verdict rule."""
+    clusters, out = topology.get("clusters") or {}, []
+    for name, flow in (topology.get("mirrors") or {}).items():
+        m = (summary.get("mirrors") or {}).get(name)
+        if m is None:
+            continue
+        source_dcs = {dc["name"] for dc in clusters.get(flow["source"], {}).get("datacenters", [])}
+        target_dcs = {dc["name"] for dc in clusters.get(flow["target"], {}).get("datacenters", [])}
+        for f in summary.get("faults", []):
+            key = MIRROR_FAULT_PREDICTION.get(f.get("fault"))
+            hit = {"source-dc-loss": f.get("target") in source_dcs,
+                   "link-cut": f.get("target") in source_dcs | target_dcs,
+                   "mirror-kill": f.get("target") == flow.get("host")}.get(key, False)
+            p = (flow.get("predictions") or {}).get(key)
+            if not hit or p is None:
+                continue
+            missing = m["rpo"]["records"] if key == "source-dc-loss" else m["counts"]["not_mirrored"]
+            observed = {"acked_missing": missing or 0}
+            if f.get("target") in source_dcs and "writes_continued" in f:
+                observed["source_writable"] = f["writes_continued"]
+            ok = (not missing or p["acked_loss_possible"]) and \
+                observed.get("source_writable", p["source_writable"]) == p["source_writable"]
+            out.append({"flow": name, "fault": f["fault"], "target": f["target"], "prediction": key,
+                        "predicted": p, "observed": observed, "as_predicted": ok})
+    return out
+
+
 def mirror_violations(summary: dict) -> list[dict]:
     """The replicated stack's promises, whatever the fault: MM2 finishes its copy once the source
     is back (nothing acknowledged is missing from the target after the catch-up), no record comes

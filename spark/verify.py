@@ -215,6 +215,8 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
                                      rows=summary["counts"]["produced"]))
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
+    if home:
+        summary["mirror_prediction_checks"] = verdict.mirror_prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
     # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}

@@ -181,7 +181,7 @@ def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
 
 def test_unknown_stack_lists_the_valid_ones(capsys):
     assert cli.main(["plan", "--stack", "nope"]) == 2
-    assert ("valid: aws-2region-tiebreaker, aws-3az, aws-3az-kraft, aws-3az-tiebreaker, local, local-3dc, local-availability, local-kraft, local-kraft-misplaced"
+    assert ("valid: aws-2region-replicated, aws-2region-tiebreaker, aws-3az, aws-3az-kraft, aws-3az-tiebreaker, local, local-3dc, local-availability, local-kraft, local-kraft-misplaced"
             in capsys.readouterr().err)
 
 

@@ -43,7 +43,13 @@ def replicated(run):
     C += [consumed("c3", "west", REMOTE, off, seq) for off, seq in ((6, 4), (7, 6), (8, 7))]
     topo = {**records.topology(), "cluster": "east",
             "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
-            "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east."}}}
+            "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east.",
+                                       "host": "mm1.dc-b.lab", "predictions": {
+                                           # seq 9 is acknowledged after dc-a's loss began: writes continued
+                                           "source-dc-loss": {"source_writable": True, "target_writable": True,
+                                                              "acked_loss_possible": True},
+                                           "link-cut": {"source_writable": True, "target_writable": True,
+                                                        "acked_loss_possible": False}}}}}
     fault = {"fault": "kill-dc", "target": "dc-a", "start_ms": 1850, "end_ms": 3000}
     records.write(run, P, [], C, faults=[fault], topo=topo)
     (run / "audit").mkdir(exist_ok=True)
@@ -81,6 +87,13 @@ def test_every_mirror_count_exactly(tmp_path, spark):
     assert "Mirrors (MirrorMaker 2)" in page and 'alt="mirror lag"' in page
     assert "RPO 2 records / 0.1 s" in verify.one_screen(s) and "MM2 restarts 1, rebalances 2" in verify.one_screen(s)
     assert "MM2 restarts / rebalances" in page
+    # dc-a's loss is east's: the model said the copy may lack acknowledged records, and it lacked 2
+    [check] = s["mirror_prediction_checks"]
+    assert (check["flow"], check["prediction"], check["observed"]["acked_missing"], check["as_predicted"]) == (
+        "east->west", "source-dc-loss", 2, True), check
+    assert check["observed"]["source_writable"] is True
+    assert "east->west under kill-dc dc-a (source-dc-loss): acknowledged records missing from the target 2" \
+        in verify.one_screen(s)
 
 
 def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
