@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from infra import schema
-from infra.constants import DRILL_TOPIC_PREFIX
+from infra.constants import DRILL_TOPIC_PREFIX, kafka_release
 from infra.topology import Acl, Host, Topology, cluster_from_spec
 
 MIRROR_USER = "mirrormaker"  # MM2's own SCRAM principal on both clusters, allowed only what MM2 does
@@ -146,6 +146,11 @@ class Deployment:
             dc = (home.broker_dcs or home.datacenters)[0].name
             out.append((Host(f"mm{i}.{dc}.{home.domain}", "kafka_mirror", dc, MIRROR_ID_BASE + i), m))
         return out
+
+    @property
+    def mirror_kafka_version(self) -> str:
+        """The Kafka MirrorMaker 2 runs: the newest the stack's clusters run (its jars hold connect-mirror)."""
+        return max((c.kafka_version for c in self.clusters), key=kafka_release)
 
     def hosts(self) -> list[Host]:
         """Every host of every cluster, then the MM2 hosts (the lab and AWS create exactly these)."""

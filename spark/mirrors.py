@@ -128,9 +128,7 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
               None) if C is not None else None
     before = after = reached = None
     if fo is not None:
-        before, after = _failover_rows(C, fo)
-        reached = {int(r["partition"]): int(r["reached"]) for r in
-                   after.groupBy("partition").agg(F.max("offset").alias("reached")).collect()}
+        before, after, reached = _failover_rows(C, fo)
     r = json.loads(spark._jvm.dcdrill.MirrorFold.run(
         narrow_flow(acked, src, dst, before, after)._jdf,
         {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end}, reached,
@@ -189,12 +187,15 @@ def mirror_loops(spark, run_dir: str, clusters: list[str], topic: str | None) ->
     return out
 
 
-def _failover_rows(C: DataFrame, fo: dict) -> tuple[DataFrame, DataFrame]:
+def _failover_rows(C: DataFrame, fo: dict) -> tuple[DataFrame, DataFrame, dict[int, int]]:
     """The group's consumed rows before the failover (on its source; a stretched record leaves
-    their cluster null) and after it (on its target)."""
+    their cluster null) and after it (on its target), and the highest offset of the copy it
+    reached per partition."""
     group = C.filter(F.col("group") == fo["group"])
-    return (group.filter(F.col("cluster").isNull() | (F.col("cluster") == fo["from"])),
-            group.filter(F.col("cluster") == fo["to"]))
+    after = group.filter(F.col("cluster") == fo["to"])
+    reached = {int(r["partition"]): int(r["reached"])
+               for r in after.groupBy("partition").agg(F.max("offset").alias("reached")).collect()}
+    return group.filter(F.col("cluster").isNull() | (F.col("cluster") == fo["from"])), after, reached
 
 
 def _failover_summary(fo: dict, counts: dict) -> dict:
@@ -210,12 +211,10 @@ def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
     the same counts as MirrorFold's, each identity's rows (consumed before, consumed after, in
     the copy below where the group got to) as bits of one flag in one aggregation."""
     BEFORE, AFTER, BELOW = 1, 2, 4
-    before_rows, after_rows = _failover_rows(C, fo)
-    reached = [(r["partition"], r["reached"]) for r in
-               after_rows.groupBy("partition").agg(F.max("offset").alias("reached")).collect()]
+    before_rows, after_rows, reached = _failover_rows(C, fo)
     copy = _audit(spark, run_dir, fo["to"]).filter(F.col("topic") == fo["topic"])
     limit = F.lit(None).cast("long")
-    for p, o in reached:  # a few partitions: a CASE, not a join
+    for p, o in reached.items():  # a few partitions: a CASE, not a join
         limit = F.when(F.col("partition") == p, F.lit(o)).otherwise(limit)
     copy = copy.withColumn("reached", limit)
     tagged = before_rows.select(*ID, F.lit(BEFORE).alias("bit")) \

@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 import time
 
-from chaos.faults.driver import FaultDriver, Undo
+from chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from infra.deployment import Deployment
 from infra.inventory import InventoryHost
 
@@ -49,7 +49,6 @@ KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
                f"systemctl stop {MIRROR_UNIT}",
                f"! systemctl is-active --quiet {MIRROR_UNIT}"]
 START_MIRROR = [f"systemctl start {MIRROR_UNIT}"]
-MIRROR_LOG_DIR = "/var/lib/dcdrill/mirror"  # roles/kafka_mirror's kafka_mirror_dir on AWS (plan.py's data_root)
 
 
 class AwsFaults(FaultDriver):
@@ -128,10 +127,10 @@ class AwsFaults(FaultDriver):
 
     def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
         # SSM returns at most 24,000 characters of output: only the matching lines cross.
-        log = f"{MIRROR_LOG_DIR}/mirror.log"
+        files = " ".join(mirror_log_files(self.inventory.vars["data_root"]))  # infra/aws/plan.py's data_root
         pattern = " ".join(f"-e {shlex.quote(n)}" for n in needles)
         out = self._run(self._region(host.dc), host.address, f"reading MirrorMaker 2's log on {host.name}",
-                        [f"for f in {log}.2 {log}.1 {log}; do [ -f $f ] && grep -h -F {pattern} $f; done; true"])
+                        [f"for f in {files}; do [ -f $f ] && grep -h -F {pattern} $f; done; true"])
         return out.splitlines()
 
     def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:

@@ -17,6 +17,13 @@ from infra.topology import Topology
 DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
 
 
+def mirror_log_files(data_root: str) -> list[str]:
+    """Where roles/kafka_mirror logs on a host (kafka_mirror_dir under data_root), log4j2's rolled
+    files first: oldest to newest."""
+    log = f"{data_root}/mirror/mirror.log"
+    return [f"{log}.2", f"{log}.1", log]
+
+
 class Undo:
     """What heal must undo for one fault, kept in the drill record's fault state (`save` writes it
     there at once). Lists grow with `add`; other values are set."""

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chaos.faults.driver import FaultDriver, Undo
+from chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from infra.constants import ROOT, cache_dir
 from infra.inventory import InventoryHost
 from infra.lab import layout, netns, service, shaper
@@ -88,9 +88,8 @@ class LabFaults(FaultDriver):
         return {"hosts": [host.name]}
 
     def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
-        log = Path(host.vars["data_root"]) / SERVICE["kafka_mirror"] / "mirror.log"
-        files = [log.with_name(f"mirror.log.{i}") for i in (2, 1)] + [log]  # log4j2's rolled files, oldest first
-        return [line.rstrip("\n") for f in files if f.exists()
+        files = [Path(f) for f in mirror_log_files(host.vars["data_root"])]
+        return [line for f in files if f.exists()
                 for line in f.read_text(errors="replace").splitlines() if any(n in line for n in needles)]
 
     def restart_broker(self, host: InventoryHost) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from infra import inventory as inv
 from infra import schema
-from infra.constants import KAFKA_VERSIONS, kafka_release
+from infra.constants import KAFKA_VERSIONS
 from infra.deployment import Deployment
 from infra.rules import Violation
 from infra.topology import Topology
@@ -131,12 +131,11 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
 
 def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
                      bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> inv.Inventory:
-    """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (its jars hold connect-mirror)."""
+    """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (Deployment.mirror_kafka_version)."""
     ids = instance_ids or _placeholder_ids(d)
-    newest = max((c.kafka_version for c in d.clusters), key=kafka_release)
     hosts = [h for h, _ in d.mirror_hosts()]
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
-    extra = {**_shared(d, bucket, subnet_ids), "kafka_libs_folder": KAFKA_VERSIONS[newest],
+    extra = {**_shared(d, bucket, subnet_ids), "kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
              "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
     return inv.build_mirrors(d, ids, None, extra, host_vars)
 

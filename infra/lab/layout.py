@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from infra import inventory
-from infra.constants import KAFKA_VERSIONS, kafka_release
+from infra.constants import KAFKA_VERSIONS
 from infra.deployment import Deployment
 from infra.lab import netns, shaper
 from infra.topology import Topology
@@ -107,8 +107,7 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
 def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.Inventory:
     """The MirrorMaker 2 hosts' inventory, on the newest Kafka the stack's clusters run."""
     lab = lab_dir(cache)
-    newest = max((c.kafka_version for c in d.clusters), key=kafka_release)
-    extra = {**_services(newest, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
+    extra = {**_services(d.mirror_kafka_version, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
     return inventory.build_mirrors(d, addresses(d, settings.subnet_prefix), _connection(lab), extra,
                                    _host_vars(lab, [h for h, _ in d.mirror_hosts()]))
 
