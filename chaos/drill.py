@@ -22,7 +22,7 @@ from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, ROOT
 from record import DrillRecord
 from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
-from spark import history, verify
+from spark import history, memory, verify
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
@@ -183,6 +183,10 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         verdict_code, summary = verify.verify(str(run_dir))
     except verify.BadInput as exc:
         print(f"dcdrill: the drill record cannot be verified: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict
+        print(f"dcdrill: the drill record {memory.failure(exc, verify.heap_given({}, memory.plan([str(run_dir)])))}",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     phase("verify")
     print(verify.one_screen(summary))

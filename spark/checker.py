@@ -65,17 +65,22 @@ def producer_pass(scanned) -> dict[str, list[dict]]:
 def reordering(scanned, A: DataFrame) -> dict[int, int]:
     """Per partition (as partition_key()): audit rows whose seq is below their producer's largest
     seq at a lower offset. An audit in log order (as dcdrill writes it) is checked as the scan
-    streams it (spark/jvm/Reordering.java); any other order is sorted, per partition and producer
-    by offset."""
+    streams it (spark/jvm/Reordering.java); the rows of any (topic, partition, producer) that are
+    in another order are sorted, by offset, and only those."""
     streamed = scanned.reordering()
-    if streamed is not None:
-        return {int(k): int(v) for k, v in streamed.items() if v}
-    a = A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
-        F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq")
-    w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
-    # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.
-    return {r["tp"]: r["count"] for r in a.select("tp", "seq", F.max("seq").over(w).alias("prev_max"))
-            .filter(F.col("seq") < F.col("prev_max")).groupBy("tp").count().collect()}
+    counts = {int(k): int(v) for k, v in streamed.reordered().items()}
+    unordered = list(streamed.unordered())
+    if unordered:
+        groups = F.broadcast(A.sparkSession.createDataFrame([(g,) for g in unordered], "g long"))
+        a = A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
+            F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq") \
+            .join(groups, "g")
+        w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
+        # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.
+        for r in a.select("tp", "seq", F.max("seq").over(w).alias("prev_max")) \
+                .filter(F.col("seq") < F.col("prev_max")).groupBy("tp").count().collect():
+            counts[r["tp"]] = counts.get(r["tp"], 0) + r["count"]
+    return {k: v for k, v in counts.items() if v}
 
 
 def _rows_of(df: DataFrame, ledger: str, cand: DataFrame, cols: list[str]) -> DataFrame:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -26,8 +27,8 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
 from record.drill_record import REPORT, DrillRecord  # noqa: E402
-from spark import (cds, checker, coordination, identities, mirror_report, mirrors, options, report, storage,  # noqa: E402
-                   verdict)
+from spark import (cds, checker, coordination, identities, memory, mirror_report, mirrors, options, report,  # noqa: E402
+                   storage, verdict)
 from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
                            read_baseline, read_coordination, read_failovers, read_faults, read_mirror_events, read_mirror_waits,
                            read_topology)
@@ -46,9 +47,11 @@ JIT_OPTIONS = ("-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompile
                "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000")
 
 
-def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False):
+def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False,
+            plan: memory.Plan | None = None):
     """The verifier's Spark session. `conf`: extra Spark settings (what --conf gives). `s3a`: put
-    hadoop-aws and the AWS SDK on the classpath, for s3a:// records.
+    hadoop-aws and the AWS SDK on the classpath, for s3a:// records. `plan`: the heap and shuffle
+    width for the records to verify (spark/memory.py; without one, as for a small record).
     Under spark-submit, its options win: the defaults below only fill what it left unset."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -61,12 +64,13 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     if submitted:
         SparkContext._ensure_initialized()  # attach to that JVM, so SparkConf reads what it was given
     given = dict(SparkConf().getAll()) if submitted else {}
+    plan = plan or memory.plan([])
     settings = {
         "spark.app.name": "dcdrill-verify",
         # Two tasks per core: on 2 cores, 4 partitions beat 8 by ~2.5% (paired 10M runs): fewer
         # tasks to plan and fewer, longer window partitions, with a task still to fill each tail.
-        "spark.sql.shuffle.partitions": os.environ.get("DCDRILL_SHUFFLE_PARTITIONS",
-                                                       str(max(4, 2 * (os.cpu_count() or 2)))),
+        # More as the record grows (spark/memory.py), so a reducer's states stay bounded.
+        "spark.sql.shuffle.partitions": os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", str(plan.partitions)),
         # Adaptive execution re-plans (and re-generates code for) every query after each stage.
         # The verifier's plans need none of it (broadcasts are explicit, partitions are few),
         # and on 2 cores the re-planning is driver CPU the tasks wait for: paired 10M runs with
@@ -87,7 +91,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     if not submitted and "master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings |= {
             "spark.master": master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"),
-            "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", "4g"),
+            "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", plan.heap_setting),
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
             "spark.driver.extraJavaOptions":
@@ -107,7 +111,8 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
             b = b.config(key, value)
     with cds.spark_java_home():
         spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    # A failure reaches the user as one line naming its cause (run()), not as Spark's stack traces.
+    spark.sparkContext.setLogLevel(os.environ.get("DCDRILL_SPARK_LOG_LEVEL", "FATAL"))
     from py4j.java_gateway import JavaClass
 
     if not isinstance(spark._jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
@@ -153,8 +158,10 @@ def reject_sparse_seqs(run_dir: str, P, seqs: list[dict]) -> None:
     raise BadInput(f"{run_dir}/produced: a producer's seqs are not dense (RECORD.md)")
 
 
-def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None) -> tuple[int, dict]:
+def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None,
+           plan: memory.Plan | None = None) -> tuple[int, dict]:
     t0 = time.monotonic()
+    plan = plan or memory.plan([run_dir])
 
     def progress(step: str) -> None:
         if not quiet:
@@ -163,7 +170,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     run_dir = run_dir.removeprefix("file://")  # a local URI is a local folder
     remote = storage.is_remote(run_dir)
     if remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
-        spark = spark or session(conf=conf, s3a=run_dir.startswith("s3a://"))
+        spark = spark or session(conf=conf, s3a=run_dir.startswith("s3a://"), plan=plan)
     if not storage.is_dir(spark, run_dir):
         raise BadInput(f"{run_dir}: drill record directory missing")
     if not remote and (unsafe := DrillRecord(run_dir).unsafe_paths()):
@@ -171,7 +178,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = read_topology(run_dir, spark=spark)
     faults = read_faults(run_dir, spark=spark)
-    spark = spark or session(conf=conf)
+    spark = spark or session(conf=conf, plan=plan)
     # Not cached: one scan reads each ledger (JSON Lines parsed once); only rare second looks
     # (spark/checker.py) read one again. Caching the parsed JSON cost more than it saved: 2M
     # records, 20.4 s with it, 14.0 s without.
@@ -187,7 +194,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     progress("spark session and ledgers")
     # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
-    scanned = identities.scan(P, A, C, partitions, faults)
+    scanned = identities.scan(P, A, C, partitions, faults, os.environ.get("DCDRILL_SCAN_STORAGE", "MEMORY_AND_DISK"))
     try:
         scr = identities.screen(scanned)
         progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to "
@@ -265,14 +272,23 @@ def main(argv: list[str] | None = None) -> int:
     return run(p.parse_args(argv))
 
 
+def heap_given(conf: dict[str, str], plan: memory.Plan) -> str:
+    """The heap a session of ours gets: --conf, then DCDRILL_SPARK_DRIVER_MEMORY, then the plan."""
+    return conf.get("spark.driver.memory") or os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY") or plan.heap_setting
+
+
 def run(args: argparse.Namespace) -> int:
     """Verify each record, print its one-screen summary (or --json), return the worst exit code.
     A record with bad input is reported and the others are still verified."""
     codes, summaries = [], []
+    plan = memory.plan(args.run_dirs)
+    conf = dict(args.conf)
+    heap = heap_given(conf, plan)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a dead JVM is reported below, in one line
     with spark_scope():
         if any(d.startswith("s3a://") for d in args.run_dirs):  # one session serves every record:
             try:  # with the s3a jars if one needs them
-                session(conf=dict(args.conf), s3a=True)
+                session(conf=conf, s3a=True, plan=plan)
             except BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 return EXIT_BAD_INPUT
@@ -280,16 +296,16 @@ def run(args: argparse.Namespace) -> int:
             if len(args.run_dirs) > 1 and not args.quiet:
                 print(f"verify: {run_dir}", file=sys.stderr, flush=True)
             try:
-                code, summary = verify(run_dir, quiet=args.quiet, conf=dict(args.conf))
+                code, summary = verify(run_dir, quiet=args.quiet, conf=conf, plan=plan)
             except BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
                 continue
             except Exception as exc:  # noqa: BLE001 - one record's failure is that record's, not the call's
                 # Exit 1 would read as a verdict. Anything unforeseen in a record is bad input for
-                # that record, named; the other records of the call are still verified.
-                print(f"verify: bad input: {run_dir}: cannot be verified: {type(exc).__name__}: "
-                      f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", file=sys.stderr)
+                # that record, named; the other records of the call are still verified. Running
+                # out of memory names the setting to raise.
+                print(f"verify: bad input: {run_dir}: {memory.failure(exc, heap)}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
                 continue
             codes.append(code)
@@ -311,11 +327,20 @@ def spark_scope():
     try:
         yield
     finally:
-        started = _active_session()
-        if started is not None and started is not before:
+        if _jvm_ended():  # killed, or halted by Spark after running out of memory (spark/memory.py)
+            from pyspark import SparkContext
+            SparkContext._active_spark_context = SparkContext._gateway = SparkContext._jvm = None
+        elif (started := _active_session()) is not None and started is not before:
             started.stop()
             if before is None:
                 _end_jvm()
+
+
+def _jvm_ended() -> bool:
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return proc is not None and proc.poll() is not None
 
 
 def _end_jvm() -> None:

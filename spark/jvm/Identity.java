@@ -86,10 +86,10 @@ public final class Identity {
     public static Result run(Scan scan, Dataset<Row> consumed, Screen.Result screen, long[] starts, long[] ends) {
         SparkSession spark = SparkSession.active();
         JavaRDD<long[]> rows = consumed == null ? scan.rows() : scan.rows().union(Scan.pack(consumed));
-        int partitions = scan.partitions;
+        int partitions = reducers(screen, scan.partitions);
         Broadcast<BucketSet> look = JavaSparkContext.fromSparkContext(spark.sparkContext())
                 .broadcast(new BucketSet(screen.keys, screen.mirror, screen.masks));
-        List<Judged> judged = rows.mapPartitionsToPair(it -> fold(it, look.value(), partitions).iterator())
+        List<Judged> judged = rows.mapPartitionsToPair(it -> new Fold(it, look.value(), partitions))
                 .partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> List.of(judge(it, starts, ends)).iterator()).collect();
         look.destroy();
@@ -137,13 +137,54 @@ public final class Identity {
         return new Screen.Result(keys, mirror, masks, null, new long[] {keys.length, unmirrored, 0, 0, 0});
     }
 
-    /** One task: the packed rows (Scan.Packer) of suspicious buckets, folded per identity. */
-    static List<Tuple2<Integer, long[]>> fold(Iterator<long[]> it, BucketSet look, int partitions) {
-        LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
-        long lastIdh = 0, lastB = Long.MIN_VALUE, mask = 0;
-        int mirror = BucketSet.ABSENT;
-        while (it.hasNext()) {
-            long[] chunk = it.next();
+    // Memory bounds: a map task hands its states on whenever it holds FOLD_LIMIT identities (a
+    // reducer merges any number of partial states of one identity), and there are enough reduce
+    // tasks that each judges at most about JUDGE_LIMIT identities. A state is WIDTH longs, and an
+    // open-addressing map holds up to 4 slots per entry: at most ~70 MB and ~570 MB per task.
+    static final int FOLD_LIMIT = 1 << 17, JUDGE_LIMIT = 1 << 20;
+
+    /** Reduce tasks for the seqs the screen flagged (a bucket with none flagged counts all 64). */
+    static int reducers(Screen.Result screen, int minPartitions) {
+        long looked = 0;
+        for (long m : screen.masks) looked += Long.bitCount(m);
+        return (int) Math.max(minPartitions, Math.min(1 << 16, (looked + JUDGE_LIMIT - 1) / JUDGE_LIMIT));
+    }
+
+    /** One task: the packed rows (Scan.Packer) of suspicious buckets, folded per identity; each
+     *  FOLD_LIMIT identities leave as one block per reduce partition. */
+    static final class Fold implements Iterator<Tuple2<Integer, long[]>> {
+        private final Iterator<long[]> in;
+        private final BucketSet look;
+        private final int partitions;
+        private Iterator<Tuple2<Integer, long[]>> out = java.util.Collections.emptyIterator();
+        private long lastIdh = 0, lastB = Long.MIN_VALUE, mask = 0;
+        private int mirror = BucketSet.ABSENT;
+        private boolean done;
+
+        Fold(Iterator<long[]> in, BucketSet look, int partitions) {
+            this.in = in;
+            this.look = look;
+            this.partitions = partitions;
+        }
+
+        @Override public boolean hasNext() {
+            while (!out.hasNext() && !done) out = batch().iterator();
+            return out.hasNext();
+        }
+
+        @Override public Tuple2<Integer, long[]> next() {
+            if (!hasNext()) throw new java.util.NoSuchElementException();
+            return out.next();
+        }
+
+        private List<Tuple2<Integer, long[]>> batch() {
+            LongPairMap f = new LongPairMap(WIDTH, 1 << 12);
+            while (f.size < FOLD_LIMIT && in.hasNext()) add(f, in.next());
+            done = !in.hasNext();
+            return f.size == 0 ? List.of() : f.blocks(partitions, new long[0]);
+        }
+
+        private void add(LongPairMap f, long[] chunk) {
             for (int i = 1, end = (int) chunk[0]; i < end; ) {
                 long idh = chunk[i], seq = chunk[i + 1];
                 int kind = (int) (chunk[i + 2] & 0xFF), at = i;
@@ -157,10 +198,9 @@ public final class Identity {
                 }
                 if (mirror == BucketSet.ABSENT || (mask & (1L << (seq & 63))) == 0) continue;
                 if (kind == C_ROW && mirror == BucketSet.MIRROR) continue;  // the audit row stands in for it
-                add(f, chunk, at, mirror == BucketSet.MIRROR);
+                Identity.add(f, chunk, at, mirror == BucketSet.MIRROR);
             }
         }
-        return f.blocks(partitions, new long[0]);
     }
 
     /** One packed row (chunk[at...], Scan.Packer) into its identity's state; `mirror`: an audit

@@ -17,8 +17,9 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * its rows that were not reordered there, whose seqs never fall). The driver orders the segments
  * by offset and counts the rows a segment's predecessors make reordered: a prefix of those first
  * rows. No shuffle.
- * When the rows are not in log order (offsets fall within a task, segments overlap, or a prefix
- * runs past what was kept) it answers null and the caller sorts instead (checker.reordering).
+ * A group whose rows are not in log order (offsets fall within a task, segments overlap, or a
+ * prefix runs past what was kept) is named instead, and the caller sorts its rows only
+ * (checker.reordering).
  */
 public final class Reordering {
     static final int KEEP = 1024;  // first non-reordered seqs kept per segment
@@ -42,29 +43,52 @@ public final class Reordering {
         }
     }
 
-    /** The tasks' segments (per group hash) combined: reordered rows per partition hash, or null:
-     *  not in log order, sort instead. */
-    static Map<Long, Long> combine(List<Map<Long, Segment>> parts) {
+    /** What combine() found: reordered rows per partition hash, over the groups in log order, and
+     *  the groups (their hashes) that were not, which the caller sorts. */
+    public static final class Result {
+        private final Map<Long, Long> reordered;
+        private final long[] unordered;
+
+        Result(Map<Long, Long> reordered, long[] unordered) {
+            this.reordered = reordered;
+            this.unordered = unordered;
+        }
+
+        public Map<Long, Long> reordered() { return reordered; }
+        public long[] unordered() { return unordered; }
+    }
+
+    /** The tasks' segments (per group hash) combined. A group whose rows are not in log order (or
+     *  whose prefix ran past what was kept) is left to the caller, by its hash. */
+    static Result combine(List<Map<Long, Segment>> parts) {
         Map<Long, List<Segment>> groups = new HashMap<>();
         for (Map<Long, Segment> part : parts)
             for (Map.Entry<Long, Segment> e : part.entrySet())
                 groups.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).add(e.getValue());
         Map<Long, Long> out = new HashMap<>();
-        for (List<Segment> segs : groups.values()) {
-            segs.sort(Comparator.comparingLong(s -> s.first));
-            long count = 0, before = Long.MIN_VALUE, lastOffset = Long.MIN_VALUE;
-            for (Segment s : segs) {
-                if (!s.inOrder || s.first <= lastOffset) return null;
-                int below = 0;
-                while (below < s.kept && s.head[below] < before) below++;
-                if (below == s.kept && s.truncated) return null;
-                count += s.reordered + below;
-                before = Math.max(before, s.max);
-                lastOffset = s.last;
-            }
-            out.merge(segs.get(0).tp, count, Long::sum);
+        List<Long> unordered = new ArrayList<>();
+        for (Map.Entry<Long, List<Segment>> g : groups.entrySet()) {
+            long count = count(g.getValue());
+            if (count < 0) unordered.add(g.getKey());
+            else out.merge(g.getValue().get(0).tp, count, Long::sum);
         }
-        return out;
+        return new Result(out, unordered.stream().mapToLong(Long::longValue).toArray());
+    }
+
+    /** One group's reordered rows, or -1: not in log order. */
+    private static long count(List<Segment> segs) {
+        segs.sort(Comparator.comparingLong(s -> s.first));
+        long count = 0, before = Long.MIN_VALUE, lastOffset = Long.MIN_VALUE;
+        for (Segment s : segs) {
+            if (!s.inOrder || s.first <= lastOffset) return -1;
+            int below = 0;
+            while (below < s.kept && s.head[below] < before) below++;
+            if (below == s.kept && s.truncated) return -1;
+            count += s.reordered + below;
+            before = Math.max(before, s.max);
+            lastOffset = s.last;
+        }
+        return count;
     }
 
     /** One task's audit rows (bad rows and null seqs left out), as the scan streams them. */

@@ -1,6 +1,5 @@
 package dcdrill;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
@@ -66,13 +65,15 @@ public final class Scan {
     }
 
     /** narrowed: the three ledgers' rows (columns above); faults: start and end of each (for the
-     *  producer pass's phases); wordMs: the acknowledgement word. Nothing runs until screen(). */
-    public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs) {
+     *  producer pass's phases); wordMs: the acknowledgement word; storage: where the kept rows go
+     *  (a StorageLevel name, spark/memory.py chooses it). Nothing runs until screen(). */
+    public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs,
+                           String storage) {
         requireColumns(narrowed);
         JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
         int partitions = Screen.reducers(rows, minPartitions);
         JavaRDD<Object> kept = rows.mapPartitions(it -> new Task(it, partitions, starts, ends, wordMs))
-                .persist(StorageLevel.MEMORY_AND_DISK());
+                .persist(StorageLevel.fromString(storage));
         return new Scan(kept, partitions, wordMs);
     }
 
@@ -86,36 +87,65 @@ public final class Scan {
         return ProducerPass.merge(kept.mapPartitions(it -> List.of(summary(it).tables).iterator()).collect(), wordMs);
     }
 
-    /** Reordered audit rows per partition hash, or null: not in log order (Reordering.combine). */
-    public Map<Long, Long> reordering() {
+    /** Reordered audit rows per partition hash, and the groups not in log order (Reordering.combine). */
+    public Reordering.Result reordering() {
         return Reordering.combine(kept.mapPartitions(it -> List.of(summary(it).segments).iterator()).collect());
     }
 
-    /** The packed rows, chunk by chunk (chunk[0]: longs used, the rows follow). */
+    /** The packed rows, chunk by chunk (chunk[0]: longs used, the rows follow), streamed: a task's
+     *  chunks can be far more than its heap (20M rows are ~1 GB), so they are never gathered. */
     JavaRDD<long[]> rows() {
-        return kept.mapPartitions(it -> {
-            List<long[]> chunks = new ArrayList<>();
-            while (it.hasNext()) {
-                Object o = it.next();
-                if (o instanceof long[] c) chunks.add(c);
-            }
-            return chunks.iterator();
-        });
+        return kept.mapPartitions(Chunks::new);
     }
 
-    /** Rows packed on the fly, not kept (the consumed ledger, when the identity pass needs it). */
-    static JavaRDD<long[]> pack(Dataset<Row> narrowed) {
-        return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> {
-            Packer p = new Packer();
-            List<long[]> chunks = new ArrayList<>();
-            while (it.hasNext()) {
-                InternalRow r = it.next();
-                if (r.isNullAt(IDH)) continue;
-                long[] full = p.add(r, r.getByte(KIND));
-                if (full != null) chunks.add(full);
+    /** The chunks of a task's kept objects, the summary skipped. */
+    static final class Chunks implements Iterator<long[]> {
+        private final Iterator<Object> in;
+        private long[] next;
+
+        Chunks(Iterator<Object> in) { this.in = in; }
+
+        @Override public boolean hasNext() {
+            while (next == null && in.hasNext()) {
+                if (in.next() instanceof long[] c) next = c;
             }
-            chunks.add(p.last());
-            return chunks.iterator();
+            return next != null;
+        }
+
+        @Override public long[] next() {
+            if (!hasNext()) throw new NoSuchElementException();
+            long[] c = next;
+            next = null;
+            return c;
+        }
+    }
+
+    /** Rows packed on the fly, not kept (the consumed ledger, when the identity pass needs it),
+     *  chunk by chunk as they fill. */
+    static JavaRDD<long[]> pack(Dataset<Row> narrowed) {
+        return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> new Iterator<long[]>() {
+            private final Packer p = new Packer();
+            private long[] next;
+
+            @Override public boolean hasNext() {
+                while (next == null && p.chunk != null) {
+                    if (!it.hasNext()) {
+                        next = p.last();
+                        p.chunk = null;
+                        break;
+                    }
+                    InternalRow r = it.next();
+                    if (!r.isNullAt(IDH)) next = p.add(r, r.getByte(KIND));
+                }
+                return next != null;
+            }
+
+            @Override public long[] next() {
+                if (!hasNext()) throw new NoSuchElementException();
+                long[] c = next;
+                next = null;
+                return c;
+            }
         });
     }
 

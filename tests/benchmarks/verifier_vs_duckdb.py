@@ -39,9 +39,24 @@ import duckdb
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generate(run: Path, n: int, fmt: str) -> None:
-    """1 producer per million records; every 1000th acked record lost, every 997th duplicated,
-    every 5000th audit row a phantom; consumers see the audit log."""
+# Record shapes. `wide` is the benchmark's own: a producer per million records, 12 partitions,
+# DuckDB's default row groups. `few` is the one a new user's 100M drill made (issue 26): 16
+# producers, 24 partitions, each ledger one file of row groups of 1M rows, 0.05 % of acked
+# records missing from the audit and 0.2 % indeterminate. `many` is thousands of small producers.
+SHAPES = {
+    "wide": {"producers": None, "partitions": 12, "row_group": None, "lost_every": 1000, "info_every": 0},
+    "few": {"producers": 16, "partitions": 24, "row_group": 1_000_000, "lost_every": 2000, "info_every": 500},
+    "many": {"producers": 4096, "partitions": 48, "row_group": 65_536, "lost_every": 1000, "info_every": 500},
+}
+
+
+def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
+    """Every `lost_every`th record missing from the audit (acked, or indeterminate when it is also
+    an `info_every`th), every 997th duplicated, every 5000th audit row a phantom; consumers see the
+    audit log. Producers take contiguous ranges of seqs."""
+    sh = SHAPES[shape]
+    per = 1_000_000 if sh["producers"] is None else -(-n // sh["producers"])
+    parts = sh["partitions"]
     for d in ("produced", "consumed", "audit"):
         (run / d).mkdir(parents=True, exist_ok=True)
     (run / "topology.json").write_text(json.dumps({"cluster": "bench", "profile": "consistency-first",
@@ -52,26 +67,33 @@ def generate(run: Path, n: int, fmt: str) -> None:
     con = duckdb.connect()
     con.execute("SET threads TO 2")
     con.execute("SET enable_progress_bar = false")
+    info = f"i % {sh['info_every']} = 11" if sh["info_every"] else "false"
     base = f"""
-      SELECT 'p' || (i // 1000000)::VARCHAR AS producer_id, (i % 1000000)::BIGINT AS seq, 'bench' AS topic,
-             (i % 12)::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
-             (1700000000000 + i // 20)::BIGINT AS send_ms, i FROM range({n}) t(i)"""
-    out = (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet)") if fmt == "parquet" else \
+      SELECT 'p' || (i // {per})::VARCHAR AS producer_id, (i % {per})::BIGINT AS seq, 'bench' AS topic,
+             (i % {parts})::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
+             (1700000000000 + i // 20)::BIGINT AS send_ms, ({info}) AS info, i FROM range({n}) t(i)"""
+    row_group = f", ROW_GROUP_SIZE {sh['row_group']}" if sh["row_group"] else ""
+    out = (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet{row_group})") if fmt == "parquet" else \
         (lambda name: f"'{run}/{name}/part.jsonl' (FORMAT json)")
     con.execute(f"""COPY (SELECT producer_id, seq, topic, partition, key, send_ms,
-                   'ok' AS status, send_ms + 5 AS ack_ms, (i // 12)::BIGINT AS "offset", NULL::VARCHAR AS error,
-                   'dc-a' AS dc FROM ({base})) TO {out('produced')}""")
+                   CASE WHEN info THEN 'info' ELSE 'ok' END AS status, CASE WHEN info THEN NULL ELSE send_ms + 5 END AS ack_ms,
+                   CASE WHEN info THEN NULL ELSE (i // {parts})::BIGINT END AS "offset",
+                   CASE WHEN info THEN 'timed out' END AS error, 'dc-a' AS dc FROM ({base})) TO {out('produced')}""")
+    # The audit in log order, as dcdrill writes it: the log's body in one file, the duplicates'
+    # later copies and the phantoms (higher offsets) in a second one (a union in one COPY does not
+    # keep its branches' order at the seam).
     con.execute(f"""COPY (
         SELECT topic, partition, "offset", producer_id, seq, send_ms AS timestamp_ms FROM (
-          SELECT topic, partition, (i // 12)::BIGINT AS "offset", producer_id, seq, send_ms, i FROM ({base}))
-        WHERE i % 1000 <> 7
-        UNION ALL SELECT topic, partition, (i // 12)::BIGINT + 100000000, producer_id, seq, send_ms
+          SELECT topic, partition, (i // {parts})::BIGINT AS "offset", producer_id, seq, send_ms, i FROM ({base}))
+        WHERE i % {sh['lost_every']} <> 7) TO {out('audit')}""")
+    con.execute(f"""COPY (
+        SELECT topic, partition, (i // {parts})::BIGINT + 100000000 AS "offset", producer_id, seq, send_ms AS timestamp_ms
           FROM ({base}) WHERE i % 997 = 3
         UNION ALL SELECT 'bench', 0, 200000000 + i, 'ghost', i, 0 FROM range({n // 5000}) t(i)
-      ) TO {out('audit')}""")
+      ) TO {out('audit').replace('/part.', '/tail.')}""")
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
                    timestamp_ms AS consume_ms, 'dc-b' AS dc FROM read_{'parquet' if fmt == 'parquet' else 'json'}(
-                   '{run}/audit/part.{'parquet' if fmt == 'parquet' else 'jsonl'}')) TO {out('consumed')}""")
+                   '{run}/audit/*.{'parquet' if fmt == 'parquet' else 'jsonl'}')) TO {out('consumed')}""")
 
 
 def duck(run: Path, fmt: str) -> tuple[float, dict]:
@@ -150,6 +172,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000_000])
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="wide", help="the record's shape (SHAPES above)")
+    ap.add_argument("--reuse", type=Path, metavar="DIR", help="time a record kept by an earlier --keep run")
     ap.add_argument("--rounds", type=int, default=1, help="time DuckDB and verify in turn this many times")
     ap.add_argument("--floor", action="store_true", help="also time Spark's floors (see above) in each round")
     ap.add_argument("--keep", action="store_true", help="keep the generated records (their folder is printed)")
@@ -159,9 +183,10 @@ def main() -> None:
         return floor_program(*args.floor_program)
     rows = []
     for n in args.sizes:
-        run = Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{n}-"))
+        run = args.reuse or Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{args.shape}-{n}-"))
         t0 = time.monotonic()
-        generate(run, n, args.format)
+        if not args.reuse:
+            generate(run, n, args.format, args.shape)
         gen = time.monotonic() - t0
         ducks, verifies, ratios, agree = [], [], [], True
         floors: dict[str, list[float]] = {m: [] for m in (FLOOR + ("verify-10k",) if args.floor else ())}
@@ -180,12 +205,12 @@ def main() -> None:
                       "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()), flush=True)
         d_s, s_s = statistics.median(ducks), statistics.median(verifies)
         rows.append((n, d_s, s_s))
-        print(f"N={n:>11,} ({args.format}, generated in {gen:.1f}s, medians of {args.rounds}): duckdb {d_s:6.2f}s  "
+        print(f"N={n:>11,} ({args.format}, {args.shape}, generated in {gen:.1f}s, medians of {args.rounds}): duckdb {d_s:6.2f}s  "
               f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
               flush=True)
         for mode, times in floors.items():
             print(f"  spark floor {mode:<11} {statistics.median(times):5.2f}x DuckDB's time (median of {len(times)})")
-        if args.keep:
+        if args.keep or args.reuse:
             print(f"  kept: {run}")
         else:
             shutil.rmtree(run)
