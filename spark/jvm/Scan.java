@@ -95,20 +95,50 @@ public final class Scan {
     /** The packed rows, chunk by chunk (chunk[0]: longs used, the rows follow), streamed: a task's
      *  chunks can be far more than its heap (20M rows are ~1 GB), so they are never gathered. */
     JavaRDD<long[]> rows() {
-        return kept.mapPartitions(Chunks::new);
+        return kept.mapPartitions(Scan::chunksOf);  // static: the task must not capture this Scan
     }
 
-    /** The chunks of a task's kept objects, the summary skipped. */
-    static final class Chunks implements Iterator<long[]> {
-        private final Iterator<Object> in;
+    static Iterator<long[]> chunksOf(Iterator<Object> kept) {
+        return new Chunks() {
+            @Override long[] advance() {
+                while (kept.hasNext()) {
+                    if (kept.next() instanceof long[] c) return c;  // the summary, last, is skipped
+                }
+                return null;
+            }
+        };
+    }
+
+    /** Rows packed on the fly, not kept (the consumed ledger, when the identity pass needs it),
+     *  chunk by chunk as they fill. */
+    static JavaRDD<long[]> pack(Dataset<Row> narrowed) {
+        return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> new Chunks() {
+            private final Packer p = new Packer();
+
+            @Override long[] advance() {
+                while (p.chunk != null) {
+                    if (!it.hasNext()) {
+                        long[] last = p.last();
+                        p.chunk = null;
+                        return last;
+                    }
+                    InternalRow r = it.next();
+                    long[] full = r.isNullAt(IDH) ? null : p.add(r, r.getByte(KIND));
+                    if (full != null) return full;
+                }
+                return null;
+            }
+        });
+    }
+
+    /** Chunks found one at a time: advance() gives the next, or null at the end. */
+    abstract static class Chunks implements Iterator<long[]> {
         private long[] next;
 
-        Chunks(Iterator<Object> in) { this.in = in; }
+        abstract long[] advance();
 
         @Override public boolean hasNext() {
-            while (next == null && in.hasNext()) {
-                if (in.next() instanceof long[] c) next = c;
-            }
+            if (next == null) next = advance();
             return next != null;
         }
 
@@ -118,35 +148,6 @@ public final class Scan {
             next = null;
             return c;
         }
-    }
-
-    /** Rows packed on the fly, not kept (the consumed ledger, when the identity pass needs it),
-     *  chunk by chunk as they fill. */
-    static JavaRDD<long[]> pack(Dataset<Row> narrowed) {
-        return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> new Iterator<long[]>() {
-            private final Packer p = new Packer();
-            private long[] next;
-
-            @Override public boolean hasNext() {
-                while (next == null && p.chunk != null) {
-                    if (!it.hasNext()) {
-                        next = p.last();
-                        p.chunk = null;
-                        break;
-                    }
-                    InternalRow r = it.next();
-                    if (!r.isNullAt(IDH)) next = p.add(r, r.getByte(KIND));
-                }
-                return next != null;
-            }
-
-            @Override public long[] next() {
-                if (!hasNext()) throw new NoSuchElementException();
-                long[] c = next;
-                next = null;
-                return c;
-            }
-        });
     }
 
     public void release() { kept.unpersist(false); }
