@@ -185,8 +185,8 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         print(f"dcdrill: the drill record cannot be verified: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict
-        print(f"dcdrill: the drill record {memory.failure(exc, verify.heap_given({}, memory.plan([str(run_dir)])))}",
-              file=sys.stderr)
+        heap = verify.heap_given({}, memory.plan([str(run_dir)]))
+        print(f"dcdrill: verify {run_dir}: {memory.failure(exc, heap)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     phase("verify")
     print(verify.one_screen(summary))

@@ -82,16 +82,13 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
                        for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS])
 
 
-def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict],
-         storage: str = "MEMORY_AND_DISK"):
-    """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept,
-    where `storage` (a Spark StorageLevel name) puts it. Lazy: the screen runs it. Release it
-    (`.release()`) when the identity pass is done."""
+def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):
+    """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept.
+    Lazy: the screen runs it. Release it (`.release()`) when the identity pass is done."""
     from spark.rollup import WORD_MS
 
     starts, ends = fault_bounds(P.sparkSession, faults)
-    return P.sparkSession._jvm.dcdrill.Scan.run(narrow(P, A, C)._jdf, partitions, starts, ends, WORD_MS,
-                                             storage)
+    return P.sparkSession._jvm.dcdrill.Scan.run(narrow(P, A, C)._jdf, partitions, starts, ends, WORD_MS)
 
 
 BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer

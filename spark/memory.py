@@ -28,7 +28,6 @@ MIN_ROW_BYTES = {".parquet": 5, ".jsonl": 80, ".json": 80}
 FLOOR = 4 * GIB       # the heap below which nothing is gained by asking for less
 MACHINE_SHARE = 0.6   # at most this share of the machine's available memory
 CACHE_PER_REDUCER = 1 << 30  # ~25M rows: a reducer's screen states stay under ~100 MB
-HEAP_SETTINGS = ("DCDRILL_SPARK_DRIVER_MEMORY", "spark.driver.memory", "spark.executor.memory")
 
 
 @dataclass(frozen=True)
@@ -88,11 +87,11 @@ def failure(exc: BaseException, heap: str | None) -> str:
     its first line. `heap`: the heap the session was given."""
     from pyspark import SparkContext
 
-    chain, errors, e = [], [], exc
-    while e is not None and len(chain) < 8:  # the first failure may hide behind a later one's
-        chain.append(_text(e))
+    errors, e = [], exc
+    while e is not None and len(errors) < 8:  # the first failure may hide behind a later one's
         errors.append(e)
         e = e.__cause__ or e.__context__
+    chain = [_text(e) for e in errors]
     proc = getattr(SparkContext._gateway, "proc", None) if SparkContext._gateway else None
     if proc is not None and any("py4j" in type(e).__module__ or isinstance(e, ConnectionError) for e in errors):
         with contextlib.suppress(subprocess.TimeoutExpired):  # a JVM that is halting: let it end

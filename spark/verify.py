@@ -194,7 +194,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
     progress("spark session and ledgers")
     # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
-    scanned = identities.scan(P, A, C, partitions, faults, os.environ.get("DCDRILL_SCAN_STORAGE", "MEMORY_AND_DISK"))
+    scanned = identities.scan(P, A, C, partitions, faults)
     try:
         scr = identities.screen(scanned)
         progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to "

@@ -65,15 +65,13 @@ public final class Scan {
     }
 
     /** narrowed: the three ledgers' rows (columns above); faults: start and end of each (for the
-     *  producer pass's phases); wordMs: the acknowledgement word; storage: where the kept rows go
-     *  (a StorageLevel name, spark/memory.py chooses it). Nothing runs until screen(). */
-    public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs,
-                           String storage) {
+     *  producer pass's phases); wordMs: the acknowledgement word. Nothing runs until screen(). */
+    public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs) {
         requireColumns(narrowed);
         JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
         int partitions = Screen.reducers(rows, minPartitions);
         JavaRDD<Object> kept = rows.mapPartitions(it -> new Task(it, partitions, starts, ends, wordMs))
-                .persist(StorageLevel.fromString(storage));
+                .persist(StorageLevel.MEMORY_AND_DISK());
         return new Scan(kept, partitions, wordMs);
     }
 
