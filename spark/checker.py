@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark import rollup
-from spark.identities import Identities, partition_key
+from spark.identities import GROUP_KEY, Identities, partition_key
 from spark.ledgers import bad_row
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
@@ -73,7 +73,7 @@ def reordering(scanned, A: DataFrame) -> dict[int, int]:
     if unordered:
         groups = F.broadcast(A.sparkSession.createDataFrame([(g,) for g in unordered], "g long"))
         a = A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
-            F.xxhash64("topic", "partition", "producer_id").alias("g"), partition_key().alias("tp"), "offset", "seq") \
+            F.expr(GROUP_KEY).alias("g"), partition_key().alias("tp"), "offset", "seq") \
             .join(groups, "g")
         w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
         # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.

@@ -75,22 +75,27 @@ def torn_last_line(spark, path: str) -> bool:
         return True
 
 
-def bad_row(kind: str):
-    """A row against RECORD.md: it did not parse, lacks a required column, holds a negative
-    number, or (produced) has an unknown status or an offset where ok says there is none or the
-    reverse (verify.py names the file and line; row_problem is the same rule, on one row)."""
-    cond = F.col(CORRUPT).isNotNull()
-    for col in REQUIRED[kind]:
-        cond = cond | F.col(col).isNull()
-    for col in NON_NEGATIVE[kind]:
-        cond = cond | F.coalesce(F.col(col) < 0, F.lit(False))  # null stays allowed, never null-poisons
+def bad_row_sql(kind: str) -> str:
+    """A row against RECORD.md, as a Spark SQL condition: it did not parse, lacks a required
+    column, holds a negative number, or (produced) has an unknown status or an offset where ok
+    says there is none or the reverse (verify.py names the file and line; row_problem is the same
+    rule, on one row). SQL text, not Column calls: the scan's narrowing (spark/identities.py)
+    builds in one call to the JVM what the Column API built in hundreds."""
+    terms = [f"{CORRUPT} IS NOT NULL"] + [f"`{col}` IS NULL" for col in REQUIRED[kind]]
+    terms += [f"coalesce(`{col}` < 0, false)" for col in NON_NEGATIVE[kind]]  # null stays allowed, never null-poisons
     if kind == "produced":
-        cond = cond | ~F.col("status").isin(*STATUSES) | ((F.col("status") == "ok") != F.col("offset").isNotNull())
-    return F.coalesce(cond, F.lit(True))  # undecidable (a null status): bad
+        statuses = ", ".join(f"'{s}'" for s in STATUSES)
+        terms += [f"NOT status IN ({statuses})", "((status = 'ok') != (`offset` IS NOT NULL))"]
+    return f"coalesce({' OR '.join(terms)}, true)"  # undecidable (a null status): bad
+
+
+def bad_row(kind: str):
+    """bad_row_sql as a Column."""
+    return F.expr(bad_row_sql(kind))
 
 
 def row_problem(kind: str, row: dict) -> str | None:
-    """The value rules of identities.bad_row, on one parsed row (types checked already)."""
+    """The value rules of bad_row_sql, on one parsed row (types checked already)."""
     for col in NON_NEGATIVE[kind]:
         if row.get(col) is not None and row[col] < 0:
             return f"column {col!r} is negative ({row[col]})"
