@@ -13,6 +13,7 @@ Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input (with several records, th
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -207,8 +208,12 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         scr = identities.screen(scanned)
         progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to "
                  f"look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
-        lw = checker.ledgerwise(scanned, A)
-        ident = identities.identity_pass(scanned, C, scr, faults)
+        # The single-ledger tables and the identity pass read the scan's cache in jobs of their
+        # own: submitted together, one's driver work (collecting, parsing) overlaps the other's tasks.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
+            ident = identities.identity_pass(scanned, C, scr, faults)
+            lw = ledgerwise.result()
         progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
     finally:
         scanned.release()
