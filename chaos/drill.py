@@ -22,7 +22,7 @@ from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, ROOT
 from record import DrillRecord
 from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
-from spark import history, memory, verify
+from spark import history, junit, memory, verify
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
@@ -139,7 +139,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
     checks, verify."""
     phases: dict[str, float] = {}
-    clock = time.monotonic()
+    clock = started = time.monotonic()
 
     def phase(name: str) -> None:
         nonlocal clock
@@ -150,6 +150,14 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         lifecycle.up(args.stack)
     phase("lab up")
     record = DrillRecord(run_dir)
+
+    def stop(code: int, message: str) -> int:
+        """Exit before a verdict: say why, and leave CI a junit.xml with the drill in error."""
+        print(f"dcdrill: {message}", file=sys.stderr)
+        record.write_report_file("junit.xml", junit.error_xml(args.stack, args.experiment, code, message,
+                                                              time.monotonic() - started))
+        return code
+
     if own:  # read by chaos/context.topology() inside the experiment
         record.write_settings(own)
     record.write_json(EXPERIMENT, plan.experiment)
@@ -157,9 +165,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     if plan.leader_dc:
         variables["dc"] = _quorum_leader_dc(args.stack)
         if variables["dc"] is None:
-            print("dcdrill: --dc quorum-leader: the quorum has no leader now; nothing was injected",
-                  file=sys.stderr)
-            return EXIT_NOT_STEADY
+            return stop(EXIT_NOT_STEADY, "--dc quorum-leader: the quorum has no leader now; nothing was injected")
         lifecycle.say(f"the quorum's leader is in {variables['dc']}: the drill's target")
     code = _chaos_run(args, settings.hold(args, plan.topology.with_settings(own)), variables, record)
     phase("experiment")
@@ -167,27 +173,21 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     journal = record.journal()
     lifecycle.say(f"drill record: {run_dir}")
     if journal is None:
-        print(f"dcdrill: chaos run left no journal (exit {code}); see {record.file(CHAOS_LOG)}", file=sys.stderr)
-        return EXIT_NO_FAULT
+        return stop(EXIT_NO_FAULT, f"chaos run left no journal (exit {code}); see {record.file(CHAOS_LOG)}")
     if not journal.get("steady_states", {}).get("before", {}).get("steady_state_met", False):
-        print("dcdrill: steady state not met before the fault; nothing was injected. Cluster now:\n"
-              + status.render(status.cluster_status(lifecycle.inventory(args.stack))), file=sys.stderr)
-        return EXIT_NOT_STEADY
+        return stop(EXIT_NOT_STEADY, "steady state not met before the fault; nothing was injected. Cluster now:\n"
+                    + status.render(status.cluster_status(lifecycle.inventory(args.stack))))
     if bad := _bad_input(journal):
-        print(f"dcdrill: {bad}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return stop(EXIT_BAD_INPUT, bad)
     if fault_problem:
-        print(f"dcdrill: the drill proves nothing: {fault_problem}", file=sys.stderr)
-        return EXIT_NO_FAULT
+        return stop(EXIT_NO_FAULT, f"the drill proves nothing: {fault_problem}")
     try:
         verdict_code, summary = verify.verify(str(run_dir))
     except verify.BadInput as exc:
-        print(f"dcdrill: the drill record cannot be verified: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return stop(EXIT_BAD_INPUT, f"the drill record cannot be verified: {exc}")
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict
         heap = verify.heap_given({}, memory.plan([str(run_dir)]))
-        print(f"dcdrill: verify {run_dir}: {memory.failure(exc, heap)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return stop(EXIT_BAD_INPUT, f"verify {run_dir}: {memory.failure(exc, heap)}")
     phase("verify")
     print(verify.one_screen(summary))
     print(f"report: {record.report_dir / 'index.html'}")

@@ -157,7 +157,7 @@ def parse_coordination(data: bytes, name: str) -> list[dict]:
 # topology.json: the keys the verdict and the report read, and their types (RECORD.md). The
 # verdict cannot do without the first two; the others are checked where present.
 TOPOLOGY_REQUIRED = ("profile", "unclean_leader_election")
-TOPOLOGY_KEYS = {"profile": str, "unclean_leader_election": bool, "acks": str, "replication_factor": int,
+TOPOLOGY_KEYS = {"stack": str, "profile": str, "unclean_leader_election": bool, "acks": str, "replication_factor": int,
                  "min_insync_replicas": int, "datacenters": list, "predictions": dict}
 PREDICTION_KEYS = ("quorum_survives", "writable", "acked_loss_possible")
 
@@ -173,6 +173,15 @@ def check_baseline(data, name: str = BASELINE) -> dict:
     if not isinstance(data.get("settled"), bool):
         raise ValueError(f"{name}: settled must be true or false (got {data.get('settled')!r})")
     return data
+
+
+def experiment_name(experiment) -> str | None:
+    """The name dcdrill composed experiment.json under (its `dcdrill` extension); None if none."""
+    extensions = experiment.get("extensions") if isinstance(experiment, dict) else None
+    for ext in extensions if isinstance(extensions, list) else ():
+        if isinstance(ext, dict) and ext.get("name") == "dcdrill" and isinstance(ext.get("experiment"), str):
+            return ext["experiment"]
+    return None
 
 
 def check_topology(data, name: str) -> dict:
@@ -276,6 +285,13 @@ class DrillRecord:
         elif report.exists() and not report.is_dir():
             out.append(f"{report}: exists and is not a folder")
         return out
+
+    def write_report_file(self, name: str, text: str) -> Path:
+        """A file of report/ written by the drill itself (junit.xml when it stops before a verdict)."""
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        path = self.report_dir / name
+        path.write_text(text)
+        return path
 
     def write_json(self, name: str, data) -> Path:
         self.path.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import (BASELINE, COORDINATION, FAILOVERS, FAULTS, MIRROR_EVENTS, MIRROR_WAITS, TOPOLOGY,
-                                 check_baseline, check_topology, parse_coordination, parse_failovers, parse_faults,
-                                 parse_mirror_events, parse_mirror_waits)
+from record.drill_record import (BASELINE, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, MIRROR_EVENTS, MIRROR_WAITS,
+                                 TOPOLOGY, check_baseline, check_topology, experiment_name, parse_coordination,
+                                 parse_failovers, parse_faults, parse_mirror_events, parse_mirror_waits)
 from spark import storage
 
 
@@ -222,6 +222,11 @@ def read_topology(run_dir: str, spark=None) -> dict:
         return check_topology(read_json(run_dir, TOPOLOGY, spark=spark), path)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+
+
+def read_experiment_name(run_dir: str, spark=None) -> str | None:
+    """The name of the experiment that made the record (experiment.json); None without one."""
+    return experiment_name(read_json(run_dir, EXPERIMENT, required=False, spark=spark))
 
 
 def read_baseline(run_dir: str, spark=None) -> dict | None:

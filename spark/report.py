@@ -1,9 +1,8 @@
-"""report/index.html (self-contained: plots embedded as PNG) and report/junit.xml."""
+"""report/index.html, self-contained: plots embedded as PNG (junit.xml: spark/junit.py)."""
 from __future__ import annotations
 
 import html
 from datetime import datetime, timezone
-from xml.sax.saxutils import escape, quoteattr
 
 from spark import mirror_report
 from spark.figures import STYLE, html_table, png, shade
@@ -121,9 +120,11 @@ def render_html(summary: dict) -> str:
 <style>{STYLE}.verdict{{font-size:1.6em;color:{color};font-weight:bold}}</style></head><body>
 <h1>dcdrill drill report</h1>
 <p class="verdict">Verdict: {verdict.upper()}</p>
-<p>Run <code>{html.escape(summary['run'])}</code>. Cluster <b>{html.escape(str(topo.get('cluster')))}</b>,
+<p>Run <code>{html.escape(summary['run'])}</code>: stack <b>{html.escape(str(topo.get('stack') or 'not recorded'))}</b>
+on the {html.escape(str(topo.get('backend') or 'unrecorded'))} backend, experiment
+<b>{html.escape(str(summary.get('experiment') or 'not recorded'))}</b>. Cluster <b>{html.escape(str(topo.get('cluster')))}</b>,
 profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
-min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {topo.get('unclean_leader_election')},
+min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {'on' if topo.get('unclean_leader_election') else 'off'},
 acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
 <p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
@@ -261,13 +262,3 @@ def _engine(summary: dict) -> str:
         return ""
     return (f"Verified by Spark {sp['version']} ({sp['master']}, {sp['shuffle_partitions']} shuffle partitions) "
             f"in {summary.get('verify_seconds')} s.")
-
-
-def render_junit(summary: dict) -> str:
-    cases = []
-    for r in summary["rules"]:
-        body = "" if r["passed"] else f"<failure message={quoteattr(r['message'])}>{escape(str(r['numbers']))}</failure>"
-        cases.append(f'  <testcase classname="dcdrill.{escape(summary["run"])}" name={quoteattr(r["rule"])}>{body}</testcase>')
-    failures = sum(not r["passed"] for r in summary["rules"])
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="dcdrill drill" tests="{len(cases)}" '
-            f'failures="{failures}" errors="0">\n' + "\n".join(cases) + "\n</testsuite>\n")

@@ -28,11 +28,11 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the repo im
 
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS  # noqa: E402
 from record.drill_record import REPORT, DrillRecord  # noqa: E402
-from spark import (cds, checker, coordination, identities, memory, mirror_report, mirrors, options, report,  # noqa: E402
-                   storage, verdict)
+from spark import (cds, checker, coordination, identities, junit, memory, mirror_report, mirrors, options,  # noqa: E402
+                   report, storage, verdict)
 from spark.ledgers import (BadInput, bad_row, load, locate_problem, locate_problem_parquet,  # noqa: E402
-                           read_baseline, read_coordination, read_failovers, read_faults, read_mirror_events, read_mirror_waits,
-                           read_topology)
+                           read_baseline, read_coordination, read_experiment_name, read_failovers, read_faults,
+                           read_mirror_events, read_mirror_waits, read_topology)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
@@ -225,6 +225,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     summary["run"] = run_dir if remote else Path(run_dir).name
     summary["topology"] = topology
+    summary["experiment"] = read_experiment_name(run_dir, spark=spark)
     summary["baseline"] = read_baseline(run_dir, spark=spark)
     samples = read_coordination(run_dir, spark=spark)
     coordination.attach(summary["faults"], samples, topology)
@@ -247,7 +248,9 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
 def write(spark, run_dir: str, summary: dict) -> None:
     """The report next to the ledgers, remote records included."""
     files = {"summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",
-             "index.html": report.render_html(summary), "junit.xml": report.render_junit(summary)}
+             "index.html": report.render_html(summary),
+             "junit.xml": junit.verdict_xml(summary, summary["topology"].get("stack"), summary.get("experiment"),
+                                            summary["verify_seconds"])}
     for name, text in files.items():
         storage.write_bytes(spark, storage.join(run_dir, REPORT, name), text.encode())
 

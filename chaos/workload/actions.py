@@ -28,7 +28,7 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
     d = context.deployment(configuration)
-    resolved = stacks.resolved(d)
+    resolved = stacks.resolved(d) | {"stack": context.stack_name(configuration)}
     one_way = context.backend(configuration).one_way_ms(t)
     if one_way is not None:  # what the network adds to produce latency, for the report
         resolved["produce_latency"] = rules.produce_latency(t, one_way)

@@ -1,0 +1,51 @@
+"""A drill that stops before its verdict (exit 2, 3 or 4) still leaves report/junit.xml, with
+the drill in error, so a CI pipeline has a test report to publish. The lab and Chaos Toolkit are
+stood in for here (what they left is what is given); the lab tests run real drills."""
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from chaos import drill
+from dcdrill.cli import build_parser
+from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY
+from record.drill_record import JOURNAL
+
+STEADY = {"steady_states": {"before": {"steady_state_met": True}}}
+CASES = {
+    "no journal": (None, EXIT_NO_FAULT, "left no journal"),
+    "not steady": ({"steady_states": {"before": {"steady_state_met": False}}}, EXIT_NOT_STEADY, "steady state not met"),
+    "bad input": ({**STEADY, "run": [{"status": "failed", "activity": {"name": "fail-over-consumers"},
+                                      "exception": ["ActivityFailed: [failover-no-offsets] no offsets for g\n"]}]},
+                  EXIT_BAD_INPUT, "[failover-no-offsets] no offsets for g"),
+    "no fault": (STEADY, EXIT_NO_FAULT, "faults.jsonl records no fault"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, monkeypatch, capsys):
+    journal, code, message = CASES[case]
+    run = tmp_path / "run"
+    args = build_parser().parse_args(["drill", "--stack", "local", "--experiment", "kill-dc", "--run-dir", str(run)])
+    plan = drill.Plan(args)
+
+    def chaos_run(_args, _hold, _variables, record):
+        if journal is not None:
+            record.write_json(JOURNAL, journal)
+        return 1
+
+    monkeypatch.setattr(drill.lifecycle, "is_up", lambda stack: True)
+    monkeypatch.setattr(drill.lifecycle, "inventory", lambda stack: None)
+    monkeypatch.setattr(drill.status, "cluster_status", lambda inv: {})
+    monkeypatch.setattr(drill.status, "render", lambda st: "(the cluster's status)")
+    monkeypatch.setattr(drill, "_chaos_run", chaos_run)
+    assert drill._drill(args, plan, {}, run) == code
+    assert message in capsys.readouterr().err
+    root = ET.parse(run / "report" / "junit.xml").getroot()
+    [case_el] = root.iter("testcase")
+    assert (case_el.get("classname"), case_el.get("name")) == ("dcdrill.local.kill-dc", "drill")
+    error = case_el.find("error")
+    assert error.get("type") == f"exit {code}" and message in error.get("message")
+    assert float(root.find("testsuite").get("time")) >= 0
+    assert json.loads((run / "experiment.json").read_text())["extensions"] == [{"name": "dcdrill",
+                                                                                 "experiment": "kill-dc"}]
