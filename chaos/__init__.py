@@ -1,6 +1,7 @@
 """dcdrill's Chaos Toolkit extension: DC-aware faults (one set of actions, a driver per backend),
-Kafka-aware probes and waits, and the workload as activities. `chaos discover chaos` lists them
-(the extension is this package); the experiments in chaos/experiments/ use them."""
+Kafka-aware probes and waits, and the workload as activities. `chaos discover --no-install dcdrill`
+lists them (the distribution is dcdrill; its `chaos` and `dcdrill` packages both export
+discover()); the experiments in chaos/experiments/ use them."""
 
 __version__ = "0.1.0"
 __all__ = ["discover"]
