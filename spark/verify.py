@@ -64,14 +64,20 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    # Spark binds to loopback only: the verifier needs no network beyond this machine.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # spark-submit starts the JVM and hands this process its gateway: --master, --conf and
     # --jars are already in the JVM's SparkConf, and JVM options can no longer change.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if submitted:
         SparkContext._ensure_initialized()  # attach to that JVM, so SparkConf reads what it was given
     given = dict(SparkConf().getAll()) if submitted else {}
+    conf = conf or {}
+    chosen = conf.get("spark.master") or given.get("spark.master") or master or \
+        os.environ.get("DCDRILL_SPARK_MASTER", "local[*]")
+    # local[N] and local-cluster[...] keep every JVM on this machine: Spark binds to loopback
+    # only, the verifier needs no network beyond it. A cluster's executors must reach the driver.
+    on_this_machine = chosen.startswith("local")
+    if on_this_machine:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     plan = plan or memory.plan([])
     settings = {
         "spark.app.name": "dcdrill-verify",
@@ -92,10 +98,10 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         "spark.sql.windowExec.buffer.in.memory.threshold": str(1 << 22),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
     }
+    if on_this_machine:
+        settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     if not submitted and "master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings |= {
             "spark.master": master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"),
@@ -108,14 +114,18 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         }
     if not submitted and not cds.kernel_jar().exists():
         raise BadInput(f"the verifier's JVM kernels are missing ({cds.kernel_jar()}): run `make setup`")
+    jars = []
+    if not submitted and not (chosen == "local" or chosen.startswith("local[")):
+        jars.append(str(cds.kernel_jar()))  # executors in JVMs of their own load the kernels from spark.jars
     if s3a and not submitted:
-        jars = cds.s3a_jars()
-        if not jars:
+        if not cds.s3a_jars():
             raise BadInput("s3a:// records need hadoop-aws and the AWS SDK: run `make setup` "
                            "(infra/toolchain/s3a-pom.xml)")
+        jars += cds.s3a_jars()
+    if jars:
         settings["spark.jars"] = ",".join(jars)
     b = SparkSession.builder
-    for key, value in {**settings, **(conf or {})}.items():
+    for key, value in {**settings, **conf}.items():
         if key not in given:
             b = b.config(key, value)
     with cds.spark_java_home():
