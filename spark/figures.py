@@ -7,9 +7,11 @@ import html
 import io
 
 
+# A wide table scrolls inside its own box (.scroll), never the page: the by-partition table has
+# 17 columns.
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
          "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
-         "text-align:right}th{background:#f3f3f3}img{max-width:100%}")
+         "text-align:right}th{background:#f3f3f3}img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
 
 
 def png(fig) -> str:
@@ -21,14 +23,19 @@ def png(fig) -> str:
 
 
 def shade(ax, summary: dict, t0: float) -> None:
+    """Each fault as a band from its start to its heal, and a dashed line where every partition
+    acknowledged again (its recovery point), on a timeline in seconds since t0 (ms)."""
     for f in summary.get("faults", []):
         end = f.get("end_ms") or (t0 + 1000 * (ax.get_xlim()[1]))
         ax.axvspan((f["start_ms"] - t0) / 1000, (end - t0) / 1000, color="tab:red", alpha=0.15,
-                   label=f"{f['fault']} {f['target']}")
+                   label=f"{f['fault']} {f['target']} (to the heal)")
+        if f.get("recovery_ms") is not None:
+            ax.axvline((f["start_ms"] + f["recovery_ms"] - t0) / 1000, color="tab:green", linestyle="--",
+                       linewidth=1, label="every partition acking again")
 
 
 def html_table(rows: list[dict], cols: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
                    for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"

@@ -61,9 +61,14 @@ def plots(summary: dict) -> dict[str, str]:
     ax.stairs(lost, edges, fill=True, label="acked lost", color="tab:red")
     ax.stairs(lost_dups, edges, baseline=lost, fill=True, label="duplicates in log", color="tab:purple")
     shade(ax, summary, t0)
+    if not any(lost_dups):  # an empty plot would get matplotlib's default -0.04..0.04 axis
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "none lost, none duplicated", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel("send time (s)"), ax.set_ylabel("records"), ax.set_title("Lost and duplicated records by send time")
     ax.legend(fontsize=8)
     out["loss"] = png(fig)
+    if summary["faults"]:
+        out["dcs"] = _dc_timeline(summary, t0, xs_all[-1] + 1)
 
     coord = summary.get("coordination_timeline") or []
     if coord:
@@ -100,6 +105,30 @@ def plots(summary: dict) -> dict[str, str]:
     return out
 
 
+def _dc_timeline(summary: dict, t0: float, width_s: float) -> str:
+    """One row per DC: the faults that hit it (start to heal) and when every partition acked again."""
+    import matplotlib.pyplot as plt
+
+    dcs = [d["name"] for d in summary["topology"].get("datacenters", [])]
+    for f in summary["faults"]:
+        dcs += [t for t in f["target"].replace("<->", " ").split() if t not in dcs]
+    fig, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * max(len(dcs), 1)))
+    for f in summary["faults"]:
+        start = (f["start_ms"] - t0) / 1000
+        end = ((f.get("end_ms") or t0 + width_s * 1000) - t0) / 1000
+        for i, dc in enumerate(dcs):
+            if dc in f["target"].replace("<->", " ").split():
+                ax.broken_barh([(start, end - start)], (i - 0.35, 0.7), color="tab:red", alpha=0.6)
+                ax.text(start, i, f" {f['fault']}", va="center", fontsize=8)
+                ax.plot([end], [i], marker="|", markersize=14, color="black")
+        if f.get("recovery_ms") is not None:
+            ax.axvline(start + f["recovery_ms"] / 1000, color="tab:green", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(dcs)), dcs), ax.set_ylim(-0.6, len(dcs) - 0.4), ax.set_xlim(0, width_s)
+    ax.set_xlabel("seconds since the first send (red: fault, |: heal, dashed green: every partition acking again)")
+    ax.set_title("Datacenters")
+    return png(fig)
+
+
 def render_html(summary: dict) -> str:
     imgs = plots(summary)
     topo = summary["topology"]
@@ -111,7 +140,7 @@ def render_html(summary: dict) -> str:
     counts = html_table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
-    faults = html_table([_fault_row(f) for f in summary["faults"]],
+    faults = html_table([_fault_row(f, topo.get("predictions") or {}) for f in summary["faults"]],
                          ["fault", "target", "started (UTC)", "lasted", "recovery", "writes continued",
                           "partitions acking after start"])
     pred = topo.get("predictions", {})
@@ -126,6 +155,10 @@ on the {html.escape(str(topo.get('backend') or 'unrecorded'))} backend, experime
 profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
 min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {'on' if topo.get('unclean_leader_election') else 'off'},
 acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
+<p>The drill record: <a href="../journal.json">journal.json</a> (Chaos Toolkit's journal),
+<a href="../chaos.log">chaos.log</a>, <a href="../experiment.json">experiment.json</a>,
+<a href="summary.json">summary.json</a>, <a href="junit.xml">junit.xml</a>
+(the first three are written by <code>dcdrill drill</code>).</p>
 <p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))}</p>
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
@@ -164,13 +197,18 @@ def _utc(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _fault_row(f: dict) -> dict:
-    """summary.json keeps epoch milliseconds; a reader wants a clock time and seconds."""
+def _fault_row(f: dict, predictions: dict) -> dict:
+    """summary.json keeps epoch milliseconds; a reader wants a clock time and seconds. Whether writes
+    continued is said beside what the topology predicted for losing that DC, where it predicted."""
     end, recovery = f.get("end_ms"), f.get("recovery_ms")
+    writes = "yes" if f.get("writes_continued") else "no: not every partition before the heal"
+    if (p := predictions.get(f["target"])) is not None:
+        writes += " (as predicted)" if bool(p["writable"]) == bool(f.get("writes_continued")) else \
+            f" (NOT as predicted: writes {'continue' if p['writable'] else 'stop'})"
     return {"fault": f["fault"], "target": f["target"], "started (UTC)": _utc(f["start_ms"]),
             "lasted": "not healed" if end is None else f"{(end - f['start_ms']) / 1000:.1f} s",
             "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s",
-            "writes continued": "yes" if f.get("writes_continued") else "no: not every partition before the heal",
+            "writes continued": writes,
             "partitions acking after start": f"{f['partitions_acking_after_start']} of {f['partitions']}"}
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make setup: installs everything dcdrill needs, idempotently. Each step is skipped when its
 # stamp under $DCDRILL_CACHE matches its inputs, so a second run takes seconds.
-#   1. Debian packages (iproute2, sshd, iptables, ...)       apt-get
+#   1. Debian packages (iproute2, sshd, iptables, chromium for the report's browser test, ...) apt-get
 #   2. Python deps pinned in pyproject.toml -> .venv/         PyPI
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
 #      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
@@ -24,7 +24,8 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 # 1. system packages ------------------------------------------------------------------------
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-            iptables:iptables ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven; do
+            iptables:iptables ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven \
+            chromium:chromium; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done

@@ -1,0 +1,58 @@
+"""The report as a person sees it: index.html rendered by headless Chromium (Debian's, installed by
+`make setup`) in a 1400 px window must not scroll sideways, and every image must load. A probe
+script, appended to a copy of the page, reads the layout once the page has loaded."""
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from spark import verify
+from tests import records
+
+PROBE = """<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  document.body.setAttribute('data-probe', JSON.stringify({
+    overflow_px: document.documentElement.scrollWidth - window.innerWidth,
+    images: imgs.length, broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).length}));
+});
+</script>"""
+
+
+def rendered(page, width: int = 1400) -> dict:
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: `make setup` installs Debian's package"
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    res = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
+                          "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-probe="([^"]*)"', res.stdout)
+    assert found, res.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = verify.session("local[2]")
+    yield s
+    s.stop()
+
+
+def test_the_report_fits_1400px_and_every_image_loads(tmp_path, spark):
+    run = records.anomalies(tmp_path / "run")  # loss, duplicates, a fault: every plot drawn
+    verify.verify(str(run), spark=spark)
+    seen = rendered(run / "report" / "index.html")
+    assert seen["images"] >= 5 and seen["broken"] == 0, seen
+    assert seen["overflow_px"] <= 0, seen
+
+
+def test_the_probe_sees_overflow_and_broken_images(tmp_path):
+    page = tmp_path / "index.html"  # the probe itself can fail: a page that does both
+    page.write_text('<html><body><div style="width:3000px">wide</div>'
+                    '<img src="data:image/png;base64,AAAA"></body></html>')
+    seen = rendered(page)
+    assert seen["overflow_px"] > 0 and seen["broken"] == 1, seen
