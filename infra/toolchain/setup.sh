@@ -12,6 +12,7 @@
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
+#   9. actionlint (the CI recipe's linter, docs/ci/)                                   Go module proxy
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
@@ -113,5 +114,12 @@ if ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
   step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
   (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
   stamp forwarder "$key"
+fi
+# 9. actionlint: make test lints the GitHub Actions recipe (docs/ci/github-actions.yml) -----------
+ACTIONLINT_VERSION=v1.7.12
+if ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; then
+  step "actionlint $ACTIONLINT_VERSION from the Go module proxy -> $CACHE/bin/actionlint"
+  GOBIN="$CACHE/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  stamp actionlint "$ACTIONLINT_VERSION"
 fi
 echo "setup: ok (venv $VENV, cache $CACHE)"

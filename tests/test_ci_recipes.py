@@ -1,0 +1,44 @@
+"""The CI recipes users copy (docs/ci/): the GitHub Actions workflow passes actionlint (built by
+`make setup` from the Go module proxy); the GitLab CI job is checked for what the recipe
+promises (GitLab's own linter needs a GitLab server): it runs the drill, keeps the records
+whatever happened, and publishes junit.xml."""
+import subprocess
+
+import yaml
+
+from infra.constants import ROOT, cache_dir
+
+RECIPES = ROOT / "docs" / "ci"
+
+
+def test_the_github_workflow_passes_actionlint():
+    res = subprocess.run([str(cache_dir() / "bin" / "actionlint"), "-no-color", str(RECIPES / "github-actions.yml")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_actionlint_fails_a_broken_workflow(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text((RECIPES / "github-actions.yml").read_text().replace("runs-on: ubuntu-24.04", "runs-on: 5"))
+    res = subprocess.run([str(cache_dir() / "bin" / "actionlint"), "-no-color", str(broken)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0
+
+
+def test_the_github_workflow_publishes_what_a_drill_leaves():
+    wf = yaml.safe_load((RECIPES / "github-actions.yml").read_text())
+    steps = wf["jobs"]["drill"]["steps"]
+    drill = next(s for s in steps if s.get("name") == "Drill")
+    assert "make drill" in drill["run"] and "if" not in drill  # its exit code fails the job
+    kept = [s for s in steps if s.get("if") == "always()"]
+    assert any("junit.xml" in str(s.get("with", {}).get("report_paths")) for s in kept)
+    paths = next(s["with"]["path"] for s in kept if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert all(p in paths for p in ("report/", "journal.json", "chaos.log"))
+
+
+def test_the_gitlab_job_runs_the_drill_and_keeps_its_records():
+    job = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())["dcdrill"]
+    assert any("make drill" in line for line in job["script"])
+    art = job["artifacts"]
+    assert art["when"] == "always" and art["reports"]["junit"].endswith("report/junit.xml")
+    assert all(any(p in path for path in art["paths"]) for p in ("report/", "journal.json", "chaos.log"))
