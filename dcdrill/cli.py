@@ -18,9 +18,21 @@ SUBCOMMANDS = ("infra.cli", "validation.cli", "spark.cli", "chaos.cli")
 STANDALONE = {"verify": "spark.cli", "history": "spark.cli"}
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("dcdrill")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser(modules=SUBCOMMANDS) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dcdrill", description=__doc__.split("\n\n")[0],
                                 epilog="Exit codes: " + __doc__.split("Exit codes shared by every subcommand: ")[1])
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in modules:
         importlib.import_module(name).register(sub)
@@ -29,7 +41,7 @@ def build_parser(modules=SUBCOMMANDS) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    standalone = STANDALONE.get(argv[0]) if argv else None
+    standalone = STANDALONE.get(argv[0]) if argv else None  # (--version is the full parser's)
     args = build_parser((standalone,) if standalone else SUBCOMMANDS).parse_args(argv)
     if standalone:
         try:

@@ -204,3 +204,17 @@ def test_drill_check_takes_the_quorum_leaders_dc_for_a_dc_loss_only(capsys):
     assert "target the DC of the quorum leader" in capsys.readouterr().out
     assert cli.main(["drill", "--stack", "local", "--experiment", "slow-link", "--dc", "quorum-leader", "--check"]) == 2
     assert "--dc quorum-leader is for the loss of a DC" in capsys.readouterr().err
+
+
+def test_version_and_verify_without_the_lab_modules():
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0 and res.stdout.strip() == f"dcdrill {importlib.metadata.version('dcdrill')}"
+    # `dcdrill verify` parses with spark's subcommands alone: neither the lab's nor the drill's modules load
+    probe = ("import sys; from dcdrill import cli; p = cli.build_parser(('spark.cli',)); p.parse_args(['verify', 'x']); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('chaos', 'pydantic', 'pulumi', 'ansible')))")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
