@@ -19,3 +19,15 @@ def test_ansible_doc_reads_the_role(role):
     assert res.returncode == 0 and "ERROR" not in res.stderr, res.stderr
     assert f"ROLE: {role}" in res.stdout.replace("\x1b[1m", "").replace("\x1b[0m", "")
     assert "ENTRY POINT: main" in res.stdout.replace("\x1b[1m", "").replace("\x1b[0m", "")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_argument_specs_have_only_argument_spec_keys(role):
+    """An unquoted comma in a flow mapping turns the rest of a description into keys of their own."""
+    import yaml
+
+    allowed = {"type", "required", "default", "choices", "elements", "description", "options", "no_log"}
+    spec = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    for name, option in spec["argument_specs"]["main"]["options"].items():
+        assert set(option) <= allowed, (name, set(option) - allowed)
+        assert isinstance(option["description"], str) and option["description"], name
