@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
+import threading
 from concurrent import futures
 
 import grpc
 from pulumi.automation._server import LanguageServer
-from pulumi.runtime.proto import language_pb2_grpc
+from pulumi.runtime.proto import language_pb2, language_pb2_grpc
 
 MAX_MESSAGE = 400 * 1024 * 1024  # as the SDK's own servers allow
 
@@ -43,6 +45,15 @@ class ProjectLanguageServer(LanguageServer):
         return super().Run(request, context)
 
 
+    def GetProgramDependencies(self, request, context):
+        """`pulumi about`: the program's Python packages (this environment's), as the official host lists them."""
+        from importlib import metadata
+
+        found = sorted({(d.metadata["Name"], d.version) for d in metadata.distributions() if d.metadata["Name"]})
+        return language_pb2.GetProgramDependenciesResponse(
+            dependencies=[language_pb2.DependencyInfo(name=name, version=version) for name, version in found])
+
+
 def main(argv: list[str]) -> int:
     positional = [a for a in argv if not a.startswith("-")]
     engine = positional[-1] if positional else ""
@@ -50,9 +61,17 @@ def main(argv: list[str]) -> int:
         ("grpc.max_send_message_length", MAX_MESSAGE), ("grpc.max_receive_message_length", MAX_MESSAGE)])
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(ProjectLanguageServer(engine), server)
     port = server.add_insecure_port("127.0.0.1:0")
+    # The CLI ends its plugins with SIGINT when it is done with them: that is this host's normal
+    # end, not an interruption (a KeyboardInterrupt traceback would reach the user as 22 lines of
+    # diagnostics on the Stack).
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
     server.start()
     print(port, flush=True)
-    server.wait_for_termination()
+    while not done.wait(1.0):
+        pass
+    server.stop(grace=1.0).wait()
     return 0
 
 
