@@ -11,30 +11,52 @@ from infra.lab.resources import Datacenter, Host, Link, Router, Shaper
 from infra.deployment import Deployment
 
 
+class Lab(pulumi.ComponentResource):
+    """The whole lab: its router, one LabDatacenter per DC, and the shaper between them."""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:lab:Lab", name, None, opts)
+
+
+class LabDatacenter(pulumi.ComponentResource):
+    """One DC of the lab: its namespace, its link to the router and its hosts."""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:lab:Datacenter", name, None, opts)
+
+
+def _child(parent: pulumi.Resource, depends_on: list | None = None) -> pulumi.ResourceOptions:
+    # The alias keeps a lab built before the components were there: same resources, no replacement.
+    return pulumi.ResourceOptions(parent=parent, depends_on=depends_on,
+                                  aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)])
+
+
 def build(t: Deployment, settings, cache: Path) -> dict:
     """Every cluster's hosts and the MirrorMaker 2 hosts, in one lab (a DC belongs to one cluster).
-    settings: infra.lab.backend.LabSettings. Returns the stack outputs (layout.build_inventories)."""
+    settings: infra.lab.backend.LabSettings. Returns the stack outputs (layout.build_inventories).
+    Paths in the resources' inputs are relative to the cache (infra/lab/resources.py)."""
     netns.require_support()
     prefix = settings.subnet_prefix
-    lab = layout.lab_dir(cache)
-    hosts_file = lab / "hosts.txt"
-    router = Router("router", prefix)
+    lab_dir = layout.lab_dir(cache).relative_to(cache)
+    lab = Lab("lab")
+    router = Router("router", prefix, _child(lab))
     links = []
     addresses = layout.addresses(t, prefix)
     for dc in t.datacenters:
         i = layout.dc_index(t, dc.name)
-        dc_res = Datacenter(f"dc-{dc.name}", dc.name)
-        link = Link(f"link-{dc.name}", dc.name, i, prefix, pulumi.ResourceOptions(depends_on=[router, dc_res]))
+        group = LabDatacenter(f"datacenter-{dc.name}", pulumi.ResourceOptions(parent=lab))
+        dc_res = Datacenter(f"dc-{dc.name}", dc.name, _child(group))
+        link = Link(f"link-{dc.name}", dc.name, i, prefix, _child(group, [router, dc_res]))
         links.append(link)
         for h in (h for h in t.hosts() if h.dc == dc.name):
             Host(f"host-{h.short}", {
                 "short": h.short, "name": h.name, "dc": h.dc, "role": h.role,
                 "ip": addresses[h.name], "gateway": f"{prefix}.{i}.1", "prefix": prefix,
-                "lab_dir": str(lab), "hosts_file": str(hosts_file),
-            }, pulumi.ResourceOptions(depends_on=[link]))
+                "lab_dir": str(lab_dir), "hosts_file": str(lab_dir / "hosts.txt"),
+            }, _child(group, [link]))
     # Shaped once every DC is linked; the table changes in place (a new latency is no new lab).
     Shaper("links", {"requested": settings.shaper, "prefix": prefix, "dcs": len(t.datacenters),
-                     "state_dir": str(layout.shaper_dir(cache)),
+                     "state_dir": str(layout.shaper_dir(cache).relative_to(cache)),
                      "links": shaper.table_to_json(layout.link_table(t, settings))},
-           pulumi.ResourceOptions(depends_on=links))
+           _child(lab, links))
     return layout.build_inventories(t, settings, cache)

@@ -4,6 +4,9 @@ Each provider is a thin shell over the plain functions in `infra.lab.netns`, so 
 operations are usable (and tested) without Pulumi. Every create cleans up after itself when
 it fails halfway: Pulumi records nothing for a failed create, so whatever it left behind
 would be out of `pulumi destroy`'s reach.
+
+Paths in inputs (PATH_KEYS) are relative to the cache (infra.constants.cache_dir), resolved
+when a provider acts: a checkout moved elsewhere is the same lab, not a new one.
 """
 from __future__ import annotations
 
@@ -13,12 +16,28 @@ from pathlib import Path
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
+from infra.constants import cache_dir
 from infra.lab import netns, shaper, sshd
+
+PATH_KEYS = ("lab_dir", "hosts_file", "state_dir")
+
+
+def in_cache(path: str) -> Path:
+    """An input's path: relative to the cache (what the program gives), or absolute (state
+    written before paths were relative)."""
+    p = Path(path)
+    return p if p.is_absolute() else cache_dir() / p
+
+
+def _same(key: str, old, new) -> bool:
+    if key in PATH_KEYS and isinstance(old, str) and isinstance(new, str):
+        return in_cache(old) == in_cache(new)
+    return old == new
 
 
 def _replace_on_change(olds: dict, news: dict, in_place: tuple[str, ...] = ()) -> DiffResult:
     changed = sorted(k for k in set(olds) | set(news)
-                     if not k.startswith("__") and k != "ns" and olds.get(k) != news.get(k))
+                     if not k.startswith("__") and k != "ns" and not _same(k, olds.get(k), news.get(k)))
     replaces = [k for k in changed if k not in in_place]
     return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
 
@@ -87,7 +106,7 @@ class ShaperProvider(ResourceProvider):
 
     @staticmethod
     def _shaper(props) -> shaper.Shaper:
-        return shaper.for_kind(props["requested"], Path(props["state_dir"]), props["prefix"], int(props["dcs"]))
+        return shaper.for_kind(props["requested"], in_cache(props["state_dir"]), props["prefix"], int(props["dcs"]))
 
     def create(self, props):
         s = self._shaper(props)
@@ -98,19 +117,19 @@ class ShaperProvider(ResourceProvider):
 
     def update(self, id_, olds, news):
         from pulumi.dynamic import UpdateResult
-        s = shaper.installed(Path(news["state_dir"]))
+        s = shaper.installed(in_cache(news["state_dir"]))
         s.apply(shaper.table_from_json(news["links"]))
         return UpdateResult(outs={**news, "ns": id_, "kind": s.kind})
 
     def delete(self, id_, props):
         try:
-            shaper.installed(Path(props["state_dir"])).remove()
+            shaper.installed(in_cache(props["state_dir"])).remove()
         except shaper.ShaperDown:
             pass  # never installed, or already gone with the router
 
     def read(self, id_, props):
         try:
-            shaper.installed(Path(props["state_dir"])).check()
+            shaper.installed(in_cache(props["state_dir"])).check()
         except (shaper.ShaperDown, OSError):
             return ReadResult("", props)
         return ReadResult(id_, props)
@@ -125,16 +144,16 @@ class HostProvider(ResourceProvider):
     def create(self, props):
         def make():
             netns.create_host(props["short"], props["dc"], props["ip"], props["gateway"], props["prefix"],
-                              Path(props["hosts_file"]))
-            netns.set_names({props["name"]: props["ip"]}, Path(props["hosts_file"]))
-            sshd.start(props["short"], props["ip"], Path(props["lab_dir"]))
+                              in_cache(props["hosts_file"]))
+            netns.set_names({props["name"]: props["ip"]}, in_cache(props["hosts_file"]))
+            sshd.start(props["short"], props["ip"], in_cache(props["lab_dir"]))
 
         return _created(netns.host_ns(props["short"]), props, lambda: self.delete("", props), make)
 
     def delete(self, id_, props):
         netns.delete_host(props["short"])  # kills every process in it: sshd, JVMs, clients
-        netns.set_names({props["name"]: None}, Path(props["hosts_file"]))
-        shutil.rmtree(Path(props["lab_dir"]) / "hosts" / props["short"], ignore_errors=True)
+        netns.set_names({props["name"]: None}, in_cache(props["hosts_file"]))
+        shutil.rmtree(in_cache(props["lab_dir"]) / "hosts" / props["short"], ignore_errors=True)
 
     def read(self, id_, props):
         alive = netns.host_address(props["short"]) == props["ip"]

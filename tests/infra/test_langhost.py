@@ -25,3 +25,23 @@ def test_about_lists_the_programs_packages():
     out = res.stdout + res.stderr
     assert "not implemented" not in out.lower(), out[-3000:]
     assert any(line.split()[:1] == ["pyspark"] for line in out.splitlines()), out[-3000:]
+
+
+def test_the_lab_is_grouped_in_components_and_its_inputs_name_no_checkout_path():
+    """`pulumi preview --json`: every lab resource sits under the Lab component (hosts, links and DC
+    namespaces under their DC's), and no input holds this checkout's path, so a checkout moved
+    elsewhere is the same lab, not a new one."""
+    import json
+
+    res = pulumi("preview", "--stack", "local", "--non-interactive", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = json.loads(res.stdout)["steps"]
+    dynamic = [s for s in steps if s["urn"].split("::")[-2].endswith("pulumi-python:dynamic:Resource")]
+    assert len(dynamic) >= 17  # local: the router, 3 DC namespaces and links, 9 hosts, the shaper
+    for s in dynamic:
+        parents, name = s["urn"].split("::")[-2], s["urn"].split("::")[-1]
+        assert parents.startswith("dcdrill:lab:Lab$"), s["urn"]
+        if name.startswith(("host-", "link-", "dc-")):
+            assert "$dcdrill:lab:Datacenter$" in parents, s["urn"]
+        inputs = {k: v for k, v in s["newState"]["inputs"].items() if k != "__provider"}  # shown as [secret]
+        assert str(ROOT) not in json.dumps(inputs), (name, inputs)
