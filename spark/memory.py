@@ -81,6 +81,13 @@ def plan(run_dirs: list[str], cores: int | None = None, available: int | None = 
     return Plan(cache=cache, wanted=wanted, available=available, heap=heap, partitions=partitions)
 
 
+# The verifier's JVM ends at its first OutOfMemoryError, whichever thread hit it: otherwise a
+# background thread of Spark's (the context cleaner, say) prints its stack trace to the user's
+# terminal before the driver notices, where one line naming the setting to raise was promised.
+JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
+JVM_OOM_EXIT = 3  # what -XX:+ExitOnOutOfMemoryError exits with
+
+
 def failure(exc: BaseException, heap: str | None) -> str:
     """One line for a record that could not be verified: running out of memory (or the JVM ending,
     which is how Spark ends one that did) names the setting to raise; anything else is named by
@@ -98,8 +105,9 @@ def failure(exc: BaseException, heap: str | None) -> str:
             proc.wait(timeout=5)
     ended = proc.returncode if proc is not None and proc.poll() is not None else None
     given = heap or "Spark's default heap"
-    # Spark halts a JVM whose task ran out of memory with exit code 52 (SparkExitCode.OOM).
-    if any("OutOfMemoryError" in t for t in chain) or ended == 52:
+    # Spark halts a JVM whose task ran out of memory with exit code 52 (SparkExitCode.OOM); the
+    # JVM itself ends with JVM_OOM_EXIT on any thread's first one (JVM_OPTIONS).
+    if any("OutOfMemoryError" in t for t in chain) or ended in (52, JVM_OOM_EXIT):
         return (f"the record does not fit in the verifier's memory ({given}): raise DCDRILL_SPARK_DRIVER_MEMORY "
                 "(or --conf spark.driver.memory=...; spark.executor.memory on a cluster), e.g. to twice that "
                 "(README, Verifier memory)")

@@ -109,7 +109,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
             "spark.driver.extraJavaOptions":
-                f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} "
+                f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} "
                 f"{os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
     if not submitted and not cds.kernel_jar().exists():
