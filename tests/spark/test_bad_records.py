@@ -5,8 +5,6 @@ import json
 import os
 import shutil
 
-import pytest
-
 from spark import verify
 from tests import records
 from tests.records import a, c, p
@@ -115,13 +113,6 @@ BAD = [
     ("empty produced", lambda r: good(r, P=[]), "the produced ledger is empty"),
     ("mixed formats", lambda r: (good(r), (r / "audit" / "x.parquet").write_bytes(b"PAR1")), "mixes .parquet and .jsonl"),
 ]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    s = verify.session("local[2]")
-    yield s
-    s.stop()
 
 
 def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_still_verify(tmp_path, spark, capsys):

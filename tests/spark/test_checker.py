@@ -9,13 +9,6 @@ from tests import records
 from tests.records import a, c, p
 
 
-@pytest.fixture(scope="module")
-def spark():
-    s = verify.session("local[2]")
-    yield s
-    s.stop()
-
-
 def test_every_anomaly_counted_exactly(tmp_path, spark):
     code, s = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
     assert s["counts"] == {

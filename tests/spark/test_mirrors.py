@@ -11,13 +11,6 @@ from tests.records import TOPIC
 REMOTE = "east." + TOPIC
 
 
-@pytest.fixture(scope="module")
-def spark():
-    s = verify.session("local[2]")
-    yield s
-    s.stop()
-
-
 def row(topic, offset, seq, ts, cluster, origin="east"):
     return {"topic": topic, "partition": 0, "offset": offset, "producer_id": "p1", "seq": seq, "timestamp_ms": ts,
             "cluster": cluster, "origin": origin}

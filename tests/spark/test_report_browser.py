@@ -7,8 +7,6 @@ import re
 import shutil
 import subprocess
 
-import pytest
-
 from spark import verify
 from tests import records
 
@@ -33,13 +31,6 @@ def rendered(page, width: int = 1400) -> dict:
     found = re.search(r'data-probe="([^"]*)"', res.stdout)
     assert found, res.stderr[-2000:]
     return json.loads(html.unescape(found.group(1)))
-
-
-@pytest.fixture(scope="module")
-def spark():
-    s = verify.session("local[2]")
-    yield s
-    s.stop()
 
 
 def test_the_report_fits_1400px_and_every_image_loads(tmp_path, spark):
