@@ -92,9 +92,9 @@ def _java_version() -> str:
     """The Spark JDK's version ("25.0.3"): from its `release` file, which every JDK build ships,
     else from `java -version` (a JVM start, ~0.1 s of every verify)."""
     home = java_home()
-    if home:
-        for line in (Path(home) / "release").read_text(errors="replace").splitlines() \
-                if (Path(home) / "release").is_file() else ():
+    release = Path(home) / "release" if home else None
+    if release is not None and release.is_file():
+        for line in release.read_text(errors="replace").splitlines():
             if line.startswith("JAVA_VERSION="):
                 return line.split("=", 1)[1].strip().strip('"')
     java_bin = str(Path(home) / "bin" / "java") if home else "java"

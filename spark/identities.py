@@ -87,11 +87,7 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
                "seq": f"CASE WHEN {bad} THEN {bad_kind} ELSE seq END",
                "kind": f"CAST(CASE WHEN {bad} THEN {bad_kind} ELSE {kind} END AS TINYINT)", "pos": pos, **extra}
     return df.selectExpr(*[f"{columns.get(name) or f'CAST(NULL AS {OPTIONAL[name]})'} AS `{name}`"
-                           for name in scan_columns(df.sparkSession)])
-
-
-def scan_columns(spark) -> list[str]:
-    return list(spark._jvm.dcdrill.Scan.COLUMNS)
+                           for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS])
 
 
 def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):

@@ -109,15 +109,15 @@ def _dc_timeline(summary: dict, t0: float, width_s: float) -> str:
     """One row per DC: the faults that hit it (start to heal) and when every partition acked again."""
     import matplotlib.pyplot as plt
 
+    hit = [f["target"].replace("<->", " ").split() for f in summary["faults"]]  # a link fault hits both ends
     dcs = [d["name"] for d in summary["topology"].get("datacenters", [])]
-    for f in summary["faults"]:
-        dcs += [t for t in f["target"].replace("<->", " ").split() if t not in dcs]
+    dcs += [t for targets in hit for t in targets if t not in dcs]
     fig, ax = plt.subplots(figsize=(9, 0.5 + 0.45 * max(len(dcs), 1)))
-    for f in summary["faults"]:
+    for f, targets in zip(summary["faults"], hit):
         start = (f["start_ms"] - t0) / 1000
         end = ((f.get("end_ms") or t0 + width_s * 1000) - t0) / 1000
         for i, dc in enumerate(dcs):
-            if dc in f["target"].replace("<->", " ").split():
+            if dc in targets:
                 ax.broken_barh([(start, end - start)], (i - 0.35, 0.7), color="tab:red", alpha=0.6)
                 ax.text(start, i, f" {f['fault']}", va="center", fontsize=8)
                 ax.plot([end], [i], marker="|", markersize=14, color="black")

@@ -104,7 +104,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     if not submitted and "master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings |= {
-            "spark.master": master or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]"),
+            "spark.master": chosen,
             "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", plan.heap_setting),
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
