@@ -6,7 +6,7 @@ DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup lab lab-down status plan check drill test unit bench clean
+.PHONY: setup lab lab-down status plan check drill test unit bench lock clean
 
 setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
@@ -39,6 +39,13 @@ unit: setup  ## everything but the lab tests (marked `lab`)
 
 bench: setup
 	$(BIN)/python tests/benchmarks/lab_bringup.py
+
+lock:  ## renew requirements.lock: a fresh resolve of pyproject.toml's ranges with every extra
+	rm -rf .cache/lock-venv && python3 -m venv .cache/lock-venv
+	.cache/lock-venv/bin/pip install -q ".[aws,verify,dev]"
+	{ echo "# make lock: pyproject.toml's ranges resolved with every extra; make setup installs these."; \
+	  .cache/lock-venv/bin/pip freeze --exclude dcdrill; } > requirements.lock
+	rm -rf .cache/lock-venv
 
 clean:
 	-$(BIN)/dcdrill lab down --stack $(STACK)

@@ -9,7 +9,6 @@ exit codes (the series stops at the first 2, 3 or 4: the setup is wrong, not the
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -19,10 +18,9 @@ from pathlib import Path
 from chaos import experiment, settings
 from infra import lifecycle, mirror_rules, rules, status
 from infra import stack as stacks
-from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, ROOT
+from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, child_env
 from record import DrillRecord
 from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
-from spark import history, junit, memory, verify
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
@@ -96,11 +94,25 @@ def check(args) -> int:
     return 0
 
 
+def _require_verifier() -> None:
+    """The verdict needs the checker (pyspark and friends, the `verify` extra): say so before any
+    fault, not after."""
+    import importlib.util
+
+    missing = [m for m in ("pyspark", "junitparser", "matplotlib") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ValueError(f"the drill's verdict needs the verifier ({', '.join(missing)} missing): "
+                         "pip install 'dcdrill[verify]'")
+
+
 def run(args) -> int:
     plan = Plan(args)
     if plan.problems:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     plan.backend.require_support()
+    _require_verifier()
+    from spark import verify  # the `verify` extra: only a drill that runs needs it
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     # One Spark session for the whole command, started by the first verify: the drills after the
     # first verify in a warm JVM (35k-record drills on the lab: 16.3 s, then 4.5 s). The idle JVM
@@ -124,6 +136,8 @@ def run(args) -> int:
 
 def _compare(series: Path) -> None:
     """The series' drills side by side (spark/history.py), on screen and in history.html."""
+    from spark import history
+
     try:
         summaries = history.load([str(series)])
     except history.BadHistory as exc:  # no drill got as far as its report
@@ -138,6 +152,8 @@ def _compare(series: Path) -> None:
 def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
     checks, verify."""
+    from spark import junit, memory, verify
+
     phases: dict[str, float] = {}
     clock = started = time.monotonic()
 
@@ -211,8 +227,7 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
     for key, value in variables.items():
         argv += ["--var", f"{key}:float={value}" if key in LINK_SHAPE else f"{key}={value}"]
     argv.append(str(record.file(EXPERIMENT)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(argv, env=env, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(argv, env=child_env(), start_new_session=True)
 
     def forward(signum, _frame):  # Chaos Toolkit plays the rollbacks (strategy: always) on SIGINT
         proc.send_signal(signal.SIGINT)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 
 from infra import rules
-from infra.constants import ROOT
+from infra.constants import SHIPPED
 
-ROLES = ROOT / "roles"
+ROLES = SHIPPED / "roles"
 HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and that they come back
 
 

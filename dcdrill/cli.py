@@ -1,4 +1,4 @@
-"""The `dcdrill` command: plan, lab, status, workload, verify, history, experiment, drill.
+"""The `dcdrill` command: init, setup, plan, lab, status, workload, verify, history, experiment, drill.
 
 Exit codes shared by every subcommand: 0 ok / verdict pass, 1 verdict fail, 2 bad input,
 3 fault not injected or heal failed, 4 steady state not met before the fault.
@@ -16,6 +16,8 @@ SUBCOMMANDS = ("infra.cli", "validation.cli", "spark.cli", "chaos.cli")
 # Subcommands whose package's parser is all they need: `dcdrill verify` imports neither the lab's
 # nor the drill's modules (pydantic, Pulumi, Ansible: 0.2 s of every verify).
 STANDALONE = {"verify": "spark.cli", "history": "spark.cli"}
+# The heavy parts are extras (pyproject.toml): a missing one is named with its install command.
+EXTRAS = {"pyspark": "verify", "matplotlib": "verify", "junitparser": "verify", "pulumi_aws": "aws", "boto3": "aws"}
 
 
 def version() -> str:
@@ -40,7 +42,17 @@ def build_parser(modules=SUBCOMMANDS) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"dcdrill: {exc.name} is not installed: pip install 'dcdrill[{extra}]'", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _main(argv: list[str]) -> int:
     standalone = STANDALONE.get(argv[0]) if argv else None  # (--version is the full parser's)
     args = build_parser((standalone,) if standalone else SUBCOMMANDS).parse_args(argv)
     if standalone:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from infra import kraft, passwords, pki
-from infra.constants import ROOT, cache_dir
+from infra.constants import SHIPPED, cache_dir
 from infra.inventory import Inventory
 
 
@@ -78,10 +78,10 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster:
         return True
 
     r = ansible_runner.run(
-        private_data_dir=str(private), project_dir=str(ROOT), playbook=str(ROOT / "site.yml"),
+        private_data_dir=str(private), project_dir=str(SHIPPED), playbook=str(SHIPPED / "site.yml"),
         inventory=str(inventory_path(stack, cluster)), quiet=True, event_handler=progress, limit=limit,
         envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-                 "ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
+                 "ANSIBLE_ROLES_PATH": str(SHIPPED / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
                  "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
     )
     stats = r.stats or {}

@@ -4,12 +4,28 @@ from __future__ import annotations
 import json
 import sys
 
-from infra import ansible, lifecycle, pulumi_cli, rules, schema, status
+from pathlib import Path
+
+from infra import ansible, lifecycle, project, pulumi_cli, rules, schema, status
 from infra import stack as stacks
 from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
 
 
 def register(sub) -> None:
+    sp = sub.add_parser("init", help="make a dcdrill project here: Pulumi.yaml, the example stacks, a CI recipe",
+                        description="Writes Pulumi.yaml (dcdrill's program), one Pulumi.<stack>.yaml per shipped "
+                                    "example, a CI recipe and a .gitignore. Then: dcdrill setup; dcdrill plan --stack local.")
+    sp.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project folder (default: this one)")
+    sp.add_argument("--ci", choices=sorted(project.CI_TARGETS), default="github",
+                    help="the CI recipe: github (.github/workflows/dcdrill.yml) or gitlab (ci/dcdrill.gitlab-ci.yml)")
+    sp.add_argument("--force", action="store_true", help="overwrite files that are there with other content")
+    sp.set_defaults(func=_init)
+
+    sp = sub.add_parser("setup", help="install what the lab and verifier need (apt, Maven jars, Pulumi CLI, kernels)",
+                        description="Idempotent; the Pulumi CLI is built from the Go module proxy only when no "
+                                    "`pulumi` is on PATH. Needs root for apt-get on a bare machine.")
+    sp.set_defaults(func=lambda _args: project.setup())
+
     sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
     sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
     sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
@@ -31,6 +47,15 @@ def register(sub) -> None:
     sp.add_argument("--stack", default="local")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=_status)
+
+
+def _init(args) -> int:
+    written = project.init(args.dir, args.ci, args.force)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"dcdrill project in {args.dir.resolve()}" + ("" if written else " (nothing to change)")
+          + "\nnext: dcdrill setup; dcdrill plan --stack local; sudo dcdrill drill --stack local")
+    return EXIT_PASS
 
 
 def _plan(args) -> int:

@@ -6,7 +6,12 @@ import os
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout: roles/, site.yml, Pulumi.*.yaml
+SOURCE = Path(__file__).resolve().parent.parent  # where dcdrill's packages sit: a checkout, or site-packages
+# What dcdrill ships beside its Python (roles/, site.yml, the example stacks, the CI recipes): at the
+# top of a checkout; under dcdrill/shipped/ in a wheel (pyproject.toml's force-include).
+SHIPPED = SOURCE if (SOURCE / "site.yml").is_file() else SOURCE / "dcdrill" / "shipped"
+IN_CHECKOUT = SHIPPED == SOURCE
+PROJECT_FILE = "Pulumi.yaml"
 
 # Exit codes of every `dcdrill` command (and of `spark-submit spark/verify.py`).
 EXIT_PASS = 0  # verdict pass, or the command did what it was asked
@@ -49,7 +54,37 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class NoProject(ValueError):
+    """No Pulumi.yaml here or above: a bad input (exit 2) that says how to make one."""
+
+
+def project_dir() -> Path:
+    """The user's project, found the way `pulumi` finds it: DCDRILL_PROJECT, else the nearest folder
+    at or above the current one with a Pulumi.yaml, else (run from a checkout) the checkout."""
+    if os.environ.get("DCDRILL_PROJECT"):
+        return Path(os.environ["DCDRILL_PROJECT"]).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    if IN_CHECKOUT:
+        return SOURCE
+    raise NoProject(f"no {PROJECT_FILE} in {here} or any folder above it: `dcdrill init` makes a project there")
+
+
+def child_env(**extra: str) -> dict:
+    """The environment of a dcdrill child process (workload, chaos, services): it imports the same
+    packages and finds the same project, whatever folder it starts in."""
+    path = os.pathsep.join(p for p in (str(SOURCE), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "DCDRILL_PROJECT": str(project_dir()), **extra}
+
+
 def cache_dir() -> Path:
     """Where setup and the lab keep their state (jars, Pulumi state, lab host dirs): DCDRILL_CACHE,
-    else .cache/ in the checkout."""
-    return Path(os.environ.get("DCDRILL_CACHE", ROOT / ".cache")).resolve()
+    else .cache/ in a checkout, else the user's cache folder (XDG_CACHE_HOME/dcdrill). One per
+    machine, not per project: the lab's namespaces are the machine's too."""
+    if os.environ.get("DCDRILL_CACHE"):
+        return Path(os.environ["DCDRILL_CACHE"]).resolve()
+    if IN_CHECKOUT:
+        return SOURCE / ".cache"
+    return (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dcdrill").resolve()

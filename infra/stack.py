@@ -8,7 +8,7 @@ from infra import mirror_rules, rules, schema
 from infra import deployment as deployments
 from infra.aws.backend import AwsBackend
 from infra.backend import Backend
-from infra.constants import ROOT
+from infra.constants import PROJECT_FILE, NoProject, project_dir
 from infra.lab.backend import LabBackend
 from infra.topology import ConfigError, Topology
 
@@ -20,7 +20,12 @@ class UnknownStack(ConfigError):
 
 
 def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
+    """The project's stacks (Pulumi.<stack>.yaml beside its Pulumi.yaml); none outside a project."""
+    try:
+        folder = project_dir()
+    except NoProject:
+        return []
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
 MAX_STACK_BYTES = 1 << 20
@@ -28,9 +33,11 @@ MAX_YAML_ALIASES = 100  # anchors expand in place: a few nested ones make a bill
 
 
 def load_config(stack: str) -> dict:
-    path = ROOT / f"Pulumi.{stack}.yaml"
+    folder = project_dir()
+    path = folder / f"Pulumi.{stack}.yaml"
     if not path.is_file():
-        raise UnknownStack(f"unknown stack {stack!r}; valid: {', '.join(stack_names())}")
+        raise UnknownStack(f"unknown stack {stack!r} in {folder / PROJECT_FILE}'s folder; "
+                           f"valid: {', '.join(stack_names()) or 'none (dcdrill init writes the examples)'}")
     if path.stat().st_size > MAX_STACK_BYTES:
         raise ConfigError(f"{path}: {path.stat().st_size:,} bytes; a stack file is at most {MAX_STACK_BYTES:,}")
     try:

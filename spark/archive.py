@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from infra.constants import ROOT
+from infra.constants import SOURCE
 from spark import verify
 from spark.cds import archive_path
 
@@ -58,7 +58,7 @@ def build() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dcdrill-cds-") as tmp:
         env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
-        subprocess.run([sys.executable, "-m", "spark.archive", "--exercise", tmp], cwd=ROOT, env=env, check=True,
+        subprocess.run([sys.executable, "-m", "spark.archive", "--exercise", tmp], cwd=SOURCE, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     Path(str(path) + ".tmp").replace(path)
     return path

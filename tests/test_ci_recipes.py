@@ -6,7 +6,7 @@ import subprocess
 
 import yaml
 
-from infra.constants import ROOT, cache_dir
+from infra.constants import SOURCE as ROOT, cache_dir
 
 RECIPES = ROOT / "docs" / "ci"
 
@@ -29,7 +29,7 @@ def test_the_github_workflow_publishes_what_a_drill_leaves():
     wf = yaml.safe_load((RECIPES / "github-actions.yml").read_text())
     steps = wf["jobs"]["drill"]["steps"]
     drill = next(s for s in steps if s.get("name") == "Drill")
-    assert "make drill" in drill["run"] and "if" not in drill  # its exit code fails the job
+    assert "dcdrill drill --stack" in drill["run"] and "if" not in drill  # its exit code fails the job
     kept = [s for s in steps if s.get("if") == "always()"]
     assert any("junit.xml" in str(s.get("with", {}).get("report_paths")) for s in kept)
     paths = next(s["with"]["path"] for s in kept if s.get("uses", "").startswith("actions/upload-artifact"))
@@ -38,7 +38,7 @@ def test_the_github_workflow_publishes_what_a_drill_leaves():
 
 def test_the_gitlab_job_runs_the_drill_and_keeps_its_records():
     job = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())["dcdrill"]
-    assert any("make drill" in line for line in job["script"])
+    assert any("dcdrill drill --stack" in line for line in job["script"])
     art = job["artifacts"]
     assert art["when"] == "always" and art["reports"]["junit"].endswith("report/junit.xml")
     assert all(any(p in path for path in art["paths"]) for p in ("report/", "journal.json", "chaos.log"))

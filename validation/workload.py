@@ -5,7 +5,6 @@ inventory, i.e. in a DC: lab hosts through their namespace, elsewhere as local p
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from infra.constants import ACKS, ROOT, WORKLOAD_GROUP
+from infra.constants import ACKS, WORKLOAD_GROUP, child_env
 from infra.inventory import Inventory, InventoryHost
 from record import DrillRecord
 
@@ -84,7 +83,7 @@ def _process_config(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, **e
 
 
 def _process_env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT)}
+    return child_env()
 
 
 def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, create: bool = True,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from infra.constants import ROOT, cache_dir
+from infra.constants import SOURCE, cache_dir
 from infra.inventory import InventoryHost
 from infra.lab import layout, netns, service, shaper
 
@@ -27,7 +27,7 @@ def spec_path(host: InventoryHost) -> str:
 def start_service(name: str, spec: str, ns: str) -> None:
     """Start a service inside its host's namespace with the supervisor the Ansible roles use."""
     res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "infra.lab.service", "start", spec],
-                         capture_output=True, text=True, cwd=str(ROOT))
+                         capture_output=True, text=True, cwd=str(SOURCE))
     if res.returncode != 0:
         raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
 

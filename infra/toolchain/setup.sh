@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# make setup: installs everything dcdrill needs, idempotently. Each step is skipped when its
+# make setup (in a checkout) or `dcdrill setup` (installed from a wheel): installs everything
+# dcdrill needs, idempotently. Each step is skipped when its
 # stamp under $DCDRILL_CACHE matches its inputs, so a second run takes seconds.
 #   1. Debian packages (iproute2, sshd, iptables, chromium for the report's browser test, ...) apt-get
-#   2. Python deps pinned in pyproject.toml -> .venv/         PyPI
+#   2. Python deps (pyproject.toml, locked by requirements.lock) -> .venv/   PyPI (checkout only)
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
 #      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
 #      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
-#   4. Pulumi CLI -> cache/bin                                 Go module proxy (pulumi-go/go.mod)
+#   4. Pulumi CLI -> cache/bin, unless `pulumi` is on PATH     Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
 #   5. Pulumi local file backend -> cache/pulumi-state
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
-#   9. actionlint (the CI recipe's linter, docs/ci/)                                   Go module proxy
+#   9. actionlint (the CI recipe's linter, docs/ci/; checkout only)                    Go module proxy
+# ROOT holds the packages: a checkout (with pyproject.toml), or site-packages when installed, where
+# `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the Python dcdrill runs on).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CHECKOUT=; [ -f "$ROOT/pyproject.toml" ] && CHECKOUT=1
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
 VENV=$ROOT/.venv
+PY=${DCDRILL_PYTHON:-$VENV/bin/python}
 mkdir -p "$CACHE/bin" "$CACHE/stamps"
 step() { printf '\n== setup: %s\n' "$*"; }
 stamp_ok() { [ -f "$CACHE/stamps/$1" ] && [ "$(cat "$CACHE/stamps/$1")" = "$2" ]; }
@@ -26,7 +31,7 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
             iptables:iptables ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven \
-            chromium:chromium; do
+            ${CHECKOUT:+chromium:chromium}; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
@@ -36,16 +41,18 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
-command -v go >/dev/null || { echo "setup needs Go >= 1.24 on PATH to build the Pulumi CLI" >&2; exit 1; }
+command -v go >/dev/null || { echo "setup needs Go >= 1.24 on PATH to build the lab's forwarder and the Pulumi CLI" >&2; exit 1; }
 
-# 2. Python virtualenv ------------------------------------------------------------------------
-key=$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)
-if ! stamp_ok venv "$key" || [ ! -x "$VENV/bin/dcdrill" ]; then
-  step "Python deps into .venv (pinned in pyproject.toml)"
-  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e "$ROOT[dev]"
-  stamp venv "$key"
+# 2. Python virtualenv (a checkout's; an installed dcdrill already has its Python packages) ------
+if [ -n "$CHECKOUT" ]; then
+  key=$(cat "$ROOT/pyproject.toml" "$ROOT/requirements.lock" | sha256sum | cut -c1-16)
+  if ! stamp_ok venv "$key" || [ ! -x "$VENV/bin/dcdrill" ]; then
+    step "Python deps into .venv (pyproject.toml's ranges, at requirements.lock's versions)"
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q -c "$ROOT/requirements.lock" -e "$ROOT[aws,verify,dev]"
+    stamp venv "$key"
+  fi
 fi
 
 # 3. Jars from Maven Central: each <name>-pom.xml's runtime dependencies -> $CACHE/<name>/libs --------
@@ -66,37 +73,45 @@ maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
 GOMOD=$ROOT/infra/toolchain/pulumi-go
 PULUMI_VERSION=$(sed -n 's/.*github.com\/pulumi\/pulumi\/pkg\/v3 \(v[0-9.]*\).*/\1/p' "$GOMOD/go.mod" | head -1)
 key="$PULUMI_VERSION-$(sha256sum "$GOMOD/go.sum" | cut -c1-16)"
-if ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
+USER_PULUMI=$(command -v pulumi || true)
+if [ -n "$USER_PULUMI" ] && [ -z "${DCDRILL_BUILD_PULUMI:-}" ]; then
+  step "Pulumi CLI: yours, $USER_PULUMI (DCDRILL_BUILD_PULUMI=1 builds one instead)"
+elif ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
   step "Pulumi CLI $PULUMI_VERSION from the Go module proxy (first build: ~10 min on 2 cores)"
   (cd "$GOMOD" && GOFLAGS=-mod=mod go build -trimpath \
      -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
      -o "$CACHE/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
   stamp pulumi "$key"
 fi
-# The language host and the dynamic-provider launcher run on the venv's Python.
-cat > "$CACHE/bin/pulumi-language-python" <<EOS
+# The language host and the dynamic-provider launcher run on the Python of the dcdrill that runs
+# pulumi (infra/pulumi_cli.py sets DCDRILL_PYTHON), else the checkout's: an installed dcdrill's
+# setup writes them only when missing, so it never points a checkout's at another virtualenv.
+if [ -n "$CHECKOUT" ] || [ ! -x "$CACHE/bin/pulumi-language-python" ]; then
+  cat > "$CACHE/bin/pulumi-language-python" <<EOS
 #!/bin/sh
-exec "$VENV/bin/python" -u -m infra.toolchain.langhost "\$@"
+exec "\${DCDRILL_PYTHON:-$PY}" -u -m infra.toolchain.langhost "\$@"
 EOS
-cat > "$CACHE/bin/pulumi-resource-pulumi-python" <<EOS
+  cat > "$CACHE/bin/pulumi-resource-pulumi-python" <<EOS
 #!/bin/sh
-exec "$VENV/bin/python" -u -m pulumi.dynamic "\$@"
+exec "\${DCDRILL_PYTHON:-$PY}" -u -m pulumi.dynamic "\$@"
 EOS
-chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
+  chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
+fi
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------
 mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
 
 # 6. The verifier's JVM kernels, compiled against pyspark's own jars (no Spark download) -------------
 # The JDK that runs Spark compiles them (spark/cds.py picks it), for Java 17 so any JDK Spark
-# supports can load them.
-key="$(cat "$ROOT"/spark/jvm/*.java | sha256sum | cut -c1-16)-$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
+# supports can load them. Without pyspark (installed without [verify]) steps 6 and 7 wait for it.
+if "$PY" -c 'import pyspark' 2>/dev/null; then
+key="$(cat "$ROOT"/spark/jvm/*.java | sha256sum | cut -c1-16)-$("$PY" -c 'import pyspark; print(pyspark.__version__)')"
 KERNEL="$CACHE/spark-kernel/dcdrill-kernel.jar"
 if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
   step "verifier kernels (spark/jvm) -> $KERNEL"
-  JDK=$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import java_home; print(java_home() or "")')
+  JDK=$(cd "$ROOT" && "$PY" -c 'from spark.cds import java_home; print(java_home() or "")')
   JAVAC=${JDK:+$JDK/bin/}javac; JAR=${JDK:+$JDK/bin/}jar
-  SPARK_JARS=$("$VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  SPARK_JARS=$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
   rm -rf "$CACHE/spark-kernel"; mkdir -p "$CACHE/spark-kernel/classes"
   "$JAVAC" --release 17 -Xlint:all,-path,-serial -Werror -cp "$SPARK_JARS/*" -d "$CACHE/spark-kernel/classes" "$ROOT"/spark/jvm/*.java
   "$JAR" cf "$KERNEL" -C "$CACHE/spark-kernel/classes" .
@@ -104,9 +119,12 @@ if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
 fi
 
 # 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
-if [ ! -f "$(cd "$ROOT" && "$VENV/bin/python" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
+if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
-  (cd "$ROOT" && "$VENV/bin/python" -m spark.archive)
+  (cd "$ROOT" && "$PY" -m spark.archive)
+fi
+else
+  step "verifier kernels: skipped, no pyspark here (pip install 'dcdrill[verify]', then setup again)"
 fi
 # 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
 key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
@@ -117,9 +135,9 @@ if ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
 fi
 # 9. actionlint: make test lints the GitHub Actions recipe (docs/ci/github-actions.yml) -----------
 ACTIONLINT_VERSION=v1.7.12
-if ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; then
+if [ -n "$CHECKOUT" ] && { ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; }; then
   step "actionlint $ACTIONLINT_VERSION from the Go module proxy -> $CACHE/bin/actionlint"
   GOBIN="$CACHE/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
   stamp actionlint "$ACTIONLINT_VERSION"
 fi
-echo "setup: ok (venv $VENV, cache $CACHE)"
+echo "setup: ok (python $PY, cache $CACHE)"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chaos import experiment
-from infra.constants import ROOT
+from infra.constants import SOURCE as ROOT
 
 CHAOS = Path(sys.executable).parent / "chaos"
 NOOP = {"type": "python", "module": "os.path", "func": "exists", "arguments": {"path": "/"}}

@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from dcdrill import cli
-from infra import stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +32,7 @@ def broken_stack(tmp_path, monkeypatch):
     cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
     cfg["config"]["dcdrill:cluster"]["replication"]["minInsync"] = 2
     (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(cfg))
-    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     return cfg
 
 
@@ -58,7 +57,7 @@ def test_plan_on_kraft_layouts(voters, code, says, tmp_path, monkeypatch, capsys
     for dc, n in zip(cfg["config"]["dcdrill:cluster"]["datacenters"], voters):
         dc["controllers"] = n
     (tmp_path / "Pulumi.k.yaml").write_text(yaml.safe_dump(cfg))
-    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     assert cli.main(["plan", "--stack", "k"]) == code
     assert says in capsys.readouterr().out
 
@@ -83,7 +82,7 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
         {"name": "dc-a", "brokers": 4, "zookeepers": 1}, {"name": "dc-b", "brokers": 0, "zookeepers": 1},
         {"name": "dc-c", "brokers": 0, "zookeepers": 1}]
     (tmp_path / "Pulumi.one.yaml").write_text(yaml.safe_dump(cfg))
-    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     assert cli.main(["drill", "--stack", "one", "--experiment", "kill-dc", "--dc", "dc-a"]) == 2
     assert "dc-a holds every broker" in capsys.readouterr().err
 

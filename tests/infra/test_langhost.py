@@ -4,7 +4,7 @@ lists the program's packages (GetProgramDependencies)."""
 import subprocess
 
 from infra import pulumi_cli
-from infra.constants import ROOT, cache_dir
+from infra.constants import SOURCE as ROOT, cache_dir
 
 
 def pulumi(*args: str) -> subprocess.CompletedProcess:

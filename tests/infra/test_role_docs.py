@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.constants import ROOT
+from infra.constants import SOURCE as ROOT
 
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir())
 

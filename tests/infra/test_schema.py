@@ -149,7 +149,7 @@ MALFORMED = [
 
 @pytest.fixture
 def stack_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(stack, "ROOT", tmp_path)
+    monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     return tmp_path
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from infra.constants import ROOT
+from infra.constants import SOURCE as ROOT
 from record.ledger import Ledger, LedgerError, read
 
 

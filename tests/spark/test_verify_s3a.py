@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
 
-from infra.constants import ROOT
+from infra.constants import SOURCE as ROOT
 from spark import cds
 from spark.ledgers import REQUIRED, SCHEMAS
 from tests import records

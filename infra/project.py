@@ -1,0 +1,91 @@
+"""A dcdrill project in the user's own repository: what `dcdrill init` writes there, and what
+`dcdrill setup` installs for it.
+
+A project is a folder with a Pulumi.yaml whose program is dcdrill's (a two-line `program/`
+that runs the installed `infra` package), its stacks (Pulumi.<stack>.yaml) and a CI recipe.
+infra.constants.project_dir() finds it from the current folder, as `pulumi` does.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.constants import IN_CHECKOUT, PROJECT_FILE, SHIPPED, SOURCE, cache_dir
+
+# Where the shipped files sit: a checkout keeps them where it uses them; a wheel under SHIPPED.
+EXAMPLES = SHIPPED if IN_CHECKOUT else SHIPPED / "examples"
+CI_RECIPES = SHIPPED / "docs" / "ci" if IN_CHECKOUT else SHIPPED / "ci"
+CI_TARGETS = {"github": ("github-actions.yml", ".github/workflows/dcdrill.yml"),
+              "gitlab": ("gitlab-ci.yml", "ci/dcdrill.gitlab-ci.yml")}  # include: it from .gitlab-ci.yml
+
+PROGRAM = '''"""This project's Pulumi program is dcdrill's own, installed with it: it reads the dcdrill:
+settings of Pulumi.<stack>.yaml and builds the lab or the AWS stack they describe."""
+import runpy
+
+runpy.run_module("infra", run_name="__main__")
+'''
+
+
+class ProjectExists(ValueError):
+    """A file init would write is there already, with other content (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """One file of a new project: where it goes (relative to the project) and what it holds."""
+    path: str
+    text: str
+
+
+def _pulumi_yaml(target: Path) -> str:
+    """The project file: dcdrill's name (the machine has one lab, and its state under the cache is
+    one, whichever project brought it up), `main: program/`,
+    and this Python's virtualenv when it lives inside the project (the official language host
+    uses it; outside, the program runs on the `python` first on PATH, as dcdrill sets it)."""
+    venv = Path(sys.prefix).resolve()
+    lines = ["name: dcdrill",
+             "description: \"Multi-datacenter Kafka drills (dcdrill); stacks are Pulumi.<stack>.yaml beside this file.\"",
+             "runtime:", "  name: python"]
+    if sys.prefix != sys.base_prefix and venv.is_relative_to(target.resolve()):
+        lines += ["  options:", f"    virtualenv: {venv.relative_to(target.resolve())}"]
+    return "\n".join([*lines, "main: program/", ""])
+
+
+def scaffold(target: Path, ci: str = "github") -> list[Scaffold]:
+    """Every file of a new project, in the order init writes them."""
+    files = [Scaffold(PROJECT_FILE, _pulumi_yaml(target)), Scaffold("program/__main__.py", PROGRAM)]
+    files += [Scaffold(p.name, p.read_text()) for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
+    recipe, where = CI_TARGETS[ci]
+    files.append(Scaffold(where, (CI_RECIPES / recipe).read_text()))
+    files.append(Scaffold(".gitignore", "runs/\n__pycache__/\n"))
+    return files
+
+
+def init(target: Path, ci: str = "github", force: bool = False) -> list[Path]:
+    """Write a new project into `target`. A file already there with the same text is kept; one
+    with other text stops init before anything is written, unless `force`."""
+    files = scaffold(target, ci)
+    clashes = [f.path for f in files if (target / f.path).exists() and (target / f.path).read_text() != f.text]
+    if clashes and not force:
+        raise ProjectExists(f"{target.resolve()}: {', '.join(clashes)} already there with other content "
+                            "(--force overwrites them)")
+    written = []
+    for f in files:
+        path = target / f.path
+        if path.exists() and path.read_text() == f.text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f.text)
+        written.append(path)
+    return written
+
+
+def setup() -> int:
+    """Install what the lab and the verifier need (apt packages, Kafka jars from Maven Central, the
+    Pulumi CLI unless one is on PATH, the verifier's kernels): infra/toolchain/setup.sh, on this
+    Python. Idempotent; its exit code."""
+    env = {**os.environ, "DCDRILL_PYTHON": sys.executable, "DCDRILL_CACHE": str(cache_dir())}
+    return subprocess.run(["bash", str(SOURCE / "infra" / "toolchain" / "setup.sh")], env=env).returncode

@@ -1,0 +1,126 @@
+"""dcdrill as its users get it: a wheel that carries roles, experiments, playbook and JVM sources;
+`dcdrill init` in their own folder; stacks found from the current folder as `pulumi` finds them;
+and (on the lab) a drill run by the installed tool from that folder."""
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra import constants, project
+from infra import stack as stacks
+from infra.constants import SOURCE, cache_dir
+
+PYPROJECT = tomllib.loads((SOURCE / "pyproject.toml").read_text())
+
+
+def test_every_example_stack_ships_in_the_wheel():
+    shipped = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert {p.name for p in SOURCE.glob("Pulumi.*.yaml")} <= set(shipped)
+
+
+def test_the_lock_pins_every_dependency_within_its_range():
+    from packaging.requirements import Requirement
+
+    locked = {}
+    for line in (SOURCE / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            locked[name.lower().replace("_", "-")] = version
+    deps = PYPROJECT["project"]["dependencies"] + sum(PYPROJECT["project"]["optional-dependencies"].values(), [])
+    for dep in map(Requirement, deps):
+        name = dep.name.lower().replace("_", "-")
+        assert name in locked, f"{dep.name} is not in requirements.lock"
+        assert dep.specifier.contains(locked[name]), f"{dep.name}=={locked[name]} is outside {dep.specifier}"
+
+
+def test_init_writes_a_project_whose_stacks_are_found_from_it(tmp_path, monkeypatch):
+    written = project.init(tmp_path)
+    assert yaml.safe_load((tmp_path / "Pulumi.yaml").read_text())["main"] == "program/"
+    assert {"Pulumi.yaml", "program", "Pulumi.local.yaml", ".github", ".gitignore"} <= {p.name for p in tmp_path.iterdir()}
+    assert tmp_path / ".github/workflows/dcdrill.yml" in written
+    assert project.init(tmp_path) == []  # a second init changes nothing
+    (tmp_path / "Pulumi.my-lab.yaml").write_text((tmp_path / "Pulumi.local.yaml").read_text())
+    monkeypatch.delenv("DCDRILL_PROJECT", raising=False)
+    monkeypatch.chdir(tmp_path / "program")  # below the project, as pulumi would find it
+    assert constants.project_dir() == tmp_path
+    assert "my-lab" in stacks.stack_names() and stacks.load("my-lab").dc_names == stacks.load("local").dc_names
+
+
+def test_init_refuses_to_overwrite_a_changed_file_unless_forced(tmp_path):
+    project.init(tmp_path)
+    (tmp_path / "Pulumi.local.yaml").write_text("config: {}\n")
+    with pytest.raises(project.ProjectExists, match="Pulumi.local.yaml"):
+        project.init(tmp_path)
+    assert (tmp_path / "Pulumi.local.yaml").read_text() == "config: {}\n"
+    project.init(tmp_path, force=True)
+    assert "dcdrill:" in (tmp_path / "Pulumi.local.yaml").read_text()
+
+
+def test_outside_any_project_an_installed_dcdrill_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(constants, "IN_CHECKOUT", False)
+    monkeypatch.delenv("DCDRILL_PROJECT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(constants.NoProject, match="dcdrill init"):
+        stacks.load("local")
+    assert stacks.stack_names() == []
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh virtualenv outside the checkout with the built wheel (and its verify extra) in it."""
+    tmp = tmp_path_factory.mktemp("installed")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(SOURCE)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    wheel = next((tmp / "dist").glob("dcdrill-*.whl"))
+    venv.create(tmp / "venv", with_pip=True)
+    pip = tmp / "venv" / "bin" / "pip"
+    subprocess.run([str(pip), "install", "-q", "-c", str(SOURCE / "requirements.lock"), f"{wheel}[verify]"],
+                   check=True, capture_output=True, text=True, timeout=900)
+    return wheel, tmp / "venv" / "bin" / "dcdrill", tmp
+
+
+def _run(dcdrill: Path, *args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DCDRILL_PROJECT", "VIRTUAL_ENV")}
+    env["DCDRILL_CACHE"] = str(cache_dir())  # this machine's jars, Pulumi CLI and lab state
+    return subprocess.run([str(dcdrill), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.lab
+def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
+    wheel, _, _ = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("dcdrill/shipped/site.yml", "dcdrill/shipped/roles/kafka_broker/tasks/main.yml",
+                   "dcdrill/shipped/examples/Pulumi.local.yaml", "dcdrill/shipped/ci/github-actions.yml",
+                   "chaos/experiments/kill-dc.json", "spark/jvm/Scan.java", "infra/toolchain/setup.sh",
+                   "infra/toolchain/kafka-pom.xml", "infra/lab/forwarder/main.go"):
+        assert needed in names, needed
+    assert not any("__pycache__" in n or n.startswith(".cache") for n in names)
+
+
+@pytest.mark.lab
+def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, lab):
+    """The issue's test: pip install <wheel>, dcdrill init, dcdrill plan --stack local; a drill
+    from that folder on the lab, with the wheel's roles and experiments."""
+    _, dcdrill, tmp = installed
+    users = tmp / "their-repo"
+    users.mkdir()
+    assert _run(dcdrill, "--version", cwd=users).stdout.strip() == f"dcdrill {PYPROJECT['project']['version']}"
+    lost = _run(dcdrill, "plan", "--stack", "local", cwd=users)
+    assert lost.returncode == 2 and "dcdrill init" in lost.stderr
+    assert _run(dcdrill, "init", cwd=users).returncode == 0
+    shim = (cache_dir() / "bin" / "pulumi-language-python").read_text()
+    setup = _run(dcdrill, "setup", cwd=users, timeout=900)
+    assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-2000:]
+    assert (cache_dir() / "bin" / "pulumi-language-python").read_text() == shim  # the checkout's stays its own
+    plan = _run(dcdrill, "plan", "--stack", "local", cwd=users)
+    assert plan.returncode == 0 and "losing one DC" in plan.stdout, plan.stderr
+    drill = _run(dcdrill, "drill", "--stack", "local", "--experiment", "kill-dc", "--run-dir", str(users / "runs/one"),
+                 cwd=users, timeout=900)
+    assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
+    assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
