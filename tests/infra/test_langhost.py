@@ -1,6 +1,7 @@
 """The language host `make setup` installs for the Pulumi CLI it builds (infra/toolchain/langhost.py):
 `pulumi preview` ends without a traceback (the CLI ends its plugins with SIGINT), and `pulumi about`
 lists the program's packages (GetProgramDependencies)."""
+import json
 import subprocess
 
 from infra import pulumi_cli
@@ -46,3 +47,41 @@ def test_the_lab_is_grouped_in_components_and_its_inputs_name_no_checkout_path()
         state = s.get("newState") or s.get("oldState") or {}
         inputs = {k: v for k, v in state.get("inputs", {}).items() if k != "__provider"}  # shown as [secret]
         assert str(ROOT) not in json.dumps(inputs), (name, inputs)
+
+
+def _users_cli(tmp_path, monkeypatch):
+    """A `pulumi` on PATH laid out as the official release is (the CLI beside its language host
+    and dynamic-provider launcher): symlinks to setup's build, so the test needs no download."""
+    bin_dir = tmp_path / "their-bin"
+    bin_dir.mkdir()
+    for name in ("pulumi", "pulumi-language-python", "pulumi-resource-pulumi-python"):
+        (bin_dir / name).symlink_to(cache_dir() / "bin" / name)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("DCDRILL_PULUMI", raising=False)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    monkeypatch.setenv("PULUMI_HOME", str(tmp_path / "their-pulumi-home"))
+    return bin_dir
+
+
+def test_a_pulumi_on_path_is_used_with_the_users_login_or_backend(tmp_path, monkeypatch):
+    bin_dir = _users_cli(tmp_path, monkeypatch)
+    assert pulumi_cli.executable() == bin_dir / "pulumi" and not pulumi_cli.is_built(pulumi_cli.executable())
+    e = pulumi_cli.env("local")
+    assert e["PULUMI_HOME"] == str(tmp_path / "their-pulumi-home")  # their plugins and login, not setup's
+    assert e["PULUMI_BACKEND_URL"] == f"file://{cache_dir() / 'pulumi-state'}"  # not logged in: never the cloud
+    assert "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION" not in e and not e["PATH"].startswith(str(cache_dir()))
+    (tmp_path / "their-pulumi-home").mkdir()
+    (tmp_path / "their-pulumi-home" / "credentials.json").write_text('{"current": "https://api.example.invalid"}')
+    assert "PULUMI_BACKEND_URL" not in pulumi_cli.env("local")  # their `pulumi login`
+    monkeypatch.setenv("PULUMI_BACKEND_URL", "file:///their/state")
+    assert pulumi_cli.env("local")["PULUMI_BACKEND_URL"] == "file:///their/state"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # none on PATH: setup's build, with its own state folder
+    assert pulumi_cli.is_built(pulumi_cli.executable())
+    assert pulumi_cli.env("local")["PULUMI_HOME"] == str(tmp_path / "their-pulumi-home")  # given, so kept
+
+
+def test_the_users_pulumi_previews_the_lab(tmp_path, monkeypatch):
+    _users_cli(tmp_path, monkeypatch)
+    monkeypatch.setenv("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "true")  # this machine: no downloads
+    out = pulumi_cli.run("local", "preview", "--json", capture=True)
+    assert json.loads(out)["steps"], out[-2000:]
