@@ -29,12 +29,17 @@ check: setup  ## the drill's preflight alone: stack rules, the experiment on the
 drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify, report
 	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
 
-test: setup  ## the import layers (lint-imports), unit tests, then the integration tests on the real lab
+# ansible-lint runs ansible-playbook's syntax check, which it finds on PATH
+ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production --nocolor -q site.yml roles meta
+
+test: setup  ## the import layers (lint-imports), ansible-lint (production), unit tests, then the integration tests on the real lab
 	$(BIN)/lint-imports
+	$(ANSIBLE_LINT)
 	$(BIN)/python -m pytest -q -ra tests
 
 unit: setup  ## everything but the lab tests (marked `lab`)
 	$(BIN)/lint-imports
+	$(ANSIBLE_LINT)
 	$(BIN)/python -m pytest -q -ra -m "not lab" tests
 
 bench: setup

@@ -15,10 +15,10 @@ HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and tha
 
 # What tells the cluster a broker is gone (roles/kafka_broker/defaults): its ZooKeeper session
 # expiring, or in KRaft mode the controllers fencing it.
-LIVENESS_TIMEOUT = {"zookeeper": ("kafka_zookeeper_mode_properties", "zookeeper.session.timeout.ms"),
-                    "kraft": ("kafka_kraft_properties", "broker.session.timeout.ms")}
+LIVENESS_TIMEOUT = {"zookeeper": ("kafka_broker_zookeeper_mode_properties", "zookeeper.session.timeout.ms"),
+                    "kraft": ("kafka_broker_kraft_properties", "broker.session.timeout.ms")}
 # KRaft also elects an out-of-sync leader only on its cycle (roles/kafka_broker/defaults).
-UNCLEAN_CYCLE = {"kraft": "kafka_kraft_unclean_election_interval_ms"}
+UNCLEAN_CYCLE = {"kraft": "kafka_broker_kraft_unclean_election_interval_ms"}
 
 
 def failover_s(coordination: str = "zookeeper") -> float:

@@ -26,6 +26,11 @@ def inventory_path(stack: str, cluster: str | None = None) -> Path:
     return (base / "clusters" / cluster if cluster else base) / "inventory.json"
 
 
+# The roles' shared inputs (roles/*/meta/argument_specs.yml), in every inventory even when the
+# stack does not use them: the roles keep no defaults for what is the inventory's to say.
+SHARED_INPUTS = {"kafka_tls_dir": "", "kafka_sasl_users": [], "kafka_sasl_admin": "", "kafka_sasl_credentials": "",
+                 "kafka_super_users": [], "zookeeper_secure": False, "zookeeper_credentials": "",
+                 "kafka_cluster_id": "", "kafka_initial_controllers": "", "kafka_coordination": "zookeeper"}
 MIRRORS = "_mirrors"  # inventory_path's name for the MM2 hosts' inventory (not a valid cluster name)
 
 
@@ -52,6 +57,8 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
         av["kafka_cluster_id"] = ids["cluster_id"]
         av["kafka_initial_controllers"] = kraft.initial_controllers(
             {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"])
+    for key, unused in SHARED_INPUTS.items():
+        av.setdefault(key, unused)
     path = inventory_path(stack, cluster)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inventory.to_json())

@@ -57,7 +57,7 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         "kafka_coordination": t.coordination,
         "kafka_version": t.kafka_version,
         # where `make setup` put this version's jars, under the controller's cache (KAFKA_VERSIONS)
-        "kafka_libs_folder": KAFKA_VERSIONS[t.kafka_version],
+        "java_kafka_libs_folder": KAFKA_VERSIONS[t.kafka_version],
         "kafka_tls": t.tls,
         # ZooKeeper as production locks it down: TLS on its client and quorum ports, SASL
         # (DIGEST-MD5) for brokers and peers, znode ACLs. It holds the SCRAM credentials and the
@@ -116,7 +116,7 @@ def sasl_vars(t: Topology) -> dict:
     acls = [{"principal": f"User:{a.principal}", "resource": a.resource, "name": a.name, "pattern": a.pattern,
              "operations": list(a.operations)} for a in t.acls]
     return {"kafka_sasl": True, "kafka_sasl_admin": t.sasl.admin, "kafka_sasl_client": t.sasl.client,
-            "kafka_sasl_users": t.users, "kafka_acls": sorted(acls, key=lambda a: sorted(a.items())),
+            "kafka_sasl_users": t.users, "kafka_access_acls": sorted(acls, key=lambda a: sorted(a.items())),
             "kafka_super_users": [f"User:{t.sasl.admin}"] + [pki.principal(b) for b in brokers]}
 
 

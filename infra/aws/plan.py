@@ -123,7 +123,7 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
     whole = stack or t
     ids = instance_ids or _placeholder_ids(whole)
     host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
-    extra = {**_shared(whole, bucket, subnet_ids), "kafka_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    extra = {**_shared(whole, bucket, subnet_ids), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
     if stack is not None and stack.replicated:
         extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
     return inv.build(t, ids, None, extra, host_vars)
@@ -135,7 +135,7 @@ def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] |
     ids = instance_ids or _placeholder_ids(d)
     hosts = [h for h, _ in d.mirror_hosts()]
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
-    extra = {**_shared(d, bucket, subnet_ids), "kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
+    extra = {**_shared(d, bucket, subnet_ids), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
              "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
     return inv.build_mirrors(d, ids, None, extra, host_vars)
 

@@ -81,8 +81,9 @@ def _services(version: str, cache: Path) -> dict:
         "kafka_libs_dir": str(cache / KAFKA_VERSIONS[version] / "libs"),
         # Services run unprivileged: as a uid of their own with no passwd entry, so the lab adds
         # no user to this machine (infra/lab/service.py starts them as it).
-        "kafka_service_user": str(KAFKA_UID), "zookeeper_service_user": str(ZOOKEEPER_UID),
-        "service_user_create": False,
+        "kafka_broker_service_user": str(KAFKA_UID), "kafka_mirror_service_user": str(KAFKA_UID),
+        "zookeeper_service_user": str(ZOOKEEPER_UID),
+        "kafka_broker_service_user_create": False, "zookeeper_service_user_create": False,
     }
 
 
@@ -95,9 +96,9 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
     the cluster is part of, whose DCs and hosts share the lab's address plan."""
     lab = lab_dir(cache)
     extra = {**_services(t.kafka_version, cache),
-             "kafka_heap_mb": settings.broker_heap_mb,
+             "kafka_broker_heap_mb": settings.broker_heap_mb,
              "zookeeper_heap_mb": settings.zookeeper_heap_mb,
-             "kafka_controller_heap_mb": settings.controller_heap_mb}
+             "kafka_broker_controller_heap_mb": settings.controller_heap_mb}
     if d is not None and d.replicated:
         extra["kafka_broker_custom_properties"] = dict(inventory.REPLICATED_BROKER_PROPERTIES)
     return inventory.build(t, addresses(d or t, settings.subnet_prefix), _connection(lab), extra,

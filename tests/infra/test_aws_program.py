@@ -192,7 +192,7 @@ def test_replicated_stack_builds_both_clusters_and_mirrormaker():
     assert mm_vars["ansible_aws_ssm_region"] == "eu-central-1" and mm_vars["ansible_host"].endswith("-id")
     assert mm_vars["kafka_mirror_flows"] == [{"source": "east", "target": "west"}]
     assert mm_vars["kafka_mirror_replication_factor"] == 3
-    assert mirrors["vars"]["service_manager"] == "systemd" and mirrors["vars"]["kafka_libs_folder"] == "kafka4"
+    assert mirrors["vars"]["service_manager"] == "systemd" and mirrors["vars"]["java_kafka_libs_folder"] == "kafka4"
     assert [c["alias"] for c in mirrors["vars"]["kafka_mirror_clusters"]] == ["east", "west"]
 
 

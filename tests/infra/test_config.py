@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import inventory, stack
+from infra import ansible, inventory, stack
 from infra.lab import layout
 from infra.topology import ConfigError, from_config
 
@@ -49,6 +49,7 @@ RENDER = """
   tasks:
     - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
       when: "'kafka_broker' in group_names"
+      vars: {{kafka_process_role: broker}}
     - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
       when: "'kafka_controller' in group_names"
       vars: {{kafka_process_role: controller}}
@@ -65,7 +66,7 @@ def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
     defaults = {}
     for role in ("kafka_broker", "zookeeper"):
         defaults |= yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
-    inv["all"]["vars"] = {**defaults, **inv["all"]["vars"], "kafka_tls": tls,
+    inv["all"]["vars"] = {**ansible.SHARED_INPUTS, **defaults, **inv["all"]["vars"], "kafka_tls": tls,
                           "ansible_python_interpreter": sys.executable}  # render on this machine
     if not tls:
         inv["all"]["vars"]["kafka_sasl"] = inv["all"]["vars"]["zookeeper_secure"] = False
@@ -203,7 +204,7 @@ def test_sasl_inventory_names_users_super_users_and_declared_acls():
     assert (av["kafka_sasl"], av["kafka_sasl_admin"], av["kafka_sasl_client"], av["kafka_sasl_users"]) == (
         True, "admin", "workload", ["admin", "workload"])
     assert av["kafka_super_users"][:2] == ["User:admin", "User:CN=b1.dc-a.lab,O=dcdrill"]
-    assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_acls"]} == {
+    assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_access_acls"]} == {
         ("User:workload", "topic", "dcdrill", "prefixed"), ("User:workload", "group", "dcdrill", "prefixed")}
 
 
@@ -237,7 +238,7 @@ def test_acl_reconcile_adds_the_missing_and_removes_the_undeclared():
     """roles/kafka_access/library/kafka_acls.py: the decision, without a cluster."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("kafka_acls", ROOT / "roles/kafka_access/library/kafka_acls.py")
+    spec = importlib.util.spec_from_file_location("kafka_access_acls", ROOT / "roles/kafka_access/library/kafka_acls.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     wanted = mod.desired([{"principal": "User:w", "resource": "topic", "name": "d", "pattern": "prefixed",
