@@ -46,6 +46,7 @@ def env(stack: str) -> dict:
     e = dict(os.environ)
     e["DCDRILL_PYTHON"] = sys.executable  # what setup's language-host launchers run
     e["DCDRILL_PROJECT"] = str(project_dir())
+    e["DCDRILL_STACK"] = stack  # the language host lists the plugins this stack's program needs
     python_bin = str(Path(sys.executable).parent)
     built = is_built(executable())
     if built:

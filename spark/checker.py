@@ -113,6 +113,31 @@ def more_offset_mismatches(P: DataFrame, A: DataFrame, ident: Identities) -> int
     return acked.join(_rows_of(A, "audit", cand, cols), cols, "left_anti").count()
 
 
+def examples(P: DataFrame, A: DataFrame, ident: Identities) -> list[dict]:
+    """The first lost or duplicated records (the identity pass's examples, earliest send first)
+    named as the report lists them: producer, seq, where it was acknowledged (topic, partition,
+    offset) and the offsets the log holds it at. Only those records' rows are read again."""
+    if not ident.examples:
+        return []
+    spark = P.sparkSession
+    keys = F.broadcast(spark.createDataFrame([(e["idh"], e["seq"]) for e in ident.examples], "idh long, seq long"))
+    produced = {(r["idh"], r["seq"]): r for r in
+                _rows_of(P, "produced", keys, ["idh", "seq", "producer_id", "topic", "partition", "offset"]).collect()}
+    logged: dict[tuple, list] = {}
+    for r in _rows_of(A, "audit", keys, ["idh", "seq", "producer_id", "topic", "partition", "offset"]).collect():
+        logged.setdefault((r["idh"], r["seq"]), []).append(r)
+    out = []
+    for e in ident.examples:
+        key = (e["idh"], e["seq"])
+        p, log = produced.get(key), sorted(logged.get(key, []), key=lambda r: (r["partition"], r["offset"]))
+        named = p or (log[0] if log else None)
+        out.append({"kind": e["kind"], "producer": named["producer_id"] if named else None, "seq": e["seq"],
+                    "topic": named["topic"] if named else None, "partition": p["partition"] if p else e["partition"],
+                    "acked_offset": p["offset"] if p else None, "send_ms": e["send_ms"],
+                    "log_offsets": [f"{r['partition']}:{r['offset']}" for r in log]})
+    return out
+
+
 @dataclass
 class Ledgerwise:
     """What the checker computes from one ledger alone, independent of the identity passes."""
@@ -191,6 +216,7 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
                                          key=lambda r: (str(r["topic"]), r["partition"]))],
         "faults": fault_stats,
         "data_loss_window": _loss_window(total, faults),
+        "examples": examples(P, A, ident),
         "timeline": {
             "send": sorted(({"sec": r["send_sec"], **{k: r[k] for k in ("acked", "failed", "indeterminate",
                                                                          "acked_lost", "duplicates_in_log")},

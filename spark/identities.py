@@ -138,6 +138,8 @@ class Identities:
     totals: dict          # every identity count, bad-row counts, number of anomalous identities
     by_split: list[dict]  # the flags summed per (phase, dt, partition, send_sec) of the produced
                           # row, with the first and last lost send time; keys are None without one
+    examples: list[dict]  # the first lost or duplicated identities by send time (Identity.EXAMPLES):
+                          # {idh, seq, kind, send_ms, partition}; checker.examples names them
 
 
 def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Identities:
@@ -153,17 +155,20 @@ def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Ide
     counted = list(spark._jvm.dcdrill.Identity.COUNTED) + ["anomalous"]
     candidates = spark.createDataFrame([], "idh long, seq long, mismatch_candidates int, divergent_candidates int")
     starts, ends = fault_bounds(spark, faults)
-    by_split, buckets = [], scr.suspicious
+    by_split, examples, buckets = [], [], scr.suspicious
     while buckets is not None and buckets.totals()[0]:
         # The scan keeps no consumed rows: they are read again only when some bucket's consumed
         # rows differ from its audit rows (else the audit rows stand in for them).
         consumed = narrow_ledger(C, "consumed")._jdf if buckets.totals()[1] else None
         res = spark._jvm.dcdrill.Identity.run(scanned, consumed, buckets, starts, ends)
         by_split += [json.loads(line) for line in res.splits().splitlines()]
+        examples += [json.loads(line) for line in res.examples().splitlines()]
         candidates = candidates.unionByName(DataFrame(res.candidates(), spark))
         buckets = res.again()
     totals = {k: sum(r[k] for r in by_split) for k in counted}
-    return Identities(candidates, {**totals, **scr.totals}, [r for r in by_split if r["send_sec"] is not None])
+    examples.sort(key=lambda e: (e["send_ms"] is not None, e["send_ms"] or 0, e["seq"]))
+    return Identities(candidates, {**totals, **scr.totals}, [r for r in by_split if r["send_sec"] is not None],
+                      examples[:spark._jvm.dcdrill.Identity.EXAMPLES])
 
 
 def fault_bounds(spark, faults: list[dict]):

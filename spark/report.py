@@ -167,12 +167,36 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 {_predictions(summary)}
 {_latency(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
+{_examples(summary)}
 {fig}
 <h2>By phase</h2>{html_table(summary['phases'], ['phase'] + cols)}
 <h2>By producer DC</h2>{html_table(summary['by_dc'], ['dc'] + cols)}
 <h2>By partition</h2>{html_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+EXAMPLE_COLUMNS = ["record", "producer", "seq", "topic", "partition", "acknowledged offset", "in the log at",
+                   "sent (UTC)"]
+EXAMPLE_KINDS = {"lost": "acknowledged, lost", "duplicated_in_log": "in the log twice or more",
+                 "duplicated_delivered": "delivered twice or more"}
+
+
+def _examples(summary: dict) -> str:
+    """The first lost or duplicated records (at most 100, earliest send first): what to look for
+    in the brokers' logs and the producers' ledgers."""
+    examples = summary.get("examples") or []
+    if not examples:
+        return ""
+    rows = [{"record": EXAMPLE_KINDS.get(e["kind"], e["kind"]), "producer": e["producer"], "seq": e["seq"],
+             "topic": e["topic"], "partition": e["partition"],
+             "acknowledged offset": "" if e["acked_offset"] is None else e["acked_offset"],
+             "in the log at": ", ".join(e["log_offsets"]) or "nowhere",
+             "sent (UTC)": _utc(e["send_ms"]) if e["send_ms"] is not None else ""} for e in examples]
+    counted = sum(summary["counts"].get(k, 0) for k in ("acked_lost", "duplicates_in_log", "duplicates_delivered"))
+    return (f"<h2>Lost or duplicated records</h2><p>The first {len(rows)} by send time"
+            f"{f' (of {counted} counted)' if counted > len(rows) else ''}; partition:offset in the log.</p>"
+            + html_table(rows, EXAMPLE_COLUMNS))
 
 
 def _latency(summary: dict) -> str:

@@ -17,10 +17,11 @@ import signal
 import sys
 import threading
 from concurrent import futures
+from pathlib import Path
 
 import grpc
 from pulumi.automation._server import LanguageServer
-from pulumi.runtime.proto import language_pb2, language_pb2_grpc
+from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
 
 MAX_MESSAGE = 400 * 1024 * 1024  # as the SDK's own servers allow
 
@@ -45,6 +46,16 @@ class ProjectLanguageServer(LanguageServer):
         return super().Run(request, context)
 
 
+    def GetRequiredPlugins(self, request, context):
+        """The provider plugins the stack's program uses: the AWS provider for an AWS stack, none
+        for a lab stack (its resources are dynamic, served by this Python). The official host
+        lists every provider package installed, which would make a lab stack need the AWS plugin
+        too. The stack comes from DCDRILL_STACK (infra/pulumi_cli.py sets it); without it (a
+        `pulumi` run by hand), nothing is listed and the CLI resolves plugins as resources ask."""
+        return language_pb2.GetRequiredPluginsResponse(plugins=[
+            plugin_pb2.PluginDependency(name=name, kind="resource", version=version)
+            for name, version in required_plugins(os.environ.get("DCDRILL_STACK"))])
+
     def GetProgramDependencies(self, request, context):
         """`pulumi about`: the program's Python packages (this environment's), as the official host lists them."""
         from importlib import metadata
@@ -52,6 +63,23 @@ class ProjectLanguageServer(LanguageServer):
         found = sorted({(d.metadata["Name"], d.version) for d in metadata.distributions() if d.metadata["Name"]})
         return language_pb2.GetProgramDependenciesResponse(
             dependencies=[language_pb2.DependencyInfo(name=name, version=version) for name, version in found])
+
+
+def required_plugins(stack: str | None) -> list[tuple[str, str]]:
+    """(name, version) of the provider plugins `stack` needs: its backend's provider package's
+    pulumi-plugin.json (pulumi_aws for an AWS stack)."""
+    if not stack:
+        return []
+    from infra import stack as stacks
+
+    if stacks.backend(stack).name != "aws":
+        return []
+    import json
+
+    import pulumi_aws
+
+    meta = json.loads(Path(pulumi_aws.__file__).with_name("pulumi-plugin.json").read_text())
+    return [(meta["name"], meta["version"])]
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
 
 import org.apache.spark.HashPartitioner;
 import org.apache.spark.api.java.JavaRDD;
@@ -51,21 +52,31 @@ public final class Identity {
                 PRODUCED_TWICE, "too_many_copies", TOO_MANY);
     }
 
+    /** The examples the report lists: the first EXAMPLES lost or doubled identities by send time. */
+    public static final int EXAMPLES = 100;
+    /** What an example is (spark/identities.py names them). */
+    public static final String[] EXAMPLE_KINDS = {"lost", "duplicated_in_log", "duplicated_delivered"};
+    static final int EX_WIDTH = 5;  // idh, seq, kind, send_ms (Long.MIN_VALUE: no produced row), partition
+
     /** What the pass hands back: anomalies per split (JSON lines), the candidates that need a
-     *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates), and
-     *  the buckets whose other seqs must be looked at too (null: none). */
+     *  second look at their positions (idh, seq, mismatch_candidates, divergent_candidates), the
+     *  buckets whose other seqs must be looked at too (null: none), and the first examples. */
     public static final class Result {
         private final String splits;
         private final Dataset<Row> candidates;
         private final Screen.Result again;
+        private final String examples;
 
-        Result(String splits, Dataset<Row> candidates, Screen.Result again) {
+        Result(String splits, Dataset<Row> candidates, Screen.Result again, String examples) {
             this.splits = splits;
             this.candidates = candidates;
             this.again = again;
+            this.examples = examples;
         }
 
         public String splits() { return splits; }
+        /** JSON lines {idh, seq, kind, send_ms, partition}, earliest send first, at most EXAMPLES. */
+        public String examples() { return examples; }
         public Dataset<Row> candidates() { return candidates; }
         public Screen.Result again() { return again; }
     }
@@ -76,6 +87,7 @@ public final class Identity {
         final Map<SplitKey, long[]> splits = new HashMap<>();
         long[] candidates = new long[0];
         long[] shares = new long[0];
+        long[] examples = new long[0];
     }
 
     /** The scan's kept rows, and the consumed ledger's narrowed rows when some bucket's consumed rows
@@ -96,7 +108,11 @@ public final class Identity {
         Map<SplitKey, long[]> splits = new HashMap<>();
         List<Row> candidates = new ArrayList<>();
         Map<Long, long[]> shares = new HashMap<>();
+        PriorityQueue<long[]> examples = new PriorityQueue<>(Identity::later);
         for (Judged part : judged) {
+            for (int i = 0; i < part.examples.length; i += EX_WIDTH) {
+                keep(examples, Arrays.copyOfRange(part.examples, i, i + EX_WIDTH));
+            }
             part.splits.forEach((k, v) -> splits.merge(k, v, Identity::add));
             long[] c = part.candidates;
             for (int i = 0; i < c.length; i += 4) candidates.add(RowFactory.create(c[i], c[i + 1], (int) c[i + 2], (int) c[i + 3]));
@@ -109,7 +125,28 @@ public final class Identity {
                 .add("mismatch_candidates", DataTypes.IntegerType).add("divergent_candidates", DataTypes.IntegerType);
         StringBuilder json = new StringBuilder();
         for (Map.Entry<SplitKey, long[]> e : splits.entrySet()) e.getKey().json(e.getValue(), json);
-        return new Result(json.toString(), spark.createDataFrame(candidates, schema), again(screen, shares));
+        List<long[]> first = new ArrayList<>(examples);
+        first.sort((a, b) -> later(b, a));
+        StringBuilder ex = new StringBuilder();
+        for (long[] e : first) {
+            ex.append("{\"idh\":").append(e[0]).append(",\"seq\":").append(e[1]).append(",\"kind\":\"")
+              .append(EXAMPLE_KINDS[(int) e[2]]).append("\",\"send_ms\":")
+              .append(e[3] == Long.MIN_VALUE ? "null" : Long.toString(e[3]))
+              .append(",\"partition\":").append(e[4] < 0 ? "null" : Long.toString(e[4])).append("}\n");
+        }
+        return new Result(json.toString(), spark.createDataFrame(candidates, schema), again(screen, shares), ex.toString());
+    }
+
+    /** The heap's order: the latest send (then the highest seq) first, so the root is dropped. */
+    static int later(long[] a, long[] b) {
+        int c = Long.compare(b[3], a[3]);
+        return c != 0 ? c : Long.compare(b[1], a[1]);
+    }
+
+    /** Keep `e` among the EXAMPLES earliest (a max-heap of them). */
+    static void keep(PriorityQueue<long[]> heap, long[] e) {
+        heap.add(e);
+        if (heap.size() > EXAMPLES) heap.poll();
     }
 
     /** The buckets whose certificates, less the shares of the seqs looked at, still differ: their
@@ -289,6 +326,7 @@ public final class Identity {
         int nc = 0;
         long[] s = f.slots;
         int[] flag = new int[COUNTED.length];
+        PriorityQueue<long[]> examples = new PriorityQueue<>(Identity::later);
         for (int i = 0; i < f.used.length; i++) {
             if (!f.used[i]) continue;
             int o = i * WIDTH;
@@ -310,6 +348,16 @@ public final class Identity {
                 sums[COUNTED.length + 1] = Math.min(sums[COUNTED.length + 1], send);
                 sums[COUNTED.length + 2] = Math.max(sums[COUNTED.length + 2], send);
             }
+            int kind = flag[LOST] > 0 ? 0 : flag[DUP_LOG] > 0 ? 1 : flag[DUP_DELIVERED] > 0 ? 2 : -1;
+            if (kind >= 0) {
+                keep(examples, new long[] {s[o], s[o + 1], kind, split ? send : Long.MIN_VALUE, split ? s[o + PART] : -1});
+            }
+        }
+        out.examples = new long[examples.size() * EX_WIDTH];
+        int ne = 0;
+        for (long[] e : examples) {
+            System.arraycopy(e, 0, out.examples, ne, EX_WIDTH);
+            ne += EX_WIDTH;
         }
         out.candidates = Arrays.copyOf(cand, nc);
         out.shares = shares.states();

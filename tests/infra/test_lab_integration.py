@@ -8,7 +8,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from infra import ansible, pulumi_cli, status
-from infra.constants import cache_dir
+from infra.constants import cache_dir, project_dir
 
 pytestmark = pytest.mark.lab
 
@@ -150,10 +150,9 @@ def test_pulumi_up_refuses_a_rule_breaking_stack_before_any_resource():
     """The program checks the topology rules before registering anything: nothing to destroy."""
     import yaml
 
-    from infra import stack as stacks
     name = "it-broken"
-    path = stacks.ROOT / f"Pulumi.{name}.yaml"
-    cfg = yaml.safe_load((stacks.ROOT / "Pulumi.local.yaml").read_text())
+    path = project_dir() / f"Pulumi.{name}.yaml"
+    cfg = yaml.safe_load((project_dir() / "Pulumi.local.yaml").read_text())
     cfg["config"]["dcdrill:cluster"]["replication"]["factor"] = 5  # 5 replicas, 4 brokers
     cfg.pop("encryptionsalt", None)
     path.write_text(yaml.safe_dump(cfg))
@@ -162,11 +161,11 @@ def test_pulumi_up_refuses_a_rule_breaking_stack_before_any_resource():
             pulumi_cli.ensure_stack(name)
             pulumi_cli.run(name, "up", "--yes", "--skip-preview", capture=True)
         out = subprocess.run([str(cache_dir() / "bin" / "pulumi"), "up", "--yes", "--skip-preview",
-                              "--stack", name, "--non-interactive"], cwd=stacks.ROOT, env=pulumi_cli.env(name),
+                              "--stack", name, "--non-interactive"], cwd=project_dir(), env=pulumi_cli.env(name),
                              capture_output=True, text=True)
         assert "factor-exceeds-brokers" in out.stdout + out.stderr and "replication factor 5 > 4 brokers" in out.stdout
         assert pulumi_cli.resource_count(name) <= 1  # at most the Stack itself, no lab resource
     finally:
         subprocess.run([str(cache_dir() / "bin" / "pulumi"), "stack", "rm", name, "--yes", "--force",
-                        "--non-interactive"], cwd=stacks.ROOT, env=pulumi_cli.env(name), capture_output=True)
+                        "--non-interactive"], cwd=project_dir(), env=pulumi_cli.env(name), capture_output=True)
         path.unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 lists the program's packages (GetProgramDependencies)."""
 import json
 import subprocess
+from pathlib import Path
 
 from infra import pulumi_cli
 from infra.constants import SOURCE as ROOT, cache_dir
@@ -85,3 +86,25 @@ def test_the_users_pulumi_previews_the_lab(tmp_path, monkeypatch):
     monkeypatch.setenv("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "true")  # this machine: no downloads
     out = pulumi_cli.run("local", "preview", "--json", capture=True)
     assert json.loads(out)["steps"], out[-2000:]
+
+
+def test_required_plugins_are_the_stacks_providers_only(monkeypatch):
+    """GetRequiredPlugins: the AWS provider at pulumi_aws's own plugin version for an AWS stack,
+    nothing for a lab stack (dynamic resources), nothing without a stack named."""
+    import pulumi_aws
+    from pulumi.runtime.proto import language_pb2
+
+    from infra.toolchain import langhost
+
+    version = json.loads((Path(pulumi_aws.__file__).with_name("pulumi-plugin.json")).read_text())["version"]
+    host = langhost.ProjectLanguageServer("127.0.0.1:0")
+    asked = {}
+    for stack in ("aws-3az", "local", None):
+        if stack:
+            monkeypatch.setenv("DCDRILL_STACK", stack)
+        else:
+            monkeypatch.delenv("DCDRILL_STACK", raising=False)
+        res = host.GetRequiredPlugins(language_pb2.GetRequiredPluginsRequest(), None)
+        asked[stack] = [(p.name, p.kind, p.version) for p in res.plugins]
+    assert asked == {"aws-3az": [("aws", "resource", version)], "local": [], None: []}
+    assert pulumi_cli.env("local")["DCDRILL_STACK"] == "local"

@@ -36,6 +36,30 @@ def test_every_anomaly_counted_exactly(tmp_path, spark):
     assert sum(ph["produced"] for ph in s["phases"]) == 23
 
 
+def test_the_first_lost_and_duplicated_records_are_named_in_the_report(tmp_path, spark):
+    """The report lists them by send time with producer, seq, partition, acknowledged offset and
+    where the log holds them: p3/0 delivered twice, p3/1 in the log twice, p1/7..9 lost."""
+    code, s = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
+    named = [(e["kind"], e["producer"], e["seq"], e["partition"], e["acked_offset"], e["log_offsets"], e["send_ms"])
+             for e in s["examples"]]
+    assert named == [("duplicated_delivered", "p3", 0, 1, 0, ["1:0"], 990),
+                     ("duplicated_in_log", "p3", 1, 1, None, ["1:1", "1:2"], 1040),
+                     ("lost", "p1", 7, 0, 7, [], 1690), ("lost", "p1", 8, 0, 8, [], 1790),
+                     ("lost", "p1", 9, 0, 9, [], 1890)]
+    page = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "Lost or duplicated records" in page and "acknowledged, lost" in page and "1:1, 1:2" in page
+
+
+def test_the_report_lists_the_first_hundred_lost_records_of_many(tmp_path, spark):
+    P = [records.p("p1", i, "ok", i % 3, i // 3, 1000 + i) for i in range(400)]
+    kept = [r for r in P if r["seq"] % 2 == 0]  # every odd seq lost: 200 of them
+    code, s = verify.verify(str(records.write(tmp_path / "run", P, [records.a(r["partition"], r["offset"], "p1", r["seq"])
+                                                                      for r in kept], [])), spark=spark)
+    assert s["counts"]["acked_lost"] == 200 and code == verify.EXIT_FAIL
+    assert [e["seq"] for e in s["examples"]] == list(range(1, 200, 2))  # the first 100, by send time
+    assert "The first 100 by send time (of 200 counted)" in (tmp_path / "run" / "report" / "index.html").read_text()
+
+
 def test_offsets_rules_apply_without_unclean_election(tmp_path, spark):
     _, s = verify.verify(str(records.anomalies(tmp_path / "run", unclean=False)), spark=spark)
     assert {"acked-offsets-match", "no-divergent-offsets"} <= {v["rule"] for v in s["violations"]}
