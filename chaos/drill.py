@@ -18,7 +18,7 @@ from pathlib import Path
 from chaos import experiment, settings
 from infra import lifecycle, mirror_rules, rules, status
 from infra import stack as stacks
-from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, child_env
+from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, EXTRAS, child_env
 from record import DrillRecord
 from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 
@@ -99,7 +99,7 @@ def _require_verifier() -> None:
     fault, not after."""
     import importlib.util
 
-    missing = [m for m in ("pyspark", "junitparser", "matplotlib") if importlib.util.find_spec(m) is None]
+    missing = [m for m, extra in EXTRAS.items() if extra == "verify" and importlib.util.find_spec(m) is None]
     if missing:
         raise ValueError(f"the drill's verdict needs the verifier ({', '.join(missing)} missing): "
                          "pip install 'dcdrill[verify]'")

@@ -9,15 +9,13 @@ import argparse
 import importlib
 import sys
 
-from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL
+from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXTRAS
 
 # Each package registers the subcommands that live next to its code, in the order --help lists them.
 SUBCOMMANDS = ("infra.cli", "validation.cli", "spark.cli", "chaos.cli")
 # Subcommands whose package's parser is all they need: `dcdrill verify` imports neither the lab's
 # nor the drill's modules (pydantic, Pulumi, Ansible: 0.2 s of every verify).
 STANDALONE = {"verify": "spark.cli", "history": "spark.cli"}
-# The heavy parts are extras (pyproject.toml): a missing one is named with its install command.
-EXTRAS = {"pyspark": "verify", "matplotlib": "verify", "junitparser": "verify", "pulumi_aws": "aws", "boto3": "aws"}
 
 
 def version() -> str:
@@ -44,7 +42,7 @@ def build_parser(modules=SUBCOMMANDS) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else argv)
-    except ModuleNotFoundError as exc:
+    except ModuleNotFoundError as exc:  # an extra not installed: named with its install command
         extra = EXTRAS.get((exc.name or "").split(".")[0])
         if extra is None:
             raise

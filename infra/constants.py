@@ -12,6 +12,8 @@ SOURCE = Path(__file__).resolve().parent.parent  # where dcdrill's packages sit:
 SHIPPED = SOURCE if (SOURCE / "site.yml").is_file() else SOURCE / "dcdrill" / "shipped"
 IN_CHECKOUT = SHIPPED == SOURCE
 PROJECT_FILE = "Pulumi.yaml"
+# The heavy parts are extras (pyproject.toml): the modules that each brings.
+EXTRAS = {"pyspark": "verify", "matplotlib": "verify", "junitparser": "verify", "pulumi_aws": "aws", "boto3": "aws"}
 
 # Exit codes of every `dcdrill` command (and of `spark-submit spark/verify.py`).
 EXIT_PASS = 0  # verdict pass, or the command did what it was asked
@@ -72,11 +74,11 @@ def project_dir() -> Path:
     raise NoProject(f"no {PROJECT_FILE} in {here} or any folder above it: `dcdrill init` makes a project there")
 
 
-def child_env(**extra: str) -> dict:
+def child_env() -> dict:
     """The environment of a dcdrill child process (workload, chaos, services): it imports the same
     packages and finds the same project, whatever folder it starts in."""
     path = os.pathsep.join(p for p in (str(SOURCE), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, "DCDRILL_PROJECT": str(project_dir()), **extra}
+    return {**os.environ, "PYTHONPATH": path, "DCDRILL_PROJECT": str(project_dir())}
 
 
 def cache_dir() -> Path:
