@@ -47,7 +47,7 @@ bench: setup
 
 lock:  ## renew requirements.lock: a fresh resolve of pyproject.toml's ranges with every extra
 	rm -rf .cache/lock-venv && python3 -m venv .cache/lock-venv
-	.cache/lock-venv/bin/pip install -q ".[aws,verify,dev]"
+	.cache/lock-venv/bin/pip install -q ".[aws,verify,report,dev]"
 	{ echo "# make lock: pyproject.toml's ranges resolved with every extra; make setup installs these."; \
 	  .cache/lock-venv/bin/pip freeze --exclude dcdrill; } > requirements.lock
 	rm -rf .cache/lock-venv

@@ -49,11 +49,14 @@ def compose(name: str) -> dict:
     for activity in shape["method"]:
         method += copy.deepcopy(fault) if MARKER in activity else [activity]
     out["method"] = method + ([waits["last"]] if mirrored else [])
+    for activity in fault_activities(out):  # each fault action gets the credentials its driver may need
+        activity["provider"]["secrets"] = [SECRETS]
     # Chaos Toolkit's place for a tool's own data: the record names its experiment (junit.xml's classname).
     out["extensions"] = [{"name": "dcdrill", "experiment": name}]
     return out
 
 
+SECRETS = "aws"  # the experiment's secrets target the fault actions read (_drill.json)
 MIRROR_FUNCS = {"fail_over_consumers", "kill_mirror", "wait_mirrored", "record_mirror_events"}  # only a replicated stack has what they act on
 
 

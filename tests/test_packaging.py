@@ -35,6 +35,8 @@ def test_the_lock_pins_every_dependency_within_its_range():
     deps = PYPROJECT["project"]["dependencies"] + sum(PYPROJECT["project"]["optional-dependencies"].values(), [])
     for dep in map(Requirement, deps):
         name = dep.name.lower().replace("_", "-")
+        if name == "dcdrill":  # an extra that names others of its own
+            continue
         assert name in locked, f"{dep.name} is not in requirements.lock"
         assert dep.specifier.contains(locked[name]), f"{dep.name}=={locked[name]} is outside {dep.specifier}"
 

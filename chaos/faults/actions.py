@@ -27,16 +27,21 @@ NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc",
          "heal": "undo"}
 
 
-def driver(configuration: dict | None) -> FaultDriver:
+def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriver:
+    """The stack's fault driver; `secrets`: the experiment's `aws` secrets (the AWS driver's
+    credentials; empty values leave boto3's own chain)."""
     backend = context.backend(configuration)
     d = context.deployment(configuration)
     if not d.replicated:
-        return driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
-    stack = context.stack_name(configuration)
-    every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
-    if d.mirrors:
-        every.append(lifecycle.inventory(stack, ansible.MIRRORS))
-    return driver_class(backend)(d, inventory.merged(every), backend)
+        drv = driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
+    else:
+        stack = context.stack_name(configuration)
+        every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
+        if d.mirrors:
+            every.append(lifecycle.inventory(stack, ansible.MIRRORS))
+        drv = driver_class(backend)(d, inventory.merged(every), backend)
+    drv.credentials = {k: v for k, v in (secrets or {}).items() if v}
+    return drv
 
 
 def isr_snapshot(configuration) -> dict | None:
@@ -52,11 +57,11 @@ def isr_snapshot(configuration) -> dict | None:
     return {"partitions": len(parts), "in_sync": sum(len(p["isr"]) == len(p["replicas"]) for p in parts)}
 
 
-def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False) -> dict:
+def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, secrets: dict | None = None) -> dict:
     """Record the fault, then act(driver, undo); what the driver notes in `undo` is saved in the
     fault state as it goes, so heal undoes exactly what happened, even after a failure halfway."""
     record = context.record(configuration)
-    d = driver(configuration)
+    d = driver(configuration, secrets)
     entry = record.fault_started(fault, target, isr_at_start=isr_snapshot(configuration) if dc_loss else None)
     key = (entry["fault"], entry["target"], entry["start_ms"])
     with record.fault_state() as state:
@@ -77,13 +82,13 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False) 
 def kill_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
     """Power loss: every Kafka process of the DC (brokers, KRaft controllers, ZooKeeper) stops at once."""
     context.check_dc(configuration, dc)
-    return _inject(configuration, KILL_DC, dc, lambda d, undo: d.kill_dc(dc, undo), dc_loss=True)
+    return _inject(configuration, KILL_DC, dc, lambda d, undo: d.kill_dc(dc, undo), dc_loss=True, secrets=secrets)
 
 
 def stop_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
     """Clean shutdown of every Kafka and ZooKeeper process of the DC, brokers first."""
     context.check_dc(configuration, dc)
-    return _inject(configuration, STOP_DC, dc, lambda d, undo: d.stop_dc(dc, undo), dc_loss=True)
+    return _inject(configuration, STOP_DC, dc, lambda d, undo: d.stop_dc(dc, undo), dc_loss=True, secrets=secrets)
 
 
 def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:
@@ -92,14 +97,14 @@ def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:
     if not ties:
         raise ActivityFailed(f"stack {context.stack_name(configuration)} has no tiebreaker DC "
                              "(quorum voters and no brokers)")
-    return _inject(configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True)
+    return _inject(configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True, secrets=secrets)
 
 
 def isolate_dc(dc: str, direction: str = "both", configuration: dict = None, secrets: dict = None) -> dict:
     """Cut the DC off from the others: both directions, or only `ingress` (into the DC) / `egress`."""
     context.check_dc(configuration, dc)
     FaultDriver.check_direction(direction)
-    return _inject(configuration, ISOLATE_DC, dc, lambda d, undo: d.isolate_dc(dc, direction, undo), dc_loss=True)
+    return _inject(configuration, ISOLATE_DC, dc, lambda d, undo: d.isolate_dc(dc, direction, undo), dc_loss=True, secrets=secrets)
 
 
 def degrade_link(dc: str, other_dc: str, latency_ms: float = 0, jitter_ms: float = 0, loss_pct: float = 0,
@@ -108,7 +113,7 @@ def degrade_link(dc: str, other_dc: str, latency_ms: float = 0, jitter_ms: float
     for d in (dc, other_dc):
         context.check_dc(configuration, d)
     return _inject(configuration, DEGRADE_LINK, f"{dc}<->{other_dc}", lambda d, undo: d.degrade_link(
-        dc, other_dc, float(latency_ms), float(jitter_ms), float(loss_pct), undo))
+        dc, other_dc, float(latency_ms), float(jitter_ms), float(loss_pct), undo), secrets=secrets)
 
 
 def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
@@ -119,7 +124,7 @@ def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, sec
             wait_converged(timeout_s=wait_timeout_s, configuration=configuration)
         return {"restarted": [h.name for h in d.inventory.brokers]}
 
-    result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all)
+    result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all, secrets=secrets)
     heal("all-brokers", configuration=configuration)  # nothing to undo: this records the fault's end
     return result
 
@@ -127,11 +132,12 @@ def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, sec
 def kill_mirror(configuration: dict = None, secrets: dict = None) -> dict:
     """SIGKILL the stack's (first) MirrorMaker 2 node; heal starts it again, and MM2 resumes from
     the offsets it last committed (what it had copied since is copied again)."""
-    d = driver(configuration)
+    d = driver(configuration, secrets)
     hosts = d.inventory.hosts("kafka_mirror")
     if not hosts:
         raise ActivityFailed(f"stack {context.stack_name(configuration)} runs no MirrorMaker 2")
-    return _inject(configuration, KILL_MIRROR, hosts[0].name, lambda drv, undo: drv.kill_mirror(hosts[0], undo))
+    return _inject(configuration, KILL_MIRROR, hosts[0].name, lambda drv, undo: drv.kill_mirror(hosts[0], undo),
+                   secrets=secrets)
 
 
 def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:
@@ -140,7 +146,7 @@ def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> di
     record = context.record(configuration)
     if not record.active_faults():
         return {"healed": []}
-    d = driver(configuration)
+    d = driver(configuration, secrets)
     healed, errors = [], []
     with record.fault_state() as state:
         keep = []

@@ -51,6 +51,7 @@ class FaultDriver(ABC):
         `inventory`: every host the faults may touch (on a replicated stack, every cluster's and
         MirrorMaker 2's: infra.inventory.merged)."""
         self.topology, self.inventory, self.backend = topology, inventory, backend
+        self.credentials: dict = {}  # the experiment's `aws` secrets, when given (chaos.faults.actions.driver)
 
     @abstractmethod
     def kill_dc(self, dc: str, undo: Undo) -> dict:

@@ -50,7 +50,7 @@ if [ -n "$CHECKOUT" ]; then
     step "Python deps into .venv (pyproject.toml's ranges, at requirements.lock's versions)"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -c "$ROOT/requirements.lock" -e "$ROOT[aws,verify,dev]"
+    "$VENV/bin/pip" install -q -c "$ROOT/requirements.lock" -e "$ROOT[aws,verify,report,dev]"
     stamp venv "$key"
   fi
 fi

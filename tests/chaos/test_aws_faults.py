@@ -310,3 +310,21 @@ def test_replicated_stack_refuses_a_mirror_host_tagged_for_another_cluster(aws_r
     with pytest.raises(Exception, match="is not tagged cluster=west, dc=dc-b"):
         actions.kill_mirror(configuration=cfg)
     assert not commands()  # nothing was sent to the instance
+
+
+def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
+    """Chaos Toolkit's `secrets`: every fault action of a composed experiment asks for the `aws`
+    target, and the AWS driver signs with what it holds (empty values: boto3's own chain)."""
+    from chaos import experiment
+
+    _, cfg, _, _, _ = aws
+    composed = experiment.compose("kill-dc")
+    assert set(composed["secrets"]["aws"]) >= set(AwsFaults.CREDENTIALS)
+    assert all(a["provider"]["secrets"] == ["aws"] for a in experiment.fault_activities(composed))
+    given = actions.driver(cfg, {"aws_access_key_id": "AKIAGIVEN", "aws_secret_access_key": "s3cret",
+                                 "aws_session_token": ""})
+    creds = given._client("ec2", REGION)._request_signer._credentials
+    assert (creds.access_key, creds.secret_key) == ("AKIAGIVEN", "s3cret")
+    chained = actions.driver(cfg, {"aws_access_key_id": "", "aws_secret_access_key": ""})
+    plain = boto3.client("ec2", region_name=REGION)._request_signer._credentials.access_key  # boto3's own chain
+    assert chained._client("ec2", REGION)._request_signer._credentials.access_key == plain != "AKIAGIVEN"

@@ -1,5 +1,6 @@
 """A plain `chaos run` of an experiment whose fault raises exits non-zero (chaos/faults/controls.py):
-without the control, Chaos Toolkit records the failed action and exits 0."""
+without the control, Chaos Toolkit records the failed action and exits 0. `chaos discover` finds
+the extension, and `chaos report` (the `report` extra) renders a journal."""
 import json
 import subprocess
 import sys
@@ -55,3 +56,16 @@ def test_chaos_discover_finds_the_extension_by_its_documented_name(tmp_path):
     assert found["extension"]["name"] == "dcdrill"
     funcs = {(a["mod"], a["name"]) for a in found["activities"]}
     assert {("chaos.faults.actions", "kill_dc"), ("chaos.faults.actions", "heal")} <= funcs
+
+
+def test_chaos_report_renders_the_journal_of_a_run(tmp_path):
+    """chaostoolkit-reporting, with pandoc from pypandoc_binary: Chaos Toolkit's view of the run
+    (its activities and their outcomes); the verdict on the records is the Spark report's."""
+    run(tmp_path, True)
+    out = tmp_path / "chaos-report.html"
+    res = subprocess.run([str(CHAOS), "--no-version-check", "report", "--export-format=html5",
+                          str(tmp_path / "journal.json"), str(out)], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    page = out.read_text()
+    assert "a fault that cannot be injected" in page and "kill-dc" in page and "interrupted" in page
