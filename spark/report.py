@@ -193,9 +193,10 @@ def _examples(summary: dict) -> str:
              "acknowledged offset": "" if e["acked_offset"] is None else e["acked_offset"],
              "in the log at": ", ".join(e["log_offsets"]) or "nowhere",
              "sent (UTC)": _utc(e["send_ms"]) if e["send_ms"] is not None else ""} for e in examples]
-    counted = sum(summary["counts"].get(k, 0) for k in ("acked_lost", "duplicates_in_log", "duplicates_delivered"))
-    return (f"<h2>Lost or duplicated records</h2><p>The first {len(rows)} by send time"
-            f"{f' (of {counted} counted)' if counted > len(rows) else ''}; partition:offset in the log.</p>"
+    c = summary["counts"]
+    return (f"<h2>Lost or duplicated records</h2><p>The first {len(rows)} by send time; in all, "
+            f"{c.get('acked_lost', 0)} acknowledged records lost, {c.get('duplicates_in_log', 0)} extra copies in "
+            f"the log, {c.get('duplicates_delivered', 0)} extra deliveries. The log's copies as partition:offset.</p>"
             + html_table(rows, EXAMPLE_COLUMNS))
 
 

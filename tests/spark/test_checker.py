@@ -57,7 +57,8 @@ def test_the_report_lists_the_first_hundred_lost_records_of_many(tmp_path, spark
                                                                       for r in kept], [])), spark=spark)
     assert s["counts"]["acked_lost"] == 200 and code == verify.EXIT_FAIL
     assert [e["seq"] for e in s["examples"]] == list(range(1, 200, 2))  # the first 100, by send time
-    assert "The first 100 by send time (of 200 counted)" in (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "The first 100 by send time; in all, 200 acknowledged records lost" in \
+        (tmp_path / "run" / "report" / "index.html").read_text()
 
 
 def test_offsets_rules_apply_without_unclean_election(tmp_path, spark):
