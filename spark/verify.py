@@ -227,10 +227,17 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
     finally:
         scanned.release()
-    reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
-    reject_sparse_seqs(run_dir, P, lw.tables["seqs"])
-    torn = sum(info["torn"] for _, info in ledgers.values())
-    summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
+    # The report's first lost or duplicated records are named by a job of their own, which runs
+    # while the driver checks and sums what the passes found.
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    named = pool.submit(checker.examples, P, A, ident)
+    try:
+        reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
+        reject_sparse_seqs(run_dir, P, lw.tables["seqs"])
+        torn = sum(info["torn"] for _, info in ledgers.values())
+        summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     if summary["counts"]["produced"] == 0:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     summary["run"] = run_dir if remote else Path(run_dir).name
@@ -244,6 +251,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         summary.update(mirrors.check(spark, run_dir, topology, summary["faults"], read_failovers(run_dir, spark=spark),
                                      read_mirror_waits(run_dir, spark=spark), read_mirror_events(run_dir, spark=spark),
                                      rows=summary["counts"]["produced"]))
+    summary["examples"] = named.result()
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
     if home:
