@@ -117,8 +117,8 @@ def examples(P: DataFrame, A: DataFrame, ident: Identities) -> list[dict]:
     """The first lost or duplicated records (the identity pass's examples, earliest send first)
     named as the report lists them: producer, seq, where it was acknowledged (topic, partition,
     offset) and the offsets the log holds it at. One job reads both ledgers again, filtered on
-    the examples' seqs (and send times) before any name is hashed: at 10M records that costs
-    about a tenth of a full join on the hashed names."""
+    the examples' seqs (and send times) before any name is hashed: in a cold 10M verify 1.5 s,
+    where a join on every row's hashed name took 2.8 s."""
     if not ident.examples:
         return []
     spark = P.sparkSession
