@@ -104,7 +104,7 @@ class AckTimeline:
                 break
         return best
 
-    def back_after(self, start: int, end: int) -> int | None:
+    def back_after(self, start: int, end: int | None) -> int | None:
         """The partition's first ack "again": the end of the longest gap overlapping the fault when
         that gap is an outage (OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL), else its first ack at or after
         the start (it never stopped). Without the outage test, a partition that never stopped
@@ -112,7 +112,10 @@ class AckTimeline:
         the heal. The gaps are those between consecutive acks with the later one at or after the
         start and the earlier one at or before the end; once the first is found, only gaps into a
         new word can be an outage (a gap inside a word is under WORD_MS < OUTAGE_MIN_MS), so
-        words are not walked bit by bit (10M records: 360k acks inside a 30 s fault)."""
+        words are not walked bit by bit (10M records: 360k acks inside a 30 s fault). A partition
+        that falls silent for good before the heal (`end`; None: never healed) is not back."""
+        healed = end is not None
+        end = end if healed else 2**62
         best = first = prev = None
         for word, mask in self.words:
             if prev is not None and prev > end:
@@ -139,6 +142,8 @@ class AckTimeline:
         if best is None:
             return None
         normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * self.max_gap(until=start))
+        if healed and prev <= end and end - prev > max(normal, best[0]):
+            return None  # silent from its last ack to the heal: an outage it never came back from
         return best[1] if best[0] > normal else first
 
 
@@ -151,7 +156,7 @@ def recovery(timelines: dict[tuple, AckTimeline], partitions: int, faults: list[
     out = []
     for f in faults:
         start, end = f["start_ms"], f.get("end_ms")
-        backs = [b for b in (t.back_after(start, end or 2**62) for t in timelines.values()) if b is not None]
+        backs = [b for b in (t.back_after(start, end) for t in timelines.values()) if b is not None]
         rec = (max(backs) - start) if backs and len(backs) == partitions else None
         held = None if end is None else end - start
         out.append({"recovery_ms": rec, "held_ms": held,

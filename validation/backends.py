@@ -1,12 +1,15 @@
 """Producer clients behind one small interface, so the same sequencing and ledger run on either
 (`send` takes optional record headers: a list of (name, bytes)):
 
-* `kafka-python` (default): pure Python, its own I/O thread calls back.
-* `confluent`: confluent-kafka (librdkafka in C); callbacks run in our thread inside `service()`.
-  Several times faster on this machine (tests/benchmarks/workload_vs_perftest.py).
+* `confluent` (default): confluent-kafka (librdkafka in C); a thread of ours serves its callbacks
+  as they come. At the drill's 200 records/s a producer costs ~3 % of a core, against ~20 % for
+  kafka-python (tests/benchmarks/quiet_lab.py), and it is 3x faster flat out
+  (tests/benchmarks/workload_vs_perftest.py).
+* `kafka-python`: pure Python, its own I/O thread calls back.
 """
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 from typing import Callable
@@ -19,9 +22,7 @@ Settle = Callable[[int, str, "int | None", "str | None"], None]
 
 
 class KafkaPythonClient:
-    calls_back_in_service = False
-
-    def __init__(self, cfg: dict, settle: Settle):
+    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None] = lambda why: None):
         from kafka import KafkaProducer
 
         self.settle = settle
@@ -57,9 +58,6 @@ class KafkaPythonClient:
     def _err(self, seq: int, exc: BaseException) -> None:
         self.settle(seq, outcomes.classify(exc, self.retries), None, outcomes.describe(exc))
 
-    def service(self) -> None:
-        pass  # kafka-python calls back from its own thread
-
     def flush(self, timeout_s: float) -> None:
         self.p.flush(timeout=timeout_s)
 
@@ -68,12 +66,10 @@ class KafkaPythonClient:
 
 
 class ConfluentClient:
-    calls_back_in_service = True
-
-    def __init__(self, cfg: dict, settle: Settle):
+    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None] = lambda why: None):
         from confluent_kafka import Producer
 
-        self.settle = settle
+        self.settle, self.on_failure, self.failed = settle, on_failure, None
         self.retries = int(cfg["retries"])
         self.p = Producer({
             "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
@@ -82,9 +78,28 @@ class ConfluentClient:
             "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
             "batch.size": int(cfg["batch_size"]), "max.in.flight": int(cfg["max_in_flight"]),
             "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
+            # librdkafka leaves Nagle on (Kafka's Java client turns it off). With acks=all the
+            # broker's TCP ack rides on a late response, so the next request waits for it: at 5 ms
+            # one way and 600 records/s that queue made p50 128 ms instead of about 25 ms.
+            "socket.nagle.disable": True,
             **clients.librdkafka_security(clients.resolve_security(cfg)),
         })
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
+        # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs
+        # (Message.latency() too is measured then). So one thread blocks in poll() and serves
+        # each answer as it arrives: polling every 64 sends put ~160 ms into every latency.
+        self._closing = threading.Event()
+        self._poller = threading.Thread(target=self._serve_answers, daemon=True, name="delivery reports")
+        self._poller.start()
+
+    def _serve_answers(self) -> None:
+        try:
+            while not self._closing.is_set():
+                self.p.poll(0.1)
+        except BaseException as exc:  # a callback raised: no answer would ever be served again
+            self.failed = f"serving librdkafka's answers failed: {type(exc).__name__}: {exc}"
+            self.on_failure(self.failed)
+            raise
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
         try:
@@ -110,13 +125,12 @@ class ConfluentClient:
             except BufferError:  # local queue full: serve callbacks, then retry the same record
                 self.p.poll(0.05)
 
-    def service(self) -> None:
-        self.p.poll(0)
-
     def flush(self, timeout_s: float) -> None:
-        self.p.flush(timeout_s)  # serves the remaining callbacks
+        self.p.flush(timeout_s)  # waits for the answers (either thread may serve the last ones)
 
     def close(self) -> None:
+        self._closing.set()
+        self._poller.join(timeout=1)
         self.p.flush(0)
 
 

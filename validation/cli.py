@@ -31,8 +31,9 @@ def register(sub) -> None:
     p.add_argument("--delivery-timeout-ms", type=int, default=30000)
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=16384)
-    p.add_argument("--client", choices=["kafka-python", "confluent"], default="kafka-python",
-                   help="producer backend (same ledger); confluent-kafka is several times faster")
+    p.add_argument("--client", choices=["kafka-python", "confluent"], default="confluent",
+                   help="producer backend (same ledger): confluent-kafka (librdkafka, the default) costs a "
+                        "fraction of kafka-python's CPU per record")
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
     p.add_argument("--create-topic", action=argparse.BooleanOptionalAction, default=True,
                    help="create a missing topic with the stack's settings (default) or refuse")

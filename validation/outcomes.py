@@ -43,8 +43,10 @@ def classify_librdkafka(err, retries: int) -> str:
     """The same rules for confluent-kafka's KafkaError codes."""
     from confluent_kafka import KafkaError as K
 
-    rejected = {K.NOT_ENOUGH_REPLICAS, K.MSG_SIZE_TOO_LARGE, K.INVALID_REQUIRED_ACKS, K.TOPIC_AUTHORIZATION_FAILED,
-                K._UNKNOWN_PARTITION, K._UNKNOWN_TOPIC, K._MSG_SIZE_TOO_LARGE}
+    # The broker's refusals of REJECTED_BEFORE_APPEND, and librdkafka's own for a partition or
+    # topic it does not know (nothing was sent).
+    rejected = {K.NOT_ENOUGH_REPLICAS, K.MSG_SIZE_TOO_LARGE, K.RECORD_LIST_TOO_LARGE, K.INVALID_REQUIRED_ACKS,
+                K.TOPIC_AUTHORIZATION_FAILED, K._UNKNOWN_PARTITION, K._UNKNOWN_TOPIC}
     if err.code() == K.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
         return "info"
     if err.code() in rejected:

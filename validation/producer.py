@@ -29,10 +29,7 @@ class SequencedProducer:
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
         self.lock = threading.Lock()
         self.broken: str | None = None
-        self.client = BACKENDS[cfg.get("client", "kafka-python")](cfg, self._settle)
-        # Callbacks that run inside service() (confluent) are written in one append after it
-        # returns: same durability (the row is written before we send anything else).
-        self.deferred: list[str] | None = [] if self.client.calls_back_in_service else None
+        self.client = BACKENDS[cfg.get("client", "confluent")](cfg, self._settle, self._client_failed)
         self.partitions = self.client.partition_count(self.topic, cfg["bootstrap_timeout_ms"] / 1000)
         if not self.partitions:
             raise SystemExit(f"producer {self.pid}: topic {self.topic!r} has no partitions visible")
@@ -48,7 +45,7 @@ class SequencedProducer:
             "producer_id": self.pid, "topic": self.topic, "dc": self.dc, "cluster": self.cluster,
             "keys": [k for k, _ in self.keys], "partitions": [p for _, p in self.keys]})
 
-    # -- outcomes (kafka-python: its I/O thread; confluent: our thread, inside service()) ----------
+    # -- outcomes (called back from the client's thread: kafka-python's I/O thread, or ours) -----
     def _settle(self, seq: int, status: str, offset: int | None, error: str | None) -> None:
         if status == "ok" and (offset is None or offset < 0):
             # acks=0: the client hears nothing back (its offset is -1), so nothing was acknowledged.
@@ -65,10 +62,12 @@ class SequencedProducer:
                 f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
                 f'"offset":{"null" if offset is None else offset},'
                 f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}' + self.tail)
-        if self.deferred is not None:
-            self.deferred.append(line)
-        else:
-            self._write(line, 1)
+        self._write(line, 1)
+
+    def _client_failed(self, why: str) -> None:
+        """The client can no longer answer: stop sending, and exit 1 saying why."""
+        self.broken = why
+        self.stop.event.set()
 
     def _write(self, text: str, n_rows: int) -> None:
         try:
@@ -76,12 +75,6 @@ class SequencedProducer:
         except LedgerError as exc:
             self.broken = str(exc)
             self.stop.event.set()
-
-    def _service(self) -> None:
-        self.client.service()
-        if self.deferred:
-            lines, self.deferred = self.deferred, []
-            self._write("".join(lines), len(lines))
 
     def _send(self, seq: int) -> None:
         k = seq % self.cfg["keys"]
@@ -116,14 +109,11 @@ class SequencedProducer:
                     continue
             self._send(seq)
             seq += 1
-            if seq % 64 == 0:
-                self._service()
             if time.monotonic() - last_report > 1.0:
                 self._report()
                 last_report = time.monotonic()
         # Let in-flight records resolve, then record the rest as indeterminate: never drop a row.
         self.client.flush(cfg["delivery_timeout_ms"] / 1000 + 5)
-        self._service()
         self.client.close()
         with self.lock:
             leftover = list(self.pending)

@@ -15,6 +15,7 @@ from pathlib import Path
 from infra.constants import ACKS, WORKLOAD_GROUP, child_env
 from infra.inventory import Inventory, InventoryHost
 from record import DrillRecord
+from validation import consumer
 
 
 @dataclass
@@ -38,7 +39,9 @@ class WorkloadSpec:
     group: str = WORKLOAD_GROUP
     bootstrap_timeout_ms: int = 10000
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
-    client: str = "kafka-python"  # producer backend: kafka-python | confluent (validation/backends.py)
+    client: str = "confluent"  # producer backend: confluent | kafka-python (validation/backends.py)
+    fetch_min_bytes: int = consumer.FETCH_MIN_BYTES  # a consumer's fetch returns at this many bytes ...
+    fetch_max_wait_ms: int = consumer.FETCH_MAX_WAIT_MS  # ... or after this long
 
     def validate(self, inventory: Inventory) -> None:
         for name in ("rate", "duration_s", "count", "record_size", "producers"):

@@ -25,7 +25,7 @@ def test_max_gap_inside_and_across_words():
 def test_recovery_is_the_slowest_partitions_first_ack_after_the_longest_overlapping_gap():
     fault = {"start_ms": 2000, "end_ms": 4000}
     timelines = {("t", 0): AckTimeline(words(1990, 1995, 5200, 5201)),   # outage 1995 -> 5200
-                 ("t", 1): AckTimeline(words(1999, 2600, 2601))}         # back at 2600
+                 ("t", 1): AckTimeline(words(1999, 2600, 2601, *range(3100, 5400, 500)))}  # back at 2600
     [r] = recovery(timelines, 2, [fault])
     assert r == {"recovery_ms": 3200, "held_ms": 2000, "writes_continued": False,  # back after the heal
                  "partitions_acking_after_start": 2, "partitions": 2}
@@ -49,8 +49,22 @@ def test_a_partition_that_never_stopped_recovers_at_its_first_ack_after_the_star
     assert r["recovery_ms"] == 0                                  # an ack at 2000 itself
     slow = AckTimeline(words(*range(0, 2001, 700), 2500, 4500))   # normal gap 700: 2000 -> 4500 is an outage
     assert slow.max_gap(until=2000) == 700 and slow.back_after(2000, 4000) == 4500
-    calm = AckTimeline(words(1000, 1100, 1500, 1900, 2010, 2960))  # 950 ms: over twice the normal 400,
+    calm = AckTimeline(words(1000, 1100, 1500, 1900, 2010, 2960, 3900))  # 950 ms: over twice the normal 400,
     assert calm.back_after(2000, 4000) == 2010                      # but under a second: no outage
+
+
+def test_a_partition_silent_from_early_in_the_fault_to_the_heal_is_not_back():
+    """A confluent drill whose producers stopped hearing back 2 s into a 36 s kill-dc: the acks
+    still in flight at the start made every partition 'back' 1 ms after it, so writes 'continued'."""
+    fault = {"start_ms": 2000, "end_ms": 38000}
+    stalled = AckTimeline(words(*range(0, 2001, 5), 2001, 2030))   # in-flight answers, then nothing
+    assert stalled.back_after(2000, 38000) is None
+    [r] = recovery({("t", 0): stalled}, 1, [fault])
+    assert r["recovery_ms"] is None and not r["writes_continued"]
+    # Never healed (no end): the same acks are no evidence of an outage yet.
+    assert stalled.back_after(2000, None) == 2000
+    # Silent for less than an outage before the heal: still writing.
+    assert AckTimeline(words(*range(0, 2001, 5), 2500)).back_after(2000, 3000) == 2000
 
 
 def test_gaps_and_recovery_match_a_plain_walk_over_every_ack():
@@ -66,6 +80,8 @@ def test_gaps_and_recovery_match_a_plain_walk_over_every_ack():
             return None
         gap, nxt = max(((t - p, -t) for p, t in pairs))
         normal = max(OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL * plain_max_gap([a for a in acks if a <= start]))
+        if acks[-1] <= end and end - acks[-1] > max(normal, gap):
+            return None
         return -nxt if gap > normal else pairs[0][1]
 
     def plain_max_gap(acks):

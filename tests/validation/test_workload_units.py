@@ -21,6 +21,28 @@ def test_outcome_classification(exc, retries, expected):
     assert outcomes.classify(exc, retries) == expected
 
 
+def _rd(name: str):
+    from confluent_kafka import KafkaError
+    return KafkaError(getattr(KafkaError, name))
+
+
+@pytest.mark.parametrize("code,retries,expected", [
+    ("NOT_ENOUGH_REPLICAS", 0, "fail"),
+    ("NOT_ENOUGH_REPLICAS", 3, "info"),
+    ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", 0, "info"),
+    ("MSG_SIZE_TOO_LARGE", 0, "fail"),
+    ("RECORD_LIST_TOO_LARGE", 0, "fail"),
+    ("TOPIC_AUTHORIZATION_FAILED", 0, "fail"),
+    ("_UNKNOWN_PARTITION", 0, "fail"),
+    ("NOT_LEADER_FOR_PARTITION", 0, "info"),
+    ("_MSG_TIMED_OUT", 0, "info"),   # the delivery timeout: it may have been written
+    ("REQUEST_TIMED_OUT", 0, "info"),
+    ("_TRANSPORT", 0, "info"),
+])
+def test_librdkafka_outcome_classification(code, retries, expected):
+    assert outcomes.classify_librdkafka(_rd(code), retries) == expected
+
+
 def test_record_value_carries_identity_and_size():
     v = clients.encode_value("p7", 42, 123456, 100)
     assert len(v) >= 100 - 8 and clients.decode_value(v) == ("p7", 42, 123456)
