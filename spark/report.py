@@ -200,6 +200,11 @@ def _examples(summary: dict) -> str:
             + html_table(rows, EXAMPLE_COLUMNS))
 
 
+# A baseline this many times the network's predicted part is queueing, not the network (README:
+# "Produce latency ... predicted beside measured").
+QUEUED_OVER_NETWORK = 2
+
+
 def _latency(summary: dict) -> str:
     """The produce latency the model predicts at the stack's links, beside what each phase measured."""
     topo, baseline = summary["topology"], summary.get("baseline") or {}
@@ -213,6 +218,10 @@ def _latency(summary: dict) -> str:
     if baseline.get("p50_ms") is not None:
         parts.append(f"baseline before the fault p50 {baseline['p50_ms']} ms, p99 {baseline['p99_ms']} ms"
                      + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s)"))
+        if acks == "all" and predicted and predicted[1] > 0 and baseline["p50_ms"] > QUEUED_OVER_NETWORK * predicted[1]:
+            parts.append("over twice the network's part: a broker serves one request per connection at a time, "
+                         "so a producer's pipelined acks=all requests wait a replication round each (fewer, "
+                         "larger requests shorten the queue: linger.ms near the round trip, or max.in.flight 1)")
     parts += [f"{p['phase']}: p50 {p['latency_p50_ms']} ms, p99 {p['latency_p99_ms']} ms" for p in summary["phases"]
               if p.get("latency_p50_ms") is not None]
     return f"<h2>Produce latency</h2><p>{html.escape('; '.join(parts) or 'no acknowledged record')}</p>"
