@@ -2,8 +2,8 @@
 (`send` takes optional record headers: a list of (name, bytes)):
 
 * `confluent` (default): confluent-kafka (librdkafka in C); a thread of ours serves its callbacks
-  as they come. At the drill's 200 records/s a producer costs ~3 % of a core, against ~20 % for
-  kafka-python (tests/benchmarks/quiet_lab.py), and it is 3x faster flat out
+  as they come. At the drill's 200 records/s a producer costs ~3 % of a core, against 13 to 18 %
+  for kafka-python (tests/benchmarks/quiet_lab.py), and it is 1.5x faster flat out
   (tests/benchmarks/workload_vs_perftest.py).
 * `kafka-python`: pure Python, its own I/O thread calls back.
 """
@@ -22,7 +22,8 @@ Settle = Callable[[int, str, "int | None", "str | None"], None]
 
 
 class KafkaPythonClient:
-    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None] = lambda why: None):
+    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None]):
+        # on_failure: the confluent client's; kafka-python's own I/O thread has no such failure
         from kafka import KafkaProducer
 
         self.settle = settle
@@ -66,10 +67,10 @@ class KafkaPythonClient:
 
 
 class ConfluentClient:
-    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None] = lambda why: None):
+    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None]):
         from confluent_kafka import Producer
 
-        self.settle, self.on_failure, self.failed = settle, on_failure, None
+        self.settle, self.on_failure = settle, on_failure
         self.retries = int(cfg["retries"])
         self.p = Producer({
             "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
@@ -96,8 +97,7 @@ class ConfluentClient:
             while not self._closing.is_set():
                 self.p.poll(0.1)
         except BaseException as exc:  # a callback raised: no answer would ever be served again
-            self.failed = f"serving librdkafka's answers failed: {type(exc).__name__}: {exc}"
-            self.on_failure(self.failed)
+            self.on_failure(f"serving librdkafka's answers failed: {type(exc).__name__}: {exc}")
             raise
 
     def partition_count(self, topic: str, timeout_s: float) -> int:

@@ -24,14 +24,6 @@ from validation import clients
 # of every kill-dc drill. Fresh metadata every 5 s ends the loop within seconds.
 METADATA_MAX_AGE_MS = 5000
 
-# Each fetch that returns costs the broker a request and this process a poll and a commit. With
-# the defaults (return on the first byte) two consumers cost the lab's brokers about 20 % of a
-# core at the drill's 600 records/s (tests/benchmarks/quiet_lab.py). Waiting for 64 KiB or
-# 200 ms makes that a few fetches a second; consume_ms is later by at most the wait, and no
-# produce latency depends on it.
-FETCH_MIN_BYTES = 64 * 1024
-FETCH_MAX_WAIT_MS = 200
-
 
 def run(cfg: dict, stop: clients.StopFlag) -> int:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
@@ -66,8 +58,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
                     enable_auto_commit=False, auto_offset_reset=cfg.get("auto_offset_reset", "earliest"), client_rack=dc,
                     session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
                     bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000,
-                    fetch_min_bytes=int(cfg.get("fetch_min_bytes", FETCH_MIN_BYTES)),
-                    fetch_max_wait_ms=int(cfg.get("fetch_max_wait_ms", FETCH_MAX_WAIT_MS)),
+                    fetch_min_bytes=int(cfg["fetch_min_bytes"]), fetch_max_wait_ms=int(cfg["fetch_max_wait_ms"]),
                     metadata_max_age_ms=METADATA_MAX_AGE_MS, **clients.resolve_security(cfg))
                 consumer.subscribe([cfg["topic"]], listener=Listener())
             batch = consumer.poll(timeout_ms=500)

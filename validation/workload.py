@@ -15,7 +15,6 @@ from pathlib import Path
 from infra.constants import ACKS, WORKLOAD_GROUP, child_env
 from infra.inventory import Inventory, InventoryHost
 from record import DrillRecord
-from validation import consumer
 
 
 @dataclass
@@ -40,8 +39,12 @@ class WorkloadSpec:
     bootstrap_timeout_ms: int = 10000
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
     client: str = "confluent"  # producer backend: confluent | kafka-python (validation/backends.py)
-    fetch_min_bytes: int = consumer.FETCH_MIN_BYTES  # a consumer's fetch returns at this many bytes ...
-    fetch_max_wait_ms: int = consumer.FETCH_MAX_WAIT_MS  # ... or after this long
+    # A consumer's fetch returns at fetch_min_bytes or after fetch_max_wait_ms. Each return costs
+    # a broker request, a poll and a commit: returning on the first byte, two consumers cost the
+    # lab's brokers about 20 % of a core at the drill's 600 records/s (tests/benchmarks/quiet_lab.py).
+    # consume_ms is later by at most the wait; no produce latency depends on it.
+    fetch_min_bytes: int = 64 * 1024
+    fetch_max_wait_ms: int = 200
 
     def validate(self, inventory: Inventory) -> None:
         for name in ("rate", "duration_s", "count", "record_size", "producers"):

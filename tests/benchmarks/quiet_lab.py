@@ -119,20 +119,23 @@ def wait_isr(inv, timeout_s: float = 120.0) -> None:
     raise SystemExit("the cluster did not become healthy after the broker roll")
 
 
-def warm(inv, cfg: dict, seconds: float) -> None:
-    """The same load, unmeasured, on a topic of its own."""
-    spec = wl.WorkloadSpec(topic=f"dcdrill-quiet-warm-{int(time.time())}", duration_s=seconds, **cfg["spec"])
+def start_load(inv, cfg: dict, seconds: float, name: str) -> tuple[Path, wl.Workload]:
+    """The setting's workload for `seconds`, on a topic and in a record folder of its own."""
+    spec = wl.WorkloadSpec(topic=f"dcdrill-{name}-{int(time.time())}", duration_s=seconds, **cfg["spec"])
     wl.ensure_topic(inv, spec)
-    w = wl.Workload(Path(tempfile.mkdtemp(prefix="dcdrill-quiet-warm-")), inv, spec).start()
+    run = Path(tempfile.mkdtemp(prefix=f"dcdrill-{name}-"))
+    return run, wl.Workload(run, inv, spec).start()
+
+
+def warm(inv, cfg: dict, seconds: float) -> None:
+    """The same load, unmeasured."""
+    _, w = start_load(inv, cfg, seconds, "quiet-warm")
     w.wait_producers(progress=False)
     w.stop()
 
 
 def measure(inv, name: str, cfg: dict, seconds: float, warmup: float) -> dict:
-    spec = wl.WorkloadSpec(topic=f"dcdrill-quiet-{int(time.time())}", duration_s=seconds, **cfg["spec"])
-    wl.ensure_topic(inv, spec)
-    run = Path(tempfile.mkdtemp(prefix="dcdrill-quiet-"))
-    w = wl.Workload(run, inv, spec).start()
+    run, w = start_load(inv, cfg, seconds, "quiet")
     marks: dict[str, tuple] = {}
     timer = threading.Timer(warmup, lambda: marks.setdefault("a", (time.time(), cpu_ticks(), kind_ticks())))
     timer.start()
