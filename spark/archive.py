@@ -12,9 +12,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pyspark.sql import types as T
+
 from infra.constants import SOURCE
 from spark import verify
 from spark.cds import archive_path
+from spark.ledgers import SCHEMAS
 
 
 def _record(run: Path) -> None:
@@ -43,7 +46,10 @@ def exercise(tmp: Path) -> None:
     for name in ("topology.json", "faults.jsonl"):
         (tmp / "parquet" / name).write_bytes((tmp / "jsonl" / name).read_bytes())
     for kind in ("produced", "audit", "consumed"):
-        spark.read.json(str(tmp / "jsonl" / kind)).coalesce(1).write.parquet(str(tmp / "parquet" / f"{kind}.tmp"))
+        # RECORD.md's types, so that the scan reads this copy batch by batch (spark/jvm/Columnar.java)
+        schema = T.StructType([T.StructField(c, t) for c, t in SCHEMAS[kind].items()])
+        spark.read.schema(schema).json(str(tmp / "jsonl" / kind)).coalesce(1).write \
+            .parquet(str(tmp / "parquet" / f"{kind}.tmp"))
         (tmp / "parquet" / kind).mkdir()
         for f in (tmp / "parquet" / f"{kind}.tmp").glob("*.parquet"):
             f.rename(tmp / "parquet" / kind / f.name)
@@ -61,6 +67,9 @@ def build() -> Path:
         subprocess.run([sys.executable, "-m", "spark.archive", "--exercise", tmp], cwd=SOURCE, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     Path(str(path) + ".tmp").replace(path)
+    for stale in path.parent.glob("spark-cds-*.jsa"):  # archives for another JDK, pyspark or kernel jar
+        if stale != path:
+            stale.unlink()
     return path
 
 

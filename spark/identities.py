@@ -35,17 +35,6 @@ from spark.ledgers import bad_row_sql
 FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Identity.java)
 
 
-def narrow(P: DataFrame, A: DataFrame, C: DataFrame) -> DataFrame:
-    """Every row of the three ledgers as the scan reads them (spark/jvm/Scan.java numbers the
-    columns): 64-bit hashes instead of names (idh), the seq and the row's kind, a position only
-    where one was promised (acknowledged) or observed (audit, consumed); produced rows add where
-    they sit in the report's splits (send_ms, dt, partition) and what the producer pass needs
-    (ack_ms, tp, the DC and topic names), audit rows what reordering needs (g, tp, offset).
-    Bad rows get a null idh and their kind as seq, so they are counted per ledger, not matched."""
-    return narrow_ledger(P, "produced").unionByName(narrow_ledger(A, "audit")) \
-        .unionByName(narrow_ledger(C, "consumed"))
-
-
 # The types of the narrowed rows' optional columns: a ledger leaves null what it does not fill.
 # Their names and order are the scan's (Scan.COLUMNS), which narrow_ledger asks for by name.
 OPTIONAL = {"send_ms": "long", "dt": "long", "partition": "int", "ack_ms": "long", "tp": "long", "dc": "string",
@@ -66,7 +55,12 @@ GROUP_KEY = "xxhash64(topic, `partition`, producer_id)"
 
 
 def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
-    """One ledger's rows as the scan reads them (narrow). Built as SQL text, one call to the JVM
+    """One ledger's rows as the scan reads them: 64-bit hashes instead of names (idh), the seq and
+    the row's kind, a position only where one was promised (acknowledged) or observed (audit,
+    consumed); produced rows add where they sit in the report's splits (send_ms, dt, partition)
+    and what the producer pass needs (ack_ms, tp, the DC and topic names), audit rows what
+    reordering needs (g, tp, offset). Bad rows get a null idh and their kind as seq, so they are
+    counted per ledger, not matched (Scan.COLUMNS numbers the columns). Built as SQL text, one call to the JVM
     (the Column API made hundreds: 0.45 s of every verify)."""
     kinds = row_kinds(df.sparkSession)
     # The seq is in the position hash: equal hashes then mean "this record at this position",
@@ -90,13 +84,38 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
                            for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS])
 
 
-def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict]):
+# A Spark setting: "false" narrows every ledger in SQL, the reference the column-batch reading
+# (spark/jvm/Columnar.java) is tested against.
+COLUMNAR_SCAN = "spark.dcdrill.columnarScan"
+
+
+def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict],
+         plain: dict[str, DataFrame | None] | None = None):
     """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept.
+    `plain`: the ledgers as read, where ledgers.load found them plain Parquet; those are narrowed
+    batch by batch in the JVM (spark/jvm/Columnar.java), the others in SQL (narrow_ledger).
     Lazy: the screen runs it. Release it (`.release()`) when the identity pass is done."""
     from spark.rollup import WORD_MS
 
+    rows = None
+    for df, ledger in ((P, "produced"), (A, "audit"), (C, "consumed")):
+        some = ledger_rows(df, ledger, (plain or {}).get(ledger))
+        rows = some if rows is None else rows.union(some)
     starts, ends = fault_bounds(P.sparkSession, faults)
-    return P.sparkSession._jvm.dcdrill.Scan.run(narrow(P, A, C)._jdf, partitions, starts, ends, WORD_MS)
+    return P.sparkSession._jvm.dcdrill.Scan.run(rows, partitions, starts, ends, WORD_MS)
+
+
+def ledger_rows(df: DataFrame, ledger: str, plain: DataFrame | None):
+    """One ledger's narrowed rows, as the JVM's RDD: from Parquet's column batches when the
+    ledger is plain and Spark plans a columnar scan of it, else from the SQL narrowing."""
+    spark = df.sparkSession
+    kernels = spark._jvm.dcdrill
+    if plain is not None and spark.conf.get(COLUMNAR_SCAN, "true").lower() != "false":
+        columns = kernels.Columnar.PRODUCED if ledger == "produced" else kernels.Columnar.LOGGED
+        rows = kernels.Columnar.rows(plain.select(*columns)._jdf, ledger)
+        if rows is not None:
+            return rows
+    return kernels.Scan.narrowedRows(narrow_ledger(df, ledger)._jdf)
 
 
 BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer

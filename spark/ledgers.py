@@ -152,7 +152,9 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
 def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = None,
          copies: tuple[str, ...] = ()) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
-    {"files", "format", "torn", "empty"}; the checker counts bad rows in its first pass.
+    {"files", "format", "torn", "empty", "plain"}; the checker counts bad rows in its first pass.
+    "plain": for Parquet ledgers whose columns have RECORD.md's types and of which no row is
+    left out, the ledger as read (no cast, no added column); else None.
 
     `cluster`: a replicated stack's cluster whose rows these are (RECORD.md): its own audit file,
     audit/<cluster>.*, and the produced and consumed rows of its own clients (records written to
@@ -165,11 +167,11 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
     if not files:
         empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
         return spark.createDataFrame([], empty), \
-            {"files": [], "format": fmt, "torn": 0, "empty": True}
+            {"files": [], "format": fmt, "torn": 0, "empty": True, "plain": None}
     # the rows' own `cluster` column, read only where a cluster's rows are picked out of others'
     by_cluster = bool(cluster) and kind in ("produced", "consumed")
     if fmt == "parquet":
-        df = spark.read.parquet(*files)
+        df = raw = spark.read.parquet(*files)
         for col, typ in schema.items():
             if col not in df.columns:
                 raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")
@@ -178,6 +180,10 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
                                f"expected {typ.simpleString()}")
         if by_cluster and "cluster" in df.columns:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
+        # Read as it is (no column cast, no row left out), the scan may read its column batches
+        # (identities.scan): `plain` keeps the uncast ledger for that.
+        plain = raw if not by_cluster and not (copies and kind == "audit") and \
+            all(raw.schema[c].dataType == t for c, t in schema.items()) else None
         df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
         torn = 0
     else:
@@ -194,9 +200,10 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
         if spark.read.text(files).filter(F.ltrim("value").startswith("[")).limit(1).count():
             raise BadInput(locate_problem(spark, files, kind))
         torn = sum(torn_last_line(spark, f) for f in files)
+        plain = None
     if copies and kind == "audit":
         df = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
-    return df, {"files": files, "format": fmt, "torn": torn, "empty": False}
+    return df, {"files": files, "format": fmt, "torn": torn, "empty": False, "plain": plain}
 
 
 def _quote(prefix: str) -> str:

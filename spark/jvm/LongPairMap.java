@@ -46,6 +46,17 @@ final class LongPairMap {
         return remember(k1, k2, o);
     }
 
+    /** Offset of the key's state, or -1 when the key has none (nothing is added). */
+    int find(long k1, long k2) {
+        int i = mix(k1, k2) & mask;
+        while (used[i]) {
+            int o = i * width;
+            if (slots[o] == k1 && slots[o + 1] == k2) return o;
+            i = (i + 1) & mask;
+        }
+        return -1;
+    }
+
     private int remember(long k1, long k2, int o) {
         last1 = k1;
         last2 = k2;

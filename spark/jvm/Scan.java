@@ -64,11 +64,16 @@ public final class Scan {
         this.wordMs = wordMs;
     }
 
-    /** narrowed: the three ledgers' rows (columns above); faults: start and end of each (for the
-     *  producer pass's phases); wordMs: the acknowledgement word. Nothing runs until screen(). */
-    public static Scan run(Dataset<Row> narrowed, int minPartitions, long[] starts, long[] ends, int wordMs) {
+    /** A ledger's rows narrowed in SQL (spark/identities.py narrow_ledger), as run() reads them. */
+    public static JavaRDD<InternalRow> narrowedRows(Dataset<Row> narrowed) {
         requireColumns(narrowed);
-        JavaRDD<InternalRow> rows = narrowed.queryExecution().toRdd().toJavaRDD();
+        return narrowed.queryExecution().toRdd().toJavaRDD();
+    }
+
+    /** rows: the three ledgers' narrowed rows (columns above; narrowedRows or Columnar.rows);
+     *  faults: start and end of each (for the producer pass's phases); wordMs: the acknowledgement
+     *  word. Nothing runs until screen(). */
+    public static Scan run(JavaRDD<InternalRow> rows, int minPartitions, long[] starts, long[] ends, int wordMs) {
         int partitions = Screen.reducers(rows, minPartitions);
         JavaRDD<Object> kept = rows.mapPartitions(it -> new Task(it, partitions, starts, ends, wordMs))
                 .persist(StorageLevel.MEMORY_AND_DISK());

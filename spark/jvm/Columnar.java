@@ -1,0 +1,411 @@
+package dcdrill;
+
+import java.lang.reflect.Field;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
+import org.apache.spark.sql.execution.ColumnarToRowExec;
+import org.apache.spark.sql.execution.FileSourceScanExec;
+import org.apache.spark.sql.execution.FilterExec;
+import org.apache.spark.sql.execution.InputAdapter;
+import org.apache.spark.sql.execution.ProjectExec;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.WholeStageCodegenExec;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The scan's narrowing (spark/identities.py narrow_ledger) done on Parquet's column batches, for
+ * ledgers read as they are (no cast, no filter). Spark's own narrowing is a generated projection
+ * that hashes every row's producer id and topic and copies each row into an UnsafeRow; here a
+ * string's hash is taken once per Parquet dictionary entry, and each row is handed to the scan's
+ * folds in one reused row. A 10M-record scan: see docs/benchmarks.md. The SQL narrowing stays the
+ * reference (every other ledger goes through it); tests/spark/test_columnar.py checks that both
+ * give the same verdict, counts and tables, bad rows included.
+ */
+public final class Columnar {
+    /** The columns each ledger's rows are read with, by name (RECORD.md's; the rest are not needed). */
+    public static final String[] PRODUCED = {"producer_id", "seq", "topic", "partition", "send_ms", "status", "ack_ms",
+        "offset", "dc"};
+    public static final String[] LOGGED = {"topic", "partition", "offset", "producer_id", "seq"};  // audit, consumed
+
+    private static final long SEED = 42;  // Spark's xxhash64 seed
+    private static final StructType NARROWED = narrowedSchema();
+
+    private Columnar() {}
+
+    /** One ledger's narrowed rows, read batch by batch; null when Spark does not plan `ledger` as a
+     *  plain columnar Parquet scan (the caller then narrows in SQL). ledger: produced, audit or
+     *  consumed; `rows` must select that ledger's columns above, with RECORD.md's types. */
+    public static JavaRDD<InternalRow> rows(Dataset<Row> rows, String ledger) {
+        FileSourceScanExec scan = plainScan(rows.queryExecution().executedPlan(), false);
+        int[] at = scan == null ? null : columns(scan, ledger.equals("produced") ? PRODUCED : LOGGED);
+        if (at == null) return null;
+        int kind = switch (ledger) {
+            case "produced" -> Screen.P_OK;
+            case "audit" -> Screen.A_ROW;
+            case "consumed" -> Screen.C_ROW;
+            default -> throw new IllegalArgumentException("ledger " + ledger + " is none of produced, audit, consumed");
+        };
+        return scan.executeColumnar().toJavaRDD().mapPartitions(batches -> new Rows(batches, kind, at));
+    }
+
+    /** The rows of a plain produced or audit ledger that hold one of the identities (idhs[i],
+     *  seqs[i]), as JSON lines {idh, seq, producer_id, topic, partition, offset, ledger}, one string per
+     *  task: what the report names its examples with (spark/checker.py examples). Lazy; null when
+     *  the ledger is not plain. */
+    public static JavaRDD<String> find(Dataset<Row> rows, String ledger, long[] idhs, long[] seqs) {
+        FileSourceScanExec scan = plainScan(rows.queryExecution().executedPlan(), true);
+        boolean produced = ledger.equals("produced");
+        int[] at = scan == null ? null : columns(scan, produced ? PRODUCED : LOGGED);
+        if (at == null) return null;
+        // producer_id, seq, topic, partition, offset, by their place in PRODUCED or LOGGED
+        int[] pick = produced ? new int[] {at[0], at[1], at[2], at[3], at[7]} : new int[] {at[3], at[4], at[0], at[1], at[2]};
+        return scan.executeColumnar().toJavaRDD()
+                .mapPartitions(batches -> List.of(Finder.find(batches, ledger, pick, idhs, seqs)).iterator());
+    }
+
+    /** Where each of `wanted` sits among the scan's columns, or null when one is missing or not of
+     *  RECORD.md's type. */
+    static int[] columns(FileSourceScanExec scan, String[] wanted) {
+        int[] at = new int[wanted.length];
+        scala.collection.Iterator<Attribute> out = scan.output().iterator();
+        Map<String, Integer> index = new HashMap<>();
+        Map<String, DataType> types = new HashMap<>();
+        for (int i = 0; out.hasNext(); i++) {
+            Attribute a = out.next();
+            index.put(a.name(), i);
+            types.put(a.name(), a.dataType());
+        }
+        for (int i = 0; i < wanted.length; i++) {
+            Integer col = index.get(wanted[i]);
+            if (col == null || !types.get(wanted[i]).equals(type(wanted[i]))) return null;
+            at[i] = col;
+        }
+        return at;
+    }
+
+    /** The file scan under `plan` when nothing but columnar-to-row plumbing and plain column picks
+     *  sit above it: then its batches are the ledger's rows. `pruning`: filters are allowed too,
+     *  for the row groups their pushed-down bounds let Parquet skip; the batches then still hold
+     *  every row of the groups read, which the caller must check itself (find does). */
+    static FileSourceScanExec plainScan(SparkPlan plan, boolean pruning) {
+        while (true) {
+            if (plan instanceof FileSourceScanExec s) {
+                return s.supportsColumnar() && s.partitionFilters().isEmpty()
+                        && (pruning || s.dataFilters().isEmpty()) ? s : null;
+            } else if (plan instanceof WholeStageCodegenExec w) {
+                plan = w.child();
+            } else if (plan instanceof ColumnarToRowExec c) {
+                plan = c.child();
+            } else if (plan instanceof InputAdapter a) {
+                plan = a.child();
+            } else if (plan instanceof ProjectExec p && onlyColumns(p)) {
+                plan = p.child();
+            } else if (pruning && plan instanceof FilterExec f) {
+                plan = f.child();
+            } else {
+                return null;
+            }
+        }
+    }
+
+    private static boolean onlyColumns(ProjectExec p) {
+        scala.collection.Iterator<NamedExpression> it = p.projectList().iterator();
+        while (it.hasNext()) if (!(it.next() instanceof AttributeReference)) return false;
+        return true;
+    }
+
+    /** RECORD.md's type of a column read here. */
+    static DataType type(String column) {
+        return switch (column) {
+            case "partition" -> DataTypes.IntegerType;
+            case "producer_id", "topic", "status", "dc" -> DataTypes.StringType;
+            default -> DataTypes.LongType;
+        };
+    }
+
+    private static StructType narrowedSchema() {
+        StructField[] fields = new StructField[Scan.COLUMNS.length];
+        for (int i = 0; i < fields.length; i++) {
+            fields[i] = DataTypes.createStructField(Scan.COLUMNS[i], switch (i) {
+                case Scan.KIND -> DataTypes.ByteType;
+                case Scan.PART -> DataTypes.IntegerType;
+                case Scan.DC, Scan.TOPIC -> DataTypes.StringType;
+                default -> DataTypes.LongType;
+            }, true);
+        }
+        return new StructType(fields);
+    }
+
+    /** A batch's rows, narrowed one at a time into one reused row (the scan's folds read each row
+     *  before asking for the next). */
+    static final class Rows implements Iterator<InternalRow> {
+        private final Iterator<ColumnarBatch> batches;
+        private final int ledger;
+        private final int[] at;
+        private final SpecificInternalRow row = new SpecificInternalRow(NARROWED);
+        private final Strings producers = new Strings(), topics = new Strings(), statuses = new Strings(),
+                dcs = new Strings();
+        private ColumnVector c0, c1, c2, c3, c4, c5, c6, c7, c8;
+        private int i, n;
+
+        Rows(Iterator<ColumnarBatch> batches, int ledger, int[] at) {
+            this.batches = batches;
+            this.ledger = ledger;
+            this.at = at;
+        }
+
+        @Override public boolean hasNext() {
+            while (i >= n) {
+                if (!batches.hasNext()) return false;
+                ColumnarBatch b = batches.next();
+                n = b.numRows();
+                i = 0;
+                ColumnVector[] v = new ColumnVector[at.length];
+                for (int k = 0; k < at.length; k++) v[k] = b.column(at[k]);
+                if (ledger == Screen.P_OK) {
+                    c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4]; c5 = v[5]; c6 = v[6]; c7 = v[7]; c8 = v[8];
+                    producers.bind(c0); topics.bind(c2); statuses.bind(c5); dcs.bind(c8);
+                } else {
+                    c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4];
+                    topics.bind(c0); producers.bind(c3);
+                }
+            }
+            return true;
+        }
+
+        @Override public InternalRow next() {
+            if (!hasNext()) throw new NoSuchElementException();
+            int r = i++;
+            if (ledger == Screen.P_OK) produced(r);
+            else logged(r);
+            return row;
+        }
+
+        /** narrow_ledger's produced rows: bad_row_sql("produced"), then the kind from the status and
+         *  the hashes (the position only where ok promised an offset). */
+        private void produced(int r) {
+            // PRODUCED: producer_id 0, seq 1, topic 2, partition 3, send_ms 4, status 5, ack_ms 6, offset 7, dc 8
+            if (c0.isNullAt(r) || c1.isNullAt(r) || c2.isNullAt(r) || c3.isNullAt(r) || c4.isNullAt(r) || c5.isNullAt(r)) {
+                bad(Screen.P_BAD);
+                return;
+            }
+            long seq = c1.getLong(r), send = c4.getLong(r);
+            int partition = c3.getInt(r);
+            boolean hasAck = !c6.isNullAt(r), hasOffset = !c7.isNullAt(r);
+            long ack = hasAck ? c6.getLong(r) : 0, offset = hasOffset ? c7.getLong(r) : 0;
+            int kind = statuses.kind(r);
+            if (seq < 0 || partition < 0 || send < 0 || ack < 0 || offset < 0 || kind < 0
+                    || (kind == Screen.P_OK) != hasOffset) {
+                bad(Screen.P_BAD);
+                return;
+            }
+            long topic = topics.hash(r), tp = XXH64.hashInt(partition, topic);
+            row.setLong(Scan.IDH, producers.hash(r));
+            row.setLong(Scan.SEQ, seq);
+            row.setByte(Scan.KIND, (byte) kind);
+            if (kind == Screen.P_OK) row.setLong(Scan.POS, XXH64.hashLong(seq, XXH64.hashLong(offset, tp)));
+            else row.setNullAt(Scan.POS);
+            row.setLong(Scan.SEND, send);
+            row.setLong(Scan.DT, topics.hashWithSeed(r, dcs.hashOrEmpty(r)));
+            row.setInt(Scan.PART, partition);
+            if (hasAck) row.setLong(Scan.ACK, ack);
+            else row.setNullAt(Scan.ACK);
+            row.setLong(Scan.TP, tp);
+            if (c8.isNullAt(r)) row.setNullAt(Scan.DC);
+            else row.update(Scan.DC, dcs.text(r));
+            row.update(Scan.TOPIC, topics.text(r));
+        }
+
+        /** narrow_ledger's audit and consumed rows: a producer id and a seq are optional there (a
+         *  null producer id hashes to Spark's seed, as xxhash64(NULL) does). */
+        private void logged(int r) {
+            // LOGGED: topic 0, partition 1, offset 2, producer_id 3, seq 4
+            if (c0.isNullAt(r) || c1.isNullAt(r) || c2.isNullAt(r)) {
+                bad(ledger == Screen.A_ROW ? Screen.A_BAD : Screen.C_BAD);
+                return;
+            }
+            int partition = c1.getInt(r);
+            long offset = c2.getLong(r);
+            boolean hasSeq = !c4.isNullAt(r), hasProducer = !c3.isNullAt(r);
+            long seq = hasSeq ? c4.getLong(r) : 0;
+            if (partition < 0 || offset < 0 || seq < 0) {
+                bad(ledger == Screen.A_ROW ? Screen.A_BAD : Screen.C_BAD);
+                return;
+            }
+            long tp = XXH64.hashInt(partition, topics.hash(r)), pos = XXH64.hashLong(offset, tp);
+            row.setLong(Scan.IDH, hasProducer ? producers.hash(r) : SEED);
+            if (hasSeq) {
+                row.setLong(Scan.SEQ, seq);
+                pos = XXH64.hashLong(seq, pos);
+            } else {
+                row.setNullAt(Scan.SEQ);
+            }
+            row.setByte(Scan.KIND, (byte) ledger);
+            row.setLong(Scan.POS, pos);
+            if (ledger == Screen.A_ROW) {
+                row.setLong(Scan.TP, tp);
+                row.setLong(Scan.G, hasProducer ? XXH64.hashUTF8String(c3.getUTF8String(r), tp) : tp);
+                row.setLong(Scan.OFFSET, offset);
+            }
+        }
+
+        private void bad(int kind) {
+            row.setNullAt(Scan.IDH);
+            row.setLong(Scan.SEQ, kind);
+            row.setByte(Scan.KIND, (byte) kind);
+        }
+    }
+
+    /** One task of find(): a row's seq is looked up first, its producer id hashed only then. */
+    static final class Finder {
+        static String find(Iterator<ColumnarBatch> batches, String ledger, int[] pick, long[] idhs, long[] seqs) {
+            LongPairMap wanted = new LongPairMap(2, idhs.length);
+            for (int i = 0; i < idhs.length; i++) wanted.at(idhs[i], seqs[i]);
+            long[] sorted = Arrays.stream(seqs).distinct().sorted().toArray();
+            Strings producers = new Strings(), topics = new Strings();
+            StringBuilder out = new StringBuilder();
+            while (batches.hasNext()) {
+                ColumnarBatch b = batches.next();
+                ColumnVector producer = b.column(pick[0]), seq = b.column(pick[1]), topic = b.column(pick[2]),
+                        partition = b.column(pick[3]), offset = b.column(pick[4]);
+                producers.bind(producer);
+                topics.bind(topic);
+                for (int r = 0, n = b.numRows(); r < n; r++) {
+                    if (seq.isNullAt(r) || Arrays.binarySearch(sorted, seq.getLong(r)) < 0 || producer.isNullAt(r)) continue;
+                    long idh = producers.hash(r), s = seq.getLong(r);
+                    if (wanted.find(idh, s) < 0) continue;
+                    out.append("{\"idh\":").append(idh).append(",\"seq\":").append(s)
+                       .append(",\"producer_id\":").append(ProducerPass.quote(producers.text(r).toString()))
+                       .append(",\"topic\":").append(topic.isNullAt(r) ? "null" : ProducerPass.quote(topics.text(r).toString()))
+                       .append(",\"partition\":").append(partition.isNullAt(r) ? "null" : String.valueOf(partition.getInt(r)))
+                       .append(",\"offset\":").append(offset.isNullAt(r) ? "null" : String.valueOf(offset.getLong(r)))
+                       .append(",\"ledger\":\"").append(ledger).append("\"}\n");
+                }
+            }
+            return out.toString();
+        }
+    }
+
+    /** One string column of the current batch: its values' hashes, texts and (status) kinds, taken
+     *  once per Parquet dictionary entry while the column chunk is dictionary-encoded. */
+    static final class Strings {
+        private static final Field DICTIONARY = dictionaryField();
+        private static final long EMPTY = XXH64.hashUTF8String(UTF8String.EMPTY_UTF8, SEED);
+        private ColumnVector v;
+        private WritableColumnVector ids;   // the dictionary ids, or null: values decoded already
+        private Object dictionary;          // the dictionary the caches below belong to
+        private long[] hashes = new long[0];
+        private boolean[] hashed = new boolean[0];
+        private UTF8String[] texts = new UTF8String[0];
+        private byte[] kinds = new byte[0];  // status kind + 2 (none: 1); 0: not looked up yet
+
+        void bind(ColumnVector column) {
+            v = column;
+            ids = null;
+            if (DICTIONARY != null && column instanceof WritableColumnVector w && w.hasDictionary()) {
+                Object d;
+                try {
+                    d = DICTIONARY.get(w);
+                } catch (IllegalAccessException e) {
+                    return;
+                }
+                ids = w.getDictionaryIds();
+                if (d != dictionary) {  // a new column chunk: a new dictionary
+                    dictionary = d;
+                    Arrays.fill(hashed, false);
+                    Arrays.fill(texts, null);
+                    Arrays.fill(kinds, (byte) 0);
+                }
+            }
+        }
+
+        private int id(int r) {
+            int id = ids.getDictId(r);
+            if (id >= hashed.length) {
+                int size = Math.max(id + 1, 2 * hashed.length);
+                hashes = Arrays.copyOf(hashes, size);
+                hashed = Arrays.copyOf(hashed, size);
+                texts = Arrays.copyOf(texts, size);
+                kinds = Arrays.copyOf(kinds, size);
+            }
+            return id;
+        }
+
+        /** Spark's xxhash64 of the value alone. */
+        long hash(int r) {
+            if (ids == null) return XXH64.hashUTF8String(v.getUTF8String(r), SEED);
+            int id = id(r);
+            if (!hashed[id]) {
+                hashes[id] = XXH64.hashUTF8String(v.getUTF8String(r), SEED);
+                hashed[id] = true;
+            }
+            return hashes[id];
+        }
+
+        /** The value's hash chained after `seed` (xxhash64(a, b) is b's hash seeded with a's). */
+        long hashWithSeed(int r, long seed) {
+            return XXH64.hashUTF8String(text(r), seed);
+        }
+
+        /** xxhash64(coalesce(value, '')). */
+        long hashOrEmpty(int r) {
+            return v.isNullAt(r) ? EMPTY : hash(r);
+        }
+
+        UTF8String text(int r) {
+            if (ids == null) return v.getUTF8String(r);
+            int id = id(r);
+            if (texts[id] == null) texts[id] = v.getUTF8String(r).clone();
+            return texts[id];
+        }
+
+        /** The produced row kind of a status; -1 for none of ok, fail, info. */
+        int kind(int r) {
+            if (ids == null) return statusKind(v.getUTF8String(r));
+            int id = id(r);
+            if (kinds[id] == 0) kinds[id] = (byte) (statusKind(v.getUTF8String(r)) + 2);
+            return kinds[id] - 2;
+        }
+
+        private static final UTF8String OK = UTF8String.fromString("ok"), FAIL = UTF8String.fromString("fail"),
+                INFO = UTF8String.fromString("info");
+
+        static int statusKind(UTF8String s) {
+            if (s.equals(OK)) return Screen.P_OK;
+            if (s.equals(FAIL)) return Screen.P_FAIL;
+            if (s.equals(INFO)) return Screen.P_INFO;
+            return -1;
+        }
+
+        private static Field dictionaryField() {
+            try {
+                Field f = WritableColumnVector.class.getDeclaredField("dictionary");
+                f.setAccessible(true);
+                return f;
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return null;  // no dictionary shortcut: every value is hashed
+            }
+        }
+    }
+}
