@@ -171,7 +171,9 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
     # the rows' own `cluster` column, read only where a cluster's rows are picked out of others'
     by_cluster = bool(cluster) and kind in ("produced", "consumed")
     if fmt == "parquet":
-        df = raw = spark.read.parquet(*files)
+        # The schema is the first file's, as Spark would infer it, read without a Spark job.
+        footer = T.StructType.fromJson(json.loads(spark._jvm.dcdrill.Columnar.footerSchema(spark._jsparkSession, files[0])))
+        df = raw = spark.read.schema(footer).parquet(*files)
         for col, typ in schema.items():
             if col not in df.columns:
                 raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")

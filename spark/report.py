@@ -129,8 +129,9 @@ def _dc_timeline(summary: dict, t0: float, width_s: float) -> str:
     return png(fig)
 
 
-def render_html(summary: dict) -> str:
-    imgs = plots(summary)
+def render_html(summary: dict, imgs: dict[str, str] | None = None) -> str:
+    """The report page; `imgs`: plots(summary), when drawn already."""
+    imgs = plots(summary) if imgs is None else imgs
     topo = summary["topology"]
     verdict = summary["verdict"]
     color = "#1a7f37" if verdict == "pass" else "#cf222e"

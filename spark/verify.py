@@ -252,6 +252,7 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         summary.update(mirrors.check(spark, run_dir, topology, summary["faults"], read_failovers(run_dir, spark=spark),
                                      read_mirror_waits(run_dir, spark=spark), read_mirror_events(run_dir, spark=spark),
                                      rows=summary["counts"]["produced"]))
+    imgs = report.plots(summary)  # drawn while the examples' job runs (they are not plotted)
     summary["examples"] = named.result()
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
@@ -260,14 +261,14 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
     # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
-    write(spark, run_dir, summary)
+    write(spark, run_dir, summary, imgs)
     return (EXIT_PASS if summary["verdict"] == "pass" else EXIT_FAIL), summary
 
 
-def write(spark, run_dir: str, summary: dict) -> None:
-    """The report next to the ledgers, remote records included."""
+def write(spark, run_dir: str, summary: dict, imgs: dict[str, str] | None = None) -> None:
+    """The report next to the ledgers, remote records included (`imgs`: its plots, if drawn)."""
     files = {"summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",
-             "index.html": report.render_html(summary),
+             "index.html": report.render_html(summary, imgs),
              "junit.xml": junit.verdict_xml(summary, summary["topology"].get("stack"), summary.get("experiment"),
                                             summary["verify_seconds"])}
     for name, text in files.items():

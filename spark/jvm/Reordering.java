@@ -94,19 +94,24 @@ public final class Reordering {
     /** One task's audit rows (bad rows and null seqs left out), as the scan streams them. */
     static final class Fold {
         private final Map<Long, Segment> segs = new HashMap<>();
-        private long lastG;
-        private Segment seg;
+        // A log interleaves its partitions row by row, so the group changes at almost every row:
+        // a direct-mapped cache of recent groups spares the map's boxed lookups.
+        private final long[] recentG = new long[256];
+        private final Segment[] recent = new Segment[256];
 
         void add(InternalRow r) {
             long g = r.getLong(Scan.G);
-            if (seg == null || g != lastG) {
-                lastG = g;
+            int slot = (int) (g ^ (g >>> 29)) & 255;
+            Segment seg = recent[slot];
+            if (seg == null || recentG[slot] != g) {
                 seg = segs.get(g);
                 if (seg == null) {
                     seg = new Segment();
                     seg.tp = r.getLong(Scan.TP);
                     segs.put(g, seg);
                 }
+                recent[slot] = seg;
+                recentG[slot] = g;
             }
             seg.add(r.getLong(Scan.OFFSET), r.getLong(Scan.SEQ));
         }
