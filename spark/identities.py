@@ -16,7 +16,9 @@
      ledger is needed. Where the certificates, less the flagged seqs' shares, still differ,
      a second run looks at the bucket's other seqs.
 Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 event.
-Spark SQL narrows the ledgers (a projection: parsing, hashing, bad-row tests); the folds are
+Plain Parquet ledgers are narrowed on Spark's column batches in the JVM (spark/jvm/Columnar.java:
+a string hashed once per dictionary entry), any other by a Spark SQL projection (narrow_ledger:
+parsing, hashing, bad-row tests; the reference both are tested against); the folds are
 hand-written JVM loops (spark/jvm/, compiled by `make setup` against pyspark's own jars), because
 on a small machine Spark's planning, code generation and JIT of generic aggregations cost more
 than the data: a 10M-record verify went from 36.5 s to 30.1 s with the screen alone moved, and

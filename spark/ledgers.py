@@ -180,11 +180,12 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
             if df.schema[col].dataType not in (typ, T.IntegerType() if typ == L else typ, T.LongType() if typ == I else typ):
                 raise BadInput(f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, "
                                f"expected {typ.simpleString()}")
-        if by_cluster and "cluster" in df.columns:
+        picked = by_cluster and "cluster" in df.columns  # rows of other clusters are left out
+        if picked:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
         # Read as it is (no column cast, no row left out), the scan may read its column batches
         # (identities.scan): `plain` keeps the uncast ledger for that.
-        plain = raw if not by_cluster and not (copies and kind == "audit") and \
+        plain = raw if not picked and not (copies and kind == "audit") and \
             all(raw.schema[c].dataType == t for c, t in schema.items()) else None
         df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
         torn = 0

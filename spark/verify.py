@@ -215,24 +215,26 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
     # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
     plain = {kind: info["plain"] for kind, (_, info) in ledgers.items()}  # read batch by batch where they can be
     scanned = identities.scan(P, A, C, partitions, faults, plain)
+    # Jobs of their own, each submitted as soon as what it needs is known, so that one's driver
+    # work (collecting, parsing) overlaps another's tasks: the single-ledger tables and the
+    # identity pass read the scan's cache; the report's first lost or duplicated records are named
+    # by a job that reads the ledgers again, while the driver checks and sums what the passes found.
+    pool = concurrent.futures.ThreadPoolExecutor(2)
     try:
-        scr = identities.screen(scanned)
-        progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records to "
-                 f"look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
-        # The single-ledger tables and the identity pass read the scan's cache in jobs of their
-        # own: submitted together, one's driver work (collecting, parsing) overlaps the other's tasks.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            scr = identities.screen(scanned)
+            progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records "
+                     f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
             ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
             ident = identities.identity_pass(scanned, C, scr, faults)
+            named = pool.submit(checker.examples, P, A, ident, plain)
             lw = ledgerwise.result()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # no job still reading the cache released below
+            raise
+        finally:
+            scanned.release()
         progress(f"identity pass ({ident.totals['anomalous']} anomalous records)")
-    finally:
-        scanned.release()
-    # The report's first lost or duplicated records are named by a job of their own, which runs
-    # while the driver checks and sums what the passes found.
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    named = pool.submit(checker.examples, P, A, ident, plain)
-    try:
         reject_bad_rows(spark, run_dir, ident.totals, {k: info for k, (_, info) in ledgers.items()})
         reject_sparse_seqs(run_dir, P, lw.tables["seqs"])
         torn = sum(info["torn"] for _, info in ledgers.values())

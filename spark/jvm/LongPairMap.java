@@ -1,6 +1,7 @@
 package dcdrill;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import scala.Tuple2;
@@ -19,6 +20,11 @@ final class LongPairMap {
     private int mask;
     private long last1 = Long.MIN_VALUE, last2 = Long.MIN_VALUE;
     private int lastAt = -1;
+    // Recent keys, direct-mapped: where rows interleave a few keys (a log's partitions, row by
+    // row), they are found here, in a few cache lines, instead of in the whole table.
+    private static final int RECENT = 64;
+    private final long[] recent1 = new long[RECENT], recent2 = new long[RECENT];
+    private final int[] recentAt = new int[RECENT];
 
     LongPairMap(int width, int capacity) {
         this.width = width;
@@ -26,16 +32,19 @@ final class LongPairMap {
         slots = new long[cap * width];
         used = new boolean[cap];
         mask = cap - 1;
+        Arrays.fill(recentAt, -1);
     }
 
     /** Offset of the key's state in `slots` (which may move: read `slots` after calling). */
     int at(long k1, long k2) {
         if (k1 == last1 && k2 == last2 && lastAt >= 0) return lastAt;
+        int r = (int) (((k1 * 0x9E3779B97F4A7C15L + k2) * 0x9E3779B97F4A7C15L) >>> 58);  // 0..RECENT-1
+        if (recentAt[r] >= 0 && recent1[r] == k1 && recent2[r] == k2) return remember(k1, k2, recentAt[r]);
         if (size * 2 >= used.length) grow();
         int i = mix(k1, k2) & mask;
         while (used[i]) {
             int o = i * width;
-            if (slots[o] == k1 && slots[o + 1] == k2) return remember(k1, k2, o);
+            if (slots[o] == k1 && slots[o + 1] == k2) return recall(r, k1, k2, o);
             i = (i + 1) & mask;
         }
         used[i] = true;
@@ -43,6 +52,13 @@ final class LongPairMap {
         int o = i * width;
         slots[o] = k1;
         slots[o + 1] = k2;
+        return recall(r, k1, k2, o);
+    }
+
+    private int recall(int r, long k1, long k2, int o) {
+        recent1[r] = k1;
+        recent2[r] = k2;
+        recentAt[r] = o;
         return remember(k1, k2, o);
     }
 
@@ -84,6 +100,7 @@ final class LongPairMap {
         mask = used.length - 1;
         size = 0;
         lastAt = -1;
+        Arrays.fill(recentAt, -1);  // offsets move
         for (int i = 0; i < oldUsed.length; i++) {
             if (!oldUsed[i]) continue;
             int from = i * width, to = at(oldSlots[from], oldSlots[from + 1]);
