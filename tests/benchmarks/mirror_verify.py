@@ -35,10 +35,15 @@ def replicate(stretched: Path, run: Path) -> dict:
     """The replicated record beside the stretched one; returns the mirror counts it must give."""
     shutil.copytree(stretched, run)
     (run / "report").exists() and shutil.rmtree(run / "report")
-    audit = run / "audit" / "part.parquet"
-    audit.rename(run / "audit" / "east.parquet")
     con = duckdb.connect()
     con.execute("SET threads TO 2")
+    # east's log is one file, audit/east.parquet: the generator's log and its tail of duplicates
+    # and phantoms (a second file, so that DuckDB keeps each in log order), in that order.
+    parts = sorted((run / "audit").glob("*.parquet"), key=lambda f: f.name != "part.parquet")
+    con.execute(f"COPY (SELECT * FROM read_parquet({[str(f) for f in parts]})) TO '{run}/audit/east.parquet' "
+                "(FORMAT parquet)")
+    for f in parts:
+        f.unlink()
     src = f"read_parquet('{run}/audit/east.parquet')"
     con.execute(f"""COPY (
         SELECT 'east.' || topic AS topic, partition, "offset", producer_id, seq, timestamp_ms + 200 AS timestamp_ms
