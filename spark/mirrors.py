@@ -163,7 +163,7 @@ def _origins(spark, run_dir: str, cluster: str) -> DataFrame | None:
     if info["empty"]:
         return None
     if info["format"] == "parquet":
-        df = spark.read.parquet(*info["files"])
+        df = info["plain"] if info["plain"] is not None else spark.read.parquet(*info["files"])  # every column
         if "origin" not in df.columns:
             df = df.withColumn("origin", F.lit(None).cast("string"))
     else:
@@ -175,15 +175,17 @@ def mirror_loops(spark, run_dir: str, clusters: list[str], topic: str | None) ->
     """Rows in a cluster's audit that started in that very cluster yet sit in a copy: by the copy's
     name (`<cluster>.…` or `….<cluster>.…`), or by the origin header MM2 copied with them (any
     topic but the cluster's own drill topic)."""
-    out = {}
+    out, loops = dict.fromkeys(clusters, 0), None
     for c in clusters:
         a = _origins(spark, run_dir, c)
         if a is None:
-            out[c] = 0
             continue
         named = F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")
         came_back = (F.col("origin") == c) & (F.col("topic") != F.lit(topic))
-        out[c] = a.filter(named | F.coalesce(came_back, F.lit(False))).count()
+        a = a.filter(named | F.coalesce(came_back, F.lit(False))).select(F.lit(c).alias("cluster"))
+        loops = a if loops is None else loops.unionByName(a)
+    if loops is not None:  # one job for every cluster
+        out.update({r["cluster"]: r["count"] for r in loops.groupBy("cluster").count().collect()})
     return out
 
 

@@ -102,6 +102,8 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     }
     if on_this_machine:
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    if not submitted and not os.environ.get("SPARK_LOCAL_DIRS") and "spark.local.dir" not in conf:
+        settings["spark.local.dir"] = _local_dir()
     if not submitted and "master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         settings |= {
             "spark.master": chosen,
@@ -109,7 +111,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
             "spark.driver.extraJavaOptions":
-                f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} "
+                f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} {_tmpdir_option(settings)} "
                 f"{os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
     if not submitted and not cds.kernel_jar().exists():
@@ -138,6 +140,37 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         raise BadInput(f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
                        "to spark-submit (`make setup` builds it)")
     return spark
+
+
+# Spark's scratch space (its cache spilled to disk, shuffle files) in a folder of this process's
+# own: a JVM that ends at its first OutOfMemoryError (spark/memory.py) runs no shutdown hook, and
+# its folders in /tmp (gigabytes for a big record) used to stay behind. Removed when the session
+# ends (spark_scope), or when this process does.
+_LOCAL_DIRS: list[str] = []
+
+
+def _local_dir() -> str:
+    import atexit
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="dcdrill-spark-")
+    if not _LOCAL_DIRS:
+        atexit.register(_remove_local_dirs)
+    _LOCAL_DIRS.append(path)
+    return path
+
+
+def _tmpdir_option(settings: dict) -> str:
+    """The JVM's own temporary files (Spark makes some outside spark.local.dir) in the same folder."""
+    local = settings.get("spark.local.dir")
+    return f"-Djava.io.tmpdir={local}" if local in _LOCAL_DIRS else ""
+
+
+def _remove_local_dirs() -> None:
+    import shutil
+
+    while _LOCAL_DIRS:
+        shutil.rmtree(_LOCAL_DIRS.pop(), ignore_errors=True)
 
 
 def reject_bad_rows(spark, run_dir: str, totals: dict, infos: dict) -> None:
@@ -369,10 +402,12 @@ def spark_scope():
         if _jvm_ended():  # killed, or halted by Spark after running out of memory (spark/memory.py)
             from pyspark import SparkContext
             SparkContext._active_spark_context = SparkContext._gateway = SparkContext._jvm = None
+            _remove_local_dirs()
         elif (started := _active_session()) is not None and started is not before:
             if before is None and _launched_here():
                 _forget_session(started)
                 _end_jvm()  # its exit stops Spark (Spark's own shutdown hook): 0.1 s, against 0.3-0.6 s
+                _remove_local_dirs()
             else:
                 started.stop()
 

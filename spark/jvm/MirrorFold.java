@@ -1,17 +1,22 @@
 package dcdrill;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
+import org.apache.spark.HashPartitioner;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.functions;
+
+import scala.Tuple2;
 
 /**
  * One mirror flow's counts (spark/mirrors.py names them; RECORD.md, "Mirrors"), folded per
@@ -76,12 +81,15 @@ public final class MirrorFold {
                 upTo[e.getKey().intValue()] = e.getValue().longValue();
         }
         final long[] limits = upTo;
-        Dataset<Row> blocks = narrowed.repartition(partitions, functions.col("idh"),
-                functions.shiftright(functions.col("seq"), BITS));
-        List<Part> parts = blocks.queryExecution().toRdd().toJavaRDD()
+        // Each task packs its rows into one array per reducer (a block's rows all go to one), and
+        // only those arrays are shuffled: Spark SQL's exchange of one row at a time took most of
+        // a 10M-record fold.
+        List<Part> parts = narrowed.queryExecution().toRdd().toJavaRDD()
+                .mapPartitionsToPair(it -> pack(it, partitions))
+                .partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> {
                     Part p = new Part(at, limits);
-                    while (it.hasNext()) p.add(it.next());
+                    while (it.hasNext()) p.addAll(it.next()._2());
                     return List.of(p.fold()).iterator();
                 }).collect();
         Part total = new Part(at, limits);
@@ -91,6 +99,63 @@ public final class MirrorFold {
             unpacked |= p.unpacked;
         }
         return total.json(unpacked ? null : Run.join(parts));
+    }
+
+    // A packed row: idh, seq, ts, offset (NONE: null), side | partition << 8 (partition -1: null).
+    static final int PACKED = 5, CHUNK = PACKED << 14;
+
+    /** One task's rows, packed into arrays per reducer (chunk[0]: longs used, the rows follow)
+     *  and handed on as each fills, so a task never holds more than a chunk per reducer; rows
+     *  without an identity or a time are left out, as the fold would skip them. */
+    static Iterator<Tuple2<Integer, long[]>> pack(Iterator<InternalRow> rows, int partitions) {
+        return new Iterator<>() {
+            private final long[][] chunks = new long[partitions][];
+            private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
+            private boolean flushed;
+
+            @Override public boolean hasNext() {
+                while (ready.isEmpty() && !flushed) fill();
+                return !ready.isEmpty();
+            }
+
+            @Override public Tuple2<Integer, long[]> next() {
+                if (!hasNext()) throw new NoSuchElementException();
+                return ready.poll();
+            }
+
+            private void fill() {
+                while (rows.hasNext()) {
+                    InternalRow r = rows.next();
+                    if (r.isNullAt(IDH) || r.isNullAt(SEQ) || r.isNullAt(TS)) continue;
+                    long idh = r.getLong(IDH), seq = r.getLong(SEQ);
+                    int p = LongPairMap.partition(idh, seq >>> BITS, partitions);
+                    long[] c = chunks[p];
+                    if (c == null) c = chunks[p] = fresh();
+                    int n = (int) c[0];
+                    c[n] = idh;
+                    c[n + 1] = seq;
+                    c[n + 2] = r.getLong(TS);
+                    c[n + 3] = r.isNullAt(OFFSET) ? NONE : r.getLong(OFFSET);
+                    c[n + 4] = (r.getByte(SIDE) & 0xFF) | ((long) (r.isNullAt(PART) ? -1 : r.getInt(PART)) << 8);
+                    c[0] = n + PACKED;
+                    if (n + 2 * PACKED > c.length) {
+                        ready.add(new Tuple2<>(p, c));
+                        chunks[p] = null;
+                        return;
+                    }
+                }
+                for (int p = 0; p < partitions; p++) {
+                    if (chunks[p] != null) ready.add(new Tuple2<>(p, Arrays.copyOf(chunks[p], (int) chunks[p][0])));
+                }
+                flushed = true;
+            }
+
+            private long[] fresh() {
+                long[] c = new long[CHUNK + 1];
+                c[0] = 1;
+                return c;
+            }
+        };
     }
 
     /** A block of 4096 seqs of one producer: what each ledger holds of each seq. */
@@ -166,13 +231,18 @@ public final class MirrorFold {
             return reached == null || partition < 0 || partition >= reached.length ? NONE : reached[partition];
         }
 
-        void add(InternalRow r) {
-            if (r.isNullAt(IDH) || r.isNullAt(SEQ) || r.isNullAt(TS)) return;
+        /** A chunk of packed rows (pack()). */
+        void addAll(long[] c) {
+            for (int n = 1, end = (int) c[0]; n < end; n += PACKED) {
+                add(c[n], c[n + 1], c[n + 2], c[n + 3], (int) (c[n + 4] & 0xFF), (int) (c[n + 4] >> 8));
+            }
+        }
+
+        void add(long idh, long seq, long ts, long offset, int side, int partition) {
             if (index == null) {
                 index = new LongPairMap(3, 1024);
                 blocks = new ArrayList<>();
             }
-            long idh = r.getLong(IDH), seq = r.getLong(SEQ), ts = r.getLong(TS);
             int o = index.at(idh, seq >>> BITS);
             if (index.slots[o + 2] == 0) {
                 blocks.add(new Block(idh, seq & ~(SIZE - 1L)));
@@ -180,25 +250,25 @@ public final class MirrorFold {
             }
             Block b = blocks.get((int) index.slots[o + 2] - 1);
             int i = (int) (seq & (SIZE - 1));
-            switch (r.getByte(SIDE)) {
+            switch (side) {
                 case ACKED -> b.ack[i] = Math.max(b.ack[i], ts);
                 case SOURCE -> {
                     b.srcN[i]++;
-                    b.srcOff[i] = Math.min(b.srcOff[i], r.getLong(OFFSET));
+                    b.srcOff[i] = Math.min(b.srcOff[i], offset);
                     b.srcTs[i] = Math.min(b.srcTs[i], ts);
-                    b.part[i] = r.getInt(PART);
+                    b.part[i] = partition;
                 }
                 case TARGET -> {
                     b.dstN[i]++;
-                    b.dstOff[i] = Math.min(b.dstOff[i], r.getLong(OFFSET));
+                    b.dstOff[i] = Math.min(b.dstOff[i], offset);
                     b.dstTs[i] = Math.min(b.dstTs[i], ts);
-                    b.dstPart[i] = r.getInt(PART);
-                    long upTo = reachedIn(r.getInt(PART));
-                    if (upTo == NONE || r.getLong(OFFSET) > upTo) failover[4]++;  // a row the group never got to
+                    b.dstPart[i] = partition;
+                    long upTo = reachedIn(partition);
+                    if (upTo == NONE || offset > upTo) failover[4]++;  // a row the group never got to
                 }
                 case BEFORE -> b.consumed[i] |= 1;
                 case AFTER -> b.consumed[i] |= 2;
-                default -> throw new IllegalArgumentException("side " + r.getByte(SIDE) + " is none of " + Arrays.toString(SIDES));
+                default -> throw new IllegalArgumentException("side " + side + " is none of " + Arrays.toString(SIDES));
             }
         }
 

@@ -47,10 +47,16 @@ def test_a_record_too_big_for_a_tiny_heap_exits_2_naming_the_setting(tmp_path):
     own minimum: the JVM runs out of memory, and the user reads which setting to raise."""
     run = tmp_path / "run"
     _bench().generate(run, 12_000_000, "parquet", "few")
-    env = {**os.environ, "DCDRILL_SPARK_DRIVER_MEMORY": "460m"}
+    scratch = tmp_path / "scratch"  # the command's temporary files go here (TMPDIR)
+    scratch.mkdir()
+    env = {**os.environ, "DCDRILL_SPARK_DRIVER_MEMORY": "460m", "TMPDIR": str(scratch)}
+    spark_dirs = lambda: {p.name for p in Path("/tmp").glob("*") if p.name.startswith(("blockmgr-", "spark-"))}  # noqa: E731
+    before = spark_dirs()
     done = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 2, done.stderr[-3000:]
+    # The JVM ended without its shutdown hooks: Spark's scratch space is removed all the same.
+    assert list(scratch.iterdir()) == [] and spark_dirs() <= before
     assert "does not fit in the verifier's memory (460m)" in done.stderr
     assert "DCDRILL_SPARK_DRIVER_MEMORY" in done.stderr and "spark.driver.memory" in done.stderr
     assert "Traceback" not in done.stderr and "\tat " not in done.stderr  # one line, no stack
