@@ -272,8 +272,12 @@ def verify(run_dir: str, spark=None, quiet: bool = True, conf: dict[str, str] | 
         reject_sparse_seqs(run_dir, P, lw.tables["seqs"])
         torn = sum(info["torn"] for _, info in ledgers.values())
         summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
-    finally:
+    except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    # Not shut down with cancel_futures here: the examples' job may not have started yet (a small
+    # record's sums take milliseconds), and it is awaited below.
+    pool.shutdown(wait=False)
     if summary["counts"]["produced"] == 0:
         raise BadInput(f"{run_dir}/produced: the produced ledger is empty")
     summary["run"] = run_dir if remote else Path(run_dir).name
