@@ -151,14 +151,12 @@ def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None =
 def _batchwise(spark, ledger: str, plain: DataFrame | None, wanted: list[dict]):
     """Columnar.find on a plain ledger: the JVM's lazy RDD of its rows that hold one of the `wanted`
     identities, JSON lines tagged with the ledger; None when the ledger is not plain."""
-    if plain is None or spark.conf.get(identities.COLUMNAR_SCAN, "true").lower() == "false":
+    if (columns := identities.batch_columns(plain, ledger)) is None:
         return None
-    kernels = spark._jvm.dcdrill
     idhs, seqs = (spark.sparkContext._gateway.new_array(spark._jvm.long, len(wanted)) for _ in range(2))
     for i, e in enumerate(wanted):
         idhs[i], seqs[i] = e["idh"], e["seq"]
-    columns = kernels.Columnar.PRODUCED if ledger == "produced" else kernels.Columnar.LOGGED
-    return kernels.Columnar.find(plain.filter(_near(ledger, wanted)).select(*columns)._jdf, ledger, idhs, seqs)
+    return spark._jvm.dcdrill.Columnar.find(columns.filter(_near(ledger, wanted))._jdf, ledger, idhs, seqs)
 
 
 def _near(ledger: str, wanted: list[dict]):

@@ -107,14 +107,21 @@ def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list
     return P.sparkSession._jvm.dcdrill.Scan.run(rows, partitions, starts, ends, WORD_MS)
 
 
+def batch_columns(plain: DataFrame | None, ledger: str) -> DataFrame | None:
+    """The columns the JVM reads of a plain ledger batch by batch (Columnar.PRODUCED or LOGGED);
+    None when the ledger is not plain or COLUMNAR_SCAN is "false"."""
+    if plain is None or plain.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() == "false":
+        return None
+    columnar = plain.sparkSession._jvm.dcdrill.Columnar
+    return plain.select(*(columnar.PRODUCED if ledger == "produced" else columnar.LOGGED))
+
+
 def ledger_rows(df: DataFrame, ledger: str, plain: DataFrame | None):
     """One ledger's narrowed rows, as the JVM's RDD: from Parquet's column batches when the
     ledger is plain and Spark plans a columnar scan of it, else from the SQL narrowing."""
-    spark = df.sparkSession
-    kernels = spark._jvm.dcdrill
-    if plain is not None and spark.conf.get(COLUMNAR_SCAN, "true").lower() != "false":
-        columns = kernels.Columnar.PRODUCED if ledger == "produced" else kernels.Columnar.LOGGED
-        rows = kernels.Columnar.rows(plain.select(*columns)._jdf, ledger)
+    kernels = df.sparkSession._jvm.dcdrill
+    if (columns := batch_columns(plain, ledger)) is not None:
+        rows = kernels.Columnar.rows(columns._jdf, ledger)
         if rows is not None:
             return rows
     return kernels.Scan.narrowedRows(narrow_ledger(df, ledger)._jdf)
