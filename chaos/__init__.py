@@ -1,14 +1,13 @@
 """dcdrill's Chaos Toolkit extension: DC-aware faults (one set of actions, a driver per backend),
 Kafka-aware probes and waits, and the workload as activities. `chaos discover --no-install dcdrill`
-lists them (the distribution is dcdrill; its `chaos` and `dcdrill` packages both export
-discover()); the experiments in chaos/experiments/ use them."""
+lists them (through dcdrill.discover); the experiments in chaos/experiments/ use them."""
 
 __version__ = "0.1.0"
 __all__ = ["discover"]
 
 ACTIVITY_MODULES = {
-    "action": ("chaos.faults.actions", "chaos.kafka.actions", "chaos.workload.actions"),
-    "probe": ("chaos.kafka.probes", "chaos.workload.probes"),
+    "action": ("dcdrill.chaos.faults.actions", "dcdrill.chaos.kafka.actions", "dcdrill.chaos.workload.actions"),
+    "probe": ("dcdrill.chaos.kafka.probes", "dcdrill.chaos.workload.probes"),
 }
 
 

@@ -13,14 +13,14 @@ import hashlib
 import re
 from pathlib import Path
 
-from infra import lifecycle
-from infra import stack as stacks
-from infra.backend import Backend
-from infra.constants import DRILL_TOPIC_PREFIX
-from infra.deployment import Deployment
-from infra.inventory import Inventory
-from infra.topology import Topology
-from record import DrillRecord
+from dcdrill.infra import lifecycle
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.topology import Topology
+from dcdrill.record import DrillRecord
 
 
 def stack_name(configuration: dict | None) -> str:
@@ -38,20 +38,23 @@ def record(configuration: dict | None) -> DrillRecord:
     return DrillRecord(run_dir(configuration))
 
 
-def topology(configuration: dict | None) -> Topology:
-    """The stack's topology, under the drill's own settings if the record has some."""
-    t = stacks.load(stack_name(configuration))
-    rd = (configuration or {}).get("run_dir")
-    own = DrillRecord(rd).settings() if rd else {}
-    return t.with_settings(own) if own else t
-
-
 def deployment(configuration: dict | None) -> Deployment:
-    """Every cluster and mirror of the stack, under the drill's own settings if the record has some."""
-    d = stacks.load_deployment(stack_name(configuration))
+    """Every cluster and mirror of the stack, under the drill's own settings if the record has
+    some. Loaded again here: the activities run in `chaos run`'s process, not the drill's."""
     rd = (configuration or {}).get("run_dir")
-    own = DrillRecord(rd).settings() if rd else {}
+    return deployment_for(stack_name(configuration), DrillRecord(rd) if rd else None)
+
+
+def deployment_for(stack: str, record: DrillRecord | None) -> Deployment:
+    """The stack under the settings `record` holds (settings.json), if any."""
+    d = stacks.load_deployment(stack)
+    own = record.settings() if record else {}
     return d.with_settings(own) if own else d
+
+
+def topology(configuration: dict | None) -> Topology:
+    """The stack's cluster (a replicated stack's home cluster), under the drill's own settings."""
+    return deployment(configuration).home
 
 
 def backend(configuration: dict | None) -> Backend:

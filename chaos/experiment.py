@@ -12,18 +12,18 @@ import copy
 import json
 from pathlib import Path
 
-from chaos.faults import actions, driver_class
-from chaos.faults.driver import DIRECTIONS, FaultDriver
-from infra import rules
-from infra.backend import Backend
-from infra.topology import Topology
+from dcdrill.chaos.faults import actions, driver_class
+from dcdrill.chaos.faults.driver import DIRECTIONS, FaultDriver
+from dcdrill.infra import rules
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.topology import Topology
 
 FOLDER = Path(__file__).resolve().parent / "experiments"
 SHAPE = FOLDER / "_drill.json"
 MARKER = "x-dcdrill-fault"  # where the fault's activities go in the shape's method
 MIRRORED = "x-dcdrill-mirrored"  # a fault file's flag: wrap its fault in the shape's MIRROR_WAITS
 MIRROR_WAITS = "x-dcdrill-mirror-waits"
-FAULT_MODULE = "chaos.faults.actions"
+FAULT_MODULE = "dcdrill.chaos.faults.actions"
 
 
 def names() -> list[str]:

@@ -1,12 +1,22 @@
-"""dcdrill: multi-datacenter Kafka drills. This package is the `dcdrill` command itself, the
-composition root that puts the layers below it together (pyproject.toml [tool.importlinter])."""
+"""dcdrill: multi-datacenter Kafka drills, one import package.
+
+Its own modules are the command layer: the `dcdrill` command (cli.py and a module per group of
+subcommands), the drill's orchestration (drill.py), the user's project (project.py) and the exit
+codes (exits.py). Below them, the layers keep the design card's folders at the top of a checkout,
+and this package reaches them through links of the same names (dcdrill/infra -> ../infra, ...):
+`import dcdrill.infra` works in a checkout as installed, and a wheel, whose builder follows the
+links, holds them as real subpackages, so `pip install` adds `dcdrill` and nothing else.
+The layers, top to bottom (pyproject.toml [tool.importlinter] checks them): chaos (Chaos Toolkit
+extension, fault drivers), spark (the checker) | validation (the workload), record (the drill
+record), infra (topology model, rules, provisioning).
+"""
 
 __all__ = ["discover"]
 
 
 def discover(discover_system: bool = True) -> dict:
-    """`chaos discover --no-install dcdrill`: Chaos Toolkit looks for discover() in one of the
-    distribution's top-level packages, whichever it finds first; this one answers as chaos does."""
-    from chaos import discover as chaos_discover
+    """`chaos discover --no-install dcdrill`: Chaos Toolkit imports the distribution's name as a
+    module and calls its discover(); this one answers as dcdrill.chaos does."""
+    from dcdrill.chaos import discover as chaos_discover
 
     return chaos_discover(discover_system)

@@ -5,7 +5,7 @@ resource is registered, naming the rule and the numbers.
 """
 import pulumi
 
-from infra import rules, stack
+from dcdrill.infra import rules, stack
 
 raw = pulumi.Config("dcdrill")
 OBJECTS = ("cluster", "clusters", "mirrors", "acceptRisks", "lab", "aws")

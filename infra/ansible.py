@@ -10,9 +10,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from infra import kraft, passwords, pki
-from infra.constants import SHIPPED, cache_dir
-from infra.inventory import Inventory
+from dcdrill.infra import kraft, passwords, pki
+from dcdrill.infra.constants import SHIPPED, cache_dir
+from dcdrill.infra.inventory import Inventory
 
 
 class AnsibleFailed(RuntimeError):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from infra import mirror_rules, rules
-from infra.deployment import Deployment
-from infra.inventory import Inventory
-from infra.rules import Violation
-from infra.topology import Topology
+from dcdrill.infra import mirror_rules, rules
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.rules import Violation
+from dcdrill.infra.topology import Topology
 
 
 class Backend(ABC):

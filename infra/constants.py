@@ -1,31 +1,23 @@
-"""What every layer agrees on, defined once: exit codes, ports, the drill's fixed names, the
-acks settings, the clock and where dcdrill keeps its state."""
+"""What every layer agrees on, defined once: the profiles, the drill's fixed names, the Kafka
+versions, the acks settings, the clock and where dcdrill keeps its state. Ports are the roles'
+(infra/ports.py reads them)."""
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
 
-SOURCE = Path(__file__).resolve().parent.parent  # where dcdrill's packages sit: a checkout, or site-packages
+# The dcdrill package's folder: <checkout>/dcdrill, or site-packages/dcdrill. Not resolved, so that
+# in a checkout its layers are found through its links (dcdrill/__init__.py).
+PACKAGE = Path(__file__).parent.parent
 # What dcdrill ships beside its Python (roles/, site.yml, the example stacks, the CI recipes): at the
 # top of a checkout; under dcdrill/shipped/ in a wheel (pyproject.toml's force-include).
-SHIPPED = SOURCE if (SOURCE / "site.yml").is_file() else SOURCE / "dcdrill" / "shipped"
-IN_CHECKOUT = SHIPPED == SOURCE
+IN_CHECKOUT = (PACKAGE.parent / "site.yml").is_file()
+SHIPPED = PACKAGE.parent if IN_CHECKOUT else PACKAGE / "shipped"
 PROJECT_FILE = "Pulumi.yaml"
-# The heavy parts are extras (pyproject.toml): the modules that each brings.
-EXTRAS = {"pyspark": "verify", "matplotlib": "verify", "junitparser": "verify", "pulumi_aws": "aws", "boto3": "aws"}
 
-# Exit codes of every `dcdrill` command (and of `spark-submit spark/verify.py`).
-EXIT_PASS = 0  # verdict pass, or the command did what it was asked
-EXIT_FAIL = 1  # verdict fail
-EXIT_BAD_INPUT = 2  # bad input: a stack, a setting, an experiment or a drill record
-EXIT_NO_FAULT = 3  # the fault was not injected, or its heal failed: the drill proves nothing
-EXIT_NOT_STEADY = 4  # the steady state was not met before the fault
-
-# Listeners (roles/kafka_broker/defaults) and ZooKeeper's ports (roles/zookeeper/defaults).
-# KRaft controllers listen on CONTROLLER_PORT only.
-CLIENT_PORT, REPLICATION_PORT, CONTROLLER_PORT = 9092, 9093, 9094
-ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_PORTS = 2181, (2181, 2888, 3888)
+# The promises a stack makes (the verdict checks the drill against its stack's).
+PROFILES = ("consistency-first", "availability-first")
 
 # The Kafka versions `make setup` fetches from Maven Central side by side, each to its own folder
 # under cache_dir() (infra/toolchain/<folder>-pom.xml): 3.9 is the last with ZooKeeper; 4.3.1 is
@@ -43,7 +35,6 @@ def kafka_release(version: str) -> tuple[int, int]:
 # The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
 # consumers form this group. The ACL rules check that the workload's user may use both.
 CANARY_TOPIC = "dcdrill-canary"
-MIRROR_REST_PORT = 8083  # MirrorMaker 2's internal REST (roles/kafka_mirror kafka_mirror_rest_port)
 WORKLOAD_GROUP = "dcdrill-verifier"
 DRILL_TOPIC_PREFIX = "dcdrill-"
 
@@ -62,7 +53,8 @@ class NoProject(ValueError):
 
 def project_dir() -> Path:
     """The user's project, found the way `pulumi` finds it: DCDRILL_PROJECT, else the nearest folder
-    at or above the current one with a Pulumi.yaml, else (run from a checkout) the checkout."""
+    at or above the current one with a Pulumi.yaml, else (run from a checkout) the checkout. Here,
+    not in the command layer: a plain `chaos run` of dcdrill's activities has no command above it."""
     if os.environ.get("DCDRILL_PROJECT"):
         return Path(os.environ["DCDRILL_PROJECT"]).resolve()
     here = Path.cwd().resolve()
@@ -70,14 +62,14 @@ def project_dir() -> Path:
         if (folder / PROJECT_FILE).is_file():
             return folder
     if IN_CHECKOUT:
-        return SOURCE
+        return PACKAGE.parent.resolve()
     raise NoProject(f"no {PROJECT_FILE} in {here} or any folder above it: `dcdrill init` makes a project there")
 
 
 def child_env() -> dict:
     """The environment of a dcdrill child process (workload, chaos, services): it imports the same
-    packages and finds the same project, whatever folder it starts in."""
-    path = os.pathsep.join(p for p in (str(SOURCE), os.environ.get("PYTHONPATH", "")) if p)
+    package and works on the same project, whatever folder it starts in."""
+    path = os.pathsep.join(p for p in (str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, "DCDRILL_PROJECT": str(project_dir())}
 
 
@@ -88,5 +80,5 @@ def cache_dir() -> Path:
     if os.environ.get("DCDRILL_CACHE"):
         return Path(os.environ["DCDRILL_CACHE"]).resolve()
     if IN_CHECKOUT:
-        return SOURCE / ".cache"
+        return PACKAGE.parent / ".cache"
     return (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dcdrill").resolve()

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from infra import schema
-from infra.constants import DRILL_TOPIC_PREFIX, kafka_release
-from infra.topology import Acl, Host, Topology, cluster_from_spec
+from dcdrill.infra import schema
+from dcdrill.infra.constants import DRILL_TOPIC_PREFIX, kafka_release
+from dcdrill.infra.topology import Acl, Host, Topology, cluster_from_spec
 
 MIRROR_USER = "mirrormaker"  # MM2's own SCRAM principal on both clusters, allowed only what MM2 does
 MIRROR_ID_BASE = 100  # mm1 is node 101: the mirror hosts' index, apart from the clusters' ids

@@ -24,10 +24,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra import passwords, pki
-from infra.constants import CLIENT_PORT, KAFKA_VERSIONS
-from infra.deployment import MIRROR_USER, Deployment
-from infra.topology import Topology
+from dcdrill.infra import passwords, pki
+from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.ports import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
+from dcdrill.infra.deployment import MIRROR_USER, Deployment
+from dcdrill.infra.topology import Topology
 
 SASL_MECHANISM = "SCRAM-SHA-512"
 CLUSTER_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
@@ -55,6 +56,7 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
         "kafka_unclean_leader_election": t.replication.unclean_leader_election,
         "kafka_broker_count": t.total_brokers,
         "kafka_coordination": t.coordination,
+        "kafka_broker_zookeeper_client_port": ZOOKEEPER_CLIENT_PORT,
         "kafka_version": t.kafka_version,
         # where `make setup` put this version's jars, under the controller's cache (KAFKA_VERSIONS)
         "java_kafka_libs_folder": KAFKA_VERSIONS[t.kafka_version],

@@ -10,7 +10,7 @@ import json
 import secrets
 from pathlib import Path
 
-from infra.constants import CONTROLLER_PORT
+from dcdrill.infra.ports import CONTROLLER_PORT
 
 
 def new_uuid() -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 import time
 
-from infra import ansible, pulumi_cli, rules, status
-from infra import stack as stacks
-from infra.inventory import Inventory
-from infra.topology import Topology
+from dcdrill.infra import ansible, pulumi_cli, rules, status
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.topology import Topology
 
 
 class RuleViolation(ValueError):

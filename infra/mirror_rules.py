@@ -7,10 +7,10 @@ mirror, not the cluster, is what the stack counts on.
 """
 from __future__ import annotations
 
-from infra import rules
-from infra.constants import DRILL_TOPIC_PREFIX
-from infra.deployment import Deployment, Flow, Mirror
-from infra.rules import Violation
+from dcdrill.infra import rules
+from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
+from dcdrill.infra.deployment import Deployment, Flow, Mirror
+from dcdrill.infra.rules import Violation
 
 # infra/rules.py's rules about surviving the loss of one of a cluster's DCs.
 DC_LOSS_RULES = ("consistency-min-insync", "availability-headroom", "availability-unclean", "quorum-dc-loss")

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infra import stack as stacks
-from infra.constants import cache_dir, project_dir
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.constants import cache_dir, project_dir
 
 
 class PulumiError(RuntimeError):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP, kafka_release
-from infra.schema import PROFILES, RISK_RULES
-from infra.topology import Topology
+from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP, kafka_release
+from dcdrill.infra.constants import PROFILES
+from dcdrill.infra.schema import RISK_RULES
+from dcdrill.infra.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       WithJsonSchema, field_validator, model_validator)
 from pydantic_core import PydanticCustomError
 
-from infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, kafka_release
+from dcdrill.infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, PROFILES, kafka_release
 
 # Size limits: far above any drill, far below what exhausts this machine (10^8 brokers, or a
 # --matrix over factor 10^8, once did).
@@ -42,7 +42,6 @@ AMI = r"^ami-[0-9a-f]{8,17}$"
 # The lab's /16 must be private: the lab routes it, and only it, into its namespaces.
 PRIVATE_NETS = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
 
-PROFILES = ("consistency-first", "availability-first")
 ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
 ACL_PATTERNS = ("literal", "prefixed")
 ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import yaml
 
-from infra import mirror_rules, rules, schema
-from infra import deployment as deployments
-from infra.aws.backend import AwsBackend
-from infra.backend import Backend
-from infra.constants import PROJECT_FILE, NoProject, project_dir
-from infra.lab.backend import LabBackend
-from infra.topology import ConfigError, Topology
+from dcdrill.infra import mirror_rules, rules, schema
+from dcdrill.infra import deployment as deployments
+from dcdrill.infra.aws.backend import AwsBackend
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.constants import PROJECT_FILE, NoProject, project_dir
+from dcdrill.infra.lab.backend import LabBackend
+from dcdrill.infra.topology import ConfigError, Topology
 
 BACKENDS: dict[str, type[Backend]] = {"local": LabBackend, "aws": AwsBackend}
 
@@ -85,6 +85,17 @@ def resolved(d: deployments.Deployment) -> dict:
     stack's, and on a replicated stack its `clusters` and `mirrors` too."""
     out = rules.resolved(d.home)
     return {**out, **mirror_rules.resolved(d)} if d.replicated else out
+
+
+def drill_topology(stack: str, d: deployments.Deployment) -> dict:
+    """What a drill record's topology.json holds (RECORD.md), the one builder of it: the resolved
+    stack under the drill's own settings, its name, and what the network adds to produce latency
+    where the backend sets its inter-DC delay."""
+    out = resolved(d) | {"stack": stack}
+    one_way = backend(stack).one_way_ms(d.home)
+    if one_way is not None:
+        out["produce_latency"] = rules.produce_latency(d.home, one_way)
+    return out
 
 
 def backend(stack: str) -> Backend:

@@ -11,8 +11,9 @@ import socket
 import ssl
 from contextlib import closing
 
-from infra.constants import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT, now_ms
-from infra.inventory import Inventory
+from dcdrill.infra.constants import now_ms
+from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT
+from dcdrill.infra.inventory import Inventory
 
 
 def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from infra import schema
-from infra.constants import ACKS, DEFAULT_KAFKA_VERSION
-from infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
+from dcdrill.infra import schema
+from dcdrill.infra.constants import ACKS, DEFAULT_KAFKA_VERSION
+from dcdrill.infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
 
 
 CONTROLLER_ID_BASE = 1000  # ctl1 is node 1001: far above any broker id (8 DCs x 32 brokers)

@@ -1,7 +1,9 @@
 """Paths, writers and readers of one drill record (RECORD.md documents each file).
 
-The verifier also reads records that live in S3: it fetches a file's bytes through Spark
-(spark/storage.py) and parses them with the same functions as here (parse_faults, ledger.parse).
+A record is a local folder, or one behind a Hadoop URI (s3a://...) that the verifier reads:
+DrillRecord names every file and reads them through a RecordFiles (record/files.py), so the
+same parsing and the same errors serve both. The workload, the faults and the drill write local
+records only.
 """
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from infra.constants import now_ms
-from record.ledger import Ledger, parse, recover_in_flight
+from dcdrill.infra.constants import PROFILES, now_ms
+from dcdrill.record.files import LOCAL, RecordFiles, is_remote
+from dcdrill.record.ledger import Ledger, parse, recover_in_flight
 
 LEDGERS = ("produced", "audit", "consumed")
+
+
+class BadRecord(ValueError):
+    """The record cannot be verified as it is (exit 2): the message names the file, line and key."""
 
 # The faults faults.jsonl names (RECORD.md); the losses of a whole DC have a prediction to check.
 KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER = "kill-dc", "stop-dc", "isolate-dc", "kill-tiebreaker"
@@ -187,8 +194,6 @@ def experiment_name(experiment) -> str | None:
 def check_topology(data, name: str) -> dict:
     """topology.json as the verdict needs it; a missing or unknown profile (which would leave the
     verdict without its promise) or any wrong shape raises ValueError naming the key."""
-    from infra.schema import PROFILES
-
     if not isinstance(data, dict):
         raise ValueError(f"{name}: must be a JSON object, got {type(data).__name__}")
     for key, typ in TOPOLOGY_KEYS.items():
@@ -207,6 +212,16 @@ def check_topology(data, name: str) -> dict:
     return data
 
 
+def _checked(check, data, name: str):
+    """A parser's or checker's ValueError as the record's BadRecord."""
+    try:
+        return check(data, name)
+    except BadRecord:
+        raise
+    except ValueError as exc:
+        raise BadRecord(str(exc)) from None
+
+
 def merge_faults(rows: list[dict]) -> list[dict]:
     """A heal line completes the injection line of the same (fault, target, start_ms)."""
     merged: dict[tuple, dict] = {}
@@ -217,19 +232,117 @@ def merge_faults(rows: list[dict]) -> list[dict]:
 
 
 class DrillRecord:
-    """One drill record directory, runs/<drill-id>."""
+    """One drill record directory, runs/<drill-id>: a Path here, or a Hadoop URI string (read
+    through `files`, the verifier's)."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    def __init__(self, location: str | Path, files: RecordFiles = LOCAL):
+        location = str(location).removeprefix("file://")  # a local URI is a local folder
+        self.remote = is_remote(location)
+        self.location = location.rstrip("/") if self.remote else str(Path(location))
+        self.files = files
+
+    @property
+    def path(self) -> Path:
+        if self.remote:
+            raise ValueError(f"{self.location}: a remote record has no local path")
+        return Path(self.location)
 
     def __repr__(self) -> str:
-        return f"DrillRecord({str(self.path)!r})"
+        return f"DrillRecord({self.location!r})"
+
+    def uri(self, *names: str) -> str:
+        """A file or folder of the record as the string Spark and the RecordFiles take."""
+        return "/".join([self.location, *names]) if self.remote else str(self.path.joinpath(*names))
+
+    @property
+    def name(self) -> str:
+        """What the report calls the record: its folder's name, or a remote record's whole URI."""
+        return self.location if self.remote else self.path.name
+
+    def exists(self) -> bool:
+        return self.files.is_dir(self.location)
+
+    # -- what the verifier reads, local or remote (BadRecord names the file) ---------------------
+    def ledger_files(self, kind: str) -> tuple[list[str], str]:
+        """(files, format) of one ledger folder: all .parquet or all .jsonl."""
+        folder = self.uri(self.ledger_dir_name(kind))
+        names = self.files.listdir(folder)
+        if names is None:
+            raise BadRecord(f"{folder}: ledger folder missing")
+        parquet = [n for n in names if n.endswith(".parquet")]
+        jsonl = [n for n in names if n.endswith(".jsonl")]
+        if parquet and jsonl:
+            raise BadRecord(f"{folder}: mixes .parquet and .jsonl ledgers")
+        return (parquet, "parquet") if parquet else (jsonl, "jsonl")
+
+    def torn_last_line(self, path: str) -> bool:
+        """A last line without its newline that does not parse: what a crash mid-write leaves."""
+        tail = self.files.read_tail(path, 65536)
+        if not tail or tail.endswith(b"\n"):
+            return False
+        return not _parses(tail.rsplit(b"\n", 1)[-1])
+
+    def read_file(self, path: str) -> bytes:
+        """A file of the record by its full path (a ledger file, to name a bad line in it)."""
+        return self.files.read_bytes(path) or b""
+
+    def read_document(self, name: str, required: bool = True):
+        """A JSON file of the record; missing: None, or BadRecord when `required`."""
+        path = self.uri(name)
+        data = self.files.read_bytes(path)
+        if data is None:
+            if required:
+                raise BadRecord(f"{path}: missing")
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise BadRecord(f"{path}: not valid JSON ({exc})") from None
+
+    def topology(self) -> dict:
+        """topology.json, checked as the verdict needs it (check_topology)."""
+        return _checked(check_topology, self.read_document(TOPOLOGY), self.uri(TOPOLOGY))
+
+    def experiment_name(self) -> str | None:
+        """The name of the experiment that made the record (experiment.json); None without one."""
+        return experiment_name(self.read_document(EXPERIMENT, required=False))
+
+    def baseline(self) -> dict | None:
+        """baseline.json (the produce latency settled before the fault); missing: None."""
+        data = self.read_document(BASELINE, required=False)
+        return None if data is None else _checked(check_baseline, data, self.uri(BASELINE))
+
+    def _lines(self, name: str, parser) -> list[dict] | None:
+        path = self.uri(name)
+        data = self.files.read_bytes(path)
+        return None if data is None else _checked(parser, data, path)
+
+    def coordination(self) -> list[dict]:
+        """coordination.jsonl's samples, oldest first; missing: none."""
+        return self._lines(COORDINATION, parse_coordination) or []
+
+    def failovers(self) -> list[dict]:
+        """failovers.jsonl, oldest first; missing: none."""
+        return self._lines(FAILOVERS, parse_failovers) or []
+
+    def mirror_waits(self) -> list[dict]:
+        """mirror-waits.jsonl, by when each copy caught up; missing: none."""
+        return self._lines(MIRROR_WAITS, parse_mirror_waits) or []
+
+    def mirror_events(self) -> list[dict] | None:
+        """mirror-events.jsonl, oldest first; None when the record has none (a drill that did not
+        read MM2's log), which is not "no event"."""
+        return self._lines(MIRROR_EVENTS, parse_mirror_events)
 
     # -- the ledgers (one file per producer / consumer, JSON Lines or Parquet) -------------------
-    def ledger_dir(self, kind: str) -> Path:
+    @staticmethod
+    def ledger_dir_name(kind: str) -> str:
         if kind not in LEDGERS:
             raise ValueError(f"unknown ledger {kind!r}; valid: {', '.join(LEDGERS)}")
-        return self.path / kind
+        return kind
+
+    def ledger_dir(self, kind: str) -> Path:
+        return self.path / self.ledger_dir_name(kind)
 
     def produced(self, producer_id: str) -> Path:
         return self.ledger_dir("produced") / f"{producer_id}.jsonl"
@@ -286,11 +399,10 @@ class DrillRecord:
             out.append(f"{report}: exists and is not a folder")
         return out
 
-    def write_report_file(self, name: str, text: str) -> Path:
-        """A file of report/ written by the drill itself (junit.xml when it stops before a verdict)."""
-        self.report_dir.mkdir(parents=True, exist_ok=True)
-        path = self.report_dir / name
-        path.write_text(text)
+    def write_report_file(self, name: str, text: str) -> str:
+        """A file of report/: the verifier's report, or junit.xml when a drill stops before a verdict."""
+        path = self.uri(REPORT, name)
+        self.files.write_bytes(path, text.encode())
         return path
 
     def write_json(self, name: str, data) -> Path:
@@ -304,8 +416,11 @@ class DrillRecord:
         return json.loads(path.read_text()) if path.exists() else default
 
     def write_topology(self, resolved: dict) -> None:
-        """The resolved stack (infra.rules.resolved), under the drill's own settings if any."""
+        """topology.json: infra.stack.drill_topology's, written once before the workload starts."""
         self.write_json(TOPOLOGY, resolved)
+
+    def has_topology(self) -> bool:
+        return self.file(TOPOLOGY).is_file()
 
     def write_settings(self, settings: dict) -> None:
         """The drill's own settings (`dcdrill drill --acks ...`), read back inside the experiment."""
@@ -332,8 +447,8 @@ class DrillRecord:
         return entry
 
     def faults(self) -> list[dict]:
-        path = self.file(FAULTS)
-        return parse_faults(path.read_bytes(), str(path)) if path.exists() else []
+        """faults.jsonl, one entry per fault (merge_faults); missing: no fault."""
+        return self._lines(FAULTS, parse_faults) or []
 
     @contextmanager
     def fault_state(self):
@@ -362,18 +477,12 @@ class DrillRecord:
         with open(self.file(FAILOVERS), "a") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
 
-    def failovers(self) -> list[dict]:
-        path = self.file(FAILOVERS)
-        return parse_failovers(path.read_bytes(), str(path)) if path.exists() else []
 
     def append_mirror_wait(self, entry: dict) -> None:
         """One flow's wait for its copy to catch up (RECORD.md): {flow, began_ms, caught_up_ms}."""
         with open(self.file(MIRROR_WAITS), "a") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
 
-    def mirror_waits(self) -> list[dict]:
-        path = self.file(MIRROR_WAITS)
-        return parse_mirror_waits(path.read_bytes(), str(path)) if path.exists() else []
 
     def write_mirror_events(self, rows: list[dict]) -> None:
         """MirrorMaker 2's starts and rebalances during the drill (RECORD.md): {host, flows, event, at_ms}."""
@@ -383,9 +492,6 @@ class DrillRecord:
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)
 
-    def coordination(self) -> list[dict]:
-        path = self.coordination_log()
-        return parse_coordination(path.read_bytes(), str(path)) if path.exists() else []
 
     # -- Chaos Toolkit's files ----------------------------------------------------------------------
     def journal(self) -> dict | None:

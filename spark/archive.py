@@ -1,7 +1,7 @@
 """Builds the verifier JVM's class-data archive (spark/cds.py says why): verifies two tiny
 records, a JSON Lines one and its Parquet copy, in a JVM that dumps its loaded classes on exit.
 
-    python -m spark.archive        (make setup runs it once per JDK, pyspark and kernel jar)
+    python -m dcdrill.spark.archive        (make setup runs it once per JDK, pyspark and kernel jar)
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pyspark.sql import types as T
 
-from infra.constants import SOURCE
-from spark import verify
-from spark.cds import archive_path
-from spark.ledgers import SCHEMAS
+from dcdrill.infra.constants import PACKAGE
+from dcdrill.spark import session, verify
+from dcdrill.spark.cds import archive_path
+from dcdrill.spark.ledgers import SCHEMAS
 
 
 def _record(run: Path) -> None:
@@ -40,7 +40,7 @@ def _record(run: Path) -> None:
 
 def exercise(tmp: Path) -> None:
     """What the archive should hold: a JSON Lines record and its Parquet copy, verified."""
-    spark = verify.session()
+    spark = session.session()
     _record(tmp / "jsonl")
     (tmp / "parquet").mkdir()
     for name in ("topology.json", "faults.jsonl"):
@@ -64,7 +64,7 @@ def build() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dcdrill-cds-") as tmp:
         env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
-        subprocess.run([sys.executable, "-m", "spark.archive", "--exercise", tmp], cwd=SOURCE, env=env, check=True,
+        subprocess.run([sys.executable, "-m", "dcdrill.spark.archive", "--exercise", tmp], cwd=PACKAGE.parent, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     Path(str(path) + ".tmp").replace(path)
     for stale in path.parent.glob("spark-cds-*.jsa"):  # archives for another JDK, pyspark or kernel jar

@@ -19,7 +19,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from infra.constants import cache_dir
+from dcdrill.infra.constants import cache_dir
 
 SUPPORTED = (25, 21, 17)  # Java versions Spark 4 runs on, preferred first
 

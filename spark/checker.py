@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark import identities, rollup
-from spark.identities import GROUP_KEY, Identities, partition_key
-from spark.ledgers import bad_row
+from dcdrill.spark import identities, rollup
+from dcdrill.spark.identities import GROUP_KEY, Identities, partition_key
+from dcdrill.spark.ledgers import bad_row
 
 COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
                "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",

@@ -141,7 +141,7 @@ def render_text(gs: list[dict]) -> str:
 
 def render_html(gs: list[dict], summaries: list[dict]) -> str:
     """Self-contained page: the groups as a table and each drill as a dot (recovery, ack gap)."""
-    from spark import figures, report
+    from dcdrill.spark import figures, report
 
     report.warm_up()  # the Agg backend: no display needed
     import matplotlib.pyplot as plt

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark.ledgers import bad_row_sql
+from dcdrill.spark.ledgers import bad_row_sql
 
 FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Identity.java)
 
@@ -97,7 +97,7 @@ def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list
     `plain`: the ledgers as read, where ledgers.load found them plain Parquet; those are narrowed
     batch by batch in the JVM (spark/jvm/Columnar.java), the others in SQL (narrow_ledger).
     Lazy: the screen runs it. Release it (`.release()`) when the identity pass is done."""
-    from spark.rollup import WORD_MS
+    from dcdrill.spark.rollup import WORD_MS
 
     rows = None
     for df, ledger in ((P, "produced"), (A, "audit"), (C, "consumed")):

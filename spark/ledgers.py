@@ -1,6 +1,6 @@
 """Reading a drill record's ledgers into Spark, with the bad-input rules of RECORD.md. The record's
-layout and the parsing of its small files are the record package's; this module reads them
-through Spark's filesystems, so records in S3 are read the same way.
+layout, its files and the parsing of its small files are the record package's (DrillRecord);
+Spark reads the ledger files it names, local or in S3 alike.
 
 Parsing is Spark's (fast path); diagnostics are Python's and run only when something is wrong:
 the number of corrupt rows Spark saw is compared with the torn last lines found by reading
@@ -14,14 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from record.drill_record import (BASELINE, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, MIRROR_EVENTS, MIRROR_WAITS,
-                                 TOPOLOGY, check_baseline, check_topology, experiment_name, parse_coordination,
-                                 parse_failovers, parse_faults, parse_mirror_events, parse_mirror_waits)
-from spark import storage
+from dcdrill.record import BadRecord, DrillRecord
 
-
-class BadInput(ValueError):
-    """Exit 2: the drill record cannot be verified as it is."""
+BadInput = BadRecord  # exit 2: the drill record cannot be verified as it is
 
 
 S, L, I = T.StringType(), T.LongType(), T.IntegerType()
@@ -47,32 +42,6 @@ NON_NEGATIVE = {
 PY_TYPES = {S: (str,), L: (int,), I: (int,)}
 STATUSES = ("ok", "fail", "info")
 CORRUPT = "_corrupt_record"
-
-
-def ledger_files(spark, run_dir: str, kind: str) -> tuple[list[str], str]:
-    """(files, format) of one ledger folder, local or remote (spark/storage.py)."""
-    folder = storage.join(run_dir, kind)
-    names = storage.listdir(spark, folder)
-    if names is None:
-        raise BadInput(f"{folder}: ledger folder missing")
-    parquet = [n for n in names if n.endswith(".parquet")]
-    jsonl = [n for n in names if n.endswith(".jsonl")]
-    if parquet and jsonl:
-        raise BadInput(f"{folder}: mixes .parquet and .jsonl ledgers")
-    return (parquet, "parquet") if parquet else (jsonl, "jsonl")
-
-
-def torn_last_line(spark, path: str) -> bool:
-    """A last line without its newline that does not parse: what a crash mid-write leaves."""
-    tail = storage.read_tail(spark, path, 65536)
-    if not tail or tail.endswith(b"\n"):
-        return False
-    last = tail.rsplit(b"\n", 1)[-1]
-    try:
-        json.loads(last)
-        return False
-    except ValueError:
-        return True
 
 
 def bad_row_sql(kind: str) -> str:
@@ -107,11 +76,11 @@ def row_problem(kind: str, row: dict) -> str | None:
     return None
 
 
-def locate_problem(spark, files: list[str], kind: str) -> str:
+def locate_problem(record: DrillRecord, files: list[str], kind: str) -> str:
     """Slow path, only after Spark saw a problem: name the file, line and column."""
     schema, required = SCHEMAS[kind], REQUIRED[kind]
     for path in files:
-        lines = (storage.read_bytes(spark, path) or b"").split(b"\n")
+        lines = record.read_file(path).split(b"\n")
         for n, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -149,7 +118,7 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
     return f"{kind}: a row could not be read (no file to blame)"
 
 
-def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = None,
+def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None = None,
          copies: tuple[str, ...] = ()) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty", "plain"}; the checker counts bad rows in its first pass.
@@ -160,7 +129,7 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
     audit/<cluster>.*, and the produced and consumed rows of its own clients (records written to
     another cluster, and consumers failed over to one, are spark/mirrors.py's). `copies`: the
     prefixes of MM2's copies in that cluster (`west.`), whose audit rows are left out too."""
-    files, fmt = ledger_files(spark, run_dir, kind)
+    files, fmt = record.ledger_files(kind)
     if cluster and kind == "audit":
         files = [f for f in files if f.rsplit("/", 1)[-1].rsplit(".", 1)[0] == cluster]
     schema = SCHEMAS[kind]
@@ -201,8 +170,8 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
         # 1.13x the JSON source's time with it, 1.84x with every line through from_json instead
         # (tests/benchmarks/jsonl_reader.py).
         if spark.read.text(files).filter(F.ltrim("value").startswith("[")).limit(1).count():
-            raise BadInput(locate_problem(spark, files, kind))
-        torn = sum(torn_last_line(spark, f) for f in files)
+            raise BadInput(locate_problem(record, files, kind))
+        torn = sum(record.torn_last_line(f) for f in files)
         plain = None
     if copies and kind == "audit":
         df = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
@@ -211,79 +180,3 @@ def load(spark: SparkSession, run_dir: str, kind: str, cluster: str | None = Non
 
 def _quote(prefix: str) -> str:
     return "".join("\\" + ch if not ch.isalnum() else ch for ch in prefix)
-
-
-def read_json(run_dir: str, name: str, required: bool = True, spark=None):
-    path = storage.join(run_dir, name)
-    data = storage.read_bytes(spark, path)
-    if data is None:
-        if required:
-            raise BadInput(f"{path}: missing")
-        return None
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise BadInput(f"{path}: not valid JSON ({exc})") from None
-
-
-def read_topology(run_dir: str, spark=None) -> dict:
-    path = storage.join(run_dir, TOPOLOGY)
-    try:
-        return check_topology(read_json(run_dir, TOPOLOGY, spark=spark), path)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-
-
-def read_experiment_name(run_dir: str, spark=None) -> str | None:
-    """The name of the experiment that made the record (experiment.json); None without one."""
-    return experiment_name(read_json(run_dir, EXPERIMENT, required=False, spark=spark))
-
-
-def read_baseline(run_dir: str, spark=None) -> dict | None:
-    """baseline.json (the produce latency settled before the fault); missing: None."""
-    data = read_json(run_dir, BASELINE, required=False, spark=spark)
-    try:
-        return None if data is None else check_baseline(data, storage.join(run_dir, BASELINE))
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-
-
-def _read_lines(run_dir: str, name: str, parser, spark=None) -> list[dict]:
-    """A small JSON Lines file of the record through `parser` (record/drill_record.py), which names
-    a bad line; missing: no rows."""
-    path = storage.join(run_dir, name)
-    data = storage.read_bytes(spark, path)
-    if data is None:
-        return []
-    try:
-        return parser(data, path)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-
-
-def read_faults(run_dir: str, spark=None) -> list[dict]:
-    """faults.jsonl, one entry per fault (record.parse_faults); missing: no fault."""
-    return _read_lines(run_dir, FAULTS, parse_faults, spark)
-
-
-def read_coordination(run_dir: str, spark=None) -> list[dict]:
-    """coordination.jsonl, its samples oldest first (record.parse_coordination); missing: none."""
-    return _read_lines(run_dir, COORDINATION, parse_coordination, spark)
-
-
-def read_failovers(run_dir: str, spark=None) -> list[dict]:
-    """failovers.jsonl, oldest first (record.parse_failovers); missing: none."""
-    return _read_lines(run_dir, FAILOVERS, parse_failovers, spark)
-
-
-def read_mirror_waits(run_dir: str, spark=None) -> list[dict]:
-    """mirror-waits.jsonl, by when each copy caught up (record.parse_mirror_waits); missing: none."""
-    return _read_lines(run_dir, MIRROR_WAITS, parse_mirror_waits, spark)
-
-
-def read_mirror_events(run_dir: str, spark=None) -> list[dict] | None:
-    """mirror-events.jsonl, oldest first (record.parse_mirror_events); None when the record has
-    none (a drill that did not read MM2's log), which is not "no event"."""
-    if storage.read_bytes(spark, storage.join(run_dir, MIRROR_EVENTS)) is None:
-        return None
-    return _read_lines(run_dir, MIRROR_EVENTS, parse_mirror_events, spark)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from spark.figures import shade, html_table, png
+from dcdrill.spark.figures import shade, html_table, png
 
 
 def _s(ms) -> str:

@@ -31,7 +31,8 @@ import json
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from spark.ledgers import load
+from dcdrill.record import DrillRecord
+from dcdrill.spark.ledgers import load
 
 ID = ["producer_id", "seq"]
 # The steady lag: records appended after the copy first caught up (mirror-waits.jsonl; before
@@ -41,14 +42,14 @@ ID = ["producer_id", "seq"]
 STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 
 
-def _audit(spark: SparkSession, run_dir: str, cluster: str) -> DataFrame:
-    df, info = load(spark, run_dir, "audit", cluster)
+def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> DataFrame:
+    df, info = load(spark, record, "audit", cluster)
     return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(F.col("producer_id").isNotNull())
 
 
-def _consumed(spark: SparkSession, run_dir: str) -> DataFrame:
+def _consumed(spark: SparkSession, record: DrillRecord) -> DataFrame:
     """Every consumed row with its cluster (null: the home cluster, as a stretched record has it)."""
-    df, info = load(spark, run_dir, "consumed")
+    df, info = load(spark, record, "consumed")
     if info["empty"]:
         return df.select("group", "topic", "partition", "offset", *ID).withColumn("cluster", F.lit(None).cast("string"))
     if "cluster" not in df.columns:
@@ -106,7 +107,7 @@ def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
             .filter(F.col("src_off") < F.col("prev_src")).count())
 
 
-def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
+def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
                failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None,
                rows: int = 0, C: DataFrame | None = None) -> dict:
     """One flow's counts (module doc), folded per identity in the JVM (spark/jvm/MirrorFold.java):
@@ -115,8 +116,8 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
     records the drill produced, which sizes the fold's tasks. With `C` (the consumed rows), the
     flow's first failover into R is folded in too: its counts come back under `failover`."""
     remote = flow["remote_topic_prefix"] + topic
-    src = _audit(spark, run_dir, flow["source"]).filter(F.col("topic") == topic)
-    dst = _audit(spark, run_dir, flow["target"]).filter(F.col("topic") == remote)
+    src = _audit(spark, record, flow["source"]).filter(F.col("topic") == topic)
+    dst = _audit(spark, record, flow["target"]).filter(F.col("topic") == remote)
     acked = P.filter((F.col("status") == "ok") & F.col("dc").isin(*source_dcs) & F.col("ack_ms").isNotNull())
     start = faults[0]["start_ms"] if faults else None
     end = max((f.get("end_ms") or 0) for f in faults) if faults else None
@@ -156,10 +157,10 @@ def check_flow(spark, run_dir: str, name: str, flow: dict, topic: str, P: DataFr
     }
 
 
-def _origins(spark, run_dir: str, cluster: str) -> DataFrame | None:
+def _origins(spark, record: DrillRecord, cluster: str) -> DataFrame | None:
     """topic and origin of each row of the cluster's audit (origin: the `dcdrill-origin` header the
     audit read; null in a record written before headers carried it). None: no audit file."""
-    _, info = load(spark, run_dir, "audit", cluster)
+    _, info = load(spark, record, "audit", cluster)
     if info["empty"]:
         return None
     if info["format"] == "parquet":
@@ -171,13 +172,13 @@ def _origins(spark, run_dir: str, cluster: str) -> DataFrame | None:
     return df.filter(F.col("producer_id").isNotNull()).select("topic", "origin")
 
 
-def mirror_loops(spark, run_dir: str, clusters: list[str], topic: str | None) -> dict[str, int]:
+def mirror_loops(spark, record: DrillRecord, clusters: list[str], topic: str | None) -> dict[str, int]:
     """Rows in a cluster's audit that started in that very cluster yet sit in a copy: by the copy's
     name (`<cluster>.…` or `….<cluster>.…`), or by the origin header MM2 copied with them (any
     topic but the cluster's own drill topic)."""
     out, loops = dict.fromkeys(clusters, 0), None
     for c in clusters:
-        a = _origins(spark, run_dir, c)
+        a = _origins(spark, record, c)
         if a is None:
             continue
         named = F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")
@@ -208,13 +209,13 @@ def _failover_summary(fo: dict, counts: dict) -> dict:
             "failover_skipped": counts["skipped"], "unread_at_end": counts["unread"]}
 
 
-def check_failover(spark, run_dir: str, fo: dict, C: DataFrame) -> dict:
+def check_failover(spark, record: DrillRecord, fo: dict, C: DataFrame) -> dict:
     """One consumer-group failover that no flow's fold took (a second one into the same copy):
     the same counts as MirrorFold's, each identity's rows (consumed before, consumed after, in
     the copy below where the group got to) as bits of one flag in one aggregation."""
     BEFORE, AFTER, BELOW = 1, 2, 4
     before_rows, after_rows, reached = _failover_rows(C, fo)
-    copy = _audit(spark, run_dir, fo["to"]).filter(F.col("topic") == fo["topic"])
+    copy = _audit(spark, record, fo["to"]).filter(F.col("topic") == fo["topic"])
     limit = F.lit(None).cast("long")
     for p, o in reached.items():  # a few partitions: a CASE, not a join
         limit = F.when(F.col("partition") == p, F.lit(o)).otherwise(limit)
@@ -245,25 +246,25 @@ def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> di
     return {"restarts": sum(e["event"] == "start" for e in own), "rebalances": sum(e["event"] == "rebalance" for e in own)}
 
 
-def check(spark, run_dir: str, topology: dict, faults: list[dict], failovers: list[dict],
+def check(spark, record: DrillRecord, topology: dict, faults: list[dict], failovers: list[dict],
           waits: list[dict] = (), events: list[dict] | None = None, rows: int = 0) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
     start = faults[0]["start_ms"] if faults else None
-    P = load(spark, run_dir, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
+    P = load(spark, record, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
     topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
     topic = topic_row[0][0] if topic_row else None
     clusters = topology["clusters"]
-    C = _consumed(spark, run_dir) if failovers else None
+    C = _consumed(spark, record) if failovers else None
     mirrors, folded = {}, {}
     for name, flow in sorted(topology["mirrors"].items()):
         dcs = [dc["name"] for dc in clusters[flow["source"]]["datacenters"]]
         caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
-        mirrors[name] = check_flow(spark, run_dir, name, flow, topic, P, faults, failovers, dcs,
+        mirrors[name] = check_flow(spark, record, name, flow, topic, P, faults, failovers, dcs,
                                    caught[-1] if caught else None, rows, C)
         mirrors[name]["mm2"] = mm2_events(events, name, start)
         if (fo := mirrors[name].pop("failover")) is not None:
             folded[(fo["group"], fo["at_ms"])] = fo
-    return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, run_dir, sorted(clusters), topic),
-            "failovers": [folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, run_dir, fo, C)
+    return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, record, sorted(clusters), topic),
+            "failovers": [folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, record, fo, C)
                           for fo in failovers]}
 

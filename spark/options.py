@@ -1,5 +1,5 @@
-"""The verifier's command-line options: `dcdrill verify` (spark/cli.py) and `spark-submit
-spark/verify.py` (spark/verify.py main) parse the same ones."""
+"""The verifier's command-line options: `dcdrill verify` and `spark-submit
+dcdrill/verify_command.py` parse the same ones (dcdrill/verify_command.py)."""
 from __future__ import annotations
 
 import argparse

@@ -3,7 +3,7 @@ Python allows, over a drill record's JSON Lines ledgers. No Spark, no hashing, n
 and obviously right. tests/spark/test_reference.py checks `dcdrill verify` against it on random
 records.
 
-    python -m spark.reference RUN_DIR      prints the counts as JSON
+    python -m dcdrill.spark.reference RUN_DIR      prints the counts as JSON
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from record import DrillRecord
-from record.ledger import read
+from dcdrill.record import DrillRecord
+from dcdrill.record.ledger import read
 
 
 def _ledger(record: DrillRecord, kind: str) -> tuple[list[dict], int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import html
 from datetime import datetime, timezone
 
-from spark import mirror_report
-from spark.figures import STYLE, html_table, png, shade
+from dcdrill.spark import mirror_report
+from dcdrill.spark.figures import STYLE, html_table, png, shade
 
 
 def warm_up() -> None:

@@ -11,7 +11,7 @@ after the heal do not count: the promise is about the cluster taking writes whil
 from __future__ import annotations
 
 # Faults that take a whole DC away: the topology's prediction for losing that DC applies to them.
-from record.drill_record import DC_LOSS_FAULTS
+from dcdrill.record.drill_record import DC_LOSS_FAULTS
 
 
 def rules_for(topology: dict) -> list[tuple[str, str]]:
@@ -91,7 +91,7 @@ def prediction_checks(topology: dict, summary: dict) -> list[dict]:
 
 
 def _isr_caveat(isr: dict | None) -> str | None:
-    """The model predicts for a full ISR (chaos/drill.isr_snapshot: taken just before the fault)."""
+    """The model predicts for a full ISR (chaos/faults/actions.isr_snapshot: taken just before the fault)."""
     if not isr or isr["in_sync"] >= isr["partitions"]:
         return None
     return (f"the prediction assumes every replica in sync when the DC went; {isr['partitions'] - isr['in_sync']} "

@@ -1,6 +1,6 @@
 import pytest
 
-from infra.topology import from_config
+from dcdrill.infra.topology import from_config
 
 
 def make(dcs, factor=4, min_insync=3, unclean=False, acks="all", profile="consistency-first", backend="local", **kw):
@@ -57,8 +57,8 @@ class Labs:
         self.command_lines = command_lines
 
     def up(self, stack: str):
-        from infra import lifecycle
-        from infra.lab import netns
+        from dcdrill.infra import lifecycle
+        from dcdrill.infra.lab import netns
 
         if self.current != stack:
             self.down()
@@ -75,8 +75,8 @@ class Labs:
         """Destroy the current lab; fails the run if any namespace, veth or JVM is left."""
         import subprocess
 
-        from infra import lifecycle
-        from infra.lab import netns
+        from dcdrill.infra import lifecycle
+        from dcdrill.infra.lab import netns
 
         if self.current is None:
             return

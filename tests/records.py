@@ -138,3 +138,12 @@ def random_record(run: Path, seed: int) -> Path:
         if (run / rel).read_text() == torn:
             (run / rel).unlink()
     return run
+
+
+def verified(location: str, **kwargs) -> tuple[int, dict]:
+    """(exit code, summary) of one record's verify, the code as `dcdrill verify` exits with it."""
+    from dcdrill.exits import verdict_code
+    from dcdrill.spark import verify
+
+    summary = verify.verify(location, **kwargs)
+    return verdict_code(summary), summary

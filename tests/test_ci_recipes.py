@@ -6,7 +6,8 @@ import subprocess
 
 import yaml
 
-from infra.constants import SOURCE as ROOT, cache_dir
+from dcdrill.infra.constants import cache_dir
+from tests import ROOT
 
 RECIPES = ROOT / "docs" / "ci"
 

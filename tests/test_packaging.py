@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import constants, project
-from infra import stack as stacks
-from infra.constants import SOURCE, cache_dir
+from dcdrill import project
+from dcdrill.infra import constants
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.constants import cache_dir
+from tests import ROOT as SOURCE
 
 PYPROJECT = tomllib.loads((SOURCE / "pyproject.toml").read_text())
 
@@ -99,10 +101,13 @@ def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("dcdrill/shipped/site.yml", "dcdrill/shipped/roles/kafka_broker/tasks/main.yml",
                    "dcdrill/shipped/examples/Pulumi.local.yaml", "dcdrill/shipped/ci/github-actions.yml",
-                   "chaos/experiments/kill-dc.json", "spark/jvm/Scan.java", "infra/toolchain/setup.sh",
-                   "infra/toolchain/kafka-pom.xml", "infra/lab/forwarder/main.go"):
+                   "dcdrill/chaos/experiments/kill-dc.json", "dcdrill/spark/jvm/Scan.java",
+                   "dcdrill/infra/toolchain/setup.sh", "dcdrill/infra/toolchain/kafka-pom.xml",
+                   "dcdrill/infra/lab/forwarder/main.go", "dcdrill/infra/__main__.py", "dcdrill/record/ledger.py"):
         assert needed in names, needed
     assert not any("__pycache__" in n or n.startswith(".cache") for n in names)
+    # one top-level import package: nothing beside dcdrill/ but the distribution's metadata
+    assert {n.split("/")[0] for n in names} == {"dcdrill", f"dcdrill-{PYPROJECT['project']['version']}.dist-info"}
 
 
 @pytest.mark.lab

@@ -3,7 +3,7 @@ its end with `assign` (no group, no commits) into audit/audit.jsonl; on a replic
 cluster's topics (the drill's, and MM2's remote copies) into audit/<cluster>.jsonl, identities
 and origin cluster read from the records' headers (which MM2 copies).
 
-    python -m validation.audit --config JSON
+    python -m dcdrill.validation.audit --config JSON
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 import sys
 import time
 
-from record import DrillRecord
-from record.ledger import Ledger
-from validation import clients
+from dcdrill.record import DrillRecord
+from dcdrill.record.ledger import Ledger
+from dcdrill.validation import clients
 
 
 class PartitionOffline(RuntimeError):
@@ -92,7 +92,7 @@ def _offsets(consumer, tps, deadline):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.audit", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dcdrill.validation.audit", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
     try:
         return run(json.loads(p.parse_args(argv).config))

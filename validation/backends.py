@@ -14,8 +14,8 @@ import time
 from functools import partial
 from typing import Callable
 
-from infra.constants import KAFKA_PYTHON_ACKS
-from validation import clients, outcomes
+from dcdrill.infra.constants import KAFKA_PYTHON_ACKS
+from dcdrill.validation import clients, outcomes
 
 # settle(seq, status, offset, error): status ok | fail | info; called once per record.
 Settle = Callable[[int, str, "int | None", "str | None"], None]

@@ -1,7 +1,7 @@
 """One member of the live consumer group: records every delivery, commits after recording,
 and keeps retrying through rebalances and DC loss (it never exits on a broker error).
 
-    python -m validation.consumer --config JSON
+    python -m dcdrill.validation.consumer --config JSON
 """
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import json
 import sys
 import time
 
-from infra.constants import now_ms
-from record import DrillRecord
-from record.ledger import Ledger
-from validation import clients
+from dcdrill.infra.constants import now_ms
+from dcdrill.record import DrillRecord
+from dcdrill.record.ledger import Ledger
+from dcdrill.validation import clients
 
 
 # Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
@@ -95,7 +95,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.consumer", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dcdrill.validation.consumer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
     return run(json.loads(p.parse_args(argv).config), clients.StopFlag())
 

@@ -1,6 +1,6 @@
 """One sequenced producer process: seq = 0, 1, 2, ... densely, one ledger row per record.
 
-    python -m validation.producer --config JSON     (the launcher, validation/workload.py, starts it)
+    python -m dcdrill.validation.producer --config JSON     (the launcher, validation/workload.py, starts it)
 """
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 import threading
 import time
 
-from infra.constants import now_ms
-from record import DrillRecord
-from record.ledger import IntentLog, Ledger, LedgerError
-from validation import clients
-from validation.backends import BACKENDS
+from dcdrill.infra.constants import now_ms
+from dcdrill.record import DrillRecord
+from dcdrill.record.ledger import IntentLog, Ledger, LedgerError
+from dcdrill.validation import clients
+from dcdrill.validation.backends import BACKENDS
 
 
 class SequencedProducer:
@@ -132,7 +132,7 @@ class SequencedProducer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.producer", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dcdrill.validation.producer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
     cfg = json.loads(p.parse_args(argv).config)
     stop = clients.StopFlag()

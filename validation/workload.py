@@ -12,9 +12,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from infra.constants import ACKS, WORKLOAD_GROUP, child_env
-from infra.inventory import Inventory, InventoryHost
-from record import DrillRecord
+from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, child_env
+from dcdrill.infra.inventory import Inventory, InventoryHost
+from dcdrill.record import DrillRecord
 
 
 @dataclass
@@ -161,7 +161,7 @@ class Workload:
             pid = f"p{first + i}"
             cfg = _process_config(self.run_dir, inventory, self.spec, producer_id=pid, dc=host.dc, host=host.name,
                                   cluster=cluster)
-            self._spawn(pid, _argv("validation.producer", host, cfg), env)
+            self._spawn(pid, _argv("dcdrill.validation.producer", host, cfg), env)
             started.append(pid)
         return started
 
@@ -185,7 +185,7 @@ class Workload:
             cid = f"c{first + i}"
             cfg = _process_config(self.run_dir, inventory, replace(self.spec, topic=topic), consumer_id=cid,
                                   dc=host.dc, host=host.name, cluster=cluster, auto_offset_reset="none")
-            self._spawn(cid, _argv("validation.consumer", host, cfg), env)
+            self._spawn(cid, _argv("dcdrill.validation.consumer", host, cfg), env)
             started.append(cid)
         return started
 
@@ -193,10 +193,10 @@ class Workload:
         env = _process_env()
         for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
             cid = f"c{i + 1}"
-            self._spawn(cid, _argv("validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
+            self._spawn(cid, _argv("dcdrill.validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
         for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
             pid = f"p{i + 1}"
-            self._spawn(pid, _argv("validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
+            self._spawn(pid, _argv("dcdrill.validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
         return self
 
     def _spawn(self, name: str, argv: list[str], env: dict) -> None:
@@ -293,6 +293,6 @@ def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: fl
     hosts = placements(inventory, spec.hosts, 1)
     extra = {"cluster": cluster, "topics": topics} if cluster else {}
     cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s, **extra)
-    res = subprocess.run(_argv("validation.audit", hosts[0], cfg), env=_process_env(), capture_output=True, text=True)
+    res = subprocess.run(_argv("dcdrill.validation.audit", hosts[0], cfg), env=_process_env(), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")

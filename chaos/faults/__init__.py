@@ -2,10 +2,10 @@
 Toolkit actions that every experiment names whatever the backend (chaos/faults/actions.py)."""
 from __future__ import annotations
 
-from chaos.faults.aws import AwsFaults
-from chaos.faults.driver import FaultDriver
-from chaos.faults.lab import LabFaults
-from infra.backend import Backend
+from dcdrill.chaos.faults.aws import AwsFaults
+from dcdrill.chaos.faults.driver import FaultDriver
+from dcdrill.chaos.faults.lab import LabFaults
+from dcdrill.infra.backend import Backend
 
 DRIVERS: dict[str, type[FaultDriver]] = {"local": LabFaults, "aws": AwsFaults}  # by Backend.name
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from chaoslib.exceptions import ActivityFailed
 
-from chaos import context
-from chaos.faults import driver_class
-from chaos.faults.driver import FaultDriver, Undo
-from chaos.kafka.probes import wait_converged
-from infra import ansible, inventory, lifecycle, rules, status
-from record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
+from dcdrill.chaos import context
+from dcdrill.chaos.faults import driver_class
+from dcdrill.chaos.faults.driver import FaultDriver, Undo
+from dcdrill.chaos.kafka.probes import wait_converged
+from dcdrill.infra import ansible, inventory, lifecycle, rules, status
+from dcdrill.infra import stack as stacks
+from dcdrill.record import DrillRecord
+from dcdrill.record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
                                  ROLLING_RESTART, STOP_DC)
 
 __all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "kill_mirror",
@@ -30,12 +32,16 @@ NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc",
 def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriver:
     """The stack's fault driver; `secrets`: the experiment's `aws` secrets (the AWS driver's
     credentials; empty values leave boto3's own chain)."""
-    backend = context.backend(configuration)
-    d = context.deployment(configuration)
+    return stack_driver(context.stack_name(configuration), context.record(configuration), secrets)
+
+
+def stack_driver(stack: str, record: DrillRecord, secrets: dict | None = None) -> FaultDriver:
+    """The fault driver of `stack`, under the drill's own settings in `record`."""
+    backend = stacks.backend(stack)
+    d = context.deployment_for(stack, record)
     if not d.replicated:
-        drv = driver_class(backend)(context.topology(configuration), context.inventory(configuration), backend)
+        drv = driver_class(backend)(d.home, lifecycle.inventory(stack), backend)
     else:
-        stack = context.stack_name(configuration)
         every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
         if d.mirrors:
             every.append(lifecycle.inventory(stack, ansible.MIRRORS))
@@ -143,10 +149,15 @@ def kill_mirror(configuration: dict = None, secrets: dict = None) -> dict:
 def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:
     """Undo every recorded fault (of `dc`, or all) exactly as its driver noted it. Keeps healing
     the rest when one fails, then raises naming what could not be healed. Safe as a rollback."""
-    record = context.record(configuration)
+    return {"healed": heal_record(context.stack_name(configuration), context.record(configuration), dc, secrets)}
+
+
+def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets: dict | None = None) -> list[dict]:
+    """heal, for a caller with no Chaos Toolkit configuration: the drill, after `chaos run` ended
+    however it did. The fault lines of what was healed; ActivityFailed names what was not."""
     if not record.active_faults():
-        return {"healed": []}
-    d = driver(configuration, secrets)
+        return []
+    d = stack_driver(stack, record, secrets)
     healed, errors = [], []
     with record.fault_state() as state:
         keep = []
@@ -163,4 +174,4 @@ def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> di
         state["active"] = keep
     if errors:
         raise ActivityFailed("heal failed: " + "; ".join(errors))
-    return {"healed": healed}
+    return healed

@@ -18,9 +18,9 @@ from __future__ import annotations
 import shlex
 import time
 
-from chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from infra.deployment import Deployment
-from infra.inventory import InventoryHost
+from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import InventoryHost
 
 RUN_SHELL = "AWS-RunShellScript"
 COMMENT = "dcdrill fault"

@@ -14,7 +14,7 @@ from chaoslib.exceptions import InterruptExecution
 
 __all__ = ["after_activity_control", "before_rollback_control", "after_rollback_control"]
 
-FAULT_MODULE = "chaos.faults.actions"
+FAULT_MODULE = "dcdrill.chaos.faults.actions"
 _rolling_back = False  # one experiment per `chaos run` process
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from infra.backend import Backend
-from infra.inventory import Inventory, InventoryHost
-from infra.deployment import Deployment
-from infra.topology import Topology
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.inventory import Inventory, InventoryHost
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.topology import Topology
 
 DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from infra.constants import SOURCE, cache_dir
-from infra.inventory import InventoryHost
-from infra.lab import layout, netns, service, shaper
+from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
+from dcdrill.infra.constants import PACKAGE, cache_dir
+from dcdrill.infra.inventory import InventoryHost
+from dcdrill.infra.lab import layout, netns, service, shaper
 
 
 SERVICE = {"zookeeper": "zookeeper", "kafka_mirror": "mirror"}  # the roles' service names; kafka otherwise
@@ -26,8 +26,8 @@ def spec_path(host: InventoryHost) -> str:
 
 def start_service(name: str, spec: str, ns: str) -> None:
     """Start a service inside its host's namespace with the supervisor the Ansible roles use."""
-    res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "infra.lab.service", "start", spec],
-                         capture_output=True, text=True, cwd=str(SOURCE))
+    res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "dcdrill.infra.lab.service", "start", spec],
+                         capture_output=True, text=True, cwd=str(PACKAGE.parent))
     if res.returncode != 0:
         raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
 

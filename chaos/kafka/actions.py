@@ -1,9 +1,9 @@
 """Actions on the cluster itself (not faults): put it in the same shape before every drill."""
 from __future__ import annotations
 
-from chaos import context
-from chaos.kafka.probes import cluster_now, wait_until
-from chaos.kafka.watch import CoordinationWatch
+from dcdrill.chaos import context
+from dcdrill.chaos.kafka.probes import cluster_now, wait_until
+from dcdrill.chaos.kafka.watch import CoordinationWatch
 
 __all__ = ["elect_preferred_leaders", "watch_coordination", "stop_watching_coordination"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from chaos import context
-from infra import status as cluster
+from dcdrill.chaos import context
+from dcdrill.infra import status as cluster
 
 __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
            "isr_per_dc", "controller_present",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import threading
 
-from infra import status
-from infra.inventory import Inventory
-from record import DrillRecord
-from record.ledger import Ledger
+from dcdrill.infra import status
+from dcdrill.infra.inventory import Inventory
+from dcdrill.record import DrillRecord
+from dcdrill.record.ledger import Ledger
 
 
 class CoordinationWatch:

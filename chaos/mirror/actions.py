@@ -11,12 +11,12 @@ import time
 
 from chaoslib.exceptions import ActivityFailed
 
-from chaos import context
-from chaos.faults.actions import driver
-from chaos.mirror import events
-from chaos.mirror.probes import end_offsets
-from infra import lifecycle
-from infra.constants import now_ms
+from dcdrill.chaos import context
+from dcdrill.chaos.faults.actions import driver
+from dcdrill.chaos.mirror import events
+from dcdrill.chaos.mirror.probes import end_offsets
+from dcdrill.infra import lifecycle
+from dcdrill.infra.constants import now_ms
 
 __all__ = ["wait_mirrored", "record_mirror_events"]
 

@@ -2,8 +2,8 @@
 drill topic (records: the source's log end minus the copy's, summed over partitions)."""
 from __future__ import annotations
 
-from chaos import context
-from infra import ansible, lifecycle, status
+from dcdrill.chaos import context
+from dcdrill.infra import ansible, lifecycle, status
 
 __all__ = ["mirrors_running", "mirror_lag"]
 

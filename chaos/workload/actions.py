@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from chaoslib.exceptions import ActivityFailed
 
-from chaos import context
-from infra import lifecycle, mirror_rules, rules
-from infra import stack as stacks
-from infra.constants import WORKLOAD_GROUP, now_ms
-from validation import workload as wl
+from dcdrill.chaos import context
+from dcdrill.infra import lifecycle, mirror_rules
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.constants import WORKLOAD_GROUP, now_ms
+from dcdrill.validation import workload as wl
 
 __all__ = ["start_workload", "stop_workload", "fail_over_consumers", "run_audit", "delete_topic"]
 
@@ -28,11 +28,9 @@ def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, re
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
     d = context.deployment(configuration)
-    resolved = stacks.resolved(d) | {"stack": context.stack_name(configuration)}
-    one_way = context.backend(configuration).one_way_ms(t)
-    if one_way is not None:  # what the network adds to produce latency, for the report
-        resolved["produce_latency"] = rules.produce_latency(t, one_way)
-    context.record(configuration).write_topology(resolved)
+    record = context.record(configuration)
+    if not record.has_topology():  # a plain `chaos run`: `dcdrill drill` wrote it before the experiment
+        record.write_topology(stacks.drill_topology(context.stack_name(configuration), d))
     w = _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
     writers = [t.name]
     for c in d.clusters[1:]:  # active-active: every cluster a mirror copies from takes writes too

@@ -4,9 +4,9 @@ from __future__ import annotations
 import math
 import time
 
-from chaos import context
-from chaos.workload.actions import _running
-from infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
+from dcdrill.chaos import context
+from dcdrill.chaos.workload.actions import _running
+from dcdrill.infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
 
 __all__ = ["workload_progressing", "produce_latency_settled"]
 
@@ -36,8 +36,8 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
     warm cluster and the drill's timings are not its warm-up. Returns (and keeps in the record's
     baseline.json, for the report) the baseline: p50 and p99 over the last window, and whether it
     settled within `timeout_s`."""
-    from record.drill_record import BASELINE
-    from record.ledger import read
+    from dcdrill.record.drill_record import BASELINE
+    from dcdrill.record.ledger import read
 
     run = context.record(configuration)
     started = time.monotonic()

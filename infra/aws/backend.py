@@ -3,12 +3,12 @@
 its settings, checks and inventory shape are in infra/aws/plan.py."""
 from __future__ import annotations
 
-from infra.aws import plan
-from infra.backend import Backend
-from infra.deployment import Deployment
-from infra.inventory import Inventory
-from infra.rules import Violation
-from infra.topology import Topology
+from dcdrill.infra.aws import plan
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.rules import Violation
+from dcdrill.infra.topology import Topology
 
 
 class AwsBackend(Backend):
@@ -28,7 +28,7 @@ class AwsBackend(Backend):
         return plan.check(d, self.config)  # every cluster's DCs at once: they share the regions' VPCs
 
     def program(self, d: Deployment) -> dict:
-        from infra.aws import program
+        from dcdrill.infra.aws import program
 
         outputs = program.build(d, self.config)
         keys = ["inventory"] + (["inventories", "mirrors"] if d.replicated else [])

@@ -14,12 +14,12 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from infra import inventory as inv
-from infra import schema
-from infra.constants import KAFKA_VERSIONS
-from infra.deployment import Deployment
-from infra.rules import Violation
-from infra.topology import Topology
+from dcdrill.infra import inventory as inv
+from dcdrill.infra import schema
+from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.rules import Violation
+from dcdrill.infra.topology import Topology
 
 # A topology's DCs and hosts: one cluster, or a replicated stack's clusters and MM2 hosts, which
 # share the region's VPC (each DC keeps a subnet of its own).

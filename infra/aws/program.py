@@ -6,11 +6,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from infra.aws import plan
-from infra.aws.hosts import ClusterHost, HostArgs, SsmProfile
-from infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetworkArgs
-from infra.aws.security import ClusterSecurity, SecurityArgs
-from infra.deployment import Deployment
+from dcdrill.infra.aws import plan
+from dcdrill.infra.aws.hosts import ClusterHost, HostArgs, SsmProfile
+from dcdrill.infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetworkArgs
+from dcdrill.infra.aws.security import ClusterSecurity, SecurityArgs
+from dcdrill.infra.deployment import Deployment
 
 # Amazon Linux 2023: the SSM agent is installed, and its package repositories are in S3, which
 # the hosts reach through the VPC's gateway endpoint (no NAT, no internet route).

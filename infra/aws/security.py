@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from infra.constants import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
+from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, REPLICATION_PORT, ZOOKEEPER_PORTS
 
 
 

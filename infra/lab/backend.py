@@ -2,14 +2,14 @@
 namespace (infra/lab/netns.py), hosts reached by SSH like any machine (infra/lab/sshd.py)."""
 from __future__ import annotations
 
-from infra import schema
-from infra.backend import Backend
-from infra.constants import cache_dir
-from infra.deployment import Deployment
-from infra.inventory import Inventory
-from infra.rules import Violation
-from infra.schema import LabSpec
-from infra.topology import Topology
+from dcdrill.infra import schema
+from dcdrill.infra.backend import Backend
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.rules import Violation
+from dcdrill.infra.schema import LabSpec
+from dcdrill.infra.topology import Topology
 
 # Only for lab stacks, whose Pulumi state never leaves this machine.
 LAB_PASSPHRASE = "dcdrill-local-lab"
@@ -30,28 +30,28 @@ class LabBackend(Backend):
         return []
 
     def inventory(self, t: Topology) -> Inventory:
-        from infra.lab import layout
+        from dcdrill.infra.lab import layout
 
         return layout.build_inventory(t, self.settings, cache_dir())
 
     def program(self, d: Deployment) -> dict:
-        from infra.lab import program
+        from dcdrill.infra.lab import program
 
         return program.build(d, self.settings, cache_dir())
 
     def require_support(self) -> None:
-        from infra.lab import layout, netns
+        from dcdrill.infra.lab import layout, netns
 
         netns.require_support()
         layout.require_reachable(cache_dir())
 
     def leftovers(self) -> list[str]:
-        from infra.lab import netns
+        from dcdrill.infra.lab import netns
 
         return [f"namespace {ns}" for ns in netns.lab_namespaces()]
 
     def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float]:
-        from infra.lab import layout
+        from dcdrill.infra.lab import layout
 
         names = t.dc_names
         return {(names[a - 1], names[b - 1]): shape.latency_ms

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from infra import inventory
-from infra.constants import KAFKA_VERSIONS
-from infra.deployment import Deployment
-from infra.lab import netns, shaper
-from infra.topology import Topology
+from dcdrill.infra import inventory
+from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.lab import netns, shaper
+from dcdrill.infra.topology import Topology
 
 
 KAFKA_UID, ZOOKEEPER_UID = 64101, 64102
@@ -18,7 +18,7 @@ KAFKA_UID, ZOOKEEPER_UID = 64101, 64102
 def require_reachable(cache: Path) -> None:
     """The services' unprivileged uids read the Kafka jars and write their hosts' folders under
     the cache: every folder above it must let others through (o+x)."""
-    from infra.lab.netns import LabUnavailable
+    from dcdrill.infra.lab.netns import LabUnavailable
 
     for folder in [cache.resolve(), *cache.resolve().parents]:
         if folder.exists() and not folder.stat().st_mode & 0o001:

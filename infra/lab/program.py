@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pulumi
 
-from infra.lab import layout, netns, shaper
-from infra.lab.resources import Datacenter, Host, Link, Router, Shaper
-from infra.deployment import Deployment
+from dcdrill.infra.lab import layout, netns, shaper
+from dcdrill.infra.lab.resources import Datacenter, Host, Link, Router, Shaper
+from dcdrill.infra.deployment import Deployment
 
 
 class Lab(pulumi.ComponentResource):

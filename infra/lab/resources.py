@@ -16,8 +16,8 @@ from pathlib import Path
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
-from infra.constants import cache_dir
-from infra.lab import netns, shaper, sshd
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.lab import netns, shaper, sshd
 
 PATH_KEYS = ("lab_dir", "hosts_file", "state_dir")
 

@@ -1,11 +1,11 @@
 """The lab's service supervisor: what systemd does on a real host, for hosts without systemd.
 
 The Ansible roles render one JSON spec per service ({name, argv, match, env, cwd, log, pidfile}) and
-call `python -m infra.lab.service start SPEC` inside the host's namespace; the chaos driver's
+call `python -m dcdrill.infra.lab.service start SPEC` inside the host's namespace; the chaos driver's
 heal restarts a killed service with the same command. Exit codes follow systemctl's habits:
 status exits 3 when the service is not running.
 
-    python -m infra.lab.service {start|stop|restart|kill|status} SPEC.json
+    python -m dcdrill.infra.lab.service {start|stop|restart|kill|status} SPEC.json
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _reap(pid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infra.lab.service", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dcdrill.infra.lab.service", description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=["start", "stop", "restart", "kill", "status"])
     p.add_argument("spec", help="the service's JSON spec, rendered by the Ansible role")
     a = p.parse_args(argv)

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from infra.lab import netns
+from dcdrill.infra.lab import netns
 
 TUN, TABLE, RULE_PRIORITY = "fwd0", "100", "100"
 RT_PRIORITY = "10"  # SCHED_FIFO, low among real-time tasks; the kernel's RT throttling still applies
@@ -96,7 +96,7 @@ class Shaper(ABC):
 
 # -- the userspace forwarder ---------------------------------------------------------------------
 def forwarder_binary() -> Path:
-    from infra.constants import cache_dir
+    from dcdrill.infra.constants import cache_dir
     return cache_dir() / "bin" / "dcdrill-forwarder"
 
 

@@ -5,7 +5,7 @@ import fcntl
 import subprocess
 from pathlib import Path
 
-from infra.lab import netns
+from dcdrill.infra.lab import netns
 
 
 def keypair(lab_dir: Path) -> Path:

@@ -70,7 +70,7 @@ def required_plugins(stack: str | None) -> list[tuple[str, str]]:
     pulumi-plugin.json (pulumi_aws for an AWS stack)."""
     if not stack:
         return []
-    from infra import stack as stacks
+    from dcdrill.infra import stack as stacks
 
     if stacks.backend(stack).name != "aws":
         return []

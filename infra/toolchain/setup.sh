@@ -14,10 +14,11 @@
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
 #   9. actionlint (the CI recipe's linter, docs/ci/; checkout only)                    Go module proxy
-# ROOT holds the packages: a checkout (with pyproject.toml), or site-packages when installed, where
-# `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the Python dcdrill runs on).
+# ROOT holds the layers' folders (infra/, spark/, ...): a checkout (with pyproject.toml), or the
+# installed dcdrill package, where `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the
+# Python dcdrill runs on). cd -P: in a checkout this script may be reached through dcdrill/infra.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd -P "$(dirname "$0")/../.." && pwd)
 CHECKOUT=; [ -f "$ROOT/pyproject.toml" ] && CHECKOUT=1
 CACHE=${DCDRILL_CACHE:-$ROOT/.cache}
 VENV=$ROOT/.venv
@@ -89,7 +90,7 @@ fi
 if [ -n "$CHECKOUT" ] || [ ! -x "$CACHE/bin/pulumi-language-python" ]; then
   cat > "$CACHE/bin/pulumi-language-python" <<EOS
 #!/bin/sh
-exec "\${DCDRILL_PYTHON:-$PY}" -u -m infra.toolchain.langhost "\$@"
+exec "\${DCDRILL_PYTHON:-$PY}" -u -m dcdrill.infra.toolchain.langhost "\$@"
 EOS
   cat > "$CACHE/bin/pulumi-resource-pulumi-python" <<EOS
 #!/bin/sh
@@ -109,7 +110,7 @@ key="$(cat "$ROOT"/spark/jvm/*.java | sha256sum | cut -c1-16)-$("$PY" -c 'import
 KERNEL="$CACHE/spark-kernel/dcdrill-kernel.jar"
 if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
   step "verifier kernels (spark/jvm) -> $KERNEL"
-  JDK=$(cd "$ROOT" && "$PY" -c 'from spark.cds import java_home; print(java_home() or "")')
+  JDK=$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import java_home; print(java_home() or "")')
   JAVAC=${JDK:+$JDK/bin/}javac; JAR=${JDK:+$JDK/bin/}jar
   SPARK_JARS=$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
   rm -rf "$CACHE/spark-kernel"; mkdir -p "$CACHE/spark-kernel/classes"
@@ -119,9 +120,9 @@ if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
 fi
 
 # 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
-if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from spark.cds import archive_path; print(archive_path())')" ]; then
+if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
-  (cd "$ROOT" && "$PY" -m spark.archive)
+  (cd "$ROOT" && "$PY" -m dcdrill.spark.archive)
 fi
 else
   step "verifier kernels: skipped, no pyspark here (pip install 'dcdrill[verify]', then setup again)"

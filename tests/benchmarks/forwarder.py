@@ -20,10 +20,10 @@ import threading
 import time
 from pathlib import Path
 
-from infra import lifecycle
-from infra.constants import cache_dir
-from infra.lab import layout, shaper
-from validation import workload as wl
+from dcdrill.infra import lifecycle
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.lab import layout, shaper
+from dcdrill.validation import workload as wl
 
 SINK = """import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 5201)); s.listen(1)

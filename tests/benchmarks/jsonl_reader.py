@@ -22,32 +22,32 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import types as T  # noqa: E402
 
-from spark import ledgers, verify  # noqa: E402
+from dcdrill.spark import ledgers, session, verify  # noqa: E402
 from tests.benchmarks.verifier_vs_duckdb import generate  # noqa: E402
 
 TODAY = ledgers.load
 
 
-def from_json(spark, run_dir, kind):
+def from_json(spark, record, kind):
     from pyspark.sql import functions as F
 
-    files, fmt = ledgers.ledger_files(spark, run_dir, kind)
+    files, fmt = record.ledger_files(kind)
     struct = T.StructType([T.StructField(c, t) for c, t in ledgers.SCHEMAS[kind].items()]
                           + [T.StructField(ledgers.CORRUPT, T.StringType())])
     df = spark.read.text(files).select(F.from_json("value", struct, {
         "mode": "PERMISSIVE", "columnNameOfCorruptRecord": ledgers.CORRUPT}).alias("r")).select("r.*")
-    return df, {"files": files, "format": fmt, "torn": sum(ledgers.torn_last_line(spark, f) for f in files),
+    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files),
                 "empty": False}
 
 
-def json_source(spark, run_dir, kind):
+def json_source(spark, record, kind):
     """The reader before: Spark's JSON data source, PERMISSIVE, no text pass."""
-    files, fmt = ledgers.ledger_files(spark, run_dir, kind)
+    files, fmt = record.ledger_files(kind)
     schema = ledgers.SCHEMAS[kind]
     struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(ledgers.CORRUPT, T.StringType())])
     df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ledgers.CORRUPT) \
         .json(files)
-    return df, {"files": files, "format": fmt, "torn": sum(ledgers.torn_last_line(spark, f) for f in files),
+    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files),
                 "empty": False}
 
 
@@ -59,7 +59,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dcdrill-jsonl-"))
     try:
         generate(tmp / "run", a.size, "jsonl")
-        spark = verify.session()
+        spark = session.session()
         readers = {"today": TODAY, "json source": json_source, "from_json": from_json}
         times = {name: [] for name in readers}
         counts = {}
@@ -67,7 +67,7 @@ def main() -> None:
             for name, reader in readers.items():
                 verify.load = reader
                 t0 = time.monotonic()
-                _, summary = verify.verify(str(tmp / "run"), spark=spark)
+                summary = verify.verify(str(tmp / "run"), spark=spark)
                 if r:
                     times[name].append(time.monotonic() - t0)
                 counts[name] = summary["counts"]

@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra import lifecycle, rules, stack
-from infra.constants import cache_dir
-from infra.lab import layout, shaper
-from record.ledger import read
-from validation import workload as wl
+from dcdrill.infra import lifecycle, rules, stack
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.lab import layout, shaper
+from dcdrill.record.ledger import read
+from dcdrill.validation import workload as wl
 
 
 TOPICS: list[str] = []

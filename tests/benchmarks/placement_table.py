@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from infra import ansible  # noqa: E402
+from dcdrill.infra import ansible  # noqa: E402
 
 STACKS = {"target": "local-replicated", "source": "local-replicated-mm2-source"}
 FAULTS = ("kill-source-dc", "cut-mirror-link")

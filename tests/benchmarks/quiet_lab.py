@@ -24,11 +24,11 @@ import threading
 import time
 from pathlib import Path
 
-from infra import lifecycle
-from infra.constants import cache_dir
-from infra.lab import layout, service, shaper
-from record.ledger import read
-from validation import workload as wl
+from dcdrill.infra import lifecycle
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.lab import layout, service, shaper
+from dcdrill.record.ledger import read
+from dcdrill.validation import workload as wl
 
 C1_ONLY = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 # Consumers that return on the first byte: kafka-python's defaults, the workload's before.
@@ -42,8 +42,8 @@ SETTINGS = {
     "today: C2 brokers, kafka-python": {"broker_opts": None, "spec": {"client": "kafka-python"}},
     "today: C2 brokers, confluent (the defaults)": {"broker_opts": None, "spec": {}},
 }
-KINDS = {"broker": b"kafka.Kafka", "zookeeper": b"QuorumPeerMain", "producer": b"validation.producer",
-         "consumer": b"validation.consumer", "forwarder": b"dcdrill-forwarder"}
+KINDS = {"broker": b"kafka.Kafka", "zookeeper": b"QuorumPeerMain", "producer": b"dcdrill.validation.producer",
+         "consumer": b"dcdrill.validation.consumer", "forwarder": b"dcdrill-forwarder"}
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -102,12 +102,12 @@ def preferred_leaders(inv) -> None:
 
 
 def lifecycle_start(host, path: str) -> None:
-    from chaos.faults.lab import start_service
+    from dcdrill.chaos.faults.lab import start_service
     start_service(host.name, path, host.netns)
 
 
 def wait_isr(inv, timeout_s: float = 120.0) -> None:
-    from infra import status
+    from dcdrill.infra import status
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

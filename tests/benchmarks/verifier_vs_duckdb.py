@@ -136,7 +136,7 @@ def floor_program(mode: str, run: str) -> None:
     sys.path.insert(0, str(ROOT))
     from pyspark.sql import functions as F
 
-    from spark.verify import session
+    from dcdrill.spark.verify import session
 
     spark = session()
     read = (lambda k: spark.read.parquet(f"{run}/{k}")) if Path(run, "produced", "part.parquet").exists() else \

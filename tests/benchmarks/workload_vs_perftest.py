@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra import lifecycle
-from infra.constants import cache_dir
-from record.ledger import read
-from validation import clients
-from validation import workload as wl
+from dcdrill.infra import lifecycle
+from dcdrill.infra.constants import cache_dir
+from dcdrill.record.ledger import read
+from dcdrill.validation import clients
+from dcdrill.validation import workload as wl
 
 
 def main() -> None:

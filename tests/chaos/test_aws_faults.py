@@ -7,11 +7,11 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from chaos.faults import actions
-from chaos.faults.aws import AwsFaults
-from infra import ansible, stack
-from infra.aws import plan
-from record import DrillRecord
+from dcdrill.chaos.faults import actions
+from dcdrill.chaos.faults.aws import AwsFaults
+from dcdrill.infra import ansible, stack
+from dcdrill.infra.aws import plan
+from dcdrill.record import DrillRecord
 
 STACK = "aws-3az-tiebreaker"
 REGION = "eu-west-1"
@@ -265,7 +265,7 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     """kill-mirror SIGKILLs MM2 through SSM and holds it down until heal starts it; the target
     DC's power loss stops MM2's instance with the brokers and controllers (not the client); a
     cut of the source DC swaps the subnet that carries east's tags."""
-    from chaos.faults import aws as aws_driver
+    from dcdrill.chaos.faults import aws as aws_driver
 
     clients, cfg, ids, subnets = aws_replicated
     before = _states(clients)
@@ -315,7 +315,7 @@ def test_replicated_stack_refuses_a_mirror_host_tagged_for_another_cluster(aws_r
 def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
     """Chaos Toolkit's `secrets`: every fault action of a composed experiment asks for the `aws`
     target, and the AWS driver signs with what it holds (empty values: boto3's own chain)."""
-    from chaos import experiment
+    from dcdrill.chaos import experiment
 
     _, cfg, _, _, _ = aws
     composed = experiment.compose("kill-dc")

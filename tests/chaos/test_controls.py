@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos import experiment
-from infra.constants import SOURCE as ROOT
+from dcdrill.chaos import experiment
+from tests import ROOT
 
 CHAOS = Path(sys.executable).parent / "chaos"
 NOOP = {"type": "python", "module": "os.path", "func": "exists", "arguments": {"path": "/"}}
@@ -19,7 +19,7 @@ def run(tmp_path, controls: bool) -> tuple[int, dict]:
     exp = {"version": "1.0.0", "title": "a fault that cannot be injected", "description": "dc-z is no DC of local",
            "configuration": {"stack": "local", "run_dir": str(tmp_path / "record")},
            "method": [{"type": "action", "name": "kill-dc",
-                       "provider": {"type": "python", "module": "chaos.faults.actions", "func": "kill_dc",
+                       "provider": {"type": "python", "module": "dcdrill.chaos.faults.actions", "func": "kill_dc",
                                     "arguments": {"dc": "dc-z"}}},
                       {"type": "action", "name": "after-the-fault", "provider": NOOP}],
            "rollbacks": [{"type": "action", "name": "heal-stand-in", "provider": NOOP}],
@@ -55,7 +55,7 @@ def test_chaos_discover_finds_the_extension_by_its_documented_name(tmp_path):
     found = json.loads(out.read_text())
     assert found["extension"]["name"] == "dcdrill"
     funcs = {(a["mod"], a["name"]) for a in found["activities"]}
-    assert {("chaos.faults.actions", "kill_dc"), ("chaos.faults.actions", "heal")} <= funcs
+    assert {("dcdrill.chaos.faults.actions", "kill_dc"), ("dcdrill.chaos.faults.actions", "heal")} <= funcs
 
 
 def test_chaos_report_renders_the_journal_of_a_run(tmp_path):

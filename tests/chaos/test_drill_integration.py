@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from infra import status
-from record import DrillRecord
+from dcdrill.infra import status
+from dcdrill.record import DrillRecord
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -34,7 +34,7 @@ def test_preferred_leaders_are_restored_before_a_drill(lab):
     from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from chaos.kafka.actions import elect_preferred_leaders
+    from dcdrill.chaos.kafka.actions import elect_preferred_leaders
 
     def partition():
         return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
@@ -197,9 +197,9 @@ def test_bad_drill_input_exits_2(tmp_path):
 
 
 def test_slow_link_adds_its_delay_during_the_fault_and_heal_restores_the_links(lab, tmp_path):
-    from infra import stack
-    from infra.constants import cache_dir
-    from infra.lab import layout, shaper
+    from dcdrill.infra import stack
+    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.lab import layout, shaper
 
     run = tmp_path / "slow"
     res = drill(run, "--experiment", "slow-link", "--dc", "dc-a", "--other-dc", "dc-b", "--latency-ms", "50",

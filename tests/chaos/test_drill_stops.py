@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from chaos import drill
+from dcdrill import drill
 from dcdrill.cli import build_parser
-from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY
-from record.drill_record import JOURNAL
+from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY
+from dcdrill.record.drill_record import JOURNAL
 
 STEADY = {"steady_states": {"before": {"steady_state_met": True}}}
 CASES = {

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import chaos
-from chaos import experiment
-from chaos.faults import DRIVERS
-from chaos.faults.driver import FaultDriver
-from infra import rules, stack
+from dcdrill import chaos
+from dcdrill.chaos import experiment
+from dcdrill.chaos.faults import DRIVERS
+from dcdrill.chaos.faults.driver import FaultDriver
+from dcdrill.infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -43,7 +43,7 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     assert {p["name"] for p in e["steady-state-hypothesis"]["probes"]} >= {
         "no-offline-partitions", "coordination-quorum", "workload-progressing"}
     faults = experiment.fault_activities({"method": e["method"]})
-    assert faults and all(a["provider"]["module"] == "chaos.faults.actions" for a in faults)
+    assert faults and all(a["provider"]["module"] == "dcdrill.chaos.faults.actions" for a in faults)
     # A fault file holds only what differs: a few lines, not a copy of the drill.
     assert len((experiment.FOLDER / f"{name}.json").read_text().splitlines()) < 60
 
@@ -52,7 +52,7 @@ def test_a_new_fault_is_a_short_file(tmp_path, monkeypatch):
     (tmp_path / "_drill.json").write_text(experiment.SHAPE.read_text())
     (tmp_path / "egress-cut.json").write_text(json.dumps({
         "title": "t", "description": "d", "configuration": {"dc": "dc-b"},
-        "fault": [{"type": "action", "name": "cut", "provider": {"type": "python", "module": "chaos.faults.actions",
+        "fault": [{"type": "action", "name": "cut", "provider": {"type": "python", "module": "dcdrill.chaos.faults.actions",
                                                                  "func": "isolate_dc",
                                                                  "arguments": {"dc": "${dc}", "direction": "egress"}}}]}))
     monkeypatch.setattr(experiment, "FOLDER", tmp_path)
@@ -104,7 +104,7 @@ def test_check_names_what_is_wrong_and_starts_nothing(tmp_path):
 
 
 def test_a_fault_a_backend_lacks_is_refused_naming_both(monkeypatch):
-    from chaos.faults.lab import LabFaults
+    from dcdrill.chaos.faults.lab import LabFaults
 
     class NoIsolation(LabFaults):
         isolate_dc = FaultDriver.isolate_dc  # abstract again: this lab cannot cut a DC off

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import ansible, status
+from dcdrill.infra import ansible, status
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]

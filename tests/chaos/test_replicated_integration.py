@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.faults.lab import spec_path
-from infra import ansible, lifecycle, status
-from infra.lab import service
+from dcdrill.chaos.faults.lab import spec_path
+from dcdrill.infra import ansible, lifecycle, status
+from dcdrill.infra.lab import service
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -43,10 +43,10 @@ def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
 def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_lab):
     """MM2 not running: the drill's steady-state probe says so (a `chaos run` would stop before
     the fault), and `dcdrill drill` would bring the lab up again (Ansible starts MM2) first."""
-    from chaos.faults.actions import driver
-    from chaos.mirror import events
-    from chaos.mirror.probes import mirrors_running
-    from infra.constants import now_ms
+    from dcdrill.chaos.faults.actions import driver
+    from dcdrill.chaos.mirror import events
+    from dcdrill.chaos.mirror.probes import mirrors_running
+    from dcdrill.infra.constants import now_ms
 
     host = lifecycle.inventory("local-replicated", ansible.MIRRORS).hosts("kafka_mirror")[0]
     service.stop(service.load(spec_path(host)), 9, timeout_s=5)

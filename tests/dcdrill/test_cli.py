@@ -71,7 +71,7 @@ def test_the_shipped_misplaced_quorum_is_an_accepted_risk_predicted_to_stall(cap
 
 
 def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, capsys):
-    from infra import lifecycle
+    from dcdrill.infra import lifecycle
     with pytest.raises(lifecycle.RuleViolation, match="consistency-min-insync"):
         lifecycle.checked("broken")
 
@@ -97,7 +97,8 @@ def drill_args(**given):
 def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
     """Writes must resume before the heal there, and failing over waits for the ZooKeeper session
     (18 s) and the producers' request timeout (10 s): the default hold is twice that."""
-    from chaos import drill, settings
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
 
     def validate(stack_name, hold):
         args = drill_args(stack=stack_name, hold=hold)
@@ -115,9 +116,11 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
 def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys):
     """acks / factor / minInsync / unclean / profile for one drill: checked against the rules up
     front, handed to the experiment in the record's settings.json, read back by chaos/context.topology()."""
-    from chaos import context, drill, settings
-    from infra import rules
-    from record import DrillRecord
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
+    from dcdrill.chaos import context
+    from dcdrill.infra import rules
+    from dcdrill.record import DrillRecord
 
     args = drill_args(acks="1", min_insync=2, unclean="on", profile="availability-first")
     plan = drill.Plan(args)
@@ -142,7 +145,7 @@ def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
     """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
     the folder alone was written by several drills, whose audit then saw the others' records
     (phantoms) and whose topic kept the first drill's settings."""
-    from chaos.context import drill_topic
+    from dcdrill.chaos.context import drill_topic
 
     a, b = (drill_topic({"run_dir": str(tmp_path / s / "drill-1")}) for s in ("x3", "matrix/acks-1_min-insync-2"))
     assert a != b and a.startswith("dcdrill-drill-1-") and b.startswith("dcdrill-drill-1-")
@@ -151,7 +154,8 @@ def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
 
 
 def test_drill_matrix_plans_one_drill_per_setting_that_meets_a_profile():
-    from chaos import drill, settings
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
 
     args = drill_args(matrix=True)
     t = drill.Plan(args).topology
@@ -213,7 +217,7 @@ def test_version_and_verify_without_the_lab_modules():
     res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == f"dcdrill {importlib.metadata.version('dcdrill')}"
     # `dcdrill verify` parses with spark's subcommands alone: neither the lab's nor the drill's modules load
-    probe = ("import sys; from dcdrill import cli; p = cli.build_parser(('spark.cli',)); p.parse_args(['verify', 'x']); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('chaos', 'pydantic', 'pulumi', 'ansible')))")
+    probe = ("import sys; from dcdrill import cli; p = cli.build_parser(verifier_only=True); p.parse_args(['verify', 'x']); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pulumi', 'ansible') or m.startswith(('dcdrill.chaos', 'dcdrill.infra.schema'))))")
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr

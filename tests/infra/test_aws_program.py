@@ -4,10 +4,10 @@ from collections import Counter
 import pulumi
 import pytest
 
-from infra import stack
-from infra.aws import plan, program
-from infra.topology import from_config
-from infra.constants import CLIENT_PORT, MIRROR_REST_PORT
+from dcdrill.infra import stack
+from dcdrill.infra.aws import plan, program
+from dcdrill.infra.topology import from_config
+from dcdrill.infra.ports import CLIENT_PORT, MIRROR_REST_PORT
 
 WORLD = "0.0.0.0/0"
 

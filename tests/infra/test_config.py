@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import ansible, inventory, stack
-from infra.lab import layout
-from infra.topology import ConfigError, from_config
+from dcdrill.infra import ansible, inventory, stack
+from dcdrill.infra.lab import layout
+from dcdrill.infra.topology import ConfigError, from_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -147,7 +147,7 @@ def test_kraft_config_has_a_dynamic_quorum_and_no_zookeeper(tmp_path):
 
 
 def test_kraft_identities_are_made_once_and_name_every_voter(tmp_path):
-    from infra import kraft
+    from dcdrill.infra import kraft
 
     first = kraft.ensure(tmp_path / "kraft.json", ["ctl2.dc-b.lab", "ctl1.dc-a.lab"])
     assert kraft.ensure(tmp_path / "kraft.json", ["ctl1.dc-a.lab", "ctl2.dc-b.lab"]) == first  # kept
@@ -171,7 +171,7 @@ def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import padding
 
-    from infra import pki
+    from dcdrill.infra import pki
 
     d = pki.ensure(tmp_path / "tls", "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
     assert sorted(p.name for p in d.iterdir()) == ["b1.aws.internal.pem", "b1.dc-a.lab.pem", "ca.key", "ca.pem"]
@@ -210,8 +210,8 @@ def test_sasl_inventory_names_users_super_users_and_declared_acls():
 
 def test_passwords_are_made_once_and_reach_child_processes_by_file(tmp_path):
     """A child process's settings travel on its command line: there the password is a file name."""
-    from infra import passwords
-    from validation import clients
+    from dcdrill.infra import passwords
+    from dcdrill.validation import clients
 
     path = passwords.ensure(tmp_path / "credentials.json", ["admin", "workload"])
     first = json.loads(path.read_text())

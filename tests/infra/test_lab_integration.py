@@ -7,8 +7,8 @@ import time
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from infra import ansible, pulumi_cli, status
-from infra.constants import cache_dir, project_dir
+from dcdrill.infra import ansible, pulumi_cli, status
+from dcdrill.infra.constants import cache_dir, project_dir
 
 pytestmark = pytest.mark.lab
 
@@ -138,7 +138,7 @@ def test_refresh_notices_a_vanished_host(lab):
     before = pulumi_cli.resource_count("local")
     subprocess.run(["ip", "netns", "exec", "dcd-c2", "true"], check=True)
     # c2 is a client host (no JVM): removing its namespace behind Pulumi's back, then refresh.
-    from infra.lab import netns
+    from dcdrill.infra.lab import netns
     netns.delete_host("c2")
     pulumi_cli.refresh("local")
     assert pulumi_cli.resource_count("local") == before - 1

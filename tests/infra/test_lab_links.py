@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from chaos.faults.driver import Undo
-from chaos.faults.lab import LabFaults
-from infra import stack
-from infra.constants import cache_dir
-from infra.lab import layout, netns, shaper
+from dcdrill.chaos.faults.driver import Undo
+from dcdrill.chaos.faults.lab import LabFaults
+from dcdrill.infra import stack
+from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.lab import layout, netns, shaper
 
 pytestmark = pytest.mark.lab
 

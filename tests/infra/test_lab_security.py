@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CommandLines
-from infra.constants import ZOOKEEPER_CLIENT_PORT
+from dcdrill.infra.ports import ZOOKEEPER_CLIENT_PORT
 
 pytestmark = pytest.mark.lab
 
@@ -66,13 +66,13 @@ def test_no_password_on_any_command_line(lab, lab_up_command_lines, tmp_path):
         assert res.returncode == 0, res.stderr
     finally:
         seen |= sampler.stop()
-    assert any("validation.producer" in line for line in seen)
+    assert any("dcdrill.validation.producer" in line for line in seen)
     leaked = [line for line in seen for s in secrets if s in line]
     assert not leaked, leaked
 
 
 def test_services_run_as_their_own_unprivileged_users(lab):
-    from infra.lab.layout import KAFKA_UID, ZOOKEEPER_UID
+    from dcdrill.infra.lab.layout import KAFKA_UID, ZOOKEEPER_UID
 
     ps = subprocess.run(["ps", "-eww", "-o", "uid=,args="], capture_output=True, text=True).stdout.splitlines()
     uids = {"kafka.Kafka": set(), "QuorumPeerMain": set()}

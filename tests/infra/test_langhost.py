@@ -5,8 +5,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from infra import pulumi_cli
-from infra.constants import SOURCE as ROOT, cache_dir
+from dcdrill.infra import pulumi_cli
+from dcdrill.infra.constants import cache_dir
+from tests import ROOT
 
 
 def pulumi(*args: str) -> subprocess.CompletedProcess:
@@ -94,7 +95,7 @@ def test_required_plugins_are_the_stacks_providers_only(monkeypatch):
     import pulumi_aws
     from pulumi.runtime.proto import language_pb2
 
-    from infra.toolchain import langhost
+    from dcdrill.infra.toolchain import langhost
 
     version = json.loads((Path(pulumi_aws.__file__).with_name("pulumi-plugin.json")).read_text())["version"]
     host = langhost.ProjectLanguageServer("127.0.0.1:0")

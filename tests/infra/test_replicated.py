@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos import cli as chaos_cli  # noqa: F401 (registers the drill command)
 from dcdrill import cli
-from infra import mirror_rules, stack
-from infra.deployment import MIRROR_USER
-from infra.lab import layout
+from dcdrill.infra import mirror_rules, stack
+from dcdrill.infra.deployment import MIRROR_USER
+from dcdrill.infra.lab import layout
 from tests.infra.test_schema import stack_dir  # noqa: F401 (the fixture: stacks in a temporary folder)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +143,7 @@ def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
 
 
 def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault():
-    from chaos.drill import _bad_input
+    from dcdrill.drill import _bad_input
 
     failed = {"run": [{"activity": {"name": "fail-over-consumers"}, "status": "failed", "exception": [
         "Traceback ...\n", "chaoslib.exceptions.ActivityFailed: [failover-no-offsets] group dcdrill-verifier has no "
@@ -160,7 +159,7 @@ def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault()
     ('{"group": ', "failovers.jsonl:2"),
 ])
 def test_a_bad_failover_line_is_named_by_file_and_line(line, expected):
-    from record.drill_record import parse_failovers
+    from dcdrill.record.drill_record import parse_failovers
 
     good = '{"group": "g", "from": "east", "to": "west", "at_ms": 5}\n'
     with pytest.raises(ValueError, match=None) as exc:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.constants import SOURCE as ROOT
+from tests import ROOT
 
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks").is_dir())
 

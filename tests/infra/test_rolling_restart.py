@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from infra import ansible, status
-from infra.lab import service
+from dcdrill.infra import ansible, status
+from dcdrill.infra.lab import service
 
 pytestmark = pytest.mark.lab
 CHANGED = {"log.cleaner.backoff.ms": "15001"}  # harmless: the cleaner's idle wait

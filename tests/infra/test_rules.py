@@ -3,8 +3,8 @@ from dataclasses import replace
 
 import pytest
 
-from infra import rules, stack
-from infra.topology import ConfigError
+from dcdrill.infra import rules, stack
+from dcdrill.infra.topology import ConfigError
 from tests.conftest import make
 
 TWO_AND_A_HALF = [("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)]
@@ -126,7 +126,7 @@ def test_accept_risks_waives_only_the_named_rule():
 
 
 def secured(tls=True, sasl=True, acls=None):
-    from infra.topology import from_config
+    from dcdrill.infra.topology import from_config
 
     grant = [{"principal": "workload", "resource": "topic", "name": "dcdrill", "pattern": "prefixed",
               "operations": ["read", "write", "describe"]},
@@ -156,7 +156,7 @@ def test_security_rules():
 
 
 def test_a_literal_acl_matches_one_name_a_prefixed_one_every_name_it_starts():
-    from infra.topology import Acl
+    from dcdrill.infra.topology import Acl
 
     lit, pre = Acl("u", "topic", "dcdrill", "literal", ("read",)), Acl("u", "topic", "dcdrill", "prefixed", ("all",))
     assert lit.allows("u", "topic", "dcdrill", "read") and not lit.allows("u", "topic", "dcdrill-x", "read")
@@ -188,7 +188,7 @@ def test_produce_latency_on_the_shipped_lab_stack_follows_its_configured_links()
 
 def _kraft(dcs, **kw):
     """A KRaft stack; dcs are (name, brokers, controllers)."""
-    from infra.topology import from_config
+    from dcdrill.infra.topology import from_config
 
     accept = kw.pop("accept", [])
     cfg = {"dcdrill:cluster": {"coordination": "kraft",

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from dcdrill import cli
-from infra import schema, stack
+from dcdrill.infra import schema, stack
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())

@@ -3,9 +3,9 @@ commands the netem shaper would run (this machine's kernel has no sch_netem, so 
 exercise the forwarder; tests/infra/test_lab_links.py)."""
 import yaml
 
-from infra import schema, stack
-from infra.lab import layout, shaper
-from infra.lab.shaper import LinkShape
+from dcdrill.infra import schema, stack
+from dcdrill.infra.lab import layout, shaper
+from dcdrill.infra.lab.shaper import LinkShape
 
 from tests.infra.test_schema import ROOT
 

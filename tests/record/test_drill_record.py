@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from record import DrillRecord, parse_faults
+from dcdrill.record import DrillRecord, parse_faults
 
 
 def test_paths_are_the_ones_record_md_names(tmp_path):

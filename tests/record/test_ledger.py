@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from infra.constants import SOURCE as ROOT
-from record.ledger import Ledger, LedgerError, read
+from tests import ROOT
+from dcdrill.record.ledger import Ledger, LedgerError, read
 
 
 def test_ledger_rows_round_trip(tmp_path):
@@ -99,7 +99,7 @@ def _produced(seq, status="ok"):
 
 
 def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
-    from record.ledger import IntentLog, recover_in_flight
+    from dcdrill.record.ledger import IntentLog, recover_in_flight
     intents = IntentLog(tmp_path / "intents.jsonl", {"producer_id": "p1", "topic": "t", "dc": "dc-a",
                                                      "keys": ["k0", "k1", "k2"], "partitions": [0, 1, 1]})
     for seq in range(70):  # two blocks reserved: up to 128; the process is then "killed"
@@ -118,7 +118,7 @@ def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
 
 
 def test_a_clean_stop_bounds_recovery_by_what_was_sent(tmp_path):
-    from record.ledger import IntentLog, recover_in_flight
+    from dcdrill.record.ledger import IntentLog, recover_in_flight
     intents = IntentLog(tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"],
                                                "partitions": [0]})
     for seq in range(5):

@@ -1,11 +1,11 @@
 """What the verifier's in-process tests share: a Spark session per test module, on 2 cores."""
 import pytest
 
-from spark import verify
+from dcdrill.spark import session
 
 
 @pytest.fixture(scope="module")
 def spark():
-    s = verify.session("local[2]")
+    s = session.session("local[2]")
     yield s
     s.stop()

@@ -5,9 +5,10 @@ import json
 import os
 import shutil
 
-from spark import verify
+from dcdrill import exits, verify_command
+from dcdrill.spark import verify
 from tests import records
-from tests.records import a, c, p
+from tests.records import a, c, p, verified
 
 GOOD_P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)]
 GOOD_A = [a(0, i, "p1", i) for i in range(3)]
@@ -124,7 +125,7 @@ def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_stil
     clean = good(tmp_path / "clean")
     # The clean record sits in the middle: the records before it failing must not stop it.
     argv = [str(r) for r in runs[:10]] + [str(clean)] + [str(r) for r in runs[10:]] + ["--quiet"]
-    assert verify.main(argv) == verify.EXIT_BAD_INPUT
+    assert verify_command.main(argv) == exits.EXIT_BAD_INPUT
     out = capsys.readouterr()
     assert "Traceback" not in out.err
     lines = out.err.splitlines()
@@ -141,12 +142,12 @@ def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_stil
 
 def test_a_torn_last_line_is_tolerated_and_counted(tmp_path, spark):
     run = good(tmp_path / "torn", tails={"produced/p1.jsonl": '{"producer_id": "p1", "seq": 3, "top'})
-    code, s = verify.verify(str(run), spark=spark)
-    assert code == verify.EXIT_PASS and s["counts"]["torn_lines"] == 1
+    code, s = verified(str(run), spark=spark)
+    assert code == exits.EXIT_PASS and s["counts"]["torn_lines"] == 1
 
 
 def test_an_acks0_send_is_indeterminate_not_acknowledged(tmp_path, spark):
     """acks=0 producers write info rows with no offset (validation/producer.py): a clean pass."""
     P = GOOD_P + [p("p1", 3, "info", 0, ack_ms=1003)]
-    code, s = verify.verify(str(good(tmp_path / "a0", P=P, A=GOOD_A + [a(0, 3, "p1", 3)])), spark=spark)
-    assert code == verify.EXIT_PASS and s["counts"]["indeterminate_present"] == 1
+    code, s = verified(str(good(tmp_path / "a0", P=P, A=GOOD_A + [a(0, 3, "p1", 3)])), spark=spark)
+    assert code == exits.EXIT_PASS and s["counts"]["indeterminate_present"] == 1

@@ -3,14 +3,16 @@ import json
 
 import pytest
 
-from spark import verify
-from spark.ledgers import BadInput
+from dcdrill import exits, verify_command
+from dcdrill.record import DrillRecord
+from dcdrill.spark import ledgers, session, verify
+from dcdrill.spark.ledgers import BadInput
 from tests import records
-from tests.records import a, c, p
+from tests.records import a, c, p, verified
 
 
 def test_every_anomaly_counted_exactly(tmp_path, spark):
-    code, s = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
+    code, s = verified(str(records.anomalies(tmp_path / "run")), spark=spark)
     assert s["counts"] == {
         "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2,
         "acked_lost": 3,            # p1/7..9, truncated by the unclean election
@@ -27,7 +29,7 @@ def test_every_anomaly_counted_exactly(tmp_path, spark):
         "torn_lines": 1,            # consumed/c1.jsonl's last line
     }
     # consistency-first with unclean election on: offsets may move, but nothing acked may be lost.
-    assert code == verify.EXIT_FAIL and s["verdict"] == "fail"
+    assert code == exits.EXIT_FAIL and s["verdict"] == "fail"
     assert {v["rule"] for v in s["violations"]} == {"no-phantoms", "no-failed-present", "no-acked-loss"}
     assert s["data_loss_window"]["first_relative_to_fault_ms"] == 190
     assert s["data_loss_window"]["last_relative_to_fault_ms"] == 390
@@ -39,7 +41,7 @@ def test_every_anomaly_counted_exactly(tmp_path, spark):
 def test_the_first_lost_and_duplicated_records_are_named_in_the_report(tmp_path, spark):
     """The report lists them by send time with producer, seq, partition, acknowledged offset and
     where the log holds them: p3/0 delivered twice, p3/1 in the log twice, p1/7..9 lost."""
-    code, s = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
+    code, s = verified(str(records.anomalies(tmp_path / "run")), spark=spark)
     named = [(e["kind"], e["producer"], e["seq"], e["partition"], e["acked_offset"], e["log_offsets"], e["send_ms"])
              for e in s["examples"]]
     assert named == [("duplicated_delivered", "p3", 0, 1, 0, ["1:0"], 990),
@@ -53,16 +55,16 @@ def test_the_first_lost_and_duplicated_records_are_named_in_the_report(tmp_path,
 def test_the_report_lists_the_first_hundred_lost_records_of_many(tmp_path, spark):
     P = [records.p("p1", i, "ok", i % 3, i // 3, 1000 + i) for i in range(400)]
     kept = [r for r in P if r["seq"] % 2 == 0]  # every odd seq lost: 200 of them
-    code, s = verify.verify(str(records.write(tmp_path / "run", P, [records.a(r["partition"], r["offset"], "p1", r["seq"])
+    code, s = verified(str(records.write(tmp_path / "run", P, [records.a(r["partition"], r["offset"], "p1", r["seq"])
                                                                       for r in kept], [])), spark=spark)
-    assert s["counts"]["acked_lost"] == 200 and code == verify.EXIT_FAIL
+    assert s["counts"]["acked_lost"] == 200 and code == exits.EXIT_FAIL
     assert [e["seq"] for e in s["examples"]] == list(range(1, 200, 2))  # the first 100, by send time
     assert "The first 100 by send time; in all, 200 acknowledged records lost" in \
         (tmp_path / "run" / "report" / "index.html").read_text()
 
 
 def test_offsets_rules_apply_without_unclean_election(tmp_path, spark):
-    _, s = verify.verify(str(records.anomalies(tmp_path / "run", unclean=False)), spark=spark)
+    s = verify.verify(str(records.anomalies(tmp_path / "run", unclean=False)), spark=spark)
     assert {"acked-offsets-match", "no-divergent-offsets"} <= {v["rule"] for v in s["violations"]}
 
 
@@ -87,18 +89,18 @@ def test_clean_record_passes(tmp_path, spark):
     A = [a(0, i, "p1", i) for i in range(5)]
     C = [c(0, i, "p1", i) for i in range(5)]
     run = records.write(tmp_path / "r", P, A, C)
-    code, s = verify.verify(str(run), spark=spark)
-    assert code == verify.EXIT_PASS and s["counts"]["acked_lost"] == 0 and s["violations"] == []
-    code, s = verify.verify(f"file://{run}", spark=spark)  # the same folder as a URI
-    assert code == verify.EXIT_PASS and s["run"] == "r"
+    code, s = verified(str(run), spark=spark)
+    assert code == exits.EXIT_PASS and s["counts"]["acked_lost"] == 0 and s["violations"] == []
+    code, s = verified(f"file://{run}", spark=spark)  # the same folder as a URI
+    assert code == exits.EXIT_PASS and s["run"] == "r"
 
 
 def test_parquet_ledgers_give_the_same_counts(tmp_path, spark):
     run = records.anomalies(tmp_path / "json")
-    _, from_json = verify.verify(str(run), spark=spark)
+    from_json = verify.verify(str(run), spark=spark)
     pq = tmp_path / "parquet"
     for kind in ("produced", "audit", "consumed"):
-        df, _ = verify.load(spark, str(run), kind)
+        df, _ = ledgers.load(spark, DrillRecord(run), kind)
         df.filter(df["_corrupt_record"].isNull()).drop("_corrupt_record").coalesce(1) \
             .write.parquet(str(pq / f"{kind}-tmp"))
         (pq / kind).mkdir(parents=True)
@@ -106,7 +108,7 @@ def test_parquet_ledgers_give_the_same_counts(tmp_path, spark):
             f.rename(pq / kind / f"part{i}.parquet")
     (pq / "topology.json").write_text((run / "topology.json").read_text())
     (pq / "faults.jsonl").write_text((run / "faults.jsonl").read_text())
-    _, from_parquet = verify.verify(str(pq), spark=spark)
+    from_parquet = verify.verify(str(pq), spark=spark)
     assert from_parquet["counts"] == {**from_json["counts"], "torn_lines": 0}
 
 
@@ -148,9 +150,9 @@ def test_empty_or_missing_input_is_bad_input(tmp_path, spark):
 
 
 def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
-    assert verify.main([str(tmp_path / "nowhere")]) == verify.EXIT_BAD_INPUT
-    monkeypatch.setattr(verify.cds, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
-    assert verify.main(["s3a://bucket/runs/r1", "--quiet"]) == verify.EXIT_BAD_INPUT
+    assert verify_command.main([str(tmp_path / "nowhere")]) == exits.EXIT_BAD_INPUT
+    monkeypatch.setattr(session.cds, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
+    assert verify_command.main(["s3a://bucket/runs/r1", "--quiet"]) == exits.EXIT_BAD_INPUT
     assert "s3a:// records need hadoop-aws" in capsys.readouterr().err
 
 
@@ -159,13 +161,13 @@ def test_several_records_in_one_command(tmp_path, spark, capsys):
     does not stop the others."""
     clean = records.write(tmp_path / "clean", [p("p1", 0, "ok", 0, 0, 1000)], [a(0, 0, "p1", 0)], [c(0, 0, "p1", 0)])
     lossy = records.anomalies(tmp_path / "lossy", unclean=False)
-    assert verify.main([str(clean), str(lossy), "--quiet"]) == verify.EXIT_FAIL
+    assert verify_command.main([str(clean), str(lossy), "--quiet"]) == exits.EXIT_FAIL
     out = capsys.readouterr().out
     assert out.count("verdict: PASS") == 1 and out.count("verdict: FAIL") == 1
     assert f"report: {lossy}/report/index.html" in out
-    code = verify.main([str(clean), str(tmp_path / "nowhere"), str(lossy), "--quiet", "--json"])
+    code = verify_command.main([str(clean), str(tmp_path / "nowhere"), str(lossy), "--quiet", "--json"])
     captured = capsys.readouterr()
-    assert code == verify.EXIT_BAD_INPUT and "nowhere: drill record directory missing" in captured.err
+    assert code == exits.EXIT_BAD_INPUT and "nowhere: drill record directory missing" in captured.err
     assert [s["run"] for s in json.loads(captured.out)] == ["clean", "lossy"]
     assert json.loads((clean / "report" / "summary.json").read_text())["verdict"] == "pass"
 
@@ -179,7 +181,7 @@ def test_records_written_three_times_and_read_at_several_positions(tmp_path, spa
          a(0, 5, "p1", 2), a(0, 6, "p1", 1)]
     # consumers read p1/0 at 1 and 2 (both hold it), and p1/2 at 5 and at 7 (the audit has nothing at 7).
     C = [c(0, 1, "p1", 0), c(0, 2, "p1", 0), c(0, 3, "p1", 1), c(0, 5, "p1", 2), c(0, 7, "p1", 2)]
-    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
     counts = s["counts"]
     assert counts["ack_offset_mismatch"] == 1
     assert counts["duplicates_in_log"] == 4 and counts["duplicates_delivered"] == 2
@@ -208,7 +210,7 @@ def test_screen_passes_clean_buckets_and_catches_what_the_sets_hide(tmp_path, sp
     C[70], C[71] = c(0, 70, "p1", 71), c(0, 71, "p1", 70)
     # p2/200 was read by a consumer at an offset where the log holds p2/201 (and p2/201 too).
     C[n + 200] = c(1, 201, "p2", 200)
-    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
+    s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark)
     counts = s["counts"]
     assert counts["ack_offset_mismatch"] == 2      # p1/70 and p1/71: acked where the other one lives
     assert counts["reordered"] == 1                # p1/70 after p1/71
@@ -231,7 +233,7 @@ def test_flagged_records_do_not_hide_a_misplaced_one_in_their_bucket(tmp_path, s
     C[n + 200] = c(1, 201, "p2", 200)                       # p2/200 read where the log holds p2/201
     A.append(a(1, 900, "p2", 210))                          # p2/210 written twice, same bucket (192-255)
     A, C = [r for r in A if r], [r for r in C if r]
-    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
     counts = s["counts"]
     assert counts["ack_offset_mismatch"] == 2 and counts["divergent_offsets"] == 1
     assert counts["reordered"] == 2  # p1/70 after p1/71; p2/210's second copy, after p2/299
@@ -244,8 +246,8 @@ def test_clean_buckets_alone_need_no_identity_pass(tmp_path, spark, capsys):
     P = [p("p1", i, "ok", 0, i, 1000 + i) for i in range(200)] + [p("p1", 200, "fail", 0)]
     A = [a(0, i, "p1", i) for i in range(200)]
     C = [c(0, i, "p1", i) for i in range(200)]
-    code, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
-    assert code == verify.EXIT_PASS
+    code, s = verified(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    assert code == exits.EXIT_PASS
     assert s["counts"]["failed"] == 1 and s["counts"]["produced"] == 201
     assert sum(v for k, v in s["counts"].items() if k not in ("produced", "acked", "failed", "max_ack_gap_ms")) == 0
     assert "screen (0 buckets" in capsys.readouterr().err
@@ -260,7 +262,7 @@ def test_consumers_that_saw_the_log_as_it_is_are_not_read_again(tmp_path, spark,
     A += [a(0, 500, "p1", 70), a(0, 501, "ghost", 1)]                 # p1/70 written twice, a phantom
     C = [c(0, r["offset"], r["producer_id"], r["seq"]) for r in A]    # consumers saw the log as it is
     C += [c(0, 502, "p1", 150)]                                       # ... and one position the log lacks
-    _, s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
+    s = verify.verify(str(records.write(tmp_path / "r", P, A, C)), spark=spark, quiet=False)
     counts = s["counts"]
     assert counts["acked_lost"] == counts["acked_unseen"] == 1
     assert counts["duplicates_in_log"] == 1 and counts["duplicates_delivered"] == 2  # p1/70; p1/70 and p1/150
@@ -278,8 +280,8 @@ def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_oth
     only its rows are out of order; every way agrees with a plain count."""
     import random
 
-    from spark import checker, identities
-    from spark.ledgers import CORRUPT, SCHEMAS
+    from dcdrill.spark import checker, identities
+    from dcdrill.spark.ledgers import CORRUPT, SCHEMAS
 
     rng = random.Random(7)
     seqs = {pid: list(range(150)) for pid in ("p1", "p2")}
@@ -321,31 +323,31 @@ def _spark_submit(run, *options):
     from pathlib import Path
 
     venv_bin = str(Path(sys.executable).parent)
-    return subprocess.run([os.path.join(venv_bin, "spark-submit"), *options, "spark/verify.py", str(run), "--quiet"],
-                          capture_output=True, text=True, cwd=Path(verify.__file__).parent.parent, timeout=600,
+    return subprocess.run([os.path.join(venv_bin, "spark-submit"), *options, "dcdrill/verify_command.py", str(run), "--quiet"],
+                          capture_output=True, text=True, cwd=Path(verify_command.__file__).parent.parent, timeout=600,
                           env={**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"})
 
 
 def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
-    """`spark-submit --jars <the kernel jar> spark/verify.py RUN_DIR`: spark-submit's --master and
+    """`spark-submit --jars <the kernel jar> dcdrill/verify_command.py RUN_DIR`: spark-submit's --master and
     --conf are kept (the verifier's defaults only fill the rest), and the record gets the same
     counts and report."""
-    from spark import cds
+    from dcdrill.spark import cds
 
     run = records.anomalies(tmp_path / "run")
     done = _spark_submit(run, "--master", "local[1]", "--jars", str(cds.kernel_jar()),
                          "--conf", "spark.sql.shuffle.partitions=3")
-    assert done.returncode == verify.EXIT_FAIL, done.stderr[-3000:]
+    assert done.returncode == exits.EXIT_FAIL, done.stderr[-3000:]
     s = json.loads((run / "report" / "summary.json").read_text())
     assert s["spark"]["master"] == "local[1]" and s["spark"]["shuffle_partitions"] == 3
     assert s["counts"]["acked_lost"] == 3 and s["counts"]["torn_lines"] == 1 and s["verdict"] == "fail"
 
 
 def test_spark_submit_without_the_kernel_jar_names_it(tmp_path):
-    from spark import cds
+    from dcdrill.spark import cds
 
     done = _spark_submit(records.anomalies(tmp_path / "run"), "--master", "local[1]")
-    assert done.returncode == verify.EXIT_BAD_INPUT
+    assert done.returncode == exits.EXIT_BAD_INPUT
     # spark-submit hands the Python driver's stderr on through its own stdout
     assert f"pass --jars {cds.kernel_jar()} to spark-submit" in done.stdout + done.stderr
     assert not (tmp_path / "run" / "report").exists()

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from infra.constants import SOURCE as ROOT
+from tests import ROOT
 from tests import records
 
 

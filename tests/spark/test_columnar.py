@@ -9,8 +9,10 @@ import duckdb
 import pytest
 from pyspark.sql import types as T
 
-from spark import identities, ledgers, verify
+from dcdrill.spark import identities, ledgers, verify
+from dcdrill.record import DrillRecord
 from tests import records
+from tests.records import verified
 
 def to_parquet(spark, run, rows_by_ledger: dict, files: int, dictionary: bool = True) -> None:
     """Each ledger as Parquet files of RECORD.md's types (replacing its JSON Lines): `files` files
@@ -47,7 +49,7 @@ def both_ways(spark, run) -> tuple[dict, dict]:
     for batchwise in ("true", "false"):
         spark.conf.set(identities.COLUMNAR_SCAN, batchwise)
         try:
-            code, summary = verify.verify(str(run), spark=spark)
+            code, summary = verified(str(run), spark=spark)
         finally:
             spark.conf.unset(identities.COLUMNAR_SCAN)
         summary.pop("verify_seconds")
@@ -58,7 +60,7 @@ def both_ways(spark, run) -> tuple[dict, dict]:
 def read_batchwise(spark, run, kind) -> bool:
     kernels = spark._jvm.dcdrill
     columns = kernels.Columnar.PRODUCED if kind == "produced" else kernels.Columnar.LOGGED
-    plain = ledgers.load(spark, str(run), kind)[1]["plain"]
+    plain = ledgers.load(spark, DrillRecord(run), kind)[1]["plain"]
     return plain is not None and kernels.Columnar.rows(plain.select(*columns)._jdf, kind) is not None
 
 
@@ -96,7 +98,7 @@ def test_bad_rows_are_counted_alike_and_rows_without_a_producer_are_not_bad(tmp_
     to_parquet(spark, run, {"produced": produced, "audit": audit, "consumed": consumed}, 4)
     totals = []
     for batchwise in (True, False):
-        loaded = {kind: ledgers.load(spark, str(run), kind) for kind in ("produced", "audit", "consumed")}
+        loaded = {kind: ledgers.load(spark, DrillRecord(run), kind) for kind in ("produced", "audit", "consumed")}
         (P, _), (A, _), (C, _) = loaded.values()
         plain = {kind: info["plain"] if batchwise else None for kind, (_, info) in loaded.items()}
         scanned = identities.scan(P, A, C, 4, [], plain)

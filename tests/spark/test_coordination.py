@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from record.drill_record import parse_coordination
-from spark.coordination import fault_coordination, timeline
+from dcdrill.record.drill_record import parse_coordination
+from dcdrill.spark.coordination import fault_coordination, timeline
 
 TOPOLOGY = {"hosts": [
     {"name": "ctl1.dc-a.lab", "role": "kafka_controller", "dc": "dc-a", "node_id": 1001},

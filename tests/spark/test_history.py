@@ -4,7 +4,7 @@ import json
 import re
 
 from dcdrill import cli
-from spark import history
+from dcdrill.spark import history
 
 CONSISTENCY = {"profile": "consistency-first", "replication_factor": 4, "min_insync_replicas": 3,
                "unclean_leader_election": False, "acks": "all"}

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from spark import junit
+from dcdrill.spark import junit
 
 RULES = [{"rule": "no-acked-loss", "passed": False, "message": 'acked_lost = 3 (allowed 0) <"x" & y>',
           "numbers": {"acked_lost": 3}},

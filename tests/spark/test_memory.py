@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spark import memory
-from spark.memory import GIB
+from dcdrill.spark import memory
+from dcdrill.spark.memory import GIB
 from tests import records
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from spark import verify
+from dcdrill import exits
+from dcdrill.spark import report_files, verify
 from tests import records
-from tests.records import TOPIC
+from tests.records import TOPIC, verified
 
 REMOTE = "east." + TOPIC
 
@@ -58,7 +59,7 @@ def replicated(run):
 
 
 def test_every_mirror_count_exactly(tmp_path, spark):
-    code, s = verify.verify(str(replicated(tmp_path / "run")), spark=spark)
+    code, s = verified(str(replicated(tmp_path / "run")), spark=spark)
     m = s["mirrors"]["east->west"]
     assert m["counts"] == {"acked": 10, "mirrored": 8, "not_mirrored": 2, "not_mirrored_by_phase": {"before": 1, "during": 1},
                            "acked_absent_from_source": 0, "replication_duplicates": 1, "target_phantoms": 0,
@@ -73,12 +74,12 @@ def test_every_mirror_count_exactly(tmp_path, spark):
     assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
     # The stretched counts are east's own: its log holds every acked record; west's consumers are not east's.
     assert s["counts"]["acked_lost"] == 0 and s["counts"]["phantoms"] == 0 and s["counts"]["divergent_offsets"] == 0
-    assert code == verify.EXIT_FAIL
+    assert code == exits.EXIT_FAIL
     assert sorted(v["rule"] for v in s["violations"]) == ["failover-skips-nothing", "mirror-complete", "no-mirror-loops",
                                                          "no-mirror-loops"]  # one per cluster
     page = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "Mirrors (MirrorMaker 2)" in page and 'alt="mirror lag"' in page
-    assert "RPO 2 records / 0.1 s" in verify.one_screen(s) and "MM2 restarts 1, rebalances 2" in verify.one_screen(s)
+    assert "RPO 2 records / 0.1 s" in report_files.one_screen(s) and "MM2 restarts 1, rebalances 2" in report_files.one_screen(s)
     assert "MM2 restarts / rebalances" in page
     # dc-a's loss is east's: the model said the copy may lack acknowledged records, and it lacked 2
     [check] = s["mirror_prediction_checks"]
@@ -86,12 +87,12 @@ def test_every_mirror_count_exactly(tmp_path, spark):
         "east->west", "source-dc-loss", 2, True), check
     assert check["observed"]["source_writable"] is True
     assert "east->west under kill-dc dc-a (source-dc-loss): acknowledged records missing from the target 2" \
-        in verify.one_screen(s)
+        in report_files.one_screen(s)
 
 
 def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
-    from chaos.mirror import events
-    from record.drill_record import parse_mirror_events
+    from dcdrill.chaos.mirror import events
+    from dcdrill.record.drill_record import parse_mirror_events
 
     lines = ["[2026-11-25T15:40:01.123Z] INFO Kafka MirrorMaker initializing ... (org.apache.kafka.connect.mirror.MirrorMaker)",
              "[2026-11-25T15:40:05.000+00:00] INFO [Worker clientId=east->west] Rebalance started (WorkerCoordinator)",
@@ -114,7 +115,7 @@ def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(s
     blocks' runs of R follow each other, and overlapping runs make it hand the order to a sort."""
     import json as _json
 
-    from spark.mirrors import _inversions_by_sort, narrow_flow
+    from dcdrill.spark.mirrors import _inversions_by_sort, narrow_flow
 
     def fold(src_off, dst_off):
         n = len(src_off)
@@ -146,7 +147,7 @@ def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_th
     run = replicated(tmp_path / "run")
     line = json.loads((run / "failovers.jsonl").read_text())
     (run / "failovers.jsonl").write_text(json.dumps(line) + "\n" + json.dumps({**line, "at_ms": 1901}) + "\n")
-    _, s = verify.verify(str(run), spark=spark)
+    s = verify.verify(str(run), spark=spark)
     folded, sparked = s["failovers"]
     assert folded["at_ms"] == 1900 and sparked["at_ms"] == 1901
     assert {k: v for k, v in folded.items() if k != "at_ms"} == {k: v for k, v in sparked.items() if k != "at_ms"}

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from spark import reference
+from dcdrill.spark import reference
 from tests.records import random_record
 
 RECORDS = 220

@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 
-from spark import verify
+from dcdrill.spark import verify
 from tests import records
 
 PROBE = """<script>

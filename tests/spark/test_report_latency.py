@@ -1,6 +1,6 @@
 """The report's produce-latency paragraph: the prediction, the baseline and each phase, and a
 note when the baseline is queueing rather than the network (no Spark needed)."""
-from spark import report
+from dcdrill.spark import report
 
 
 def summary(acks: str, p50: int) -> dict:

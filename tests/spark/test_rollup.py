@@ -1,5 +1,5 @@
 """The pure-Python half of the verifier: percentiles and ack gaps from bitmap words."""
-from spark.rollup import WORD_MS, AckTimeline, percentiles, recovery
+from dcdrill.spark.rollup import WORD_MS, AckTimeline, percentiles, recovery
 
 
 def words(*acks_ms):
@@ -72,7 +72,7 @@ def test_gaps_and_recovery_match_a_plain_walk_over_every_ack():
     the definitions applied to the sorted acks, on random timelines: dense, sparse, with outages."""
     import random
 
-    from spark.rollup import OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL
+    from dcdrill.spark.rollup import OUTAGE_MIN_MS, OUTAGE_OVER_NORMAL
 
     def plain_back_after(acks, start, end):
         pairs = [(p, t) for p, t in zip(acks, acks[1:]) if t >= start and p <= end]

@@ -1,6 +1,6 @@
 """The verdict's prediction check: the topology model's forecast for losing a DC against what
 the drill observed (pure Python, no Spark)."""
-from spark import report, rollup, verdict
+from dcdrill.spark import report, rollup, verdict
 from tests.spark.test_rollup import words
 
 TOPOLOGY = {"profile": "consistency-first", "predictions": {
@@ -67,7 +67,7 @@ def test_only_dc_losses_with_a_prediction_are_checked():
 def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
     """The verdict and the fault actions read the fault names from the drill record's module
     (tests/chaos/test_aws_faults.py checks what the actions write)."""
-    from record import drill_record
+    from dcdrill.record import drill_record
 
     assert verdict.DC_LOSS_FAULTS is drill_record.DC_LOSS_FAULTS
     assert set(drill_record.DC_LOSS_FAULTS) == {"kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc"}

@@ -12,9 +12,9 @@ import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
 
-from infra.constants import SOURCE as ROOT
-from spark import cds
-from spark.ledgers import REQUIRED, SCHEMAS
+from tests import ROOT
+from dcdrill.spark import cds
+from dcdrill.spark.ledgers import REQUIRED, SCHEMAS
 from tests import records
 
 BUCKET = "drills"
@@ -47,7 +47,7 @@ def _upload(client, run, prefix: str) -> None:
 
 def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.CompletedProcess:
     """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars and
-    the kernel jar> spark/verify.py URI`, as the README tells a user to run it. Also checks that the command
+    the kernel jar> dcdrill/verify_command.py URI`, as the README tells a user to run it. Also checks that the command
     returns with its JVM ended: nothing of its process group is still running."""
     conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
             "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
@@ -59,7 +59,7 @@ def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.Complet
         venv_bin = os.path.dirname(sys.executable)
         env["PATH"] = f"{venv_bin}:{env['PATH']}"
         command = [os.path.join(venv_bin, "spark-submit"), "--master", "local[2]", "--jars", ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
-                   *args, "spark/verify.py", uri, "--json", "--quiet"]
+                   *args, "dcdrill/verify_command.py", uri, "--json", "--quiet"]
     else:
         command = [sys.executable, "-m", "dcdrill.cli", "verify", uri, "--json", "--quiet", *args]
     # Output to files, not pipes: a JVM still running would hold a pipe open and be waited for.

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from validation import workload as wl
-from record.ledger import read
+from dcdrill.validation import workload as wl
+from dcdrill.record.ledger import read
 
 pytestmark = pytest.mark.lab
 
@@ -85,7 +85,7 @@ def test_unreachable_bootstrap_is_a_clear_error_within_the_timeout(tmp_path):
     cfg = {**wl.asdict(wl.WorkloadSpec(bootstrap_timeout_ms=3000)), "producer_id": "p1", "dc": None,
            "run_dir": str(tmp_path), "bootstrap": ["127.0.0.1:1"]}
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "validation.producer", "--config", json.dumps(cfg)],
+    res = subprocess.run([sys.executable, "-m", "dcdrill.validation.producer", "--config", json.dumps(cfg)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "no broker reachable at 127.0.0.1:1" in res.stderr
     assert time.monotonic() - t0 < 20

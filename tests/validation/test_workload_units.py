@@ -4,7 +4,7 @@ import json
 import pytest
 from kafka import errors as E
 
-from validation import clients, outcomes
+from dcdrill.validation import clients, outcomes
 
 
 @pytest.mark.parametrize("exc,retries,expected", [

@@ -7,7 +7,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from validation import workload as wl
+from dcdrill.validation import workload as wl
 
 
 def register(sub) -> None:
@@ -54,9 +54,9 @@ def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
 
 
 def _run(args) -> int:
-    from infra import lifecycle, rules
-    from infra import stack as stacks
-    from record import DrillRecord
+    from dcdrill.infra import lifecycle
+    from dcdrill.infra import stack as stacks
+    from dcdrill.record import DrillRecord
 
     t = stacks.load(args.stack)
     inv = lifecycle.inventory(args.stack)
@@ -68,7 +68,7 @@ def _run(args) -> int:
         print(f"audit written to {run_dir}/audit/")
         return 0
     wl.ensure_topic(inv, spec, create=args.create_topic)
-    DrillRecord(run_dir).write_topology(rules.resolved(t))
+    DrillRecord(run_dir).write_topology(stacks.drill_topology(args.stack, stacks.load_deployment(args.stack)))
     if args.action == "produce":
         spec.consumers = 0
     w = wl.Workload(run_dir, inv, spec).start()

@@ -1,4 +1,4 @@
-"""The drill, in one command (`dcdrill drill`; its options are in chaos/cli.py):
+"""The drill, in one command (`dcdrill drill`; its options are in dcdrill/drill_command.py):
 
 preflight (the stack's rules, the experiment on the stack's backend) -> lab up if needed ->
 `chaos run` of the composed experiment (journal kept in the drill record) -> check the fault
@@ -15,18 +15,20 @@ import sys
 import time
 from pathlib import Path
 
-from chaos import experiment, settings
-from infra import lifecycle, mirror_rules, rules, status
-from infra import stack as stacks
-from infra.constants import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, EXTRAS, child_env
-from record import DrillRecord
-from record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
+from dcdrill import drill_settings as settings
+from dcdrill.chaos import experiment
+from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
+from dcdrill.infra import lifecycle, mirror_rules, rules, status
+from dcdrill.infra import stack as stacks
+from dcdrill.infra.constants import child_env
+from dcdrill.record import DrillRecord
+from dcdrill.record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
 DC_LOSSES = {"kill-dc", "stop-dc", "isolate-dc"}
-QUORUM_LEADER = "quorum-leader"
-STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given  # --dc: the DC of the coordination quorum's leader, when each drill starts
+QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
+STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given
 
 
 class Plan:
@@ -97,10 +99,7 @@ def check(args) -> int:
 def _require_verifier() -> None:
     """The verdict needs the checker (pyspark and friends, the `verify` extra): say so before any
     fault, not after."""
-    import importlib.util
-
-    missing = [m for m, extra in EXTRAS.items() if extra == "verify" and importlib.util.find_spec(m) is None]
-    if missing:
+    if missing := missing_extras("verify"):
         raise ValueError(f"the drill's verdict needs the verifier ({', '.join(missing)} missing): "
                          "pip install 'dcdrill[verify]'")
 
@@ -111,14 +110,14 @@ def run(args) -> int:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     plan.backend.require_support()
     _require_verifier()
-    from spark import verify  # the `verify` extra: only a drill that runs needs it
+    from dcdrill.spark import session  # the `verify` extra: only a drill that runs needs it
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     # One Spark session for the whole command, started by the first verify: the drills after the
     # first verify in a warm JVM (35k-record drills on the lab: 16.3 s, then 4.5 s). The idle JVM
     # between verifies costs memory (its heap), not CPU.
     plans = settings.plans(args, plan.topology)
-    with verify.spark_scope():
+    with session.spark_scope():
         if args.repeat == 1 and not args.matrix:
             return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
         kind = "matrix" if args.matrix else f"x{args.repeat}"
@@ -136,7 +135,7 @@ def run(args) -> int:
 
 def _compare(series: Path) -> None:
     """The series' drills side by side (spark/history.py), on screen and in history.html."""
-    from spark import history
+    from dcdrill.spark import history
 
     try:
         summaries = history.load([str(series)])
@@ -152,7 +151,7 @@ def _compare(series: Path) -> None:
 def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
     checks, verify."""
-    from spark import junit, memory, verify
+    from dcdrill.spark import junit, memory, report_files, session, verify
 
     phases: dict[str, float] = {}
     clock = started = time.monotonic()
@@ -174,8 +173,9 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
                                                               time.monotonic() - started))
         return code
 
-    if own:  # read by chaos/context.topology() inside the experiment
+    if own:  # read by chaos/context.deployment() inside the experiment
         record.write_settings(own)
+    record.write_topology(stacks.drill_topology(args.stack, plan.deployment.with_settings(own)))
     record.write_json(EXPERIMENT, plan.experiment)
     variables = dict(plan.variables)
     if plan.leader_dc:
@@ -198,17 +198,17 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     if fault_problem:
         return stop(EXIT_NO_FAULT, f"the drill proves nothing: {fault_problem}")
     try:
-        verdict_code, summary = verify.verify(str(run_dir))
+        summary = verify.verify(record.location)
     except verify.BadInput as exc:
         return stop(EXIT_BAD_INPUT, f"the drill record cannot be verified: {exc}")
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict
-        heap = verify.heap_given({}, memory.plan([str(run_dir)]))
+        heap = session.heap_given({}, memory.plan([record.location]))
         return stop(EXIT_BAD_INPUT, f"verify {run_dir}: {memory.failure(exc, heap)}")
     phase("verify")
-    print(verify.one_screen(summary))
+    print(report_files.one_screen(summary))
     print(f"report: {record.report_dir / 'index.html'}")
     record.write_json(PHASES, {k: round(v, 2) for k, v in phases.items()})
-    return verdict_code
+    return verdict_code(summary)
 
 
 def _quorum_leader_dc(stack: str) -> str | None:
@@ -244,10 +244,9 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
 
 def _heal_anyway(stack: str, record: DrillRecord) -> None:
     """Whatever happened to chaos run, leave nothing broken: heal what the fault state lists."""
-    from chaos.faults.actions import heal
+    from dcdrill.chaos.faults.actions import heal_record
 
-    if record.active_faults():
-        heal(configuration={"stack": stack, "run_dir": str(record.path)})
+    heal_record(stack, record)
 
 
 BAD_INPUT_MARKS = ("[failover-no-offsets]",)  # activity failures that are the stack's setup, not the fault's

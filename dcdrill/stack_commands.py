@@ -1,14 +1,15 @@
-"""`dcdrill plan`, `dcdrill lab` and `dcdrill status`: the stack before and after it exists."""
+"""`dcdrill init`, `setup`, `plan`, `schema`, `lab` and `status`: the project and its stacks,
+before and after they exist."""
 from __future__ import annotations
 
 import json
 import sys
-
 from pathlib import Path
 
-from infra import ansible, lifecycle, project, pulumi_cli, rules, schema, status
-from infra import stack as stacks
-from infra.constants import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
+from dcdrill import project
+from dcdrill.exits import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
+from dcdrill.infra import ansible, lifecycle, pulumi_cli, rules, schema, status
+from dcdrill.infra import stack as stacks
 
 
 def register(sub) -> None:

@@ -2,8 +2,8 @@
 `dcdrill setup` installs for it.
 
 A project is a folder with a Pulumi.yaml whose program is dcdrill's (a two-line `program/`
-that runs the installed `infra` package), its stacks (Pulumi.<stack>.yaml) and a CI recipe.
-infra.constants.project_dir() finds it from the current folder, as `pulumi` does.
+that runs the installed `dcdrill.infra` package), its stacks (Pulumi.<stack>.yaml) and a CI
+recipe. infra.constants.project_dir() finds it from the current folder, as `pulumi` does.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.constants import IN_CHECKOUT, PROJECT_FILE, SHIPPED, SOURCE, cache_dir
+from dcdrill.infra.constants import IN_CHECKOUT, PACKAGE, PROJECT_FILE, SHIPPED, cache_dir
 
 # Where the shipped files sit: a checkout keeps them where it uses them; a wheel under SHIPPED.
 EXAMPLES = SHIPPED if IN_CHECKOUT else SHIPPED / "examples"
@@ -25,7 +25,7 @@ PROGRAM = '''"""This project's Pulumi program is dcdrill's own, installed with i
 settings of Pulumi.<stack>.yaml and builds the lab or the AWS stack they describe."""
 import runpy
 
-runpy.run_module("infra", run_name="__main__")
+runpy.run_module("dcdrill.infra", run_name="__main__")
 '''
 
 
@@ -88,4 +88,4 @@ def setup() -> int:
     Pulumi CLI unless one is on PATH, the verifier's kernels): infra/toolchain/setup.sh, on this
     Python. Idempotent; its exit code."""
     env = {**os.environ, "DCDRILL_PYTHON": sys.executable, "DCDRILL_CACHE": str(cache_dir())}
-    return subprocess.run(["bash", str(SOURCE / "infra" / "toolchain" / "setup.sh")], env=env).returncode
+    return subprocess.run(["bash", str(PACKAGE / "infra" / "toolchain" / "setup.sh")], env=env).returncode

@@ -1,15 +1,14 @@
 """What a drill runs with, beyond the stack: how long the fault is held, and the settings a drill
 may have of its own (`dcdrill drill --acks --factor --min-insync --unclean --profile`, or every
-setting of the matrix with `--matrix`). chaos/drill.py runs the drills; Topology.with_settings()
-applies the settings; chaos/context.topology() reads them back inside the experiment."""
+setting of the matrix with `--matrix`). dcdrill/drill.py runs the drills; Topology.with_settings()
+applies the settings; chaos/context.deployment() reads them back inside the experiment."""
 from __future__ import annotations
 
 import sys
 
-from infra import rules
-from infra.constants import SHIPPED
+from dcdrill.infra import rules
+from dcdrill.infra.ports import role_defaults
 
-ROLES = SHIPPED / "roles"
 HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and that they come back
 
 
@@ -25,15 +24,12 @@ def failover_s(coordination: str = "zookeeper") -> float:
     """How long a partition led in a lost DC goes without acks at most before failing over: the
     dead brokers' ZooKeeper sessions expire (zookeeper.session.timeout.ms) or the controllers fence
     them (broker.session.timeout.ms), then the producers' requests to the old leaders time out
-    (request_timeout_ms, validation/workload): 18 + 10 = 28 s. On KRaft the fencing takes 9 s and a
-    partition that needs an out-of-sync leader waits for the controller's next unclean-election
-    cycle, up to 10 s more: 9 + 10 + 10 = 29 s. The lab measured 23-37 s from the fault's start to
-    every partition back on ZooKeeper."""
-    import yaml
+    (request_timeout_ms, validation/workload). On KRaft a partition that needs an out-of-sync
+    leader also waits for the controller's next unclean-election cycle. docs/evidence.md has the
+    failover times measured on the lab."""
+    from dcdrill.validation.workload import WorkloadSpec
 
-    from validation.workload import WorkloadSpec
-
-    defaults = yaml.safe_load((ROLES / "kafka_broker" / "defaults" / "main.yml").read_text())
+    defaults = role_defaults("kafka_broker")
     group, key = LIVENESS_TIMEOUT[coordination]
     cycle = int(defaults[UNCLEAN_CYCLE[coordination]]) if coordination in UNCLEAN_CYCLE else 0
     return (int(defaults[group][key]) + cycle + WorkloadSpec.request_timeout_ms) / 1000

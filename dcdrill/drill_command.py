@@ -1,12 +1,14 @@
-"""`dcdrill drill` and `dcdrill experiment`: their options (the drill itself is chaos/drill.py)."""
+"""`dcdrill drill` and `dcdrill experiment`: their options (the drill itself is dcdrill/drill.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
 
-from chaos import drill, experiment, settings
-from infra.schema import MAX_FACTOR
+from dcdrill import drill
+from dcdrill import drill_settings as settings
+from dcdrill.chaos import experiment
+from dcdrill.infra.schema import MAX_FACTOR
 
 
 def bounded(low: float, high: float, kind=int):
