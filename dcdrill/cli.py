@@ -23,7 +23,7 @@ def version() -> str:
 def build_parser(verifier_only: bool = False) -> argparse.ArgumentParser:
     """Every subcommand, in the order --help lists them. `verifier_only`: verify and history alone,
     so that `dcdrill verify` imports neither the lab's nor the drill's modules (pydantic, Pulumi,
-    Ansible: 0.2 s of every verify)."""
+    Ansible: a noticeable share of a small verify's time)."""
     p = argparse.ArgumentParser(prog="dcdrill", description=__doc__.split(":")[0] + ".",
                                 epilog=f"Exit codes: {exits.MEANINGS}.")
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -40,9 +40,15 @@ def build_parser(verifier_only: bool = False) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def entry() -> None:
+    """The `dcdrill` console script and `python -m dcdrill.cli`: a command in a process of its own,
+    which ends what it launched (the verifier's JVM) before it returns."""
+    sys.exit(main(own_process=True))
+
+
+def main(argv: list[str] | None = None, own_process: bool = False) -> int:
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        return _main(sys.argv[1:] if argv is None else argv, own_process)
     except ModuleNotFoundError as exc:  # an extra not installed: named with its install command
         if (line := exits.missing_extra(exc)) is None:
             raise
@@ -50,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         return exits.EXIT_BAD_INPUT
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], own_process: bool) -> int:
     verifier_only = bool(argv) and argv[0] in verify_command.COMMANDS  # (--version is the full parser's)
     args = build_parser(verifier_only).parse_args(argv)
+    args.own_process = own_process
     if verifier_only:
         try:
             return args.func(args)
@@ -73,4 +80,4 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -22,7 +22,7 @@ from dcdrill.infra import lifecycle, mirror_rules, rules, status
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
 from dcdrill.record import DrillRecord
-from dcdrill.record.drill_record import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
+from dcdrill.record.contents import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
@@ -114,10 +114,10 @@ def run(args) -> int:
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     # One Spark session for the whole command, started by the first verify: the drills after the
-    # first verify in a warm JVM (35k-record drills on the lab: 16.3 s, then 4.5 s). The idle JVM
+    # first verify in a warm JVM, a fraction of the first's time. The idle JVM
     # between verifies costs memory (its heap), not CPU.
     plans = settings.plans(args, plan.topology)
-    with session.spark_scope():
+    with session.spark_scope(end_jvm=getattr(args, "own_process", False)):
         if args.repeat == 1 and not args.matrix:
             return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
         kind = "matrix" if args.matrix else f"x{args.repeat}"
@@ -198,12 +198,12 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     if fault_problem:
         return stop(EXIT_NO_FAULT, f"the drill proves nothing: {fault_problem}")
     try:
-        summary = verify.verify(record.location)
+        summary = verify.verify(record)
     except verify.BadInput as exc:
         return stop(EXIT_BAD_INPUT, f"the drill record cannot be verified: {exc}")
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict
         heap = session.heap_given({}, memory.plan([record.location]))
-        return stop(EXIT_BAD_INPUT, f"verify {run_dir}: {memory.failure(exc, heap)}")
+        return stop(EXIT_BAD_INPUT, f"verify {run_dir}: {memory.failure(exc, heap, session.jvm_process())}")
     phase("verify")
     print(report_files.one_screen(summary))
     print(f"report: {record.report_dir / 'index.html'}")

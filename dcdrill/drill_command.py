@@ -9,6 +9,7 @@ from dcdrill import drill
 from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
 from dcdrill.infra.schema import MAX_FACTOR
+from dcdrill.validation.workload import WorkloadSpec
 
 
 def bounded(low: float, high: float, kind=int):
@@ -46,7 +47,7 @@ def register(sub) -> None:
                    help=f"seconds the fault is held (default {settings.HOLD_S:.0f}; on availability-first stacks "
                         f"{2 * settings.failover_s():.0f}, or {2 * settings.failover_s('kraft'):.0f} on KRaft: twice the failover, "
                         "so writes can resume before the heal)")
-    p.add_argument("--rate", type=float, default=200.0, help="records/s per producer (default 200)")
+    p.add_argument("--rate", type=float, default=WorkloadSpec.rate, help="records/s per producer (default %(default)g)")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<time>-<experiment>); "
                                                 "with --repeat or --matrix, the series folder")
     p.add_argument("--repeat", type=int, default=1, metavar="N",

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from dcdrill.record import DrillRecord
-    from dcdrill.record.drill_record import REPORT
+    from dcdrill.record.contents import REPORT
     from dcdrill.spark import memory, report_files, session, verify
 
     codes, summaries = [], []
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     conf = dict(args.conf)
     heap = session.heap_given(conf, plan)
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a dead JVM is reported below, in one line
-    with session.spark_scope():
+    with session.spark_scope(end_jvm=getattr(args, "own_process", False)):
         if any(d.startswith("s3a://") for d in args.run_dirs):  # one session serves every record:
             try:  # with the s3a jars if one needs them
                 session.session(conf=conf, s3a=True, plan=plan)
@@ -67,7 +67,13 @@ def run(args: argparse.Namespace) -> int:
             if len(args.run_dirs) > 1 and not args.quiet:
                 print(f"verify: {run_dir}", file=sys.stderr, flush=True)
             try:
-                summary = verify.verify(run_dir, quiet=args.quiet, conf=conf, plan=plan)
+                if session.jvm_ended():  # an earlier record's JVM ran out of memory: this one gets a new one
+                    code, summary = _in_a_new_process(run_dir, args)
+                    if summary is None:
+                        codes.append(code)
+                        continue
+                else:
+                    summary = verify.verify(run_dir, quiet=args.quiet, conf=conf, plan=plan)
             except verify.BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 # Exit 1 would read as a verdict. Anything unforeseen in a record is bad input for
                 # that record, named; the other records of the call are still verified. Running
                 # out of memory names the setting to raise.
-                print(f"verify: bad input: {run_dir}: {memory.failure(exc, heap)}", file=sys.stderr)
+                print(f"verify: bad input: {run_dir}: {memory.failure(exc, heap, session.jvm_process())}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
                 continue
             codes.append(verdict_code(summary))
@@ -87,6 +93,20 @@ def run(args: argparse.Namespace) -> int:
     if args.json and summaries:
         print(json.dumps(summaries[0] if len(args.run_dirs) == 1 else summaries, indent=2, default=str))
     return max(codes)
+
+
+def _in_a_new_process(run_dir: str, args) -> tuple[int, dict | None]:
+    """One record verified by a `dcdrill verify` of its own (a JVM is launched once per process):
+    its exit code and summary (None when it had none; its errors went to stderr)."""
+    import json
+    import subprocess
+
+    argv = [sys.executable, "-m", "dcdrill.cli", "verify", run_dir, "--json",
+            *(["--quiet"] if args.quiet else []), *[x for k, v in args.conf for x in ("--conf", f"{k}={v}")]]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
+    if done.returncode >= EXIT_BAD_INPUT or not done.stdout.strip():
+        return done.returncode, None
+    return done.returncode, json.loads(done.stdout)
 
 
 def _history(args) -> int:

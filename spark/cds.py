@@ -2,13 +2,13 @@
 
 JDK: Spark 4 runs on Java 17, 21 and 25. The newest of those found on the machine is used
 (`DCDRILL_SPARK_JAVA_HOME` picks one, otherwise JAVA_HOME and then /usr/lib/jvm are searched),
-because its JIT and collector are what a verify run mostly waits for: measured here, 10M
-records verify in ~38 s on Temurin 25 against ~48 s on OpenJDK 17. Kafka keeps the system JDK.
+because its JIT and collector are what a verify run mostly waits for (docs/benchmarks.md
+has the figures). Kafka keeps the system JDK.
 
 Archive: Spark's driver loads some 15,000 classes before the first query; on a 2-core machine
 that is seconds of every `dcdrill verify`. The JVM can map them from an archive dumped by an
-earlier run (AppCDS, JDK 13+): measured here on JDK 17, session start 6.7 s -> 3.7 s and the
-first query 3.2 s -> 1.9 s. The archive is tied to the JDK and to pyspark's jars, hence the
+earlier run (AppCDS, JDK 13+), which shortens the session's start and the first query
+(docs/benchmarks.md). The archive is tied to the JDK and to pyspark's jars, hence the
 name; a stale or missing archive only costs the time back (the JVM loads classes itself).
 spark/archive.py builds it.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from dcdrill.record.drill_record import DC_LOSS_FAULTS
+from dcdrill.record.contents import DC_LOSS_FAULTS
 
 
 def _dc_of(topology: dict) -> dict:

@@ -21,8 +21,7 @@ a string hashed once per dictionary entry), any other by a Spark SQL projection 
 parsing, hashing, bad-row tests; the reference both are tested against); the folds are
 hand-written JVM loops (spark/jvm/, compiled by `make setup` against pyspark's own jars), because
 on a small machine Spark's planning, code generation and JIT of generic aggregations cost more
-than the data: a 10M-record verify went from 36.5 s to 30.1 s with the screen alone moved, and
-to ~13.5 s with one scan for every fold and the identity pass down to the flagged seqs.
+than the data (docs/benchmarks.md has the timings of each step).
 """
 from __future__ import annotations
 
@@ -63,7 +62,7 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
     and what the producer pass needs (ack_ms, tp, the DC and topic names), audit rows what
     reordering needs (g, tp, offset). Bad rows get a null idh and their kind as seq, so they are
     counted per ledger, not matched (Scan.COLUMNS numbers the columns). Built as SQL text, one call to the JVM
-    (the Column API made hundreds: 0.45 s of every verify)."""
+    (the Column API made hundreds, a noticeable share of a small verify)."""
     kinds = row_kinds(df.sparkSession)
     # The seq is in the position hash: equal hashes then mean "this record at this position",
     # which the screen's XOR certificates need (two records swapping places must not cancel out).

@@ -5,8 +5,7 @@ What grows with a record is the scan's cache (spark/jvm/Scan.java): every produc
 packed into longs, 6 a produced row and 4 an audit row, kept in memory first and on disk after.
 Every other state is bounded per task: the screen's per 64 seqs, the identity pass's by its
 flush and reducer limits (Identity.FOLD_LIMIT, JUDGE_LIMIT). So the heap only decides how much
-of the cache stays in memory: on a 100M-record record (8 GB packed), 12 GB took 66 s where 4 GB
-took 84 s. The plan asks for room for the cache, within a share of what the machine has free.
+of the cache stays in memory, and a cache spilled to disk is read back more slowly. The plan asks for room for the cache, within a share of what the machine has free.
 
 A heap set by the user (DCDRILL_SPARK_DRIVER_MEMORY, --conf spark.driver.memory, spark-submit)
 is never changed. A record that does not fit in it exits 2 naming that setting (`failure`).
@@ -88,18 +87,17 @@ JVM_OPTIONS = "-XX:+ExitOnOutOfMemoryError"
 JVM_OOM_EXIT = 3  # what -XX:+ExitOnOutOfMemoryError exits with
 
 
-def failure(exc: BaseException, heap: str | None) -> str:
+def failure(exc: BaseException, heap: str | None, jvm: subprocess.Popen | None = None) -> str:
     """One line for a record that could not be verified: running out of memory (or the JVM ending,
     which is how Spark ends one that did) names the setting to raise; anything else is named by
-    its first line. `heap`: the heap the session was given."""
-    from pyspark import SparkContext
-
+    its first line. `heap`: the heap the session was given; `jvm`: the JVM process this process
+    launched for Spark (session.jvm_process()), None under spark-submit."""
     errors, e = [], exc
     while e is not None and len(errors) < 8:  # the first failure may hide behind a later one's
         errors.append(e)
         e = e.__cause__ or e.__context__
     chain = [_text(e) for e in errors]
-    proc = getattr(SparkContext._gateway, "proc", None) if SparkContext._gateway else None
+    proc = jvm
     if proc is not None and any("py4j" in type(e).__module__ or isinstance(e, ConnectionError) for e in errors):
         with contextlib.suppress(subprocess.TimeoutExpired):  # a JVM that is halting: let it end
             proc.wait(timeout=5)
@@ -110,7 +108,7 @@ def failure(exc: BaseException, heap: str | None) -> str:
     if any("OutOfMemoryError" in t for t in chain) or ended in (52, JVM_OOM_EXIT):
         return (f"the record does not fit in the verifier's memory ({given}): raise DCDRILL_SPARK_DRIVER_MEMORY "
                 "(or --conf spark.driver.memory=...; spark.executor.memory on a cluster), e.g. to twice that "
-                "(README, Verifier memory)")
+                "(docs/verifier.md, Verifier memory)")
     if ended is not None:
         return (f"the verifier's JVM ended (exit {ended}) while verifying; if it ran out of memory, raise "
                 f"DCDRILL_SPARK_DRIVER_MEMORY (spark.driver.memory; it had {given})")

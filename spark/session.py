@@ -9,6 +9,47 @@ import os
 from dcdrill.spark import cds, memory
 from dcdrill.spark.ledgers import BadInput
 
+
+class JvmEnded(RuntimeError):
+    """The JVM this process launched for Spark has ended: a new one needs a new process."""
+
+
+class _Jvm:
+    """The py4j gateway to the JVM that runs Spark for this process: launched by the first
+    session() with pyspark's launch_gateway and handed to SparkContext, so that this process
+    holds it and can end that JVM (end_jvm) without pyspark's internals. Under spark-submit
+    it reaches the JVM that spark-submit started, and nothing here ends that one."""
+    gateway = None
+    context_made = False
+
+
+_JVM = _Jvm()
+
+
+def launch_gateway(conf):
+    from pyspark.java_gateway import launch_gateway as launch
+
+    return launch(conf=conf)
+
+
+def _submitted_conf() -> dict[str, str]:
+    """What spark-submit gave the JVM (--master, --conf, --jars), read from the JVM's own SparkConf."""
+    if _JVM.gateway is None:
+        _JVM.gateway = launch_gateway(conf=None)  # with PYSPARK_GATEWAY_PORT set: reaches spark-submit's JVM
+    pairs = _JVM.gateway.jvm.org.apache.spark.SparkConf(True).getAll()
+    return {pair._1(): pair._2() for pair in pairs}
+
+
+def jvm_process():
+    """The JVM process this process launched for Spark (a subprocess.Popen); None before the first
+    session, and under spark-submit (the JVM is this process's parent)."""
+    return getattr(_JVM.gateway, "proc", None)
+
+
+def jvm_ended() -> bool:
+    proc = getattr(_JVM.gateway, "proc", None)
+    return proc is not None and proc.poll() is not None
+
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
 # for code that runs a few seconds, and whole-stage code generation writes methods above HotSpot's
@@ -42,9 +83,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     # spark-submit starts the JVM and hands this process its gateway: --master, --conf and
     # --jars are already in the JVM's SparkConf, and JVM options can no longer change.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if submitted:
-        SparkContext._ensure_initialized()  # attach to that JVM, so SparkConf reads what it was given
-    given = dict(SparkConf().getAll()) if submitted else {}
+    given = _submitted_conf() if submitted else {}
     conf = conf or {}
     chosen = conf.get("spark.master") or given.get("spark.master") or master or \
         os.environ.get("DCDRILL_SPARK_MASTER", "local[*]")
@@ -101,17 +140,24 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         jars += cds.s3a_jars()
     if jars:
         settings["spark.jars"] = ",".join(jars)
+    ours = {key: value for key, value in {**settings, **conf}.items() if key not in given}
+    if jvm_ended():
+        raise JvmEnded("the verifier's JVM has ended (it ran out of memory, or was killed)")
+    if not _JVM.context_made:  # the first session of this process: its JVM, launched (or reached) here
+        if _JVM.gateway is None:
+            with cds.spark_java_home():
+                _JVM.gateway = launch_gateway(conf=SparkConf(loadDefaults=False).setAll(ours.items()))
+        SparkContext(conf=SparkConf(loadDefaults=False).setAll(ours.items()), gateway=_JVM.gateway)
+        _JVM.context_made = True  # later sessions' contexts find the same gateway
     b = SparkSession.builder
-    for key, value in {**settings, **conf}.items():
-        if key not in given:
-            b = b.config(key, value)
-    with cds.spark_java_home():
-        spark = b.getOrCreate()
+    for key, value in ours.items():
+        b = b.config(key, value)
+    spark = b.getOrCreate()
     # A failure reaches the user as one line naming its cause (run()), not as Spark's stack traces.
     spark.sparkContext.setLogLevel(os.environ.get("DCDRILL_SPARK_LOG_LEVEL", "FATAL"))
     from py4j.java_gateway import JavaClass
 
-    if not isinstance(spark._jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
+    if not isinstance(_JVM.gateway.jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
         raise BadInput(f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
                        "to spark-submit (`make setup` builds it)")
     return spark
@@ -154,71 +200,43 @@ def heap_given(conf: dict[str, str], plan: memory.Plan) -> str:
 
 
 @contextlib.contextmanager
-def spark_scope():
-    """Stop the Spark session started inside, and the JVM if this process launched it (ending
-    that JVM is how its session stops): a command returns with Spark's clean-up (shuffle and
-    temporary files) done, not with a JVM still tidying up behind it. A session that was already
-    running is left as it was."""
+def spark_scope(end_jvm: bool = False):
+    """Stop the Spark session started inside (SparkSession.stop: Spark's clean-up of its shuffle
+    and temporary files is done when the scope ends); one that was already running is left as it
+    was. `end_jvm`: also end the JVM this process launched, and wait for it, so that a command
+    returns with nothing of it still running (left alone, it ends only after this process does).
+    Only a process's own command passes it: a JVM cannot be launched again in the same process."""
     before = _active_session()
     try:
         yield
     finally:
-        if _jvm_ended():  # killed, or halted by Spark after running out of memory (spark/memory.py)
-            from pyspark import SparkContext
-            SparkContext._active_spark_context = SparkContext._gateway = SparkContext._jvm = None
-            _remove_local_dirs()
-        elif (started := _active_session()) is not None and started is not before:
-            if before is None and _launched_here():
-                _forget_session(started)
-                _end_jvm()  # its exit stops Spark (Spark's own shutdown hook): 0.1 s, against 0.3-0.6 s
-                _remove_local_dirs()
-            else:
+        started = _active_session()
+        if started is not None and started is not before:
+            with contextlib.suppress(Exception):  # py4j: the JVM has ended already
                 started.stop()
-
-
-def _jvm_ended() -> bool:
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
-    return proc is not None and proc.poll() is not None
-
-
-def _launched_here() -> bool:
-    from pyspark import SparkContext
-
-    return getattr(SparkContext._gateway, "proc", None) is not None
-
-
-def _forget_session(started) -> None:
-    """What SparkSession.stop() undoes on this side, for a JVM that is about to end."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession, SQLContext
-
-    sc = started.sparkContext
-    if getattr(sc, "_accumulatorServer", None):
-        sc._accumulatorServer.shutdown()
-        sc._accumulatorServer = None
-    SparkContext._active_spark_context = None
-    SparkSession._instantiatedSession = SparkSession._activeSession = None
-    SQLContext._instantiatedContext = None
+        if end_jvm and before is None:
+            _end_jvm()
+        if before is None:
+            _remove_local_dirs()
 
 
 def _end_jvm() -> None:
-    """End the JVM this process launched, and wait for it: left alone, it exits only once it sees
-    this process end (its stdin closing). Under spark-submit the JVM is our parent: nothing to do."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
+    gateway = _JVM.gateway
     proc = getattr(gateway, "proc", None)
-    if proc is None:
+    if proc is None:  # none launched, or spark-submit's (our parent)
         return
-    gateway.shutdown()
-    SparkContext._gateway = SparkContext._jvm = None  # a later session launches a new JVM
-    proc.stdin.close()
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    proc.stdin.close()  # pyspark's JVM ends when its stdin does
     proc.wait(timeout=120)
 
 
 def _active_session():
+    if _JVM.gateway is None or jvm_ended():
+        return None
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession()
+    try:
+        return SparkSession.getActiveSession()
+    except Exception:  # noqa: BLE001 - py4j: the JVM that held it has ended
+        return None

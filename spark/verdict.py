@@ -11,7 +11,7 @@ after the heal do not count: the promise is about the cluster taking writes whil
 from __future__ import annotations
 
 # Faults that take a whole DC away: the topology's prediction for losing that DC applies to them.
-from dcdrill.record.drill_record import DC_LOSS_FAULTS
+from dcdrill.record.contents import DC_LOSS_FAULTS
 
 
 def rules_for(topology: dict) -> list[tuple[str, str]]:

@@ -73,21 +73,22 @@ def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
     raise BadInput(f"{record.uri('produced')}: a producer's seqs are not dense (RECORD.md)")
 
 
-def verify(location: str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None,
+def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None,
            plan: memory.Plan | None = None) -> dict:
-    """The summary of the record at `location` (a local folder or a Hadoop URI), its verdict
-    included; the report is written beside the ledgers. BadInput (exit 2) names what is wrong."""
+    """The summary of the record (a DrillRecord, or where one is: a local folder or a Hadoop URI),
+    its verdict included; the report is written beside the ledgers. BadInput (exit 2) names what
+    is wrong."""
     t0 = time.monotonic()
-    plan = plan or memory.plan([location])
+    record = record if isinstance(record, DrillRecord) else DrillRecord(record)
+    plan = plan or memory.plan([record.location])
 
     def progress(step: str) -> None:
         if not quiet:
             print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
 
-    record = DrillRecord(location)
     if record.remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
         spark = spark or session.session(conf=conf, s3a=record.location.startswith("s3a://"), plan=plan)
-        record = DrillRecord(location, storage.files_for(spark, record.location))
+        record = DrillRecord(record.location, storage.files_for(spark, record.location))
     if not record.exists():
         raise BadInput(f"{record.location}: drill record directory missing")
     if not record.remote and (unsafe := record.unsafe_paths()):

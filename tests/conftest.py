@@ -19,7 +19,7 @@ def topo():
 
 class CommandLines:
     """Every process's command line, sampled every 0.1 s while it runs (the lab's `lab up`):
-    tests/infra/test_zookeeper_security.py checks no password ever shows in `ps`."""
+    tests/infra/test_lab_security.py checks no password ever shows in `ps`."""
 
     def __init__(self):
         import threading

@@ -2,9 +2,8 @@
 (`send` takes optional record headers: a list of (name, bytes)):
 
 * `confluent` (default): confluent-kafka (librdkafka in C); a thread of ours serves its callbacks
-  as they come. At the drill's 200 records/s a producer costs ~3 % of a core, against 13 to 18 %
-  for kafka-python (tests/benchmarks/quiet_lab.py), and it is 1.5x faster flat out
-  (tests/benchmarks/workload_vs_perftest.py).
+  as they come. It costs a fraction of kafka-python's CPU per record, and is faster flat out
+  (docs/benchmarks.md: tests/benchmarks/quiet_lab.py and workload_vs_perftest.py measure both).
 * `kafka-python`: pure Python, its own I/O thread calls back.
 """
 from __future__ import annotations

@@ -99,12 +99,3 @@ class StopFlag:
 
     def wait(self, seconds: float) -> bool:
         return self.event.wait(seconds)
-
-
-def write_status(path, status: dict) -> None:
-    """Atomic status snapshot the launcher reads for its progress line."""
-    from pathlib import Path
-    p = Path(path)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(status))
-    tmp.replace(p)

@@ -34,8 +34,6 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
     where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
     consumed = Ledger(run.consumed(cid))
     events = Ledger(run.events(cid))
-    status_path = run.status(f"consumer-{cid}")
-    status_path.parent.mkdir(parents=True, exist_ok=True)
 
     def event(kind: str, **fields) -> None:
         events.write({"consumer_id": cid, "event": kind, "ms": now_ms(), "dc": dc, **fields})
@@ -81,14 +79,14 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if stop.wait(1.0):
                 break
         if time.monotonic() - last_report > 1.0:
-            clients.write_status(status_path, {"consumer_id": cid, "dc": dc, "delivered": delivered})
+            run.write_status(f"consumer-{cid}", {"consumer_id": cid, "dc": dc, "delivered": delivered})
             last_report = time.monotonic()
     if consumer is not None:
         try:
             consumer.close(autocommit=False)
         except Exception:  # noqa: BLE001
             pass
-    clients.write_status(status_path, {"consumer_id": cid, "dc": dc, "delivered": delivered})
+    run.write_status(f"consumer-{cid}", {"consumer_id": cid, "dc": dc, "delivered": delivered})
     consumed.close()
     events.close()
     return 0

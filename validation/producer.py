@@ -21,10 +21,8 @@ class SequencedProducer:
     def __init__(self, cfg: dict, stop: clients.StopFlag):
         self.cfg, self.stop = cfg, stop
         self.pid, self.dc, self.topic = cfg["producer_id"], cfg.get("dc"), cfg["topic"]
-        run = DrillRecord(cfg["run_dir"])
+        run = self.record = DrillRecord(cfg["run_dir"])
         self.ledger = Ledger(run.produced(self.pid))
-        self.status_path = run.status(f"producer-{self.pid}")
-        self.status_path.parent.mkdir(parents=True, exist_ok=True)
         self.counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
         self.lock = threading.Lock()
@@ -91,7 +89,7 @@ class SequencedProducer:
     def _report(self) -> None:
         with self.lock:
             snap = {**self.counts, "in_flight": len(self.pending), "dc": self.dc, "producer_id": self.pid}
-        clients.write_status(self.status_path, snap)
+        self.record.write_status(f"producer-{self.pid}", snap)
 
     def run(self) -> int:
         cfg = self.cfg

@@ -210,13 +210,7 @@ class Workload:
         return any(p.poll() is None for n, p in self.procs if n.startswith("p"))
 
     def status(self) -> dict:
-        snaps = []
-        for f in sorted(self.record.status_dir().glob("*.json")):
-            try:
-                snaps.append(json.loads(f.read_text()))
-            except (OSError, ValueError):
-                pass
-        return aggregate(snaps)
+        return aggregate(self.record.statuses())
 
     def wait_producers(self, progress: bool = True, timeout_s: float | None = None) -> None:
         deadline = time.monotonic() + timeout_s if timeout_s else None

@@ -17,7 +17,7 @@ from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import ansible, inventory, lifecycle, rules, status
 from dcdrill.infra import stack as stacks
 from dcdrill.record import DrillRecord
-from dcdrill.record.drill_record import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
+from dcdrill.record.contents import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
                                  ROLLING_RESTART, STOP_DC)
 
 __all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "kill_mirror",

@@ -12,11 +12,17 @@ from dcdrill.validation import workload as wl
 
 __all__ = ["start_workload", "stop_workload", "fail_over_consumers", "run_audit", "delete_topic"]
 
-_running: dict[str, wl.Workload] = {}
+_running: dict[str, wl.Workload] = {}  # the workload each drill record's experiment started, by record
 
 
-def start_workload(producers: int = 3, consumers: int = 2, rate: float = 200, record_size: int = 100,
-                   retries: int = 0, idempotence: bool = False, topic: str = None,
+def running_workload(configuration: dict | None) -> wl.Workload | None:
+    """The workload start_workload started for this drill record in this process, if any."""
+    return _running.get(str(context.run_dir(configuration)))
+
+
+def start_workload(producers: int = wl.WorkloadSpec.producers, consumers: int = wl.WorkloadSpec.consumers,
+                   rate: float = wl.WorkloadSpec.rate, record_size: int = wl.WorkloadSpec.record_size,
+                   retries: int = wl.WorkloadSpec.retries, idempotence: bool = False, topic: str = None,
                    configuration: dict = None, secrets: dict = None) -> dict:
     """Producers and consumers in the background, until stop_workload (no fixed duration)."""
     topic = topic or context.drill_topic(configuration)
@@ -69,7 +75,7 @@ def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict
         raise ActivityFailed(f"[failover-no-offsets] group {WORKLOAD_GROUP} has no offsets for {remote} in {to} after "
                              f"{float(wait_offsets_s):.0f}s: MirrorMaker 2 translated none (sync.group.offsets, "
                              "checkpoints), so the failed-over consumers would have nowhere to start")
-    w = _running.get(str(context.run_dir(configuration)))
+    w = running_workload(configuration)
     if w is None:
         raise ActivityFailed("no workload is running for this drill (start-workload first)")
     at_ms = now_ms()

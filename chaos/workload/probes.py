@@ -5,7 +5,7 @@ import math
 import time
 
 from dcdrill.chaos import context
-from dcdrill.chaos.workload.actions import _running
+from dcdrill.chaos.workload.actions import running_workload
 from dcdrill.infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
 
 __all__ = ["workload_progressing", "produce_latency_settled"]
@@ -18,7 +18,7 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
     """True when the running workload's acknowledged count grows within `within_s` seconds.
     With no workload running (the hypothesis before the method), one canary record must be
     acknowledged with the stack's acks instead."""
-    w = _running.get(str(context.run_dir(configuration)))
+    w = running_workload(configuration)
     if w is None:
         return _canary(configuration, within_s)
     before = w.status()["ok"]
@@ -36,7 +36,7 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
     warm cluster and the drill's timings are not its warm-up. Returns (and keeps in the record's
     baseline.json, for the report) the baseline: p50 and p99 over the last window, and whether it
     settled within `timeout_s`."""
-    from dcdrill.record.drill_record import BASELINE
+    from dcdrill.record.contents import BASELINE
     from dcdrill.record.ledger import read
 
     run = context.record(configuration)

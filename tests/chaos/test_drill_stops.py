@@ -9,7 +9,7 @@ import pytest
 from dcdrill import drill
 from dcdrill.cli import build_parser
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY
-from dcdrill.record.drill_record import JOURNAL
+from dcdrill.record.contents import JOURNAL
 
 STEADY = {"steady_states": {"before": {"steady_state_met": True}}}
 CASES = {

@@ -221,3 +221,13 @@ def test_version_and_verify_without_the_lab_modules():
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pulumi', 'ansible') or m.startswith(('dcdrill.chaos', 'dcdrill.infra.schema'))))")
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
+
+
+def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
+    """Refused by the preflight: no lab is brought up, nothing is written."""
+    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, kill-dc"),
+                         (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
+        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--run-dir",
+                              str(tmp_path / "x"), *args], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2 and needle in res.stderr
+    assert not (tmp_path / "x").exists()

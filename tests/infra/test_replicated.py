@@ -159,7 +159,7 @@ def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault()
     ('{"group": ', "failovers.jsonl:2"),
 ])
 def test_a_bad_failover_line_is_named_by_file_and_line(line, expected):
-    from dcdrill.record.drill_record import parse_failovers
+    from dcdrill.record.contents import parse_failovers
 
     good = '{"group": "g", "from": "east", "to": "west", "at_ms": 5}\n'
     with pytest.raises(ValueError, match=None) as exc:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dcdrill.record.drill_record import parse_coordination
+from dcdrill.record.contents import parse_coordination
 from dcdrill.spark.coordination import fault_coordination, timeline
 
 TOPOLOGY = {"hosts": [

@@ -92,7 +92,7 @@ def test_every_mirror_count_exactly(tmp_path, spark):
 
 def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
     from dcdrill.chaos.mirror import events
-    from dcdrill.record.drill_record import parse_mirror_events
+    from dcdrill.record.contents import parse_mirror_events
 
     lines = ["[2026-11-25T15:40:01.123Z] INFO Kafka MirrorMaker initializing ... (org.apache.kafka.connect.mirror.MirrorMaker)",
              "[2026-11-25T15:40:05.000+00:00] INFO [Worker clientId=east->west] Rebalance started (WorkerCoordinator)",

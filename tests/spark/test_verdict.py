@@ -67,10 +67,10 @@ def test_only_dc_losses_with_a_prediction_are_checked():
 def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
     """The verdict and the fault actions read the fault names from the drill record's module
     (tests/chaos/test_aws_faults.py checks what the actions write)."""
-    from dcdrill.record import drill_record
+    from dcdrill.record import contents
 
-    assert verdict.DC_LOSS_FAULTS is drill_record.DC_LOSS_FAULTS
-    assert set(drill_record.DC_LOSS_FAULTS) == {"kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc"}
+    assert verdict.DC_LOSS_FAULTS is contents.DC_LOSS_FAULTS
+    assert set(contents.DC_LOSS_FAULTS) == {"kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc"}
 
 
 AVAILABILITY = {"profile": "availability-first", "unclean_leader_election": True}
