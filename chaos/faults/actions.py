@@ -32,11 +32,12 @@ NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc",
 def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriver:
     """The stack's fault driver; `secrets`: the experiment's `aws` secrets (the AWS driver's
     credentials; empty values leave boto3's own chain)."""
-    return stack_driver(context.stack_name(configuration), context.record(configuration), secrets)
+    rd = (configuration or {}).get("run_dir")  # a probe may ask with no drill record at all
+    return stack_driver(context.stack_name(configuration), DrillRecord(rd) if rd else None, secrets)
 
 
-def stack_driver(stack: str, record: DrillRecord, secrets: dict | None = None) -> FaultDriver:
-    """The fault driver of `stack`, under the drill's own settings in `record`."""
+def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = None) -> FaultDriver:
+    """The fault driver of `stack`, under the drill's own settings in `record` (if any)."""
     backend = stacks.backend(stack)
     d = context.deployment_for(stack, record)
     if not d.replicated:
