@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
+from dcdrill.chaos.faults.actions import heal_record
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
 from dcdrill.infra import lifecycle, mirror_rules, rules, status
 from dcdrill.infra import stack as stacks
@@ -238,15 +239,8 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        _heal_anyway(args.stack, record)
+        heal_record(args.stack, record)  # whatever happened to chaos run: heal what the fault state lists
     return code
-
-
-def _heal_anyway(stack: str, record: DrillRecord) -> None:
-    """Whatever happened to chaos run, leave nothing broken: heal what the fault state lists."""
-    from dcdrill.chaos.faults.actions import heal_record
-
-    heal_record(stack, record)
 
 
 BAD_INPUT_MARKS = ("[failover-no-offsets]",)  # activity failures that are the stack's setup, not the fault's

@@ -59,7 +59,8 @@ def _run(args) -> int:
     from dcdrill.infra import stack as stacks
     from dcdrill.record import DrillRecord
 
-    t = stacks.load(args.stack)
+    d = stacks.load_deployment(args.stack)
+    t = d.home
     inv = lifecycle.inventory(args.stack)
     spec = spec_from_args(args, t.acks)
     spec.validate(inv)
@@ -69,7 +70,7 @@ def _run(args) -> int:
         print(f"audit written to {run_dir}/audit/")
         return 0
     wl.ensure_topic(inv, spec, create=args.create_topic)
-    DrillRecord(run_dir).write_topology(stacks.drill_topology(args.stack, stacks.load_deployment(args.stack)))
+    DrillRecord(run_dir).write_topology(stacks.drill_topology(args.stack, d))
     if args.action == "produce":
         spec.consumers = 0
     w = wl.Workload(run_dir, inv, spec).start()

@@ -26,16 +26,12 @@ class _Jvm:
 _JVM = _Jvm()
 
 
-def launch_gateway(conf):
-    from pyspark.java_gateway import launch_gateway as launch
-
-    return launch(conf=conf)
-
-
 def _submitted_conf() -> dict[str, str]:
     """What spark-submit gave the JVM (--master, --conf, --jars), read from the JVM's own SparkConf."""
+    from pyspark.java_gateway import launch_gateway
+
     if _JVM.gateway is None:
-        _JVM.gateway = launch_gateway(conf=None)  # with PYSPARK_GATEWAY_PORT set: reaches spark-submit's JVM
+        _JVM.gateway = launch_gateway()  # with PYSPARK_GATEWAY_PORT set: reaches spark-submit's JVM
     pairs = _JVM.gateway.jvm.org.apache.spark.SparkConf(True).getAll()
     return {pair._1(): pair._2() for pair in pairs}
 
@@ -78,6 +74,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     width for the records to verify (spark/memory.py; without one, as for a small record).
     Under spark-submit, its options win: the defaults below only fill what it left unset."""
     from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
     # spark-submit starts the JVM and hands this process its gateway: --master, --conf and
