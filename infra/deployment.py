@@ -14,7 +14,7 @@ from dcdrill.infra import schema
 from dcdrill.infra.constants import DRILL_TOPIC_PREFIX, kafka_release
 from dcdrill.infra.topology import Acl, Host, Topology, cluster_from_spec
 
-MIRROR_USER = "mirrormaker"  # MM2's own SCRAM principal on both clusters, allowed only what MM2 does
+MIRROR_USER = schema.MIRROR_USER
 MIRROR_ID_BASE = 100  # mm1 is node 101: the mirror hosts' index, apart from the clusters' ids
 
 

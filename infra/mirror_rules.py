@@ -34,6 +34,10 @@ def check(d: Deployment) -> list[Violation]:
     return out
 
 
+# A mirror that breaks these joins nothing real: nothing can be predicted or built from it.
+SHAPE_RULES = ("mirror-unknown-cluster", "mirror-same-cluster")
+
+
 def _mirror(d: Deployment, m: Mirror) -> list[tuple[str, str]]:
     out = []
     unknown = [c for c in (m.source, m.target) if c not in d.cluster_names]

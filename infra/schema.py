@@ -82,7 +82,7 @@ def _private_prefix(value: str) -> str:
 
 def _cidr(value: str) -> str:
     try:
-        return str(ipaddress.ip_network(value))
+        return str(ipaddress.IPv4Network(value))
     except ValueError as exc:
         raise ValueError(f"not an IPv4 CIDR: {exc}") from None
 
@@ -267,6 +267,11 @@ MIRROR_MODES = ("active-passive", "active-active")
 MIRROR_PLACEMENTS = ("target", "source")  # the DC MirrorMaker 2 runs in: the target's or the source's
 REPLICATION_POLICIES = ("default", "identity")  # DefaultReplicationPolicy ("east.topic") or Identity ("topic")
 MAX_CLUSTERS = 4
+MIRROR_USER = "mirrormaker"  # MM2's own SCRAM principal on both clusters, allowed only what MM2 does
+NODE_ID_SPACE = 1000  # broker ids stay below it: KRaft controllers' ids start above it (ctl1 is 1001)
+# What Python's re accepts and java.util.regex.Pattern refuses or reads otherwise.
+PYTHON_ONLY_REGEX = (("(?P<", "a named group: Java writes (?<name>...)"), ("(?P=", "a named backreference"),
+                     ("(?#", "an inline comment"), ("\\Z", "end of input: Java's \\Z allows a final line break"))
 
 
 class MirrorSpec(Spec):
@@ -291,6 +296,11 @@ class MirrorSpec(Spec):
     @field_validator("topics")
     @classmethod
     def _regex(cls, value: str) -> str:
+        if bad := [c for c in value if ord(c) < 32 or ord(c) == 127]:
+            raise ValueError(f"a control character ({bad[0]!r}) in a topic regex: it would end MM2's property line")
+        for construct, meaning in PYTHON_ONLY_REGEX:
+            if construct in value:
+                raise ValueError(f"{construct!r} ({meaning}) is Python's syntax, not Java's; MM2 reads a Java regex")
         try:
             re.compile(value)
         except re.error as exc:
@@ -334,18 +344,83 @@ class StackSpec(Spec):
                     raise ValueError(f"dcdrill:clusters: DC {dc.name} is in both {owner[dc.name]} and {c.name}: "
                                      "replicated clusters live in DCs of their own")
                 owner[dc.name] = c.name
+        self._check_mirrors(names)
+        self._check_node_ids()
         if self.lab is not None:
             known = list(owner)
+            pairs: dict[frozenset, int] = {}
             for n, link in enumerate(self.lab.links):
+                if (pair := frozenset(link.between)) in pairs:
+                    raise ValueError(f"dcdrill:lab.links[{n}]: {' and '.join(link.between)} are linked already by "
+                                     f"dcdrill:lab.links[{pairs[pair]}]; one entry per DC pair")
+                pairs[pair] = n
                 for dc in link.between:
                     if dc not in known:
                         raise ValueError(f"dcdrill:lab.links[{n}].between: unknown DC {dc!r} "
                                          f"(this stack's DCs: {', '.join(known)})")
         return self
 
+    def _check_mirrors(self, names: list[str]) -> None:
+        """Mirrors join known clusters, each flow (source -> target) once, with no loop through any
+        number of mirrors (records would be copied round forever), between clusters secured alike
+        (MM2 connects to both with one security setup)."""
+        seen: dict[tuple[str, str], int] = {}
+        for n, m in enumerate(self.mirrors):
+            if m.source not in names or m.target not in names or m.source == m.target:
+                continue  # the rules name it (infra/mirror_rules.py: mirror-unknown-cluster, mirror-same-cluster)
+            flows = [(m.source, m.target)] + ([(m.target, m.source)] if m.mode == "active-active" else [])
+            for flow in flows:
+                if flow in seen:
+                    raise ValueError(f"dcdrill:mirrors[{n}]: the flow {flow[0]} -> {flow[1]} is declared already "
+                                     f"by dcdrill:mirrors[{seen[flow]}]; each flow once")
+                seen[flow] = n
+            by_name = {c.name: c for c in self.all_clusters}
+            a, b = by_name[m.source], by_name[m.target]
+            if (a.tls, a.sasl is not None) != (b.tls, b.sasl is not None):
+                def what(c):
+                    return ", ".join(k for k, on in (("tls", c.tls), ("sasl", c.sasl is not None)) if on) or "neither"
+                raise ValueError(f"dcdrill:mirrors[{n}]: {a.name} has {what(a)} and {b.name} has {what(b)}: "
+                                 "mirrored clusters must be secured alike (tls, sasl)")
+            for c in (a, b):
+                if c.sasl is not None and MIRROR_USER in (c.sasl.client, c.sasl.admin):
+                    role = "client" if c.sasl.client == MIRROR_USER else "admin"
+                    raise ValueError(f"dcdrill:clusters[{names.index(c.name)}].sasl.{role}: {MIRROR_USER!r} is "
+                                     "MirrorMaker 2's user on a mirrored cluster; give this one a user of its own")
+        if loop := _flow_loop(seen, self.mirrors):
+            raise ValueError("dcdrill:mirrors: the flows " + " -> ".join(loop) + " make a loop: records would be "
+                             "copied round it forever (active-active between two clusters is the one loop allowed)")
+
+    def _check_node_ids(self) -> None:
+        """Broker ids go on from cluster to cluster, below the controllers' (CONTROLLER_ID_BASE)."""
+        brokers = sum(dc.brokers for c in self.all_clusters for dc in c.datacenters)
+        if brokers >= NODE_ID_SPACE:
+            raise ValueError(f"dcdrill:clusters: {brokers} brokers in all; broker ids must stay below "
+                             f"{NODE_ID_SPACE}, where KRaft controllers' ids begin")
+
     @property
     def all_clusters(self) -> list[ClusterSpec]:
         return [self.cluster] if self.cluster is not None else list(self.clusters or [])
+
+
+def _flow_loop(flows: dict[tuple[str, str], int], mirrors: list[MirrorSpec]) -> list[str] | None:
+    """A cycle of flows (cluster names, first repeated at the end), other than one active-active
+    mirror's own pair; None without one. At most MAX_CLUSTERS clusters: a plain search."""
+    nexts: dict[str, list[str]] = {}
+    for a, b in flows:
+        nexts.setdefault(a, []).append(b)
+
+    def walk(path: list[str]):
+        for b in nexts.get(path[-1], []):
+            if b == path[0]:
+                pair = len(path) == 2 and flows[(path[0], path[1])] == flows[(path[1], path[0])] \
+                    and mirrors[flows[(path[0], path[1])]].mode == "active-active"
+                if not pair:
+                    return path + [b]
+            elif b not in path and (found := walk(path + [b])):
+                return found
+        return None
+
+    return next((loop for start in sorted(nexts) if (loop := walk([start]))), None)
 
 
 def key_path(loc: tuple) -> str:

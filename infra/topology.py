@@ -14,7 +14,7 @@ from dcdrill.infra.constants import ACKS, DEFAULT_KAFKA_VERSION
 from dcdrill.infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
 
 
-CONTROLLER_ID_BASE = 1000  # ctl1 is node 1001: far above any broker id (8 DCs x 32 brokers)
+CONTROLLER_ID_BASE = schema.NODE_ID_SPACE  # ctl1 is node 1001: above every broker id (the schema checks)
 SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
 
 

@@ -68,6 +68,12 @@ def check(t: Layout, config: dict) -> list[Violation]:
             out.append(Violation("aws-zone-missing", f"{dc.name} needs region: and zone: on the aws backend"))
         elif not (dc.zone.startswith(dc.region) and len(dc.zone) == len(dc.region) + 1 and dc.zone[-1].isalpha()):
             out.append(Violation("aws-zone-region", f"{dc.name}: zone {dc.zone} is not in region {dc.region}"))
+    zones: dict[str, str] = {}
+    for dc in t.datacenters:
+        if dc.zone and dc.zone in zones:
+            out.append(Violation("aws-zone-shared", f"{dc.name} and {zones[dc.zone]} are both in {dc.zone}: a DC is an "
+                                                    "AZ, and losing one must not take another (or another cluster)"))
+        zones.setdefault(dc.zone, dc.name)
     if out:
         return out
     s = settings(t, config)

@@ -136,6 +136,9 @@ MALFORMED = [
     ("aws settings on a lab stack", LOCAL, aws(dataVolumeGb=10), "dcdrill:aws is for the other backend"),
     ("negative data volume", AWS, aws(dataVolumeGb=-5), "dcdrill:aws.dataVolumeGb: Input should be greater than or equal to 8"),
     ("bad client CIDR", AWS, aws(clientCidrs=["10.0.0.0/33"]), "dcdrill:aws.clientCidrs[0]: not an IPv4 CIDR"),
+    ("IPv6 everything as a client CIDR", AWS, aws(clientCidrs=["::/0"]), "dcdrill:aws.clientCidrs[0]: not an IPv4 CIDR"),
+    ("IPv6 VPC", AWS, aws(vpcCidrs={"eu-west-1": "fd00::/48"}), "dcdrill:aws.vpcCidrs.eu-west-1: not an IPv4 CIDR"),
+    ("two DCs in one AZ", AWS, dc0(zone="eu-west-1b"), "[aws-zone-shared] dc-b and dc-a are both in eu-west-1b"),
     ("bad region", AWS, dc0(region="Europe"), "datacenters[0].region: 'Europe' is not an AWS region name"),
     ("bad AMI", AWS, aws(ami={"eu-west-1": "debian"}), "dcdrill:aws.ami.eu-west-1: 'debian' is not an AMI id"),
     # The model's rules (infra/rules.py) and the AWS backend's, after the schema: exit 2 naming them.
