@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dcdrill import project
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
-from dcdrill.infra import ansible, lifecycle, pulumi_cli, rules, schema, status
+from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema, status
 from dcdrill.infra import stack as stacks
 
 
@@ -102,6 +102,10 @@ def _plan(args) -> int:
 
 def _plan_replicated(args, d, violations) -> int:
     """`dcdrill plan` of a replicated stack: each cluster, each mirror flow and what each fault does to it."""
+    if shape := [v for v in violations if v.rule in mirror_rules.SHAPE_RULES]:  # nothing to predict on
+        for v in shape:
+            print(f"dcdrill: [{v.rule}] {v.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     resolved = stacks.resolved(d)
     blocking = rules.blocking(d.home, violations)
     if args.json:
@@ -182,6 +186,9 @@ def _lab(args) -> int:
     backend = stacks.backend(args.stack)
     backend.require_support()
     if args.action == "up":
+        from dcdrill.chaos.faults import recovery  # the drill's modules: only `lab up` needs them
+
+        recovery.require_healed(args.stack)
         st = lifecycle.up(args.stack, quiet=args.quiet)
         print(status.render(st))
     elif args.action == "down":
