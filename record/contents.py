@@ -33,6 +33,8 @@ COORDINATION = "coordination.jsonl"
 FAILOVERS = "failovers.jsonl"
 MIRROR_WAITS = "mirror-waits.jsonl"
 MIRROR_EVENTS = "mirror-events.jsonl"
+AUDIT_END = "audit-end.json"  # each audit ledger's length when its audit finished: a cut one is refused
+AGENTS = "agents.jsonl"  # every process a drill started on a host: what heal stops after a crash
 MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
 
@@ -100,6 +102,29 @@ def parse_failovers(data: bytes, name: str) -> list[dict]:
                                  f"got {row.get(key)!r}")
         rows.append(row)
     return sorted(rows, key=lambda r: r["at_ms"])
+
+
+def check_audit_end(data, name: str) -> dict:
+    """audit-end.json (RECORD.md): {ledger file name: {"rows": n, "bytes": n}}."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{name}: must be an object of audit ledger files, got {type(data).__name__}")
+    for file, end in data.items():
+        if not (isinstance(end, dict) and all(_whole(end.get(k)) and end[k] >= 0 for k in ("rows", "bytes"))):
+            raise ValueError(f"{name}: {file} must be {{rows, bytes}} as whole numbers >= 0, got {end!r}")
+    return data
+
+
+def parse_agents(data: bytes, name: str) -> list[dict]:
+    """agents.jsonl (RECORD.md): {name, pid, host, netns, started_ms} per line, named when bad."""
+    rows = []
+    for where, row in _objects(data, name, "an agent"):
+        if not isinstance(row.get("name"), str):
+            raise ValueError(f"{where}: name must be a string, got {row.get('name')!r}")
+        for key in ("pid", "started_ms"):
+            if not _whole(row.get(key)) or row[key] <= 0:
+                raise ValueError(f"{where}: {key} must be a positive integer, got {row.get(key)!r}")
+        rows.append(row)
+    return rows
 
 
 def parse_mirror_waits(data: bytes, name: str) -> list[dict]:
@@ -201,6 +226,17 @@ def check_topology(data, name: str) -> dict:
     for dc, p in (data.get("predictions") or {}).items():
         if not isinstance(p, dict) or any(not isinstance(p.get(k), bool) for k in PREDICTION_KEYS):
             raise ValueError(f"{name}: predictions.{dc} must have {', '.join(PREDICTION_KEYS)} as true/false")
+    mirrors = data.get("mirrors") or {}
+    clusters = data.get("clusters") or {}
+    if not isinstance(mirrors, dict) or not isinstance(clusters, dict):
+        raise ValueError(f"{name}: mirrors and clusters must be objects keyed by name")
+    for flow, m in mirrors.items():
+        if not isinstance(m, dict):
+            raise ValueError(f"{name}: mirrors.{flow} must be an object")
+        for key in ("source", "target"):
+            if m.get(key) not in clusters:
+                raise ValueError(f"{name}: mirrors.{flow}.{key}: cluster {m.get(key)!r} is not one of the record's "
+                                 f"clusters ({', '.join(clusters) or 'none'})")
     return data
 
 

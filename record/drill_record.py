@@ -14,13 +14,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dcdrill.infra.constants import now_ms
-from dcdrill.record.contents import (BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
+from dcdrill.record.contents import (AGENTS, AUDIT_END, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
                                     JOURNAL, LEDGERS, MIRROR_EVENTS, MIRROR_WAITS, REPORT, SETTINGS, TOPOLOGY,
-                                    checked, parses_as_json, check_baseline, check_topology, experiment_name,
-                                    merge_faults, parse_coordination, parse_failovers, parse_faults,
+                                    checked, parses_as_json, check_audit_end, check_baseline, check_topology, experiment_name,
+                                    merge_faults, parse_agents, parse_coordination, parse_failovers, parse_faults,
                                     parse_mirror_events, parse_mirror_waits)
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
-from dcdrill.record.ledger import Ledger, recover_in_flight
+from dcdrill.record.ledger import Ledger, in_flight, recover_in_flight
 
 
 class DrillRecord:
@@ -109,6 +109,36 @@ class DrillRecord:
         data = self.files.read_bytes(path)
         return None if data is None else checked(parser, data, path)
 
+    def incomplete(self) -> list[str]:
+        """Why the record does not hold a whole drill (empty: it does). A drill that crashed
+        halfway leaves a fault that never ended, a fault state still listing one, no journal
+        after its experiment, an interrupted journal, or an audit shorter than when it finished.
+        Such a record is refused (exit 2), never verified as passing: its ledgers stop at the crash."""
+        out = [f"{FAULTS}: {f['fault']} {f['target']} has no end (never healed: `dcdrill heal`)"
+               for f in self.faults() if f.get("end_ms") is None]
+        state = self.read_document(FAULT_STATE, required=False)
+        if isinstance(state, dict) and state.get("active"):
+            out.append(f"{FAULT_STATE}: still lists {len(state['active'])} fault(s) as active")
+        journal = self.read_document(JOURNAL, required=False)
+        if journal is None and self.files.read_bytes(self.uri(EXPERIMENT)) is not None:
+            out.append(f"{EXPERIMENT} is there and {JOURNAL} is not: chaos run never finished")
+        elif isinstance(journal, dict) and journal.get("status") in ("interrupted", "aborted"):
+            out.append(f"{JOURNAL}: the experiment was {journal['status']}")
+        ends = self.read_document(AUDIT_END, required=False)
+        if ends is None and journal is not None and self.files.listdir(self.uri("audit")):
+            out.append(f"{AUDIT_END} is missing: the audit never finished")
+        for file, end in (checked(check_audit_end, ends, self.uri(AUDIT_END)) if ends is not None else {}).items():
+            size = self.files.size(self.uri("audit", file))
+            if size is not None and size != end["bytes"]:
+                out.append(f"{self.uri('audit', file)}: {size} bytes, {end['bytes']} when the audit finished")
+        return out
+
+    def mark_audit_end(self, file: str, rows: int) -> None:
+        """The audit of one ledger file finished: its rows and length, for `incomplete`."""
+        ends = self.read_json(AUDIT_END, {})
+        ends[file] = {"rows": rows, "bytes": (self.path / "audit" / file).stat().st_size}
+        self.write_json(AUDIT_END, ends)
+
     def coordination(self) -> list[dict]:
         """coordination.jsonl's samples, oldest first; missing: none."""
         return self._lines(COORDINATION, parse_coordination) or []
@@ -146,6 +176,26 @@ class DrillRecord:
     def recover_in_flight(self, producer_id: str) -> int:
         """Info rows for what a producer reserved and never wrote an outcome for (after it ended)."""
         return recover_in_flight(self.produced(producer_id), self.intents(producer_id))
+
+    def in_flight_rows(self) -> list[dict]:
+        """The info rows the intent logs of producers that never stopped cleanly imply (ledger.in_flight):
+        what the verifier adds to the produced ledger, so a killed workload's records in flight are
+        indeterminate whether or not anything recovered them. A producer whose log ends with its
+        `sent` count stopped cleanly, and its stop wrote them."""
+        out = []
+        for path in self.files.listdir(self.uri("intents")) or []:
+            name = path.rsplit("/", 1)[-1]
+            if not name.endswith(".jsonl"):
+                continue
+            intents = self.files.read_bytes(path) or b""
+            if b'"sent"' in intents[-64:]:
+                continue
+            ledger = self.files.read_bytes(self.uri("produced", name)) or b""
+            try:
+                out += in_flight(ledger, intents, path)
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                raise BadRecord(f"{path}: not an intent log ({type(exc).__name__}: {exc})") from None
+        return out
 
     def consumed(self, consumer_id: str) -> Path:
         return self.ledger_dir("consumed") / f"{consumer_id}.jsonl"
@@ -245,8 +295,9 @@ class DrillRecord:
         self.append_fault(entry)
         return entry
 
-    def fault_ended(self, started: dict) -> dict:
-        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {"end_ms": now_ms()}
+    def fault_ended(self, started: dict, end_ms: int | None = None) -> dict:
+        """The fault's end line: `end_ms` when heal began undoing it (default: now)."""
+        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {"end_ms": end_ms or now_ms()}
         self.append_fault(entry)
         return entry
 
@@ -274,6 +325,17 @@ class DrillRecord:
 
     def active_faults(self) -> list[dict]:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []
+
+    # -- the drill's processes: heal stops whichever a crash left running ------------------------
+    def note_agent(self, name: str, pid: int, host: str | None = None, netns: str | None = None) -> None:
+        """A process the drill started (a producer, a consumer, the experiment itself), noted as it
+        starts: after a crash, heal finds it by pid and checks its command line names this record."""
+        with Ledger(self.file(AGENTS)) as out:
+            out.write({"name": name, "pid": pid, "host": host, "netns": netns, "started_ms": now_ms()})
+
+    def agents(self) -> list[dict]:
+        """agents.jsonl: every process noted (a torn last line is skipped: it was never started)."""
+        return self._lines(AGENTS, parse_agents) or []
 
     # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
     def append_failover(self, entry: dict) -> None:

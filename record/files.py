@@ -26,6 +26,9 @@ class RecordFiles(Protocol):
     def read_tail(self, path: str, size: int) -> bytes:
         """The last `size` bytes of a file (all of it when shorter)."""
 
+    def size(self, path: str) -> int | None:
+        """The file's length in bytes; None when it does not exist."""
+
     def write_bytes(self, path: str, data: bytes) -> None:
         """Create or replace a file (and its parent folders)."""
 
@@ -47,6 +50,9 @@ class LocalFiles:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - size))
             return f.read()
+
+    def size(self, path: str) -> int | None:
+        return Path(path).stat().st_size if Path(path).is_file() else None
 
     def write_bytes(self, path: str, data: bytes) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -174,28 +174,19 @@ class IntentLog:
         os.close(self._fd)
 
 
-def recover_in_flight(ledger_path: Path, intent_path: Path) -> int:
-    """After a producer ended (killed or not): every seq its intent log reserved that has no row
-    in its ledger gets an `info` row; a torn last line is cut off first (its record gets an info
-    row like the others). Returns the rows written; idempotent."""
-    ledger_path, intent_path = Path(ledger_path), Path(intent_path)
-    if not intent_path.exists():
-        return 0
-    marks, _ = parse(intent_path.read_bytes(), str(intent_path))
+def in_flight(ledger: bytes, intents: bytes, intents_name: str) -> list[dict]:
+    """The `info` rows a producer's intent log implies (pure: nothing is written): one for every
+    seq below what it sent (or, killed, reserved) that has no whole row in its ledger. A torn
+    last line is no row, so its seq gets an info row too: the record may have reached the log,
+    so it is indeterminate, never a phantom."""
+    marks, _ = parse(intents, intents_name)
     if not marks:
-        return 0
+        return []
     header, marks = marks[0], marks[1:]
     sent = next((m["sent"] for m in reversed(marks) if "sent" in m), None)
     reserved = [(m["reserved"], m["at_ms"]) for m in marks if "reserved" in m]
     upper = sent if sent is not None else max((r for r, _ in reserved), default=0)
-    data = ledger_path.read_bytes() if ledger_path.exists() else b""
-    cut = data.rfind(b"\n") + 1
-    if cut < len(data):  # a torn last line: keep whole lines only
-        with open(ledger_path, "r+b") as f:
-            f.truncate(cut)
-            f.flush()
-            os.fsync(f.fileno())
-    rows, _ = parse(data[:cut], str(ledger_path))
+    rows, _ = parse(ledger[:ledger.rfind(b"\n") + 1], intents_name.replace("intents", "produced"))
     have = {r.get("seq") for r in rows if isinstance(r, dict)}
     keys, partitions = header["keys"], header["partitions"]
     out = []
@@ -209,6 +200,23 @@ def recover_in_flight(ledger_path: Path, intent_path: Path) -> int:
                     "status": "info", "ack_ms": None, "offset": None,
                     "error": "the producer ended before this record's outcome was written (from its intent log)",
                     "dc": header.get("dc"), **({"cluster": header["cluster"]} if header.get("cluster") else {})})
+    return out
+
+
+def recover_in_flight(ledger_path: Path, intent_path: Path) -> int:
+    """After a producer ended (killed or not): write in_flight's rows into its ledger, cutting a
+    torn last line off first. Returns the rows written; idempotent."""
+    ledger_path, intent_path = Path(ledger_path), Path(intent_path)
+    if not intent_path.exists():
+        return 0
+    data = ledger_path.read_bytes() if ledger_path.exists() else b""
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data):  # a torn last line: keep whole lines only
+        with open(ledger_path, "r+b") as f:
+            f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+    out = in_flight(data[:cut], intent_path.read_bytes(), str(intent_path))
     if out:
         with Ledger(ledger_path) as ledger:
             ledger.write_many(out)

@@ -40,6 +40,7 @@ NON_NEGATIVE = {
     "audit": ("partition", "offset", "seq"),
 }
 PY_TYPES = {S: (str,), L: (int,), I: (int,)}
+BITS = {L: 64, I: 32}  # what a long and an int column hold: Spark reads a larger number as no value
 STATUSES = ("ok", "fail", "info")
 CORRUPT = "_corrupt_record"
 
@@ -76,6 +77,29 @@ def row_problem(kind: str, row: dict) -> str | None:
     return None
 
 
+def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq: int | None = None) -> str | None:
+    """Slow path for a JSON Lines produced ledger: 'file:line' of the first row of `producer_id`
+    with `seq` (None: the first row of an identity seen before, a duplicate), or None."""
+    seen: dict[tuple, str] = {}
+    for path in files:
+        if not path.endswith(".jsonl"):
+            return None
+        for n, raw in enumerate(record.read_file(path).split(b"\n"), 1):
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(row, dict) or (seq is not None and row.get("producer_id") != producer_id):
+                continue
+            where, ident = f"{path}:{n}", (row.get("producer_id"), row.get("seq"))
+            if seq is None and ident in seen:
+                return f"{where}: producer {ident[0]!r} seq {ident[1]} has a second produced row (the first: {seen[ident]})"
+            seen[ident] = where
+            if seq is not None and row.get("seq") == seq:
+                return where
+    return None
+
+
 def locate_problem(record: DrillRecord, files: list[str], kind: str) -> str:
     """Slow path, only after Spark saw a problem: name the file, line and column."""
     schema, required = SCHEMAS[kind], REQUIRED[kind]
@@ -99,6 +123,8 @@ def locate_problem(record: DrillRecord, files: list[str], kind: str) -> str:
                 v = row.get(col)
                 if v is not None and (not isinstance(v, PY_TYPES[typ]) or isinstance(v, bool)):
                     return f"{path}:{n}: column {col!r} has the wrong type ({type(v).__name__})"
+                if v is not None and typ in BITS and not -(1 << BITS[typ] - 1) <= v < 1 << BITS[typ] - 1:
+                    return f"{path}:{n}: column {col!r} is {v}, beyond a {BITS[typ]}-bit integer"
             if problem := row_problem(kind, row):
                 return f"{path}:{n}: {problem}"
     return f"{kind}: a row could not be read (no file or line found to blame)"
@@ -173,9 +199,23 @@ def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | Non
             raise BadInput(locate_problem(record, files, kind))
         torn = sum(record.torn_last_line(f) for f in files)
         plain = None
+    if kind == "produced" and fmt == "jsonl":
+        df = _with_in_flight(spark, record, df, cluster if by_cluster else None)
     if copies and kind == "audit":
         df = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
     return df, {"files": files, "format": fmt, "torn": torn, "empty": False, "plain": plain}
+
+
+def _with_in_flight(spark: SparkSession, record: DrillRecord, df: DataFrame, cluster: str | None) -> DataFrame:
+    """The produced rows plus what killed producers' intent logs imply (RECORD.md: intents): the
+    verifier applies them itself, so it is a function of the record as the crash left it."""
+    rows = [r for r in record.in_flight_rows() if cluster is None or r.get("cluster") in (None, cluster)]
+    if not rows:
+        return df
+    schema = SCHEMAS["produced"]
+    struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
+    extra = spark.createDataFrame([tuple(r.get(c) for c in schema) + (None,) for r in rows], struct)
+    return df.select(*schema, CORRUPT).unionByName(extra)
 
 
 def _quote(prefix: str) -> str:

@@ -50,6 +50,10 @@ class HadoopFiles:
         finally:
             stream.close()
 
+    def size(self, path: str) -> int | None:
+        fs, p = self._fs(path)
+        return fs.getFileStatus(p).getLen() if fs.exists(p) else None
+
     def write_bytes(self, path: str, data: bytes) -> None:
         fs, p = self._fs(path)
         out = fs.create(p, True)

@@ -33,7 +33,7 @@ import time
 from dcdrill.record import DrillRecord
 from dcdrill.spark import (checker, coordination, identities, memory, mirrors, report, report_files, session,
                            storage, verdict)
-from dcdrill.spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet
+from dcdrill.spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, locate_produced
 
 
 def reject_bad_rows(spark, record: DrillRecord, totals: dict, infos: dict) -> None:
@@ -47,8 +47,10 @@ def reject_bad_rows(spark, record: DrillRecord, totals: dict, infos: dict) -> No
         raise BadInput(f"{record.location}: {totals['too_many_copies']} records appear more than {2**identities.FIELD - 1} "
                        "times in one ledger; the verifier counts up to that many copies")
     if totals["produced_twice"]:
-        raise BadInput(f"{record.uri('produced')}: {totals['produced_twice']} records (producer_id, seq) have more than "
-                       "one produced row; a produced ledger holds one outcome per record")
+        where = locate_produced(record, infos["produced"]["files"], "")
+        raise BadInput((where + "; " if where else f"{record.uri('produced')}: ") +
+                       f"{totals['produced_twice']} records (producer_id, seq) have more than one produced row; "
+                       "a produced ledger holds one outcome per record")
 
 
 def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
@@ -67,7 +69,9 @@ def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
     if gaps:
         g = gaps[0]
         first = 0 if g["prev"] is None else g["prev"] + 1
-        raise BadInput(f"{record.uri('produced')}: producer {g['producer_id']!r} has no row for seqs {first} to "
+        files, _ = record.ledger_files("produced")
+        where = locate_produced(record, files, g["producer_id"], g["seq"]) or record.uri("produced")
+        raise BadInput(f"{where}: producer {g['producer_id']!r} has no row for seqs {first} to "
                        f"{g['seq'] - 1}; RECORD.md: seqs are dense per producer (a killed producer's unfinished "
                        "records are written as info rows from its intent log)")
     raise BadInput(f"{record.uri('produced')}: a producer's seqs are not dense (RECORD.md)")
@@ -93,6 +97,8 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
         raise BadInput(f"{record.location}: drill record directory missing")
     if not record.remote and (unsafe := record.unsafe_paths()):
         raise BadInput("; ".join(unsafe))
+    if gaps := record.incomplete():  # a crash halfway: the ledgers stop there, so no verdict holds
+        raise BadInput(f"{record.location}: an incomplete drill record: " + "; ".join(gaps))
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = record.topology()
     faults = record.faults()

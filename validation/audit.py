@@ -23,12 +23,14 @@ class PartitionOffline(RuntimeError):
 
 def run(cfg: dict) -> int:
     cluster = cfg.get("cluster")
-    ledger = Ledger(DrillRecord(cfg["run_dir"]).audit(cluster))
+    record = DrillRecord(cfg["run_dir"])
+    ledger = Ledger(record.audit(cluster))
     try:
         for topic in cfg.get("topics") or [cfg["topic"]]:
             audit_topic(cfg, topic, ledger, {"cluster": cluster} if cluster else {})
     finally:
         ledger.close()
+    record.mark_audit_end(record.audit(cluster).name, ledger.rows)  # only a whole audit is marked
     return 0
 
 

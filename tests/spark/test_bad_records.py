@@ -63,6 +63,15 @@ def gap_in_seqs(run):
     good(run, P=GOOD_P[:1] + GOOD_P[2:], A=GOOD_A[:1] + GOOD_A[2:], C=GOOD_C[:1] + GOOD_C[2:])
 
 
+def cut_audit(run):
+    """A complete drill whose audit ledger lost its last rows afterwards (at a line boundary)."""
+    good(run)
+    audit = run / "audit" / "audit.jsonl"
+    (run / "journal.json").write_text(json.dumps({"status": "completed"}))
+    (run / "audit-end.json").write_text(json.dumps({"audit.jsonl": {"rows": 3, "bytes": audit.stat().st_size}}))
+    audit.write_text(audit.read_text().splitlines(keepends=True)[0])
+
+
 def kill_dc(**change):
     return {"fault": "kill-dc", "target": "dc-a", "start_ms": 1000, "end_ms": 2000, **change}
 
@@ -101,7 +110,11 @@ BAD = [
     ("fail with offset", row("P", {"status": "fail"}),
      "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'fail', offset 1)"),
     ("seq as text", row("P", {"seq": "1"}), "produced/p1.jsonl:2: column 'seq' has the wrong type (str)"),
-    ("gap in seqs", gap_in_seqs, "produced: producer 'p1' has no row for seqs 1 to 1"),
+    ("gap in seqs", gap_in_seqs, "produced/p1.jsonl:2: producer 'p1' has no row for seqs 1 to 1"),
+    ("a produced row twice", lambda r: good(r, P=GOOD_P + GOOD_P[1:2]),
+     "produced/p1.jsonl:4: producer 'p1' seq 1 has a second produced row (the first: "),
+    ("an offset beyond 64 bits", row("A", {"offset": 2 ** 70}), f"audit/audit.jsonl:2: column 'offset' is {2 ** 70}, beyond a 64-bit integer"),
+    ("a partition beyond 32 bits", row("P", {"partition": 2 ** 40}), f"produced/p1.jsonl:2: column 'partition' is {2 ** 40}, beyond a 32-bit integer"),
     ("malformed middle line", lambda r: good(r, tails={"produced/p1.jsonl": "{nope\n"}),
      "produced/p1.jsonl:4: malformed line"),
     ("a line holding an array", lambda r: good(r, tails={"consumed/c1.jsonl": json.dumps([c(0, 1, "p1", 1)] * 2) + "\n"}),
@@ -113,6 +126,20 @@ BAD = [
     ("no produced folder", lambda r: (good(r), shutil.rmtree(r / "produced")), "produced: ledger folder missing"),
     ("empty produced", lambda r: good(r, P=[]), "the produced ledger is empty"),
     ("mixed formats", lambda r: (good(r), (r / "audit" / "x.parquet").write_bytes(b"PAR1")), "mixes .parquet and .jsonl"),
+    # A drill that crashed halfway (issue: crash-safe drills): refused, never a verdict.
+    ("an open fault", lambda r: good(r, faults=[kill_dc(end_ms=None)]),
+     "an incomplete drill record: faults.jsonl: kill-dc dc-a has no end (never healed"),
+    ("a fault state still active", with_file("chaos-state.json", json.dumps({"active": [kill_dc(undo={})]})),
+     "chaos-state.json: still lists 1 fault(s) as active"),
+    ("an experiment without its journal", with_file("experiment.json", "{}"),
+     "experiment.json is there and journal.json is not: chaos run never finished"),
+    ("an interrupted journal", with_file("journal.json", json.dumps({"status": "interrupted"})),
+     "journal.json: the experiment was interrupted"),
+    ("a journal and no audit end", with_file("journal.json", json.dumps({"status": "completed"})),
+     "audit-end.json is missing: the audit never finished"),
+    ("an audit cut short", cut_audit, "audit/audit.jsonl: 94 bytes, 282 when the audit finished"),
+    ("a bad audit end", with_file("audit-end.json", json.dumps({"audit.jsonl": {"rows": 3}})),
+     "audit-end.json: audit.jsonl must be {rows, bytes}"),
 ]
 
 
@@ -151,3 +178,20 @@ def test_an_acks0_send_is_indeterminate_not_acknowledged(tmp_path, spark):
     P = GOOD_P + [p("p1", 3, "info", 0, ack_ms=1003)]
     code, s = verified(str(good(tmp_path / "a0", P=P, A=GOOD_A + [a(0, 3, "p1", 3)])), spark=spark)
     assert code == exits.EXIT_PASS and s["counts"]["indeterminate_present"] == 1
+
+
+def test_a_killed_producers_records_in_flight_are_indeterminate_from_its_intent_log(tmp_path, spark):
+    """The workload was SIGKILLed: nothing wrote the info rows its intent log implies, and its
+    ledger's torn last line is a record acknowledged and in the log. The verifier applies the
+    intent log itself: no phantom, no seq gap, and the ledger stays as the crash left it."""
+    run = good(tmp_path / "killed", A=GOOD_A + [a(0, 3, "p1", 3)], C=GOOD_C + [c(0, 3, "p1", 3)],
+               tails={"produced/p1.jsonl": json.dumps(p("p1", 3, "ok", 0, 3, 1003))[:40]})
+    header = {"producer_id": "p1", "topic": records.TOPIC, "keys": ["k0", "k1"], "partitions": [0, 0], "dc": "dc-a"}
+    (run / "intents").mkdir()
+    (run / "intents" / "p1.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"reserved": 8, "at_ms": 990}) + "\n")
+    ledger = (run / "produced" / "p1.jsonl").read_bytes()
+    code, s = verified(str(run), spark=spark)
+    assert code == exits.EXIT_PASS, s["violations"]
+    n = s["counts"]
+    assert (n["produced"], n["indeterminate"], n["indeterminate_present"], n["torn_lines"]) == (8, 5, 1, 1), n
+    assert (run / "produced" / "p1.jsonl").read_bytes() == ledger  # pure: the record is not written

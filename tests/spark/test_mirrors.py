@@ -152,3 +152,13 @@ def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_th
     assert folded["at_ms"] == 1900 and sparked["at_ms"] == 1901
     assert {k: v for k, v in folded.items() if k != "at_ms"} == {k: v for k, v in sparked.items() if k != "at_ms"}
     assert (folded["failover_skipped"], folded["failover_redelivered"], folded["unread_at_end"]) == (1, 1, 0)  # the group read R to its end (offset 8)
+
+
+def test_a_mirror_to_a_cluster_the_record_does_not_define_is_refused(tmp_path, spark):
+    run = replicated(tmp_path / "r")
+    topo = json.loads((run / "topology.json").read_text())
+    topo["mirrors"]["east->west"]["target"] = "north"
+    (run / "topology.json").write_text(json.dumps(topo))
+    with pytest.raises(verify.BadInput, match=r"topology.json: mirrors.east->west.target: cluster 'north' is not one "
+                                              r"of the record's clusters \(east, west\)"):
+        verify.verify(str(run), spark=spark)
