@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
-from dcdrill.chaos.faults.actions import heal_record
+from dcdrill.chaos.faults import recovery
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
 from dcdrill.infra import lifecycle, mirror_rules, rules, status
 from dcdrill.infra import stack as stacks
@@ -111,6 +111,7 @@ def run(args) -> int:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     plan.backend.require_support()
     _require_verifier()
+    recovery.require_healed(args.stack)
     from dcdrill.spark import session  # the `verify` extra: only a drill that runs needs it
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -239,7 +240,8 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        heal_record(args.stack, record)  # whatever happened to chaos run: heal what the fault state lists
+        # Whatever happened to chaos run: its processes stopped, each fault its state lists undone.
+        recovery.heal_stack(args.stack, record, say=lifecycle.say)
     return code
 
 

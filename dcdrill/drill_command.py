@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from dcdrill import drill
@@ -74,11 +75,48 @@ def register(sub) -> None:
                         "Starts nothing; cheap enough for every CI run")
     p.set_defaults(func=lambda args: drill.check(args) if args.check else drill.run(args))
 
+    h = sub.add_parser("heal", help="undo what a drill left on a stack: faults, its processes, a cut DC or shaped link",
+                       description="After any crash of a drill (dcdrill, chaos run or the workload killed): stops the "
+                                   "drill's processes still running, undoes each fault its record still lists, then "
+                                   "undoes what the stack's live state still shows (a DC cut off, a link shaped "
+                                   "otherwise than configured). Idempotent: a second heal does nothing. "
+                                   "`lab up` and `drill` refuse to start until it has run.",
+                       epilog="Exit: 0 healed (or nothing to heal), 3 something could not be healed (named), "
+                              "2 bad input.")
+    h.add_argument("--stack", default="local", help="the stack to heal (default local)")
+    h.add_argument("run", nargs="?", type=Path,
+                   help="one drill record to heal (default: every record the stack still lists as open)")
+    h.set_defaults(func=_heal)
+
     e = sub.add_parser("experiment", help="print a composed Chaos Toolkit experiment, for a plain `chaos run`",
                        description=experiment.__doc__.split("\n\n")[0],
                        epilog="Then: chaos run --var stack=STACK --var run_dir=runs/ID experiment.json")
     e.add_argument("name", choices=experiment.names())
     e.set_defaults(func=_experiment)
+
+
+def _heal(args) -> int:
+    from chaoslib.exceptions import ActivityFailed
+
+    from dcdrill.chaos.faults import recovery
+    from dcdrill.exits import EXIT_NO_FAULT
+    from dcdrill.infra import stack as stacks
+    from dcdrill.record import DrillRecord
+
+    stacks.load_deployment(args.stack)  # UnknownStack: exit 2 listing the stacks
+    only = None
+    if args.run:
+        if not args.run.is_dir():
+            raise ValueError(f"{args.run}: no drill record there")
+        only = DrillRecord(args.run.resolve())
+    say = lambda line: print(f"dcdrill: {line}", flush=True)  # noqa: E731
+    try:
+        done = recovery.heal_stack(args.stack, only, say=say)
+    except ActivityFailed as exc:
+        print(f"dcdrill: {exc}", file=sys.stderr)
+        return EXIT_NO_FAULT
+    say(f"stack {args.stack}: " + (f"healed {len(done)} thing(s)" if done else "nothing to heal"))
+    return 0
 
 
 def _experiment(args) -> int:

@@ -56,6 +56,16 @@ class Backend(ABC):
         """What a `lab down` should have removed and did not (names, for a warning)."""
         return []
 
+    def faults_in_place(self, d: Deployment) -> list[str]:
+        """What a fault left in the stack's live state, read from the hosts and networks themselves
+        (not from any record): `lab up` and `drill` refuse to start while there is any, and `dcdrill
+        heal` undoes it. The AWS backend's are the noted changes heal reads from the fault state."""
+        return []
+
+    def heal_in_place(self, d: Deployment) -> list[str]:
+        """Undo what faults_in_place finds; returns what it undid."""
+        return []
+
     def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float] | None:
         """The configured one-way delay between each ordered pair of DCs, for the produce latency
         prediction (infra/rules.produce_latency); None where the backend does not set it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from dcdrill.infra import ansible, pulumi_cli, rules, status
+from dcdrill.infra import ansible, open_drills, pulumi_cli, rules, status
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
@@ -63,11 +63,14 @@ def inventories(stack: str) -> dict[str, Inventory]:
 
 
 def is_up(stack: str) -> bool:
-    """Configured and healthy right now: every cluster, and every MirrorMaker 2 node."""
+    """Configured and healthy right now: every cluster, and every MirrorMaker 2 node, with no DC
+    cut off and every link as configured (a fault left in place is not up)."""
     if not ansible.inventory_path(stack).exists():
         return False
     try:
         d = stacks.load_deployment(stack)
+        if stacks.backend(stack).faults_in_place(d):
+            return False
         if not all(status.healthy(status.cluster_status(inv)) for inv in inventories(stack).values()):
             return False
         return not d.mirrors or all(m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS)))
@@ -123,6 +126,7 @@ def up(stack: str, quiet: bool = False) -> dict:
 def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
     pulumi_cli.destroy(stack)
+    open_drills.forget_all(stack)
     d = stacks.load_deployment(stack)
     for key in [None, *d.cluster_names[1:], *([ansible.MIRRORS] if d.replicated else [])]:
         ansible.inventory_path(stack, key).unlink(missing_ok=True)

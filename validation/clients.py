@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import sys
 import threading
+import time
 import zlib
+
+WATCH_INTERVAL_S = 1.0  # how soon a workload process notices its starter died
 
 
 
@@ -87,12 +92,34 @@ def decode_value(value: bytes | None) -> tuple[str | None, int | None, int | Non
 
 
 class StopFlag:
-    """Set by SIGTERM / SIGINT: the processes finish what is in flight, then exit."""
+    """Set by SIGTERM / SIGINT, by the death of the process that started this one, or at the
+    deadline: the processes finish what is in flight, then exit. The last two make a workload
+    process end by itself when its drill crashed (RECORD.md: agents)."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent_pid: int | None = None, deadline_ms: int | None = None) -> None:
         self.event = threading.Event()
+        self.why = "asked to stop"
         signal.signal(signal.SIGTERM, lambda *_: self.event.set())
         signal.signal(signal.SIGINT, lambda *_: self.event.set())
+        if parent_pid or deadline_ms:
+            threading.Thread(target=self._watch, args=(parent_pid, deadline_ms), daemon=True).start()
+
+    @classmethod
+    def for_process(cls, cfg: dict) -> "StopFlag":
+        return cls(cfg.get("parent_pid"), cfg.get("deadline_ms"))
+
+    def _watch(self, parent_pid: int | None, deadline_ms: int | None) -> None:
+        # The starter execs this process (`ip netns exec` replaces itself), so it is the parent
+        # until it dies and the process is handed to init or a subreaper.
+        while not self.event.wait(WATCH_INTERVAL_S):
+            if parent_pid and os.getppid() != parent_pid:
+                self.why = f"the process that started it (pid {parent_pid}) is gone"
+            elif deadline_ms and time.time() * 1000 >= deadline_ms:
+                self.why = "its deadline passed"
+            else:
+                continue
+            print(f"stopping: {self.why}", file=sys.stderr, flush=True)
+            self.event.set()
 
     def __bool__(self) -> bool:
         return self.event.is_set()

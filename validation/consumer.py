@@ -95,7 +95,8 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dcdrill.validation.consumer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
-    return run(json.loads(p.parse_args(argv).config), clients.StopFlag())
+    cfg = json.loads(p.parse_args(argv).config)
+    return run(cfg, clients.StopFlag.for_process(cfg))
 
 
 if __name__ == "__main__":

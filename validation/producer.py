@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dcdrill.validation.producer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
     cfg = json.loads(p.parse_args(argv).config)
-    stop = clients.StopFlag()
+    stop = clients.StopFlag.for_process(cfg)
     try:
         producer = SequencedProducer(cfg, stop)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a trace

@@ -5,6 +5,7 @@ inventory, i.e. in a DC: lab hosts through their namespace, elsewhere as local p
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,9 +13,13 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, child_env
+from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, child_env, now_ms
 from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.record import DrillRecord
+
+# A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
+# hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
+AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
 
 
 @dataclass
@@ -84,8 +89,12 @@ def _argv(module: str, host: InventoryHost | None, cfg: dict) -> list[str]:
 
 
 def _process_config(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, **extra) -> dict:
+    """What a workload process is told. It watches `parent_pid` (this process, which starts it)
+    and ends by itself when that dies or `deadline_ms` passes: a crashed drill leaves no producer."""
+    lifetime_s = spec.duration_s + AGENT_GRACE_S if spec.duration_s else AGENT_LIFETIME_S
     return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": inventory.bootstrap_servers(),
-            "security": inventory.process_security(), **extra}
+            "security": inventory.process_security(), "parent_pid": os.getpid(),
+            "deadline_ms": now_ms() + int(lifetime_s * 1000), **extra}
 
 
 def _process_env() -> dict:
@@ -161,7 +170,7 @@ class Workload:
             pid = f"p{first + i}"
             cfg = _process_config(self.run_dir, inventory, self.spec, producer_id=pid, dc=host.dc, host=host.name,
                                   cluster=cluster)
-            self._spawn(pid, _argv("dcdrill.validation.producer", host, cfg), env)
+            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg), env)
             started.append(pid)
         return started
 
@@ -185,7 +194,7 @@ class Workload:
             cid = f"c{first + i}"
             cfg = _process_config(self.run_dir, inventory, replace(self.spec, topic=topic), consumer_id=cid,
                                   dc=host.dc, host=host.name, cluster=cluster, auto_offset_reset="none")
-            self._spawn(cid, _argv("dcdrill.validation.consumer", host, cfg), env)
+            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg), env)
             started.append(cid)
         return started
 
@@ -193,18 +202,20 @@ class Workload:
         env = _process_env()
         for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
             cid = f"c{i + 1}"
-            self._spawn(cid, _argv("dcdrill.validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
+            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
         for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
             pid = f"p{i + 1}"
-            self._spawn(pid, _argv("dcdrill.validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
+            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
         return self
 
-    def _spawn(self, name: str, argv: list[str], env: dict) -> None:
+    def _spawn(self, name: str, host: InventoryHost, argv: list[str], env: dict) -> None:
         path = self.record.log(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         log = open(path, "ab")
-        self.procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                                  stdin=subprocess.DEVNULL, start_new_session=True)))
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        self.procs.append((name, proc))
+        self.record.note_agent(name, proc.pid, host.name, host.netns)
 
     def producers_running(self) -> bool:
         return any(p.poll() is None for n, p in self.procs if n.startswith("p"))

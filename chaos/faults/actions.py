@@ -11,11 +11,10 @@ from __future__ import annotations
 from chaoslib.exceptions import ActivityFailed
 
 from dcdrill.chaos import context
-from dcdrill.chaos.faults import driver_class
+from dcdrill.chaos.faults import recovery
 from dcdrill.chaos.faults.driver import FaultDriver, Undo
 from dcdrill.chaos.kafka.probes import wait_converged
-from dcdrill.infra import ansible, inventory, lifecycle, rules, status
-from dcdrill.infra import stack as stacks
+from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
                                  ROLLING_RESTART, STOP_DC)
@@ -33,22 +32,7 @@ def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriv
     """The stack's fault driver; `secrets`: the experiment's `aws` secrets (the AWS driver's
     credentials; empty values leave boto3's own chain)."""
     rd = (configuration or {}).get("run_dir")  # a probe may ask with no drill record at all
-    return stack_driver(context.stack_name(configuration), DrillRecord(rd) if rd else None, secrets)
-
-
-def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = None) -> FaultDriver:
-    """The fault driver of `stack`, under the drill's own settings in `record` (if any)."""
-    backend = stacks.backend(stack)
-    d = context.deployment_for(stack, record)
-    if not d.replicated:
-        drv = driver_class(backend)(d.home, lifecycle.inventory(stack), backend)
-    else:
-        every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
-        if d.mirrors:
-            every.append(lifecycle.inventory(stack, ansible.MIRRORS))
-        drv = driver_class(backend)(d, inventory.merged(every), backend)
-    drv.credentials = {k: v for k, v in (secrets or {}).items() if v}
-    return drv
+    return recovery.stack_driver(context.stack_name(configuration), DrillRecord(rd) if rd else None, secrets)
 
 
 def isr_snapshot(configuration) -> dict | None:
@@ -69,6 +53,7 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, 
     fault state as it goes, so heal undoes exactly what happened, even after a failure halfway."""
     record = context.record(configuration)
     d = driver(configuration, secrets)
+    open_drills.note(context.stack_name(configuration), str(record.path.resolve()))  # before any change: heal finds it
     entry = record.fault_started(fault, target, isr_at_start=isr_snapshot(configuration) if dc_loss else None)
     key = (entry["fault"], entry["target"], entry["start_ms"])
     with record.fault_state() as state:
@@ -150,29 +135,5 @@ def kill_mirror(configuration: dict = None, secrets: dict = None) -> dict:
 def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:
     """Undo every recorded fault (of `dc`, or all) exactly as its driver noted it. Keeps healing
     the rest when one fails, then raises naming what could not be healed. Safe as a rollback."""
-    return {"healed": heal_record(context.stack_name(configuration), context.record(configuration), dc, secrets)}
-
-
-def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets: dict | None = None) -> list[dict]:
-    """heal, for a caller with no Chaos Toolkit configuration: the drill, after `chaos run` ended
-    however it did. The fault lines of what was healed; ActivityFailed names what was not."""
-    if not record.active_faults():
-        return []
-    d = stack_driver(stack, record, secrets)
-    healed, errors = [], []
-    with record.fault_state() as state:
-        keep = []
-        for active in state["active"]:
-            if dc and active["target"] != dc and not active["target"].startswith(f"{dc}<->"):
-                keep.append(active)
-                continue
-            try:
-                d.undo(active["undo"])
-                healed.append(record.fault_ended(active))
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"{active['fault']} {active['target']}: {exc}")
-                keep.append(active)
-        state["active"] = keep
-    if errors:
-        raise ActivityFailed("heal failed: " + "; ".join(errors))
-    return healed
+    return {"healed": recovery.heal_record(context.stack_name(configuration), context.record(configuration), dc,
+                                           secrets)}

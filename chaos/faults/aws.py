@@ -7,11 +7,13 @@ are a second check, never the only one, so another stack with the same tags is n
   direction can be cut: `both` denies everything, `ingress` allows only outbound traffic,
   `egress` only inbound.
 - degrade a link: `tc netem` on the hosts of both DCs, for traffic to the other DC's subnet,
-  through SSM Run Command (AWS-RunShellScript); heal deletes that qdisc the same way.
+  through SSM Run Command (AWS-RunShellScript), every instance's result read; heal deletes that
+  qdisc the same way.
 - restart a broker: `systemctl restart kafka` through SSM, waiting for the command to finish.
 - kill MirrorMaker 2: `systemctl kill --signal=SIGKILL mirror`, then `systemctl stop` so that
   systemd's Restart=on-failure does not start it again before heal (`systemctl start mirror`).
-Every change is noted before it is made, so heal undoes exactly it.
+Every change is noted before it is made, every state change waited for, and heal re-reads the
+live state before each step, so a fault or a heal interrupted at any step is finished by the next heal.
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ def netem_script(cidr: str, latency_ms: float, jitter_ms: float, loss_pct: float
 HEAL_NETEM = [DEVICE,
               f"tc qdisc del dev $dev root handle {NETEM_HANDLE} || true"]
 
+
+ISOLATES = "dcdrill-isolates"  # the tag naming the subnet an isolation ACL was made for
+WAIT = {"Delay": 5, "MaxAttempts": 120}  # EC2 waiters: up to 10 minutes for a state change
+SSM_POLL_S = 2.0
 
 MIRROR_UNIT = "mirror"  # roles/kafka_mirror's jvm_service_name: the systemd unit
 KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
@@ -102,7 +108,9 @@ class AwsFaults(FaultDriver):
     def _stop(self, dc: str, force: bool, undo: Undo) -> dict:
         ids = self._owned_instances(dc)
         undo.add(region=self._region(dc), start=ids)
-        self._client("ec2", self._region(dc)).stop_instances(InstanceIds=ids, Force=force)
+        ec2 = self._client("ec2", self._region(dc))
+        ec2.stop_instances(InstanceIds=ids, Force=force)
+        ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
         return {"instances": ids}
 
     def kill_dc(self, dc: str, undo: Undo) -> dict:
@@ -116,14 +124,36 @@ class AwsFaults(FaultDriver):
         ssm = self._client("ssm", region)
         cmd = ssm.send_command(InstanceIds=[instance], DocumentName=RUN_SHELL, Comment=COMMENT,
                                Parameters={"commands": commands})["Command"]["CommandId"]
+        return self._result(ssm, cmd, instance, what, timeout_s)
+
+    def _run_all(self, region: str, instances: list[str], what: str, commands: list[str]) -> None:
+        """One shell script on several instances through SSM, each instance's result read and checked."""
+        ssm = self._client("ssm", region)
+        cmd = ssm.send_command(InstanceIds=instances, DocumentName=RUN_SHELL, Comment=COMMENT,
+                               Parameters={"commands": commands})["Command"]["CommandId"]
+        for instance in instances:
+            self._result(ssm, cmd, instance, what)
+
+    @staticmethod
+    def _result(ssm, cmd: str, instance: str, what: str, timeout_s: float = 300) -> str:
+        """Wait for one instance's invocation of a command: its output, or RuntimeError naming how it
+        ended. Right after SendCommand, SSM answers InvocationDoesNotExist for a while: asked again."""
+        from botocore.exceptions import ClientError
+
         deadline = time.monotonic() + timeout_s
         while True:
-            inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=instance)
+            try:
+                inv = ssm.get_command_invocation(CommandId=cmd, InstanceId=instance)
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "InvocationDoesNotExist" or time.monotonic() > deadline:
+                    raise
+                inv = {"Status": "Pending"}
             if inv["Status"] == "Success":
                 return inv.get("StandardOutputContent", "")
-            if inv["Status"] in ("Failed", "Cancelled", "TimedOut") or time.monotonic() > deadline:
+            if inv["Status"] in ("Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated") \
+                    or time.monotonic() > deadline:
                 raise RuntimeError(f"{what} ({instance}): {inv['Status']} {inv.get('StandardErrorContent', '')[:300]}")
-            time.sleep(2)
+            time.sleep(SSM_POLL_S)
 
     def restart_broker(self, host: InventoryHost, timeout_s: float = 300) -> None:
         self._owned_instances(host.dc, ("kafka_broker",))
@@ -152,49 +182,67 @@ class AwsFaults(FaultDriver):
         region = self._region(dc)
         sn = self._owned_subnet(dc)
         ec2 = self._client("ec2", region)
-        undo.add(region=region)
+        original = self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"]
+        # Noted before the first change: heal puts this ACL back and deletes every isolation ACL
+        # made for the subnet (found by its tags), whatever step a crash stopped at.
+        undo.add(region=region, isolations=[{"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}])
         acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
-            {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self.topology.name},
-            {"Key": "dcdrill", "Value": "isolation"}]}])["NetworkAcl"]["NetworkAclId"]
-        undo.add(acls=[acl])
+            {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self._cluster(dc)},
+            {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]}]}])["NetworkAcl"]["NetworkAclId"]
         # A new NACL denies everything both ways; a one-way cut allows the other direction back.
         allowed = {"both": (), "ingress": (True,), "egress": (False,)}[direction]
         for egress in allowed:
             ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="-1", RuleAction="allow",
                                          Egress=egress, CidrBlock="0.0.0.0/0")
-        current = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [sn["SubnetId"]]}])
-        original = current["NetworkAcls"][0]
-        assoc = next(a for a in original["Associations"] if a["SubnetId"] == sn["SubnetId"])
-        new = ec2.replace_network_acl_association(AssociationId=assoc["NetworkAclAssociationId"], NetworkAclId=acl)
-        undo.add(swaps=[{"subnet": sn["SubnetId"], "original_acl": original["NetworkAclId"],
-                         "association": new["NewAssociationId"], "deny_acl": acl}])
+        self._associate(ec2, sn["SubnetId"], acl)
         return {"direction": direction, "subnet": sn["SubnetId"], "acl": acl}
+
+    @staticmethod
+    def _subnet_acl(ec2, subnet: str) -> dict:
+        return ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"][0]
+
+    def _associate(self, ec2, subnet: str, acl: str) -> None:
+        """Move `subnet` onto `acl`, unless it is there already (a heal run twice)."""
+        current = self._subnet_acl(ec2, subnet)
+        if current["NetworkAclId"] != acl:
+            assoc = next(a for a in current["Associations"] if a["SubnetId"] == subnet)
+            ec2.replace_network_acl_association(AssociationId=assoc["NetworkAclAssociationId"], NetworkAclId=acl)
+
+    def _heal_isolation(self, ec2, iso: dict) -> None:
+        """Live state first: the subnet back on its own ACL, then every isolation ACL made for it,
+        now unassociated, deleted. Each step is a no-op when already done."""
+        self._associate(ec2, iso["subnet"], iso["original_acl"])
+        made = ec2.describe_network_acls(Filters=[{"Name": "tag:dcdrill", "Values": ["isolation"]},
+                                                  {"Name": f"tag:{ISOLATES}", "Values": [iso["subnet"]]}])
+        for acl in made["NetworkAcls"]:
+            if not acl["Associations"]:
+                ec2.delete_network_acl(NetworkAclId=acl["NetworkAclId"])
 
     def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
                      undo: Undo) -> dict:
         sides = {dc: self._owned_subnet(other_dc)["CidrBlock"], other_dc: self._owned_subnet(dc)["CidrBlock"]}
-        commands = []
         for side, cidr in sides.items():
             ids = self._owned_instances(side, ("zookeeper", "kafka_controller", "kafka_broker", "client"))
             undo.add(netem=[{"region": self._region(side), "instances": ids}])
-            cmd = self._client("ssm", self._region(side)).send_command(
-                InstanceIds=ids, DocumentName=RUN_SHELL, Comment=COMMENT,
-                Parameters={"commands": netem_script(cidr, latency_ms, jitter_ms, loss_pct)})["Command"]["CommandId"]
-            commands.append(cmd)
-        return {"commands": commands}
+            self._run_all(self._region(side), ids, f"shaping {side}'s traffic to {cidr}",
+                          netem_script(cidr, latency_ms, jitter_ms, loss_pct))
+        return {"sides": sorted(sides)}
 
     def undo(self, undo: dict) -> None:
+        """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next."""
         for m in undo.get("mirrors") or []:
             self._run(undo["region"], m["instance"], f"starting MirrorMaker 2 on {m['host']}", START_MIRROR)
         if undo.get("start"):
-            self._client("ec2", undo["region"]).start_instances(InstanceIds=undo["start"])
-        swaps = undo.get("swaps") or []
-        for swap in swaps:
-            self._client("ec2", undo["region"]).replace_network_acl_association(
-                AssociationId=swap["association"], NetworkAclId=swap["original_acl"])
-        for acl in undo.get("acls") or []:
-            self._client("ec2", undo["region"]).delete_network_acl(NetworkAclId=acl)
+            ec2 = self._client("ec2", undo["region"])
+            # An instance still stopping cannot be started (IncorrectInstanceState): wait for stopped first.
+            states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances(
+                InstanceIds=undo["start"])["Reservations"] for i in r["Instances"]}
+            if stopping := sorted(i for i, st in states.items() if st in ("stopping", "shutting-down")):
+                ec2.get_waiter("instance_stopped").wait(InstanceIds=stopping, WaiterConfig=WAIT)
+            if down := sorted(i for i, st in states.items() if st != "running"):
+                ec2.start_instances(InstanceIds=down)
+            ec2.get_waiter("instance_running").wait(InstanceIds=undo["start"], WaiterConfig=WAIT)
+        for iso in undo.get("isolations") or []:
+            self._heal_isolation(self._client("ec2", undo["region"]), iso)
         for side in undo.get("netem") or []:
-            self._client("ssm", side["region"]).send_command(
-                InstanceIds=side["instances"], DocumentName=RUN_SHELL, Comment=COMMENT,
-                Parameters={"commands": HEAL_NETEM})
+            self._run_all(side["region"], side["instances"], "removing the link shaping", HEAL_NETEM)

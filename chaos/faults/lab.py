@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
@@ -30,6 +31,22 @@ def start_service(name: str, spec: str, ns: str) -> None:
                          capture_output=True, text=True, cwd=str(PACKAGE.parent))
     if res.returncode != 0:
         raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
+
+
+def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = 10.0) -> None:
+    """Start each service (name, spec, netns) again and see it stay up, starting again any that
+    exit. A broker SIGKILLed less than a ZooKeeper session ago exits at start (its ephemeral
+    registration is still there: NodeExists) until that session expires; a heal must outlast it."""
+    deadline = time.monotonic() + within_s
+    pending = specs
+    while pending:
+        for name, spec, ns in pending:
+            start_service(name, spec, ns)  # a no-op for one already running
+        time.sleep(settle_s)
+        pending = [s for s in specs if not service.running_pid(service.load(s[1]))]
+        if pending and time.monotonic() > deadline:
+            raise RuntimeError(f"would not stay up within {within_s:.0f}s: {', '.join(n for n, _, _ in pending)} "
+                               "(see each one's log under its host's folder)")
 
 
 class LabFaults(FaultDriver):
@@ -98,8 +115,8 @@ class LabFaults(FaultDriver):
         start_service(host.name, spec, host.netns)
 
     def undo(self, undo: dict) -> None:
-        for name, spec, ns in undo.get("restart") or []:
-            start_service(name, spec, ns)
+        if undo.get("restart"):
+            restart(undo["restart"])
         if undo.get("isolation"):
             netns.heal_isolation(undo["isolation"])
         if undo.get("links"):  # back to the stack's configured shapes, for the pairs the fault changed

@@ -2,10 +2,12 @@
 process, so the running workload is kept here between activities."""
 from __future__ import annotations
 
+import os
+
 from chaoslib.exceptions import ActivityFailed
 
 from dcdrill.chaos import context
-from dcdrill.infra import lifecycle, mirror_rules
+from dcdrill.infra import lifecycle, mirror_rules, open_drills
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import WORKLOAD_GROUP, now_ms
 from dcdrill.validation import workload as wl
@@ -37,6 +39,9 @@ def start_workload(producers: int = wl.WorkloadSpec.producers, consumers: int = 
     record = context.record(configuration)
     if not record.has_topology():  # a plain `chaos run`: `dcdrill drill` wrote it before the experiment
         record.write_topology(stacks.drill_topology(context.stack_name(configuration), d))
+    # Before any process starts: heal finds this record, and this process, after a crash.
+    open_drills.note(context.stack_name(configuration), str(record.path.resolve()))
+    record.note_agent("experiment", os.getpid())
     w = _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
     writers = [t.name]
     for c in d.clusters[1:]:  # active-active: every cluster a mirror copies from takes writes too

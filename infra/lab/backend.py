@@ -50,6 +50,40 @@ class LabBackend(Backend):
 
         return [f"namespace {ns}" for ns in netns.lab_namespaces()]
 
+    def faults_in_place(self, d: Deployment) -> list[str]:
+        """A DC cut off at the router, or a link shaped otherwise than the stack configures it."""
+        from dcdrill.infra.lab import layout, netns, shaper
+
+        if not netns.ns_exists(netns.ROUTER):
+            return []
+        out = [f"{dc} is cut off at the router" for i, dc in enumerate(d.dc_names, 1) if netns.is_isolated(i)]
+        try:
+            live = shaper.installed(layout.shaper_dir(cache_dir())).current()
+        except shaper.ShaperDown:
+            return out
+        configured = layout.link_table(d, self.settings)
+        names = d.dc_names
+        out += [f"link {names[a - 1]}->{names[b - 1]} is {live.get((a, b))}, configured {shape}"
+                for (a, b), shape in sorted(configured.items()) if live.get((a, b)) not in (None, shape)]
+        return out
+
+    def heal_in_place(self, d: Deployment) -> list[str]:
+        """Undo what faults_in_place finds: every isolation rule, every link back to its configured
+        shape. Returns what it undid."""
+        from dcdrill.infra.lab import layout, netns, shaper
+
+        found = self.faults_in_place(d)
+        if not found:
+            return []
+        for i in range(1, len(d.dc_names) + 1):
+            netns.heal_isolation(i)
+        try:
+            links = shaper.installed(layout.shaper_dir(cache_dir()))
+        except shaper.ShaperDown:
+            return found
+        links.apply(layout.link_table(d, self.settings))
+        return found
+
     def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float]:
         from dcdrill.infra.lab import layout
 

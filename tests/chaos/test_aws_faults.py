@@ -328,3 +328,70 @@ def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
     chained = actions.driver(cfg, {"aws_access_key_id": "", "aws_secret_access_key": ""})
     plain = boto3.client("ec2", region_name=REGION)._request_signer._credentials.access_key  # boto3's own chain
     assert chained._client("ec2", REGION)._request_signer._credentials.access_key == plain != "AKIAGIVEN"
+
+
+MUTATING = {"StopInstances", "StartInstances", "CreateNetworkAcl", "CreateNetworkAclEntry",
+            "ReplaceNetworkAclAssociation", "DeleteNetworkAcl", "SendCommand"}
+
+
+class Crash(BaseException):
+    """The runner dying mid-call (not an Exception: nothing in the driver may catch it)."""
+
+
+def crashing_at(monkeypatch, n: int) -> dict:
+    """Every AWS client the driver makes dies at its n-th changing call, before AWS gets it."""
+    real, seen = AwsFaults._client, {"calls": 0}
+
+    def client(self, service, region):
+        c = real(self, service, region)
+
+        def count(model, **kw):
+            if model.name in MUTATING:
+                seen["calls"] += 1
+                if seen["calls"] == n:
+                    raise Crash(model.name)
+        c.meta.events.register("before-call", count)
+        return c
+
+    monkeypatch.setattr(AwsFaults, "_client", client)
+    return seen
+
+
+FAULTS = {"kill-dc": lambda cfg: actions.kill_dc("dc-a", configuration=cfg),
+          "isolate-dc": lambda cfg: actions.isolate_dc("dc-b", direction="ingress", configuration=cfg),
+          "slow-link": lambda cfg: actions.degrade_link("dc-a", "dc-b", latency_ms=20, configuration=cfg)}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_or_a_heal_crashing_at_any_step_is_finished_by_dcdrill_heal(aws, monkeypatch, fault):
+    """The runner dies at each changing call of the fault in turn, then of its heal: `dcdrill heal`
+    (recovery.heal_stack, from the record alone) leaves the account as before, and says so twice."""
+    from dcdrill.chaos.faults import recovery
+
+    ec2, cfg, _, _, _ = aws
+    before, real = account(ec2), AwsFaults._client
+    record = DrillRecord(cfg["run_dir"])
+    steps = {"fault": 0, "heal": 0}
+    for phase in ("fault", "heal"):
+        n = 1
+        while True:
+            seen = crashing_at(monkeypatch, n if phase == "fault" else 10_000)
+            try:
+                FAULTS[fault](cfg)
+            except Crash:
+                pass
+            if phase == "heal":
+                seen = crashing_at(monkeypatch, n)
+                try:
+                    recovery.heal_stack(STACK, say=lambda line: None)
+                except Crash:
+                    pass
+            crashed = seen["calls"] >= n
+            monkeypatch.setattr(AwsFaults, "_client", real)
+            recovery.heal_stack(STACK, say=lambda line: None)
+            assert account(ec2) == before, (phase, n)
+            assert not record.active_faults() and recovery.heal_stack(STACK, say=lambda line: None) == []
+            if not crashed:
+                break
+            steps[phase], n = n, n + 1
+    assert steps["fault"] >= 1 and steps["heal"] >= 1, steps  # every step of both was crashed at

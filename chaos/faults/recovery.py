@@ -1,0 +1,159 @@
+"""Healing after anything: the end of a drill, a rollback, or a crash of any of its processes.
+
+Everything a drill changes is noted before it is changed: the record in the stack's open drills
+(infra/open_drills.py), each fault's undo in the record's fault state, each process it starts in
+the record's agents. `heal_stack` (`dcdrill heal`) reads those, stops the drill's processes,
+undoes each fault still noted, then sweeps the live state for anything left (a DC still cut off,
+a link still shaped). Every step is written as it is done, so a heal that is itself interrupted
+resumes where it stopped; a second heal finds nothing to do.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from chaoslib.exceptions import ActivityFailed
+
+from dcdrill.chaos import context
+from dcdrill.chaos.faults import driver_class
+from dcdrill.chaos.faults.driver import FaultDriver
+from dcdrill.infra import ansible, inventory, lifecycle, open_drills
+from dcdrill.infra.constants import now_ms
+from dcdrill.infra import stack as stacks
+from dcdrill.record import DrillRecord
+
+AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
+
+
+def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = None) -> FaultDriver:
+    """The fault driver of `stack`, under the drill's own settings in `record` (if any)."""
+    backend = stacks.backend(stack)
+    d = context.deployment_for(stack, record)
+    if not d.replicated:
+        drv = driver_class(backend)(d.home, lifecycle.inventory(stack), backend)
+    else:
+        every = [lifecycle.inventory(stack, name) for name in d.cluster_names]
+        if d.mirrors:
+            every.append(lifecycle.inventory(stack, ansible.MIRRORS))
+        drv = driver_class(backend)(d, inventory.merged(every), backend)
+    drv.credentials = {k: v for k, v in (secrets or {}).items() if v}
+    return drv
+
+
+def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets: dict | None = None) -> list[dict]:
+    """Undo every fault the record's fault state lists (of `dc`, or all), each exactly as its driver
+    noted it, writing the state after each one. The fault lines of what was healed; ActivityFailed
+    names what was not (the rest are still healed)."""
+    if not record.active_faults():
+        return []
+    d = stack_driver(stack, record, secrets)
+    healed, errors = [], []
+    for active in record.active_faults():
+        if dc and active["target"] != dc and not active["target"].startswith(f"{dc}<->"):
+            continue
+        began = now_ms()  # the fault ends when its undo begins (a restart waits for the service to stay up)
+        try:
+            d.undo(active["undo"])
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{active['fault']} {active['target']}: {exc}")
+            continue
+        with record.fault_state() as state:
+            state["active"] = [a for a in state["active"] if _key(a) != _key(active)]
+        healed.append(record.fault_ended(active, began))
+    if errors:
+        raise ActivityFailed("heal failed: " + "; ".join(errors))
+    return healed
+
+
+def _key(fault: dict) -> tuple:
+    return fault["fault"], fault["target"], fault["start_ms"]
+
+
+def running_agents(record: DrillRecord) -> list[dict]:
+    """The record's noted processes still running: the pid is alive and its command line names
+    this record (a pid the system gave to another process since is not ours)."""
+    mark = str(record.path).encode()
+    out = []
+    for agent in record.agents():
+        try:
+            cmdline = Path(f"/proc/{agent['pid']}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark in cmdline:
+            out.append(agent)
+    return out
+
+
+def stop_agents(record: DrillRecord) -> list[str]:
+    """Stop the record's processes still running: SIGTERM, AGENT_STOP_S to finish, then SIGKILL.
+    Then every producer's unfinished sends become indeterminate rows (its intent log), as a
+    clean stop does. Returns what was stopped."""
+    running = running_agents(record)
+    for agent in running:
+        _signal(agent["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + AGENT_STOP_S
+    while running_agents(record) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for agent in running_agents(record):
+        _signal(agent["pid"], signal.SIGKILL)
+    for agent in record.agents():
+        if record.intents(agent["name"]).exists():
+            record.recover_in_flight(agent["name"])
+    return [f"{a['name']} (pid {a['pid']})" for a in running]
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def left_behind(stack: str) -> list[str]:
+    """What earlier drills left on the stack: faults their records still list, processes still
+    running, and what the live state shows (a DC cut off, a link shaped otherwise than configured).
+    Records with nothing left are forgotten on the way."""
+    out = []
+    for location in open_drills.listed(stack):
+        record = DrillRecord(location)
+        here = [f"{f['fault']} {f['target']} (noted in {location})" for f in record.active_faults()] \
+            + [f"{a['name']} still running (pid {a['pid']}, {location})" for a in running_agents(record)]
+        if not here:
+            open_drills.forget(stack, location)
+        out += here
+    return out + stacks.backend(stack).faults_in_place(stacks.load_deployment(stack))
+
+
+def require_healed(stack: str) -> None:
+    """Refuse to start on a stack an earlier drill left broken (ValueError: exit 2)."""
+    if found := left_behind(stack):
+        raise ValueError(f"stack {stack} still has what an earlier drill left: {'; '.join(found)}. "
+                         f"Run `dcdrill heal --stack {stack}` first")
+
+
+def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None = None, say=print) -> list[str]:
+    """`dcdrill heal`: every open drill of the stack (or `only`), then the live state. Each step is
+    said as it is done. Returns what was undone (empty: nothing was left)."""
+    done: list[str] = []
+    records = [only] if only else [DrillRecord(loc) for loc in open_drills.listed(stack)]
+    errors = []
+    for record in records:
+        if stopped := stop_agents(record):
+            say(f"stopped {', '.join(stopped)} of {record.path}")
+            done += stopped
+        try:
+            for line in heal_record(stack, record, secrets=secrets):
+                say(f"healed {line['fault']} {line['target']} of {record.path}")
+                done.append(f"{line['fault']} {line['target']}")
+        except ActivityFailed as exc:
+            errors.append(str(exc))
+            continue
+        open_drills.forget(stack, str(record.path.resolve()))
+    for found in stacks.backend(stack).heal_in_place(stacks.load_deployment(stack)):
+        say(f"healed in place: {found}")
+        done.append(found)
+    if errors:
+        raise ActivityFailed("; ".join(errors))
+    return done

@@ -1,0 +1,61 @@
+"""The drill records of a stack that may have left something behind: a fault not yet undone, or
+a workload process still running. A drill notes its record here before its first change to the
+cluster, and heal forgets it once nothing of it is left, so after any crash `dcdrill heal
+--stack S` knows where to look, and `lab up` and `drill` refuse to start on a broken stack.
+
+Kept beside the stack's inventory, written atomically under a lock (like the record's fault state).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from dcdrill.infra import ansible
+
+
+def _path(stack: str) -> Path:
+    return ansible.inventory_path(stack).parent / "open-drills.json"
+
+
+@contextmanager
+def _locked(stack: str):
+    path = _path(stack)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        records = json.loads(path.read_text()) if path.exists() else []
+        yield records
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps(records, indent=2))
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+
+
+def note(stack: str, location: str) -> None:
+    """Before a drill changes anything: its record is one heal must look at."""
+    with _locked(stack) as records:
+        if location not in records:
+            records.append(location)
+
+
+def forget(stack: str, location: str) -> None:
+    """Nothing of this drill is left in the cluster."""
+    with _locked(stack) as records:
+        if location in records:
+            records.remove(location)
+
+
+def listed(stack: str) -> list[str]:
+    """The records noted and not yet forgotten, oldest first."""
+    path = _path(stack)
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def forget_all(stack: str) -> None:
+    """The stack is gone (`lab down`, `pulumi destroy`): nothing of any drill is left to heal."""
+    _path(stack).unlink(missing_ok=True)

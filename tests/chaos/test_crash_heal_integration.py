@@ -1,0 +1,116 @@
+"""A drill killed halfway, on the real lab: `dcdrill heal` restores what the fault changed, stops
+what the drill started, and a second heal finds nothing to do. Each case kills another of the
+drill's processes during another fault (issue: crash-safe drills)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dcdrill.chaos.faults import recovery
+from dcdrill.infra import open_drills, status
+from dcdrill.infra import stack as stacks
+from dcdrill.record import DrillRecord
+
+pytestmark = pytest.mark.lab
+DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
+
+
+def _processes_naming(path: Path) -> list[int]:
+    mark = str(path).encode()
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if mark in (proc / "cmdline").read_bytes():
+                    out.append(int(proc.name))
+            except OSError:
+                pass
+    return out
+
+
+def _wait_for_the_fault(run: Path, proc: subprocess.Popen, timeout_s: float = 240) -> None:
+    """Until the fault's undo is noted (the change is being made), or fail with the drill's output."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (run / "chaos-state.json").exists() and any(a["undo"] for a in DrillRecord(run).active_faults()):
+            time.sleep(2)  # well into the fault
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    proc.kill()
+    pytest.fail(f"the fault never started: {proc.communicate()[0][-3000:]}")
+
+
+def _kill(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+CASES = {
+    # fault: (experiment options, what is killed)
+    "kill-dc": (["--experiment", "kill-dc"], ("dcdrill",)),  # chaos run lives on: heal stops it
+    "isolate-dc": (["--experiment", "isolate-dc"], ("dcdrill", "chaos run")),  # the workload watches its starter
+    "slow-link": (["--experiment", "slow-link", "--latency-ms", "40", "--loss-pct", "0"],
+                  ("dcdrill", "chaos run", "workload")),
+}
+
+
+@pytest.mark.parametrize("fault", CASES)
+def test_heal_after_the_drill_is_killed_during_the_fault(lab, tmp_path, fault):
+    options, killed = CASES[fault]
+    run = tmp_path / fault
+    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *options],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    _wait_for_the_fault(run, proc)
+    record = DrillRecord(run)
+    agents = {a["name"]: a["pid"] for a in record.agents()}
+    pids = {"dcdrill": [proc.pid], "chaos run": [agents["experiment"]],
+            "workload": [pid for name, pid in agents.items() if name[0] in "pc" and name[1:].isdigit()]}
+    for what in killed:  # in this order: the drill first, so nothing is left to heal by itself
+        _kill(pids[what])
+    proc.wait(10)
+    backend, deployment = stacks.backend("local"), stacks.load_deployment("local")
+    assert record.active_faults(), "the fault was healed before heal ran: the case tests nothing"
+
+    res = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not record.active_faults(), res.stdout
+    assert all(f["end_ms"] for f in record.faults()), record.faults()
+    assert backend.faults_in_place(deployment) == []  # no DROP rule, every link as configured
+    assert _processes_naming(run) == [], "a process of the drill is still running"
+    assert open_drills.listed("local") == []
+    deadline = time.monotonic() + 180  # a killed DC's services were started again
+    while not status.healthy(st := status.cluster_status(lab)) and time.monotonic() < deadline:
+        time.sleep(2)
+    assert status.healthy(st), status.render(st)
+
+    again = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "nothing to heal" in again.stdout, again.stdout + again.stderr
+    assert recovery.left_behind("local") == []
+
+
+def test_lab_up_and_drill_refuse_a_stack_a_fault_was_left_on(lab, tmp_path):
+    """A DC cut off by hand (or by a drill whose record is gone): `lab up` and `drill` name
+    `dcdrill heal` and start nothing; heal undoes it from the live state alone."""
+    from dcdrill.infra.lab import netns
+
+    netns.isolate_dc(2, "ingress")
+    try:
+        for argv in (["lab", "up", "--stack", "local"], ["drill", "--stack", "local", "--run-dir", str(tmp_path / "r")]):
+            res = subprocess.run(DCDRILL + argv, capture_output=True, text=True, timeout=120)
+            assert res.returncode == 2, res.stdout + res.stderr
+            assert "dc-b is cut off at the router" in res.stderr and "dcdrill heal --stack local" in res.stderr
+        assert not (tmp_path / "r").exists()
+        res = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0 and "healed in place: dc-b is cut off at the router" in res.stdout, res.stdout
+    finally:
+        netns.heal_isolation(2)
+    assert not netns.is_isolated(2)

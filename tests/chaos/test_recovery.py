@@ -1,0 +1,95 @@
+"""What heal finds after a crash, without a lab: the stack's open drills, the record's agents (by
+pid and command line), and the workload processes' own watch of their starter and deadline."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dcdrill.chaos.faults import recovery
+from dcdrill.infra import open_drills
+from dcdrill.infra.constants import now_ms
+from dcdrill.record import DrillRecord
+from dcdrill.record.contents import AGENTS, BadRecord
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_open_drills_are_noted_once_and_forgotten(cache):
+    open_drills.note("local", "/r/1")
+    open_drills.note("local", "/r/2")
+    open_drills.note("local", "/r/1")
+    assert open_drills.listed("local") == ["/r/1", "/r/2"]
+    assert open_drills.listed("aws-3az") == []
+    open_drills.forget("local", "/r/1")
+    open_drills.forget("local", "/r/1")  # twice: a no-op
+    assert open_drills.listed("local") == ["/r/2"]
+    open_drills.forget_all("local")
+    assert open_drills.listed("local") == []
+
+
+def _sleeper(mark: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", mark])
+
+
+def test_stop_agents_stops_the_records_processes_and_no_other(tmp_path):
+    record = DrillRecord(tmp_path / "run")
+    ours, other = _sleeper(str(record.path)), _sleeper("someone-else")
+    try:
+        record.note_agent("p1", ours.pid, "client-a-1", "dcd-client-a-1")
+        record.note_agent("c1", other.pid)  # a pid reused by a process that is not ours
+        record.note_agent("p2", 4_000_000)  # long gone
+        assert [a["name"] for a in recovery.running_agents(record)] == ["p1"]
+        assert recovery.stop_agents(record) == [f"p1 (pid {ours.pid})"]
+        assert ours.wait(5) is not None
+        assert other.poll() is None
+        assert recovery.stop_agents(record) == []  # twice: nothing left
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()
+
+
+def test_a_bad_agents_line_is_named_by_file_and_line(tmp_path):
+    record = DrillRecord(tmp_path)
+    (tmp_path / AGENTS).write_text(json.dumps({"name": "p1", "pid": 12, "started_ms": 1}) + "\n"
+                                   + json.dumps({"name": "p2", "pid": -3, "started_ms": 1}) + "\n")
+    with pytest.raises(BadRecord, match=rf"{AGENTS}:2: pid must be a positive integer"):
+        record.agents()
+
+
+# The starter: starts the watched process, then dies at once (a crashed drill).
+WATCHED = """
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", '''
+import os, sys, time
+from dcdrill.validation.clients import StopFlag
+flag = StopFlag(parent_pid=int(sys.argv[2]), deadline_ms=int(sys.argv[1]))
+t = time.monotonic()
+flag.wait(60)
+print(f"{flag.why} after {time.monotonic() - t:.1f}s", flush=True)
+''', sys.argv[1], str(os.getpid())], stdout=open(sys.argv[2], "w"))
+"""
+
+
+@pytest.mark.parametrize("deadline_s, why", [(600, "the process that started it"), (1.5, "its deadline passed")])
+def test_a_workload_process_stops_when_its_starter_dies_or_its_deadline_passes(tmp_path, deadline_s, why):
+    out = tmp_path / "out"
+    # The starter lives on (sleeps) when the test is about the deadline.
+    script = WATCHED + ("import time; time.sleep(30)\n" if why.startswith("its deadline") else "")
+    starter = subprocess.Popen([sys.executable, "-c", script, str(now_ms() + int(deadline_s * 1000)), str(out)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (out.exists() and out.read_text()):
+            time.sleep(0.2)
+        assert out.read_text().startswith(why), out.read_text()
+        assert float(out.read_text().split(" after ")[1].rstrip("s\n")) < 5
+    finally:
+        starter.kill()
+        starter.wait()
