@@ -5,10 +5,18 @@ lists them (through dcdrill.discover); the experiments in chaos/experiments/ use
 __version__ = "0.1.0"
 __all__ = ["discover"]
 
-ACTIVITY_MODULES = {
-    "action": ("dcdrill.chaos.faults.actions", "dcdrill.chaos.kafka.actions", "dcdrill.chaos.workload.actions"),
-    "probe": ("dcdrill.chaos.kafka.probes", "dcdrill.chaos.workload.probes"),
-}
+def activity_modules() -> dict[str, list[str]]:
+    """Every `actions` and `probes` module under this package (chaos/<target>/actions.py and
+    probes.py, the Chaos Toolkit extension layout), found by walking it: a new target is
+    discovered without a list to keep."""
+    import pkgutil
+
+    found: dict[str, list[str]] = {"action": [], "probe": []}
+    for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
+        leaf = info.name.rsplit(".", 1)[-1]
+        if leaf in ("actions", "probes"):
+            found["action" if leaf == "actions" else "probe"].append(info.name)
+    return {kind: sorted(names) for kind, names in found.items()}
 
 
 def discover(discover_system: bool = True) -> dict:
@@ -16,8 +24,9 @@ def discover(discover_system: bool = True) -> dict:
     from chaoslib.discovery.discover import discover_actions, discover_probes, initialize_discovery_result
 
     result = initialize_discovery_result("dcdrill", __version__, "kafka-multi-dc")
-    for module in ACTIVITY_MODULES["action"]:
+    modules = activity_modules()
+    for module in modules["action"]:
         result["activities"].extend(discover_actions(module))
-    for module in ACTIVITY_MODULES["probe"]:
+    for module in modules["probe"]:
         result["activities"].extend(discover_probes(module))
     return result

@@ -4,9 +4,14 @@ the parser and turns the layers' errors into the shared exit codes (dcdrill/exit
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from dcdrill import exits, verify_command
+
+
+SIGPIPE_EXIT = 128 + signal.SIGPIPE  # what a shell reports for a writer whose reader went away
 
 
 def version() -> str:
@@ -43,7 +48,14 @@ def build_parser(verifier_only: bool = False) -> argparse.ArgumentParser:
 def entry() -> None:
     """The `dcdrill` console script and `python -m dcdrill.cli`: a command in a process of its own,
     which ends what it launched (the verifier's JVM) before it returns."""
-    sys.exit(main(own_process=True))
+    try:
+        code = main(own_process=True)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `dcdrill plan --json | head`: the reader left, which is no error of ours
+        # Python's own recipe: what is still buffered goes nowhere, so the flush at exit cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = SIGPIPE_EXIT
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None, own_process: bool = False) -> int:

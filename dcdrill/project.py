@@ -7,12 +7,14 @@ recipe. infra.constants.project_dir() finds it from the current folder, as `pulu
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dcdrill.infra import schema
 from dcdrill.infra.constants import IN_CHECKOUT, PACKAGE, PROJECT_FILE, SHIPPED, cache_dir
 
 # Where the shipped files sit: a checkout keeps them where it uses them; a wheel under SHIPPED.
@@ -27,6 +29,10 @@ import runpy
 
 runpy.run_module("dcdrill.infra", run_name="__main__")
 '''
+
+
+# Drill records, and what a plain `chaos run` / `chaos discover` leaves in the folder it runs in.
+GITIGNORED = ("runs/", "__pycache__/", "chaostoolkit.log", "discovery.json", "journal.json")
 
 
 class ProjectExists(ValueError):
@@ -60,7 +66,9 @@ def scaffold(target: Path, ci: str = "github") -> list[Scaffold]:
     files += [Scaffold(p.name, p.read_text()) for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
     recipe, where = CI_TARGETS[ci]
     files.append(Scaffold(where, (CI_RECIPES / recipe).read_text()))
-    files.append(Scaffold(".gitignore", "runs/\n__pycache__/\n"))
+    # The stacks name it for editors (`# yaml-language-server: $schema=docs/stack.schema.json`).
+    files.append(Scaffold("docs/stack.schema.json", json.dumps(schema.json_schema(), indent=2, sort_keys=True) + "\n"))
+    files.append(Scaffold(".gitignore", "".join(f"{p}\n" for p in GITIGNORED)))
     return files
 
 

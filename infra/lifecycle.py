@@ -10,6 +10,10 @@ from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
 
 
+class NotUp(ValueError):
+    """A command that needs the stack's hosts, before `lab up` (exit 2, naming the command to run)."""
+
+
 class RuleViolation(ValueError):
     def __init__(self, stack: str, violations: list[rules.Violation]):
         self.violations = violations
@@ -51,9 +55,10 @@ def inventory(stack: str, cluster: str | None = None) -> Inventory:
     if path.exists():
         return Inventory.load(path)
     outs = pulumi_cli.outputs(stack)
-    if cluster is None:
-        return Inventory(outs["inventory"])
-    return Inventory(outs["mirrors"] if cluster == ansible.MIRRORS else outs["inventories"][cluster])
+    key = "inventory" if cluster is None else "mirrors" if cluster == ansible.MIRRORS else "inventories"
+    if key not in outs:  # never brought up (or brought down): no host to ask
+        raise NotUp(f"stack {stack} is not up (no inventory yet): dcdrill lab up --stack {stack}")
+    return Inventory(outs[key] if key != "inventories" else outs[key][cluster])
 
 
 def inventories(stack: str) -> dict[str, Inventory]:

@@ -1,6 +1,7 @@
 """dcdrill as its users get it: a wheel that carries roles, experiments, playbook and JVM sources;
 `dcdrill init` in their own folder; stacks found from the current folder as `pulumi` finds them;
 and (on the lab) a drill run by the installed tool from that folder."""
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from dcdrill import project
-from dcdrill.infra import constants
+from dcdrill.infra import constants, schema
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import cache_dir
 from tests import ROOT as SOURCE
@@ -49,6 +50,10 @@ def test_init_writes_a_project_whose_stacks_are_found_from_it(tmp_path, monkeypa
     assert {"Pulumi.yaml", "program", "Pulumi.local.yaml", ".github", ".gitignore"} <= {p.name for p in tmp_path.iterdir()}
     assert tmp_path / ".github/workflows/dcdrill.yml" in written
     assert project.init(tmp_path) == []  # a second init changes nothing
+    # The schema every stack names for editors is there, and what a plain `chaos run` leaves is ignored.
+    assert "# yaml-language-server: $schema=docs/stack.schema.json" in (tmp_path / "Pulumi.local.yaml").read_text()
+    assert json.loads((tmp_path / "docs/stack.schema.json").read_text()) == schema.json_schema()
+    assert {"chaostoolkit.log", "discovery.json", "runs/"} <= set((tmp_path / ".gitignore").read_text().split())
     (tmp_path / "Pulumi.my-lab.yaml").write_text((tmp_path / "Pulumi.local.yaml").read_text())
     monkeypatch.delenv("DCDRILL_PROJECT", raising=False)
     monkeypatch.chdir(tmp_path / "program")  # below the project, as pulumi would find it

@@ -119,7 +119,19 @@ def test_experiment_command_prints_what_chaos_run_takes():
     assert res.returncode == 0 and json.loads(res.stdout) == experiment.compose("kill-dc")
 
 
+def _activities(exp: dict) -> list[dict]:
+    steady = exp.get("steady-state-hypothesis", {}).get("probes", [])
+    return [a for a in steady + exp.get("method", []) + exp.get("rollbacks", []) if "provider" in a]
+
+
 def test_discover_lists_every_action_and_probe():
+    """Found by walking the package: the mirror target's modules too (the replicated experiments'),
+    and every module any shipped experiment names."""
+    assert chaos.activity_modules() == {
+        "action": [f"dcdrill.chaos.{t}.actions" for t in ("faults", "kafka", "mirror", "workload")],
+        "probe": [f"dcdrill.chaos.{t}.probes" for t in ("kafka", "mirror", "workload")]}
+    used = {p["provider"]["module"] for name in experiment.names() for p in _activities(experiment.compose(name))}
+    assert used <= {m for ms in chaos.activity_modules().values() for m in ms}, used
     names = {a["name"] for a in chaos.discover()["activities"]}
     assert {"kill_dc", "stop_dc", "isolate_dc", "degrade_link", "kill_tiebreaker", "heal", "rolling_restart",
             "offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",

@@ -231,3 +231,24 @@ def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
                               str(tmp_path / "x"), *args], capture_output=True, text=True, timeout=60)
         assert res.returncode == 2 and needle in res.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("argv", [["plan", "--stack", "local", "--json"], ["schema"]])
+def test_a_reader_that_leaves_early_ends_the_command_without_a_traceback(argv):
+    """`dcdrill plan --json | head`: the pipe closes before dcdrill has written; it exits as a
+    shell-killed writer would (141), saying nothing."""
+    proc = subprocess.Popen([sys.executable, "-m", "dcdrill.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_status_before_lab_up_names_the_command_to_run(tmp_path, monkeypatch):
+    """No inventory and no Pulumi state yet: exit 2 naming `dcdrill lab up`, not a KeyError."""
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path / "cache"))
+    from dcdrill.infra import lifecycle, pulumi_cli
+
+    monkeypatch.setattr(pulumi_cli, "outputs", lambda stack: {})  # what a stack never brought up outputs
+    with pytest.raises(lifecycle.NotUp, match=r"stack local is not up \(no inventory yet\): dcdrill lab up --stack local"):
+        lifecycle.inventory("local")
