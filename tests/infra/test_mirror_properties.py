@@ -1,0 +1,46 @@
+"""roles/kafka_mirror's mm2.properties as MirrorMaker 2 reads it (java.util.Properties): a topic
+regex's backslash arrives as written, and no value can end its line and add another setting."""
+import shutil
+import subprocess
+
+import jinja2
+import pytest
+import yaml
+
+from tests import ROOT
+
+READ_BACK = """
+import java.io.FileReader;
+import java.util.Properties;
+public class ReadBack {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        try (FileReader r = new FileReader(args[0])) { p.load(r); }
+        System.out.print(p.getProperty(args[1]) + "|" + p.getProperty("ssl.endpoint.identification.algorithm"));
+    }
+}
+"""
+
+
+def _render(topics: str) -> str:
+    defaults = yaml.safe_load((ROOT / "roles/kafka_mirror/defaults/main.yml").read_text())
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "roles/kafka_mirror/templates"))
+    env.filters["bool"] = lambda v: str(v).lower() in ("true", "yes", "1")
+    values = {k: v for k, v in defaults.items() if not (isinstance(v, str) and "{{" in v)}
+    values |= {"kafka_mirror_clusters": [{"alias": "east", "bootstrap": ["b1.dc-a.lab:9092"]},
+                                         {"alias": "west", "bootstrap": ["b3.dc-b.lab:9092"]}],
+               "kafka_mirror_flows": [{"source": "east", "target": "west"}], "kafka_mirror_topics": topics,
+               "kafka_tls": False, "kafka_sasl": False, "ansible_host": "mm1.dc-b.lab", "kafka_mirror_dir": "/m"}
+    return env.get_template("mm2.properties.j2").render(**values)
+
+
+@pytest.mark.parametrize("topics", [r"dcdrill\.orders-\d+", "dcdrill-.*\nssl.endpoint.identification.algorithm=",
+                                    "a\\\\b\r"])
+def test_mm2_reads_the_topic_regex_as_written_and_nothing_more(tmp_path, topics):
+    java = shutil.which("java") or "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
+    (tmp_path / "mm2.properties").write_text(_render(topics))
+    (tmp_path / "ReadBack.java").write_text(READ_BACK)
+    res = subprocess.run([java, str(tmp_path / "ReadBack.java"), str(tmp_path / "mm2.properties"),
+                          "east->west.topics"], capture_output=True, timeout=120)  # bytes: a CR stays one
+    assert res.returncode == 0, res.stderr.decode()
+    assert res.stdout.decode() == f"{topics}|null"  # the regex whole; no setting smuggled in
