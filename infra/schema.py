@@ -260,6 +260,7 @@ class AwsSpec(Spec):
     broker_instance_type: InstanceType = Field("m6i.large", alias="brokerInstanceType")
     zookeeper_instance_type: InstanceType = Field("t3.medium", alias="zookeeperInstanceType")
     data_volume_gb: int = Field(100, ge=8, le=16_384, alias="dataVolumeGb")
+    keep_data_volumes: bool = Field(False, alias="keepDataVolumes")  # kept after `pulumi destroy` when true
     ami: dict[Region, matching(AMI, "an AMI id like ami-0123456789abcdef0")] = Field(default_factory=dict)
 
 

@@ -1,5 +1,5 @@
-"""Hosts: EC2 instances in their DC's AZ with a separate gp3 data volume (kept when the
-instance goes: a replaced broker finds its log again), an SSM instance profile, the tags the
+"""Hosts: EC2 instances in their DC's AZ with a separate gp3 data volume (deleted with the stack
+unless `dcdrill:aws.keepDataVolumes`), an SSM instance profile, the tags the
 chaos AWS driver targets (`cluster`, `dc`, `az_id`, `role`, `node_id`) and a private DNS record
 (the name Kafka advertises and certificates carry)."""
 from __future__ import annotations
@@ -9,14 +9,22 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-# Formats (first boot only) and mounts the data volume where the roles keep ZooKeeper/Kafka data.
-USER_DATA = """#!/bin/sh
+# Waits for the data volume (attached by Pulumi after the instance boots, so it may not be there
+# yet), formats it once with a label, and mounts it by that label: NVMe device names can change
+# across the stop and start a DC loss on AWS does; the label cannot.
+DATA_LABEL = "dcdrill-data"
+USER_DATA = f"""#!/bin/sh
 set -e
-dev=$(lsblk -dpno NAME,SERIAL | awk '/vol/ {print $1}' | grep -v "$(findmnt -no SOURCE / | sed 's/p[0-9]*$//')" | head -1)
-[ -n "$dev" ] || dev=/dev/nvme1n1
-blkid "$dev" || mkfs.ext4 -q "$dev"
+root=$(findmnt -no SOURCE / | sed 's/p[0-9]*$//')
+for i in $(seq 1 120); do
+  dev=$(lsblk -dpno NAME,SERIAL | awk '/vol/ {{print $1}}' | grep -v "$root" | head -1)
+  [ -n "$dev" ] && break
+  sleep 5
+done
+[ -n "$dev" ] || {{ echo "dcdrill: no data volume attached after 10 minutes" >&2; exit 1; }}
+blkid -L {DATA_LABEL} >/dev/null || blkid "$dev" || mkfs.ext4 -q -L {DATA_LABEL} "$dev"
 mkdir -p /var/lib/dcdrill
-grep -q /var/lib/dcdrill /etc/fstab || echo "$dev /var/lib/dcdrill ext4 defaults,nofail 0 2" >> /etc/fstab
+grep -q "LABEL={DATA_LABEL}" /etc/fstab || echo "LABEL={DATA_LABEL} /var/lib/dcdrill ext4 defaults,nofail 0 2" >> /etc/fstab
 mount -a
 """
 
@@ -55,6 +63,7 @@ class HostArgs:
     instance_type: str
     ami: pulumi.Input[str]
     data_volume_gb: int
+    keep_data_volumes: bool
     instance_profile: pulumi.Input[str]
     zone_id: pulumi.Input[str]
     provider: aws.Provider
@@ -73,12 +82,16 @@ class ClusterHost(pulumi.ComponentResource):
             iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
             root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(encrypted=True, volume_type="gp3"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
-            user_data=USER_DATA if args.role not in STATELESS_ROLES else None, tags=tags, opts=child)
+            user_data=USER_DATA if args.role not in STATELESS_ROLES else None, tags=tags,
+            # The image found at the first `up` stays: a newer Amazon Linux must not replace every
+            # instance (and its broker) on the next one. docs/aws.md says how to move it on purpose.
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["ami"])))
         if args.role not in STATELESS_ROLES:
+            # Deleted with the stack (7 to 12 volumes of dataVolumeGb each), unless the stack keeps them.
             volume = aws.ebs.Volume(f"{name}-data", availability_zone=args.zone, size=args.data_volume_gb,
                                     type="gp3", encrypted=True, tags={**tags, "Name": f"{args.fqdn}-data"},
                                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                                        retain_on_delete=True)))
+                                        retain_on_delete=args.keep_data_volumes)))
             aws.ec2.VolumeAttachment(f"{name}-attach", device_name="/dev/sdf", volume_id=volume.id,
                                      instance_id=self.instance.id, opts=child)
         aws.route53.Record(f"{name}-dns", zone_id=args.zone_id, name=args.fqdn, type="A", ttl=60,

@@ -7,7 +7,9 @@ checks that must pass before any resource is registered, and the inventory shape
                                       a public range must be /16 or narrower
   brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium (KRaft controllers too)
   dataVolumeGb                        gp3 data volume per host, default 100
-  ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region
+  keepDataVolumes                     keep the data volumes after `pulumi destroy`, default false
+  ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region at the
+                                      first `up`, kept after that (instances ignore later AMI changes)
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class AwsSettings:
     broker_instance_type: str
     zookeeper_instance_type: str
     data_volume_gb: int
+    keep_data_volumes: bool
     ami: dict[str, str]
 
 
@@ -56,7 +59,8 @@ def settings(t: Layout, config: dict) -> AwsSettings:
     return AwsSettings(vpc_cidrs=cidrs, client_cidrs=list(raw.client_cidrs or cidrs.values()),
                        broker_instance_type=raw.broker_instance_type,
                        zookeeper_instance_type=raw.zookeeper_instance_type,
-                       data_volume_gb=raw.data_volume_gb, ami=dict(raw.ami))
+                       data_volume_gb=raw.data_volume_gb, keep_data_volumes=raw.keep_data_volumes,
+                       ami=dict(raw.ami))
 
 
 def check(t: Layout, config: dict) -> list[Violation]:

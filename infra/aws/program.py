@@ -88,7 +88,8 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
             # MM2 is a Kafka client and producer at the brokers' rate: it gets their instance type
             instance_type=s.broker_instance_type if h.role in ("kafka_broker", "kafka_mirror")
             else s.zookeeper_instance_type,
-            ami=amis[dc.region], data_volume_gb=s.data_volume_gb, instance_profile=ssm.profile.name,
+            ami=amis[dc.region], data_volume_gb=s.data_volume_gb, keep_data_volumes=s.keep_data_volumes,
+            instance_profile=ssm.profile.name,
             zone_id=zones[cluster.domain].zone_id, provider=providers[dc.region]))
         ids[h.name] = host.instance.id
     names = list(ids)

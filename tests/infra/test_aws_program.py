@@ -206,3 +206,31 @@ def test_replicated_stack_shares_the_stretched_programs_checks():
     clusters[1] = {**clusters[1], "datacenters": [{**clusters[1]["datacenters"][0], "zone": "eu-west-1b"}]}
     with pytest.raises(Exception, match="aws-zone-region"):
         run_program("aws-2region-replicated", {"dcdrill:clusters": clusters})
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_image_stays_and_data_volumes_go_with_the_stack_unless_kept(monkeypatch, keep):
+    """The AMI found at the first `up` is not followed to a newer one (every instance would be
+    replaced); data volumes are deleted with the stack unless dcdrill:aws.keepDataVolumes; the
+    volume is waited for, formatted once with a label and mounted by it (device names change
+    across the stop/start of a DC loss)."""
+    from dcdrill.infra.aws import hosts
+
+    seen = {"instance": [], "volume": []}
+
+    def recording(cls, kind):
+        class Recorded(cls):
+            def __init__(self, name, *args, opts=None, **kwargs):
+                seen[kind].append(opts)
+                super().__init__(name, *args, opts=opts, **kwargs)
+        return Recorded
+
+    monkeypatch.setattr(hosts.aws.ec2, "Instance", recording(hosts.aws.ec2.Instance, "instance"))
+    monkeypatch.setattr(hosts.aws.ebs, "Volume", recording(hosts.aws.ebs.Volume, "volume"))
+    patch = {"dcdrill:aws": {"keepDataVolumes": True}} if keep else None
+    run_program("aws-3az", patch)
+    assert seen["instance"] and all("ami" in (o.ignore_changes or []) for o in seen["instance"])
+    assert seen["volume"] and all(bool(o.retain_on_delete) is keep for o in seen["volume"])
+    script = hosts.USER_DATA
+    assert f"mkfs.ext4 -q -L {hosts.DATA_LABEL}" in script and f"LABEL={hosts.DATA_LABEL} /var/lib/dcdrill" in script
+    assert "sleep 5" in script and "/dev/nvme" not in script
