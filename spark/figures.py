@@ -9,9 +9,13 @@ import io
 
 # A wide table scrolls inside its own box (.scroll), never the page: the by-partition table has
 # 17 columns.
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}"
+# Text left, numbers right (td.num); the page as wide as a laptop shows, so tables are not cut.
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222}"
          "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
-         "text-align:right}th{background:#f3f3f3}img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
+         "text-align:left}td.num{text-align:right;white-space:nowrap}th{background:#f3f3f3;white-space:nowrap}"
+         "img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
+SHORT = 24  # a text cell this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
+NOT_MEASURED = "–"  # a cell the record has no value for (never the word None)
 
 
 def png(fig) -> str:
@@ -35,7 +39,19 @@ def shade(ax, summary: dict, t0: float) -> None:
 
 
 def html_table(rows: list[dict], cols: list[str]) -> str:
+    """A table of `cols`; a column no row has a value for is left out, and a missing value is
+    NOT_MEASURED."""
+    cols = [c for c in cols if any(r.get(c) is not None for r in rows)] if rows else cols
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
-                   for r in rows)
+    body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
     return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"
+
+
+def _cell(value) -> str:
+    if value is None:
+        return f"<td class='num'>{NOT_MEASURED}</td>"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number:
+        return f"<td class='num'>{value}</td>"
+    text = html.escape(str(value))
+    return f"<td>{text.replace('-', '&#8209;') if len(str(value)) <= SHORT else text}</td>"

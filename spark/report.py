@@ -129,7 +129,28 @@ def _dc_timeline(summary: dict, t0: float, width_s: float) -> str:
     return png(fig)
 
 
-def render_html(summary: dict, imgs: dict[str, str] | None = None) -> str:
+# The record's own files the report links to, with what each is (written by `dcdrill drill`).
+RECORD_LINKS = {"journal.json": "Chaos Toolkit's journal", "chaos.log": "Chaos Toolkit's log",
+                "experiment.json": "the composed experiment"}
+
+
+def _record_links(present: set[str] | None) -> str:
+    """Links to the record's files that are there (all of them when unknown), and the report's own."""
+    names = [n for n in RECORD_LINKS if present is None or n in present]
+    theirs = ", ".join(f'<a href="../{n}">{n}</a> ({RECORD_LINKS[n]})' for n in names)
+    return (f"<p>The drill record: {theirs + ', ' if theirs else ''}"
+            '<a href="summary.json">summary.json</a>, <a href="junit.xml">junit.xml</a>.</p>')
+
+
+def _predicted_dcs(pred: dict) -> str:
+    if not pred:
+        return "<p>This record holds no predictions (its topology.json has none), so nothing is compared with them.</p>"
+    return ("<p>What the topology model predicted for losing each DC: " + html.escape('; '.join(
+        f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))
+        + "</p>")
+
+
+def render_html(summary: dict, imgs: dict[str, str] | None = None, present: set[str] | None = None) -> str:
     """The report page; `imgs`: plots(summary), when drawn already."""
     imgs = plots(summary) if imgs is None else imgs
     topo = summary["topology"]
@@ -156,11 +177,8 @@ on the {html.escape(str(topo.get('backend') or 'unrecorded'))} backend, experime
 profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
 min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {'on' if topo.get('unclean_leader_election') else 'off'},
 acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
-<p>The drill record: <a href="../journal.json">journal.json</a> (Chaos Toolkit's journal),
-<a href="../chaos.log">chaos.log</a>, <a href="../experiment.json">experiment.json</a>,
-<a href="summary.json">summary.json</a>, <a href="junit.xml">junit.xml</a>
-(the first three are written by <code>dcdrill drill</code>).</p>
-<p>What the topology model predicted for losing each DC: {html.escape('; '.join(f"{dc}: quorum {'survives' if p['quorum_survives'] else 'lost'}, {_predicted(p)}" for dc, p in pred.items()))}</p>
+{_record_links(present)}
+{_predicted_dcs(pred)}
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
 <h2>Faults</h2>{faults}
 {_coordination(summary)}

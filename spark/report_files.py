@@ -11,7 +11,8 @@ from dcdrill.spark import junit, mirror_report, report
 def write(record: DrillRecord, summary: dict, imgs: dict[str, str] | None = None) -> None:
     """The report next to the ledgers, remote records included (`imgs`: its plots, if drawn)."""
     files = {"summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",
-             "index.html": report.render_html(summary, imgs),
+             "index.html": report.render_html(summary, imgs, present={
+                 name for name in report.RECORD_LINKS if record.files.size(record.uri(name)) is not None}),
              "junit.xml": junit.verdict_xml(summary, summary["topology"].get("stack"), summary.get("experiment"),
                                             summary["verify_seconds"])}
     for name, text in files.items():
@@ -31,7 +32,7 @@ def one_screen(summary: dict) -> str:
              f"  max ack gap {c['max_ack_gap_ms']} ms, torn lines {c['torn_lines']}"]
     for f in summary["faults"]:
         lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
-                     f"recovery {f['recovery_ms']} ms, "
+                     + (f"recovery {f['recovery_ms']} ms, " if f["recovery_ms"] is not None else "no recovery measured, ")
                      + ("writes continued" if f["writes_continued"] else "not every partition back before the heal"))
         if f.get("coordination"):
             lines.append(f"    coordination: {report.coordination_text(f)}")

@@ -47,3 +47,28 @@ def test_the_probe_sees_overflow_and_broken_images(tmp_path):
                     '<img src="data:image/png;base64,AAAA"></body></html>')
     seen = rendered(page)
     assert seen["overflow_px"] > 0 and seen["broken"] == 1, seen
+
+
+def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(tmp_path, spark):
+    """A record from plain `dcdrill workload` (no journal, no experiment, no predictions): the
+    report links only what exists, says there is nothing predicted, leaves out the latency
+    columns no producer DC or partition has, writes no "None", and keeps "kill-dc" whole."""
+    run = records.anomalies(tmp_path / "run")
+    topo = json.loads((run / "topology.json").read_text())
+    topo.pop("predictions", None)
+    (run / "topology.json").write_text(json.dumps(topo))
+    (run / "experiment.json").write_text("{}")
+    (run / "journal.json").write_text(json.dumps({"status": "completed"}))
+    (run / "audit-end.json").write_text(json.dumps({"audit.jsonl": {
+        "rows": 0, "bytes": (run / "audit" / "audit.jsonl").stat().st_size}}))
+    summary = verify.verify(str(run), spark=spark)
+    page = (run / "report" / "index.html").read_text()
+    assert ">None<" not in page and "None ms" not in page
+    assert 'href="../journal.json"' in page and 'href="../experiment.json"' in page
+    assert 'href="../chaos.log"' not in page  # not in this record
+    assert "This record holds no predictions" in page
+    by_dc = page.split("<h2>By producer DC</h2>")[1].split("</table>")[0]
+    assert "latency_p50_ms" not in by_dc and "<td class='num'>" in by_dc
+    assert "kill&#8209;dc" in page
+    from dcdrill.spark import report_files
+    assert "recovery None" not in report_files.one_screen(summary)
