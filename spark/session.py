@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 from dcdrill.spark import cds, memory
 from dcdrill.spark.ledgers import BadInput
@@ -34,6 +38,26 @@ def _submitted_conf() -> dict[str, str]:
         _JVM.gateway = launch_gateway()  # with PYSPARK_GATEWAY_PORT set: reaches spark-submit's JVM
     pairs = _JVM.gateway.jvm.org.apache.spark.SparkConf(True).getAll()
     return {pair._1(): pair._2() for pair in pairs}
+
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+# What the JVM prints at every start that says nothing about the record: Spark 4's launcher opens
+# packages JDK 25 no longer has, and adds an incubator module the JVM announces.
+JVM_NOISE = ("WARNING: Using incubator modules:", "WARNING: package sun.security.action not in java.base")
+
+
+def _log_options() -> str:
+    level = os.environ.get("DCDRILL_SPARK_LOG_LEVEL", "FATAL")
+    return f"-Dlog4j2.configurationFile={LOG_CONFIG} -Ddcdrill.log.level={level}"
+
+
+def _forward_stderr(stream) -> None:
+    """The JVM's stderr to ours, line by line, less JVM_NOISE."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace")
+        if not line.startswith(JVM_NOISE):
+            sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 def jvm_process():
@@ -123,7 +147,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
             "spark.driver.extraJavaOptions":
                 f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} {_tmpdir_option(settings)} "
-                f"{os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
+                f"{_log_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
     if not submitted and not cds.kernel_jar().exists():
         raise BadInput(f"the verifier's JVM kernels are missing ({cds.kernel_jar()}): run `make setup`")
@@ -143,7 +167,9 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     if not _JVM.context_made:  # the first session of this process: its JVM, launched (or reached) here
         if _JVM.gateway is None:
             with cds.spark_java_home():
-                _JVM.gateway = launch_gateway(conf=SparkConf(loadDefaults=False).setAll(ours.items()))
+                _JVM.gateway = launch_gateway(conf=SparkConf(loadDefaults=False).setAll(ours.items()),
+                                              popen_kwargs={"stderr": subprocess.PIPE})
+            threading.Thread(target=_forward_stderr, args=(_JVM.gateway.proc.stderr,), daemon=True).start()
         SparkContext(conf=SparkConf(loadDefaults=False).setAll(ours.items()), gateway=_JVM.gateway)
         _JVM.context_made = True  # later sessions' contexts find the same gateway
     b = SparkSession.builder
@@ -224,6 +250,15 @@ def _end_jvm() -> None:
     proc = getattr(gateway, "proc", None)
     if proc is None:  # none launched, or spark-submit's (our parent)
         return
+    # pyspark's accumulator server reads from the JVM until it closes: shut it first, as
+    # SparkContext.stop() would, or the JVM's exit prints its EOFError traceback.
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server.shutdown()
+            server.server_close()
     with contextlib.suppress(Exception):
         gateway.shutdown()
     proc.stdin.close()  # pyspark's JVM ends when its stdin does

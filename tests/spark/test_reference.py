@@ -17,6 +17,8 @@ def test_every_count_equals_the_reference_on_random_records(tmp_path):
     res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", *map(str, runs), "--json", "--quiet"],
                          capture_output=True, text=True, timeout=1800)
     assert res.returncode in (0, 1), res.stderr[-3000:]
+    # Quiet means quiet: no JVM start-up warnings, no Spark log lines, no traceback at the JVM's end.
+    assert res.stderr == "", res.stderr[-3000:]
     summaries = json.loads(res.stdout)
     assert len(summaries) == RECORDS
     wrong = []
