@@ -42,7 +42,19 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
-command -v go >/dev/null || { echo "setup needs Go >= 1.24 on PATH to build the lab's forwarder and the Pulumi CLI" >&2; exit 1; }
+# Go only for what is built here (the Pulumi CLI when none is on PATH, the lab's forwarder,
+# actionlint): asked for at the first build, naming it.
+need_go() { command -v go >/dev/null || { echo "setup needs Go >= 1.24 on PATH to build $1" >&2; exit 1; }; }
+# A long build says every minute that it is still going.
+with_progress() {
+  local what=$1; shift
+  "$@" & local pid=$! waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 5; waited=$((waited + 5))
+    [ $((waited % 60)) -ne 0 ] || echo "   ... $what: still going, $((waited / 60)) min"
+  done
+  wait "$pid"
+}
 
 # 2. Python virtualenv (a checkout's; an installed dcdrill already has its Python packages) ------
 if [ -n "$CHECKOUT" ]; then
@@ -79,9 +91,10 @@ if [ -n "$USER_PULUMI" ] && [ -z "${DCDRILL_BUILD_PULUMI:-}" ]; then
   step "Pulumi CLI: yours, $USER_PULUMI (DCDRILL_BUILD_PULUMI=1 builds one instead)"
 elif ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
   step "Pulumi CLI $PULUMI_VERSION from the Go module proxy (first build: ~10 min on 2 cores)"
-  (cd "$GOMOD" && GOFLAGS=-mod=mod go build -trimpath \
-     -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
-     -o "$CACHE/bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+  need_go "the Pulumi CLI (or put your own pulumi on PATH)"
+  with_progress "building the Pulumi CLI" sh -c "cd '$GOMOD' && GOFLAGS=-mod=mod go build -trimpath \
+     -ldflags '-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION' \
+     -o '$CACHE/bin/pulumi' github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
   stamp pulumi "$key"
 fi
 # The language host and the dynamic-provider launcher run on the Python of the dcdrill that runs
@@ -122,7 +135,7 @@ fi
 # 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
 if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
-  (cd "$ROOT" && "$PY" -m dcdrill.spark.archive)
+  with_progress "the class-data archive" sh -c "cd '$ROOT' && '$PY' -m dcdrill.spark.archive"
 fi
 else
   step "verifier kernels: skipped, no pyspark here (pip install 'dcdrill[verify]', then setup again)"
@@ -131,6 +144,7 @@ fi
 key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
 if ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
   step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
+  need_go "the lab's forwarder"
   (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
   stamp forwarder "$key"
 fi
@@ -138,6 +152,7 @@ fi
 ACTIONLINT_VERSION=v1.7.12
 if [ -n "$CHECKOUT" ] && { ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; }; then
   step "actionlint $ACTIONLINT_VERSION from the Go module proxy -> $CACHE/bin/actionlint"
+  need_go "actionlint"
   GOBIN="$CACHE/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
   stamp actionlint "$ACTIONLINT_VERSION"
 fi
