@@ -106,7 +106,7 @@ def up(stack: str, quiet: bool = False) -> dict:
     stacks.backend(stack).require_support()
     t0 = time.monotonic()
     say(f"pulumi up --stack {stack}")
-    pulumi_cli.up(stack)
+    pulumi_cli.up(stack, progress=not quiet)
     outs = pulumi_cli.outputs(stack)
     d = stacks.load_deployment(stack)
     # (inventory_path key, inventory): each cluster's, home first, then the MM2 hosts'

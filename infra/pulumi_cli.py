@@ -92,9 +92,11 @@ def ensure_stack(stack: str) -> None:
                               f"{(made.stderr or have.stderr).strip()}")
 
 
-def up(stack: str) -> None:
+def up(stack: str, progress: bool = False) -> None:
+    """`pulumi up`; with `progress`, Pulumi's own line per resource as it goes (a lab's first up
+    takes a minute or more), else only its summary."""
     ensure_stack(stack)
-    run(stack, "up", "--yes", "--skip-preview", "--suppress-progress", "--suppress-outputs")
+    run(stack, "up", "--yes", "--skip-preview", "--suppress-outputs", *(() if progress else ("--suppress-progress",)))
 
 
 def destroy(stack: str) -> None:

@@ -90,6 +90,8 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
         if not quiet:
             print(f"verify: {step} done at {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
 
+    if spark is None and not quiet and session.jvm_process() is None:  # the first verify of this process
+        print("verify: starting Spark (its JVM takes a few seconds)", file=sys.stderr, flush=True)
     if record.remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
         spark = spark or session.session(conf=conf, s3a=record.location.startswith("s3a://"), plan=plan)
         record = DrillRecord(record.location, storage.files_for(spark, record.location))
