@@ -24,16 +24,24 @@ def verdict_xml(summary: dict, stack: str | None, experiment: str | None, second
         case = TestCase(r["rule"], classname(stack, experiment), 0.0)
         if not r["passed"]:
             failure = Failure(r["message"], "rule")
-            failure.text = str(r["numbers"])
+            failure.text = readable(r)
             case.result = [failure]
         cases.append(case)
     return _document(cases, seconds)
 
 
+def readable(rule: dict) -> str:
+    """A failed rule as a person reads it in CI: the promise, what was measured, then each number."""
+    lines = [f"promise: {rule['description']}", f"measured: {rule['message']}"]
+    lines += [f"{key}: {value}" for key, value in sorted((rule.get("numbers") or {}).items())]
+    return "\n".join(lines)
+
+
 def error_xml(stack: str | None, experiment: str | None, exit_code: int, message: str, seconds: float) -> str:
     """One test case in error: the drill stopped with `exit_code` (dcdrill's exit codes) before a verdict."""
-    case = TestCase(STOPPED, classname(stack, experiment), 0.0)
+    case = TestCase(STOPPED, classname(stack, experiment), round(seconds, 3))  # the drill, until it stopped
     error = Error(message, f"exit {exit_code}")
+    error.text = message
     case.result = [error]
     return _document([case], seconds)
 

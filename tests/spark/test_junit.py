@@ -7,8 +7,10 @@ import pytest
 from dcdrill.spark import junit
 
 RULES = [{"rule": "no-acked-loss", "passed": False, "message": 'acked_lost = 3 (allowed 0) <"x" & y>',
-          "numbers": {"acked_lost": 3}},
-         {"rule": "no-phantoms", "passed": True, "message": "phantoms = 0", "numbers": {"phantoms": 0}}]
+          "description": "acked_lost = 0: consistency-first loses no acknowledged record",
+          "numbers": {"acked_lost": 3, "allowed": 0}},
+         {"rule": "no-phantoms", "passed": True, "message": "phantoms = 0", "description": "phantoms = 0",
+          "numbers": {"phantoms": 0}}]
 
 
 def test_verdict_cases_are_valid_xml_with_a_stable_classname_and_a_time():
@@ -20,7 +22,10 @@ def test_verdict_cases_are_valid_xml_with_a_stable_classname_and_a_time():
     assert [c.get("classname") for c in cases] == ['dcdrill.local"x.kill-dc'] * 2
     assert [c.get("name") for c in cases] == ["no-acked-loss", "no-phantoms"]
     failure = cases[0].find("failure")
-    assert failure.get("message") == RULES[0]["message"] and "acked_lost" in failure.text
+    assert failure.get("message") == RULES[0]["message"]
+    # a body a person reads in CI, not a Python dict
+    assert failure.text == ("promise: acked_lost = 0: consistency-first loses no acknowledged record\n"
+                            'measured: acked_lost = 3 (allowed 0) <"x" & y>\nacked_lost: 3\nallowed: 0')
     assert cases[1].find("failure") is None
     # the same drill on another day: the same classname and names, so CI tracks each rule
     again = ET.fromstring(junit.verdict_xml({"rules": RULES, "run": "another-run"}, 'local"x', "kill-dc", 3.0))
@@ -37,3 +42,4 @@ def test_a_stopped_drill_is_one_case_in_error(code):
     assert (case.get("classname"), case.get("name")) == ("dcdrill.local.unknown-experiment", junit.STOPPED)
     error = case.find("error")
     assert error.get("type") == f"exit {code}" and error.get("message") == "steady state not met <before> the fault"
+    assert error.text == "steady state not met <before> the fault" and float(case.get("time")) == 40.0
