@@ -55,7 +55,8 @@ def _init(args) -> int:
     for path in written:
         print(f"wrote {path}")
     print(f"dcdrill project in {args.dir.resolve()}" + ("" if written else " (nothing to change)")
-          + "\nnext: dcdrill setup; dcdrill plan --stack local; sudo dcdrill drill --stack local")
+          + "\nnext: dcdrill setup; dcdrill plan --stack local; "
+          'sudo "$(command -v dcdrill)" drill --stack local (root for the lab; sudo resets PATH)')
     return EXIT_PASS
 
 

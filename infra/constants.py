@@ -81,4 +81,18 @@ def cache_dir() -> Path:
         return Path(os.environ["DCDRILL_CACHE"]).resolve()
     if IN_CHECKOUT:
         return PACKAGE.parent / ".cache"
-    return (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dcdrill").resolve()
+    return (Path(os.environ.get("XDG_CACHE_HOME") or _home() / ".cache") / "dcdrill").resolve()
+
+
+def _home() -> Path:
+    """The home of the user who ran dcdrill: under `sudo`, the invoking user's (sudo resets HOME
+    to root's, which would be another cache than the one `dcdrill setup` filled)."""
+    user = os.environ.get("SUDO_USER")
+    if user and os.geteuid() == 0:
+        import pwd
+
+        try:
+            return Path(pwd.getpwnam(user).pw_dir)
+        except KeyError:
+            pass
+    return Path.home()

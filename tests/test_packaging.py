@@ -136,3 +136,20 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
                  cwd=users, timeout=900)
     assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
     assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
+
+
+def test_under_sudo_the_cache_is_the_invoking_users(monkeypatch, tmp_path):
+    """`sudo dcdrill drill` resets HOME to root's: an installed dcdrill still finds the cache that
+    `dcdrill setup` filled as the user (SUDO_USER's home)."""
+    import pwd
+
+    user = pwd.getpwuid(os.getuid())
+    monkeypatch.setattr(constants, "IN_CHECKOUT", False)
+    for var in ("DCDRILL_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "root-home"))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv("SUDO_USER", user.pw_name)
+    assert cache_dir() == (Path(user.pw_dir) / ".cache" / "dcdrill").resolve()
+    monkeypatch.delenv("SUDO_USER")
+    assert cache_dir() == (tmp_path / "root-home" / ".cache" / "dcdrill").resolve()
