@@ -43,3 +43,28 @@ def test_the_gitlab_job_runs_the_drill_and_keeps_its_records():
     art = job["artifacts"]
     assert art["when"] == "always" and art["reports"]["junit"].endswith("report/junit.xml")
     assert all(any(p in path for path in art["paths"]) for p in ("report/", "journal.json", "chaos.log"))
+
+
+def _go_mod_version() -> tuple[int, ...]:
+    line = next(l for l in (ROOT / "infra/toolchain/pulumi-go/go.mod").read_text().splitlines() if l.startswith("go "))
+    return tuple(int(x) for x in line.split()[1].split("."))
+
+
+def test_the_github_workflow_keeps_path_under_sudo_builds_with_a_new_enough_go_and_caches_setup():
+    wf = yaml.safe_load((RECIPES / "github-actions.yml").read_text())
+    steps = wf["jobs"]["drill"]["steps"]
+    runs = [line for s in steps for line in str(s.get("run", "")).splitlines() if "sudo" in line and "bin/dcdrill" in line]
+    assert runs and all('sudo env "PATH=$PATH"' in line for line in runs), runs  # secure_path drops --preserve-env=PATH
+    go = next(s["with"]["go-version"] for s in steps if s.get("uses", "").startswith("actions/setup-go"))
+    assert tuple(int(x) for x in go.split(".")) >= _go_mod_version()[:2]
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
+    assert cache["with"]["path"] == "~/.cache/dcdrill"
+
+
+def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
+    job = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())
+    image = job["dcdrill"]["image"]
+    assert image.startswith("golang:") and not any("golang" in line for line in job["dcdrill"]["before_script"])
+    assert tuple(int(x) for x in image.split(":")[1].split("-")[0].split(".")) >= _go_mod_version()[:2]
+    assert job["variables"]["DCDRILL_CACHE"] == "$CI_PROJECT_DIR/.dcdrill-cache"
+    assert ".dcdrill-cache/" in job["dcdrill"]["cache"]["paths"]
