@@ -196,6 +196,9 @@ def check_baseline(data, name: str = BASELINE) -> dict:
             raise ValueError(f"{name}: {key} must be a number >= 0 or null (got {v!r})")
     if not isinstance(data.get("settled"), bool):
         raise ValueError(f"{name}: settled must be true or false (got {data.get('settled')!r})")
+    idle = data.get("machine_idle_pct")
+    if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or not 0 <= idle <= 100):
+        raise ValueError(f"{name}: machine_idle_pct must be a number from 0 to 100 or null (got {idle!r})")
     return data
 
 

@@ -162,7 +162,7 @@ def render_html(summary: dict, imgs: dict[str, str] | None = None, present: set[
     counts = html_table([{"count": k, "value": v} for k, v in summary["counts"].items()], ["count", "value"])
     cols = ["produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
             "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "latency_p50_ms", "latency_p99_ms"]
-    faults = html_table([_fault_row(f, topo.get("predictions") or {}) for f in summary["faults"]],
+    faults = html_table([_fault_row(f, topo.get("predictions") or {}, summary.get("baseline")) for f in summary["faults"]],
                          ["fault", "target", "started (UTC)", "lasted", "recovery", "writes continued",
                           "partitions acking after start"])
     pred = topo.get("predictions", {})
@@ -236,7 +236,8 @@ def _latency(summary: dict) -> str:
                      "producers write to leaders in every DC)")
     if baseline.get("p50_ms") is not None:
         parts.append(f"baseline before the fault p50 {baseline['p50_ms']} ms, p99 {baseline['p99_ms']} ms"
-                     + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s)"))
+                     + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s)")
+                     + (f", {note}" if (note := machine_note(baseline)) else ""))
         if acks == "all" and predicted and predicted[1] > 0 and baseline["p50_ms"] > QUEUED_OVER_NETWORK * predicted[1]:
             parts.append("over twice the network's part: a broker serves one request per connection at a time, "
                          "so a producer's pipelined acks=all requests wait a replication round each (fewer, "
@@ -250,7 +251,20 @@ def _utc(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _fault_row(f: dict, predictions: dict) -> dict:
+# Below this idle share the machine that ran the lab was saturated: its timings are CPU queues as
+# much as Kafka's (issue: a quiet lab; measured cold at 1 % idle, p99 1.4 s).
+SATURATED_IDLE_PCT = 20
+
+
+def machine_note(baseline: dict | None) -> str:
+    """What every recovery time is shown with: the machine's idle share just before the fault."""
+    idle = (baseline or {}).get("machine_idle_pct")
+    if idle is None:
+        return ""
+    return f"machine {idle:g} % idle before the fault" + (": saturated" if idle < SATURATED_IDLE_PCT else "")
+
+
+def _fault_row(f: dict, predictions: dict, baseline: dict | None = None) -> dict:
     """summary.json keeps epoch milliseconds; a reader wants a clock time and seconds. Whether writes
     continued is said beside what the topology predicted for losing that DC, where it predicted."""
     end, recovery = f.get("end_ms"), f.get("recovery_ms")
@@ -260,7 +274,8 @@ def _fault_row(f: dict, predictions: dict) -> dict:
             f" (NOT as predicted: writes {'continue' if p['writable'] else 'stop'})"
     return {"fault": f["fault"], "target": f["target"], "started (UTC)": _utc(f["start_ms"]),
             "lasted": "not healed" if end is None else f"{(end - f['start_ms']) / 1000:.1f} s",
-            "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s",
+            "recovery": "not every partition" if recovery is None else f"{recovery / 1000:.1f} s"
+                        + (f" ({note})" if (note := machine_note(baseline)) else ""),
             "writes continued": writes,
             "partitions acking after start": f"{f['partitions_acking_after_start']} of {f['partitions']}"}
 

@@ -19,6 +19,11 @@ def write(record: DrillRecord, summary: dict, imgs: dict[str, str] | None = None
         record.write_report_file(name, text)
 
 
+def _beside(summary: dict) -> str:
+    note = report.machine_note(summary.get("baseline"))
+    return f" ({note})" if note else ""
+
+
 def one_screen(summary: dict) -> str:
     c = summary["counts"]
     lines = [f"verdict: {summary['verdict'].upper()}  ({summary['topology'].get('profile')}, "
@@ -32,7 +37,8 @@ def one_screen(summary: dict) -> str:
              f"  max ack gap {c['max_ack_gap_ms']} ms, torn lines {c['torn_lines']}"]
     for f in summary["faults"]:
         lines.append(f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "
-                     + (f"recovery {f['recovery_ms']} ms, " if f["recovery_ms"] is not None else "no recovery measured, ")
+                     + (f"recovery {f['recovery_ms']} ms{_beside(summary)}, " if f["recovery_ms"] is not None
+                        else "no recovery measured, ")
                      + ("writes continued" if f["writes_continued"] else "not every partition back before the heal"))
         if f.get("coordination"):
             lines.append(f"    coordination: {report.coordination_text(f)}")

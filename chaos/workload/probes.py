@@ -43,7 +43,9 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
     started = time.monotonic()
     window_ms = int(float(window_s) * 1000)
     while True:
+        cpu = cpu_times()
         time.sleep(float(window_s))
+        idle = idle_pct(cpu, cpu_times())
         now = int(time.time() * 1000)
         lat = {0: [], 1: []}
         for path in run.ledger_dir("produced").glob("*.jsonl"):
@@ -56,9 +58,27 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
             SETTLED_MS, SETTLED_RATIO * _p(earlier, 0.5))
         if settled or waited >= float(timeout_s):
             baseline = {"settled": settled, "waited_s": round(waited, 1), "window_s": float(window_s),
-                        "records": len(last), "p50_ms": _p(last, 0.5), "p99_ms": _p(last, 0.99)}
+                        "records": len(last), "p50_ms": _p(last, 0.5), "p99_ms": _p(last, 0.99),
+                        "machine_idle_pct": idle}
             run.write_json(BASELINE, baseline)
             return baseline
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(idle, total) jiffies of this machine's CPUs (/proc/stat), or None where there is none.
+    On the lab the cluster shares this machine, so its idle share says whether the drill's
+    timings measure Kafka or a CPU queue."""
+    try:
+        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields)  # idle + iowait, everything
+
+
+def idle_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round(100 * (after[0] - before[0]) / (after[1] - before[1]), 1)
 
 
 def _p(values: list[int], q: float) -> int | None:

@@ -72,3 +72,31 @@ def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(
     assert "kill&#8209;dc" in page
     from dcdrill.spark import report_files
     assert "recovery None" not in report_files.one_screen(summary)
+
+
+def test_every_recovery_time_has_the_machines_idle_share_beside_it(tmp_path, spark):
+    """baseline.json's machine_idle_pct (the latency-settled probe's /proc/stat reading) is shown
+    with the baseline and beside each recovery time, marked saturated below 20 %."""
+    from dcdrill.spark import report_files
+
+    run = records.anomalies(tmp_path / "run")
+    (run / "baseline.json").write_text(json.dumps({"settled": True, "p50_ms": 9, "p99_ms": 30, "waited_s": 10.0,
+                                                   "machine_idle_pct": 4.5}))
+    summary = verify.verify(str(run), spark=spark)
+    page = (run / "report" / "index.html").read_text()
+    assert "baseline before the fault p50 9 ms, p99 30 ms, machine 4.5 % idle before the fault: saturated" in page
+    # a fault that recovered (this record's did not): its time with the idle share, on the page and the screen
+    fault = {**summary["faults"][0], "recovery_ms": 43_100}
+    from dcdrill.spark import report
+    row = report._fault_row(fault, {}, summary["baseline"])
+    assert row["recovery"] == "43.1 s (machine 4.5 % idle before the fault: saturated)"
+    screen = report_files.one_screen({**summary, "faults": [fault]})
+    assert "recovery 43100 ms (machine 4.5 % idle before the fault: saturated)" in screen
+
+
+def test_the_idle_share_is_read_from_proc_stat():
+    from dcdrill.chaos.workload import probes
+
+    assert probes.idle_pct((100, 1000), (160, 1100)) == 60.0 and probes.idle_pct((1, 1), (1, 1)) is None
+    before = probes.cpu_times()
+    assert before is not None and 0 <= before[0] <= before[1]
