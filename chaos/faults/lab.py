@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from dcdrill.infra.constants import PACKAGE, cache_dir
+from dcdrill.infra.constants import PACKAGE, cache_dir, now_ms
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.infra.lab import layout, netns, service, shaper
 
@@ -33,7 +33,12 @@ def start_service(name: str, spec: str, ns: str) -> None:
         raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
 
 
-def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = 10.0) -> None:
+# The lab's ZooKeeper session timeout (roles/kafka_broker: 18 s) plus a margin.
+SESSION_GRACE_MS = 30_000
+RESTART_SETTLE_S = 10.0  # a broker that exits at start (NodeExists) has done so by then
+
+
+def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = RESTART_SETTLE_S) -> None:
     """Start each service (name, spec, netns) again and see it stay up, starting again any that
     exit. A broker SIGKILLed less than a ZooKeeper session ago exits at start (its ephemeral
     registration is still there: NodeExists) until that session expires; a heal must outlast it."""
@@ -44,6 +49,7 @@ def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = 10
             start_service(name, spec, ns)  # a no-op for one already running
         time.sleep(settle_s)
         pending = [s for s in specs if not service.running_pid(service.load(s[1]))]
+        settle_s = max(settle_s, 2.0)  # a service that exited once is given time to show it stays up
         if pending and time.monotonic() > deadline:
             raise RuntimeError(f"would not stay up within {within_s:.0f}s: {', '.join(n for n, _, _ in pending)} "
                                "(see each one's log under its host's folder)")
@@ -55,7 +61,7 @@ class LabFaults(FaultDriver):
         if not targets:
             raise ValueError(f"{dc} runs no Kafka or ZooKeeper process")
         specs = [(h.name, spec_path(h), h.netns) for h in targets]
-        undo.add(restart=[list(s) for s in specs])
+        undo.add(restart=[list(s) for s in specs], **({"killed_ms": now_ms()} if sig == signal.SIGKILL else {}))
         # Brokers first for a clean stop (ZooKeeper must be there for controlled shutdown); all at once for a kill.
         order = specs if sig == signal.SIGKILL else list(reversed(specs))
         for _, spec, _ in order:
@@ -116,7 +122,9 @@ class LabFaults(FaultDriver):
 
     def undo(self, undo: dict) -> None:
         if undo.get("restart"):
-            restart(undo["restart"])
+            # Only a broker killed less than a ZooKeeper session ago can exit at start (NodeExists).
+            recent = now_ms() - (undo.get("killed_ms") or 0) < SESSION_GRACE_MS
+            restart(undo["restart"], settle_s=RESTART_SETTLE_S if recent else 0.0)
         if undo.get("isolation"):
             netns.heal_isolation(undo["isolation"])
         if undo.get("links"):  # back to the stack's configured shapes, for the pairs the fault changed
