@@ -14,7 +14,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1320px;margin:2em auto
          "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
          "text-align:left}td.num{text-align:right;white-space:nowrap}th{background:#f3f3f3;white-space:nowrap}"
          "img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
-SHORT = 24  # a text cell this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
+SHORT = 24  # a one-word cell this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
 NOT_MEASURED = "–"  # a cell the record has no value for (never the word None)
 
 
@@ -54,4 +54,5 @@ def _cell(value) -> str:
     if number:
         return f"<td class='num'>{value}</td>"
     text = html.escape(str(value))
-    return f"<td>{text.replace('-', '&#8209;') if len(str(value)) <= SHORT else text}</td>"
+    token = len(str(value)) <= SHORT and not any(ch.isspace() for ch in str(value))  # a name like kill-dc
+    return f"<td>{text.replace('-', '&#8209;') if token else text}</td>"
