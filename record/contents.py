@@ -253,10 +253,14 @@ def checked(check, data, name: str):
         raise BadRecord(str(exc)) from None
 
 
+def fault_key(f: dict) -> tuple:
+    """What names one fault across faults.jsonl and the fault state: (fault, target, start_ms)."""
+    return f.get("fault"), f.get("target"), f["start_ms"]
+
+
 def merge_faults(rows: list[dict]) -> list[dict]:
-    """A heal line completes the injection line of the same (fault, target, start_ms)."""
+    """A heal line completes the injection line of the same fault_key."""
     merged: dict[tuple, dict] = {}
     for f in rows:
-        key = (f.get("fault"), f.get("target"), f["start_ms"])
-        merged.setdefault(key, {}).update({k: v for k, v in f.items() if v is not None})
+        merged.setdefault(fault_key(f), {}).update({k: v for k, v in f.items() if v is not None})
     return sorted(merged.values(), key=lambda f: f["start_ms"])

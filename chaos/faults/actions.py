@@ -17,7 +17,7 @@ from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
-                                 ROLLING_RESTART, STOP_DC)
+                                 ROLLING_RESTART, STOP_DC, fault_key)
 
 __all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "kill_mirror",
            "heal"]
@@ -55,14 +55,13 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, 
     d = driver(configuration, secrets)
     open_drills.note(context.stack_name(configuration), str(record.path.resolve()))  # before any change: heal finds it
     entry = record.fault_started(fault, target, isr_at_start=isr_snapshot(configuration) if dc_loss else None)
-    key = (entry["fault"], entry["target"], entry["start_ms"])
     with record.fault_state() as state:
         state["active"].append({**entry, "undo": {}})
 
     def save(data: dict) -> None:
         with record.fault_state() as state:
             for active in state["active"]:
-                if (active["fault"], active["target"], active["start_ms"]) == key:
+                if fault_key(active) == fault_key(entry):
                     active["undo"] = data
 
     try:

@@ -23,6 +23,7 @@ from dcdrill.infra import ansible, inventory, lifecycle, open_drills
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra import stack as stacks
 from dcdrill.record import DrillRecord
+from dcdrill.record.contents import fault_key
 
 AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
 
@@ -60,15 +61,11 @@ def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets:
             errors.append(f"{active['fault']} {active['target']}: {exc}")
             continue
         with record.fault_state() as state:
-            state["active"] = [a for a in state["active"] if _key(a) != _key(active)]
+            state["active"] = [a for a in state["active"] if fault_key(a) != fault_key(active)]
         healed.append(record.fault_ended(active, began))
     if errors:
         raise ActivityFailed("heal failed: " + "; ".join(errors))
     return healed
-
-
-def _key(fault: dict) -> tuple:
-    return fault["fault"], fault["target"], fault["start_ms"]
 
 
 def running_agents(record: DrillRecord) -> list[dict]:
