@@ -39,8 +39,13 @@ def _record(run: Path) -> None:
 
 
 def exercise(tmp: Path) -> None:
-    """What the archive should hold: a JSON Lines record and its Parquet copy, verified."""
-    spark = session.session()
+    """What the archive should hold: a JSON Lines record and its Parquet copy, verified. The JVM
+    writes the archive as it exits, so this waits for it to end (`build` renames the file next)."""
+    with session.spark_scope(end_jvm=True):
+        _verify_both(tmp, session.session())
+
+
+def _verify_both(tmp: Path, spark) -> None:
     _record(tmp / "jsonl")
     (tmp / "parquet").mkdir()
     for name in ("topology.json", "faults.jsonl"):
@@ -55,7 +60,6 @@ def exercise(tmp: Path) -> None:
             f.rename(tmp / "parquet" / kind / f.name)
     for record in ("jsonl", "parquet"):
         verify.verify(str(tmp / record), spark=spark)
-    spark.stop()
 
 
 def build() -> Path:
@@ -66,7 +70,10 @@ def build() -> Path:
         env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
         subprocess.run([sys.executable, "-m", "dcdrill.spark.archive", "--exercise", tmp], cwd=PACKAGE.parent, env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    Path(str(path) + ".tmp").replace(path)
+    dumped = Path(str(path) + ".tmp")
+    if not dumped.exists():
+        raise SystemExit(f"the verifier's JVM ended without writing its class-data archive ({dumped})")
+    dumped.replace(path)
     for stale in path.parent.glob("spark-cds-*.jsa"):  # archives for another JDK, pyspark or kernel jar
         if stale != path:
             stale.unlink()
