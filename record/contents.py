@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dcdrill.infra.constants import PROFILES
-from dcdrill.record.ledger import parse
+from dcdrill.record.ledger import loads, parse
 
 LEDGERS = ("produced", "audit", "consumed")
 
@@ -77,7 +77,7 @@ def _objects(data: bytes, name: str, what: str):
     for n, raw in enumerate(lines, 1):
         if not raw.strip() or (n == len(lines) and not data.endswith(b"\n") and not parses_as_json(raw)):
             continue  # blank, or a torn last line
-        row, where = json.loads(raw), f"{name}:{n}"
+        row, where = loads(raw), f"{name}:{n}"
         if not isinstance(row, dict):
             raise ValueError(f"{where}: {what} must be a JSON object, got {type(row).__name__}")
         yield where, row

@@ -20,7 +20,7 @@ from dcdrill.record.contents import (AGENTS, AUDIT_END, BASELINE, BadRecord, COO
                                     merge_faults, parse_agents, parse_coordination, parse_failovers, parse_faults,
                                     parse_mirror_events, parse_mirror_waits)
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
-from dcdrill.record.ledger import Ledger, in_flight, recover_in_flight
+from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
 
 
 class DrillRecord:
@@ -87,7 +87,7 @@ class DrillRecord:
                 raise BadRecord(f"{path}: missing")
             return None
         try:
-            return json.loads(data)
+            return loads(data)
         except ValueError as exc:
             raise BadRecord(f"{path}: not valid JSON ({exc})") from None
 

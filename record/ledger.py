@@ -25,6 +25,25 @@ class LedgerError(RuntimeError):
     pass
 
 
+class DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple]) -> dict:
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKey(f"key {key!r} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def loads(raw: bytes | str):
+    """json.loads for what a record holds: an object naming a key twice is refused (DuplicateKey),
+    where json.loads would keep the last value and a reader could not tell which was meant."""
+    return json.loads(raw, object_pairs_hook=_unique_keys)
+
+
 class Ledger:
     def __init__(self, path: Path, fsync_interval_s: float = 1.0):
         self.path = Path(path)
@@ -134,7 +153,9 @@ def parse(data: bytes, name: str) -> tuple[list[dict], bool]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(loads(line))
+        except DuplicateKey as exc:
+            raise ValueError(f"{name}:{i}: {exc}") from None
         except ValueError:
             if i == len(lines) and not data.endswith(b"\n"):
                 torn = True

@@ -72,6 +72,15 @@ def cut_audit(run):
     audit.write_text(audit.read_text().splitlines(keepends=True)[0])
 
 
+def key_twice_in_a_produced_row(run):
+    """Spark keeps the second seq (5), so p1 reads 0, 5, 2: a gap the slow path blames on line 2."""
+    good(run)
+    ledger = run / "produced" / "p1.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace('"seq": 1', '"seq": 1, "seq": 5')
+    ledger.write_text("".join(lines))
+
+
 def kill_dc(**change):
     return {"fault": "kill-dc", "target": "dc-a", "start_ms": 1000, "end_ms": 2000, **change}
 
@@ -115,6 +124,12 @@ BAD = [
      "produced/p1.jsonl:4: producer 'p1' seq 1 has a second produced row (the first: "),
     ("an offset beyond 64 bits", row("A", {"offset": 2 ** 70}), f"audit/audit.jsonl:2: column 'offset' is {2 ** 70}, beyond a 64-bit integer"),
     ("a partition beyond 32 bits", row("P", {"partition": 2 ** 40}), f"produced/p1.jsonl:2: column 'partition' is {2 ** 40}, beyond a 32-bit integer"),
+    ("a key twice in a produced row", key_twice_in_a_produced_row,
+     "produced/p1.jsonl:2: key 'seq' appears twice in one object"),
+    ("a key twice in a fault line", with_file("faults.jsonl", json.dumps(kill_dc())[:-1] + ', "target": "dc-b"}\n'),
+     "faults.jsonl:1: key 'target' appears twice in one object"),
+    ("a key twice in topology.json", with_file("topology.json", json.dumps(records.topology())[:-1] + ', "profile": "availability-first"}'),
+     "topology.json: not valid JSON (key 'profile' appears twice in one object)"),
     ("malformed middle line", lambda r: good(r, tails={"produced/p1.jsonl": "{nope\n"}),
      "produced/p1.jsonl:4: malformed line"),
     ("a line holding an array", lambda r: good(r, tails={"consumed/c1.jsonl": json.dumps([c(0, 1, "p1", 1)] * 2) + "\n"}),
