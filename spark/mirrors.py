@@ -7,7 +7,8 @@ Per flow "<source>-><target>" (topology.json `mirrors`), with X the drill topic 
   not_mirrored             acknowledged, in the source's X, absent from R (after the catch-up)
   replication_duplicates   copies in R beyond those in X
   target_phantoms          identities in R that X does not hold
-  target_order_violations  per producer and partition, a record after a later one in R's order
+  target_order_violations  per producer and partition, records R holds after one whose source
+                           offset is higher (one record copied six places early: six violations)
   lag_ms                   R's append time minus X's, per record: p50, p99, max; steady_lag_ms: the
                            records of the 10 s ending 2 s before the first fault (the drill waits
                            for MM2 to catch up with the new topic first, so this is MM2 keeping up)
@@ -99,12 +100,13 @@ ROWS_PER_TASK = 128 * 4096
 def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
     """target_order_violations the slow way, for records whose R runs overlap (MirrorFold cannot
     join them end to end): each identity's first offsets in X and R, then a window per producer
-    and partition in R's order."""
+    and partition in R's order, comparing each record with the highest source offset before it."""
     x = src.groupBy(*ID).agg(F.min("offset").alias("src_off"), F.first("partition").alias("partition"))
     r = dst.groupBy(*ID).agg(F.min("offset").alias("dst_off"))
     order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
-    return (x.join(r, ID).withColumn("prev_src", F.lag("src_off").over(order))
-            .filter(F.col("src_off") < F.col("prev_src")).count())
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    return (x.join(r, ID).withColumn("max_before", F.max("src_off").over(before))
+            .filter(F.col("src_off") < F.col("max_before")).count())
 
 
 def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],

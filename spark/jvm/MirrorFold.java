@@ -26,8 +26,8 @@ import scala.Tuple2;
  * no join), then folds every identity of it into counts, exact lag histograms, and per
  * (producer, partition) the block's runs of R in offset order for the order check. The driver
  * adds the tasks' results; the order runs are joined end to end, which is exact while the runs
- * of one (producer, partition) do not overlap in R's offsets; when they do, `inversions` is null
- * and the caller sorts instead.
+ * of one (producer, partition) do not overlap in R's offsets and each starts above every source
+ * offset before it; otherwise `inversions` is null and the caller sorts instead.
  */
 public final class MirrorFold {
     /** The narrowed rows' columns, by name and in order (spark/mirrors.py narrow_flow). */
@@ -179,10 +179,12 @@ public final class MirrorFold {
 
     /** One (producer, partition)'s mirrored records of one block, in R's offset order. */
     static final class Run implements java.io.Serializable {
-        long idh, partition, firstDst, firstSrc, lastDst, lastSrc, inversions;
+        long idh, partition, firstDst, firstSrc, lastDst, maxSrc, inversions;
 
-        /** Inversions over every (producer, partition): each run's own, plus one where a run
-         *  starts below the source offset its predecessor ended on. Null: runs overlap. */
+        /** Inversions over every (producer, partition) (RECORD.md: a record R holds after one whose
+         *  source offset is higher): each run's own, joined end to end. Exact while every run starts
+         *  above the source offsets of the runs before it, so that only its own records can be
+         *  behind one of its own; null when a run does not, or when runs overlap in R. */
         static Long join(List<Part> parts) {
             Map<List<Long>, List<Run>> groups = new HashMap<>();
             for (Part p : parts)
@@ -191,12 +193,11 @@ public final class MirrorFold {
             for (List<Run> runs : groups.values()) {
                 runs.sort(Comparator.comparingLong(r -> r.firstDst));
                 Run prev = null;
+                long maxSrc = Long.MIN_VALUE;
                 for (Run r : runs) {
-                    if (prev != null) {
-                        if (r.firstDst <= prev.lastDst) return null;
-                        if (r.firstSrc < prev.lastSrc) total++;
-                    }
+                    if (prev != null && (r.firstDst <= prev.lastDst || r.firstSrc < maxSrc)) return null;
                     total += r.inversions;
+                    maxSrc = Math.max(maxSrc, r.maxSrc);
                     prev = r;
                 }
             }
@@ -345,13 +346,13 @@ public final class MirrorFold {
                     run.idh = b.idh;
                     run.partition = part;
                     run.firstDst = b.dstOff[i];
-                    run.firstSrc = b.srcOff[i];
+                    run.firstSrc = run.maxSrc = b.srcOff[i];
                     runs.add(run);
-                } else if (b.srcOff[i] < run.lastSrc) {
-                    run.inversions++;
+                } else if (b.srcOff[i] < run.maxSrc) {
+                    run.inversions++;  // behind a record R holds earlier, however many places back
                 }
                 run.lastDst = b.dstOff[i];
-                run.lastSrc = b.srcOff[i];
+                run.maxSrc = Math.max(run.maxSrc, b.srcOff[i]);
             }
         }
 

@@ -128,12 +128,23 @@ def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(s
             narrow_flow(acked, src, dst)._jdf, {k: None for k in ("start", "end", "at", "steady_from", "steady_to")}, None, 3))
         return out, _inversions_by_sort(src, dst)
 
+    # RECORD.md: records R holds after one whose source offset is higher. A record copied six
+    # places early puts six behind it (the immediately preceding copy would blame one).
+    out, by_sort = fold(list(range(9)), [0, 1, 3, 4, 5, 6, 7, 8, 2])  # R: seqs 0, 1, 8, 2, ..., 7
+    assert out["inversions"] == by_sort == 6
     n = 9000
-    # the source holds seq 4095 far ahead (its producer's retry): in R's order seq 4096 comes after it
-    src_off = [1_000_000 if s == 4095 else s for s in range(n)]
+    # seqs 4094 and 4095 swapped in the source, inside the first block: one violation, and the
+    # second block's run starts above every source offset before it, so the runs join exactly
+    src_off = list(range(n))
+    src_off[4094], src_off[4095] = 4095, 4094
     out, by_sort = fold(src_off, list(range(n)))
     assert out["inversions"] == by_sort == 1
     assert out["counts"]["mirrored"] == n and out["lag"] == {"p50": 50, "p99": 50, "max": 50, "n": n}
+    # the source holds seq 4095 far ahead (its producer's retry): every later record of the
+    # partition comes after it in R, across the block edge, so the fold hands the count to the sort
+    src_off = [1_000_000 if s == 4095 else s for s in range(n)]
+    out, by_sort = fold(src_off, list(range(n)))
+    assert out["inversions"] is None and by_sort == n - 4096
     # R swapped seqs 4095 and 4096 (two blocks): the runs overlap in R's offsets, so no joined count
     dst_off = list(range(n))
     dst_off[4095], dst_off[4096] = 4096, 4095
