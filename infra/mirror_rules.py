@@ -7,7 +7,7 @@ mirror, not the cluster, is what the stack counts on.
 """
 from __future__ import annotations
 
-from dcdrill.infra import rules
+from dcdrill.infra import java_regex, rules
 from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
 from dcdrill.infra.deployment import Deployment, Flow, Mirror
 from dcdrill.infra.rules import Violation
@@ -69,6 +69,9 @@ def _mirror(d: Deployment, m: Mirror) -> list[tuple[str, str]]:
             out.append(("mirror-refresh-interval",
                         f"{key} {value} > {REFRESH_LIMIT_S}: each drill writes a new topic, which MM2 would not "
                         f"find before the fault (MM2's default is 600)"))
+    if problem := java_regex.problems([m.topics]).get(m.topics):
+        out.append(("mirror-topics-regex", f"topics {m.topics!r} is not a regex MM2 can compile (Java's "
+                                           f"java.util.regex.Pattern): {problem}"))
     if not m.topic_prefix:
         out.append(("mirror-topics-prefix", f"topics {m.topics!r} starts with no literal prefix, so MM2's ACLs "
                                             "cannot name the topics it copies"))

@@ -88,7 +88,9 @@ BAD = [
     ("cluster and clusters", REPLICATED, lambda c: c["config"].update({"dcdrill:cluster": c["config"]["dcdrill:clusters"][0]}), "not both"),
     ("mirrors without clusters", yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text()),
      lambda c: c["config"].update({"dcdrill:mirrors": [{"source": "a", "target": "b"}]}), "a stack with one dcdrill:cluster mirrors nothing"),
-    ("bad topic regex", REPLICATED, mirror(topics="dcdrill-("), "dcdrill:mirrors[0].topics: not a regular expression"),
+    ("bad topic regex", REPLICATED, mirror(topics="dcdrill-("),
+     "[mirror-topics-regex] dcdrill:mirrors[0] (east->west): topics 'dcdrill-(' is not a regex MM2 can compile (Java's java.util.regex.Pattern): Unclosed group"),
+    ("a regex Python reads and Java refuses", REPLICATED, mirror(topics="dcdrill-a{"), "is not a regex MM2 can compile (Java's java.util.regex.Pattern): Illegal repetition"),
     ("misspelled mirror key", REPLICATED, mirror(placment="target"), "dcdrill:mirrors[0].placment: unknown key; did you mean 'placement'"),
     ("unknown placement", REPLICATED, mirror(placement="cloud"), "dcdrill:mirrors[0].placement: Input should be 'target' or 'source'"),
 ]
@@ -103,6 +105,14 @@ def test_every_bad_replicated_stack_exits_2_naming_its_rule(case, base, change, 
     out = capsys.readouterr()
     assert expected in out.out + out.err, (case, out.out + out.err)
     assert "Traceback" not in out.err
+
+
+def test_a_regex_java_reads_and_python_refuses_is_accepted(stack_dir, capsys):
+    """Java's named group: MM2 compiles it; Python's re would call it an error."""
+    cfg = copy.deepcopy(REPLICATED)
+    mirror(topics="dcdrill-(?<kind>[a-z]+)")(cfg)
+    (stack_dir / "Pulumi.bad.yaml").write_text(yaml.safe_dump(cfg))
+    assert cli.main(["plan", "--stack", "bad"]) == 0, capsys.readouterr()
 
 
 def test_the_shipped_replicated_stacks_plan_clean_with_predictions_per_flow(capsys):
