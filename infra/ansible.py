@@ -34,23 +34,28 @@ SHARED_INPUTS = {"kafka_tls_dir": "", "kafka_sasl_users": [], "kafka_sasl_admin"
 MIRRORS = "_mirrors"  # inventory_path's name for the MM2 hosts' inventory (not a valid cluster name)
 
 
-def tls_dir(stack: str) -> Path:
-    return cache_dir() / "stacks" / stack / "tls"
+def tls_dir(stack: str, cluster: str | None = None) -> Path:
+    """A cluster's own secrets: its CA, key stores and users' passwords, beside its inventory. Each
+    cluster of a replicated stack has its own, so no key or password of one works on another."""
+    return inventory_path(stack, cluster).parent / "tls"
 
 
 def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None) -> Path:
-    """The inventory Ansible and the clients read. With TLS, the stack's CA and broker key stores
+    """The inventory Ansible and the clients read. With TLS, the cluster's CA and broker key stores
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
-    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder)."""
+    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder). The MM2 hosts'
+    inventory names each cluster's instead (mirror_security); write the clusters' first."""
     av = inventory.vars
-    if av.get("kafka_tls"):  # a certificate per broker and per quorum voter (KRaft controller or ZooKeeper node)
+    if cluster == MIRRORS:
+        mirror_security(stack, av)
+    if av.get("kafka_tls") and cluster != MIRRORS:  # a certificate per broker and quorum voter (KRaft controller or ZooKeeper node)
         hosts = {h.name: h.address for h in inventory.brokers + inventory.voters}
-        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack), av["cluster_name"], hosts))
+        av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack, cluster), av["cluster_name"], hosts))
     if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
-        av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack) / "zookeeper-credentials.json",
+        av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack, cluster) / "zookeeper-credentials.json",
                                                            ["kafka", "quorum"]))
-    if av.get("kafka_sasl"):
-        av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack) / "credentials.json",
+    if av.get("kafka_sasl") and cluster != MIRRORS:
+        av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack, cluster) / "credentials.json",
                                                             av["kafka_sasl_users"]))
     if inventory.kraft:  # one cluster id and one quorum, formatted once (infra/kraft.py)
         ids = kraft.ensure(inventory_path(stack, cluster).parent / "kraft.json", [h.name for h in inventory.controllers])
@@ -63,6 +68,19 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(inventory.to_json())
     return path
+
+
+def mirror_security(stack: str, av: dict) -> None:
+    """Each cluster MM2 joins, with that cluster's own CA (`tls_dir`) and the file holding MM2's
+    password on it (`sasl_credentials`): MM2 reaches every cluster as that cluster's user."""
+    for c in av["kafka_mirror_clusters"]:
+        folder = tls_dir(stack, None if c["alias"] == av["cluster_name"] else c["alias"])
+        c["tls_dir"] = str(folder) if av.get("kafka_tls") else ""
+        c["sasl_credentials"] = str(folder / "credentials.json") if av.get("kafka_sasl") else ""
+        for needed in filter(None, (c["tls_dir"] and folder / "ca.pem", c["sasl_credentials"])):
+            if not Path(needed).exists():
+                raise AnsibleFailed(f"{needed} is missing: MM2's inventory is written after its clusters' "
+                                    f"(cluster {c['alias']} was never configured)")
 
 
 def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster: str | None = None) -> dict:

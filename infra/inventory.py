@@ -11,7 +11,7 @@ rest of dcdrill reads. The lab and AWS export the same schema:
 A replicated stack has one such inventory per cluster, and one for its MirrorMaker 2 hosts
 (build_mirrors):
 
-    all.vars                         the clusters MM2 joins (kafka_mirror_clusters), TLS, SASL
+    all.vars                         the clusters MM2 joins, each with its own secrets (kafka_mirror_clusters), TLS, SASL
     all.children.kafka_mirror.hosts  <name>: {dc, mirror_id, kafka_mirror_flows, kafka_mirror_*, ...}
 
 A backend adds how Ansible reaches its hosts (SSH key for the lab, SSM on AWS) and host vars
@@ -100,9 +100,9 @@ def build_mirrors(d: Deployment, addresses: dict[str, str], connection: dict | N
                                   for c in d.clusters],
         "kafka_tls": home.tls,
         "kafka_sasl": home.sasl is not None,
+        # MM2's user on every cluster, with each cluster's own password and CA (infra/ansible.py
+        # adds tls_dir and sasl_credentials to each of kafka_mirror_clusters)
         "kafka_mirror_user": MIRROR_USER,
-        # the users' passwords file, as the clusters' (infra/ansible.py fills kafka_sasl_credentials)
-        "kafka_sasl_users": sorted({u for c in d.clusters for u in c.users}),
         **(connection or {}),
         **(extra_vars or {}),
     }
@@ -229,11 +229,11 @@ class Inventory:
         return out
 
     def process_security(self) -> dict:
-        """client_security for the workload's child processes, whose settings travel on their command
-        line: the password stays in its file (`kafka_sasl_credentials`), read by the child
-        (validation.clients.resolve_security)."""
+        """client_security for the workload's processes, whose settings travel on their command
+        line: the password is left out and handed to each on its stdin (validation/workload.py),
+        so that no process is given a file of every user's passwords."""
         out = self.client_security()
         if "sasl_plain_password" in out:
             out["sasl_plain_password"] = None
-            out["sasl_credentials"] = self.vars["kafka_sasl_credentials"]
+            out["sasl_password_stdin"] = True
         return out

@@ -12,7 +12,19 @@ from dcdrill.infra.lab import netns, shaper
 from dcdrill.infra.topology import Topology
 
 
-KAFKA_UID, ZOOKEEPER_UID = 64101, 64102
+# Every lab service runs as a uid of its own, so that no broker, controller, ZooKeeper or MM2 node
+# can read another's keys (each host's folder is 0750, its key 0600): as on AWS, where each is a
+# machine of its own. The uid is its address's last two bytes above this base; none has a passwd
+# entry, so the lab adds no user to this machine.
+SERVICE_UID_BASE = 200_000
+SERVICE_USER_VAR = {"zookeeper": "zookeeper_service_user", "kafka_controller": "kafka_broker_service_user",
+                    "kafka_broker": "kafka_broker_service_user", "kafka_mirror": "kafka_mirror_service_user"}
+
+
+def service_uid(address: str) -> int:
+    """The uid of the service at a lab address (prefix.dc.host): unique within the lab."""
+    dc, host = (int(x) for x in address.split(".")[-2:])
+    return SERVICE_UID_BASE + dc * 256 + host
 
 
 def require_reachable(cache: Path) -> None:
@@ -22,7 +34,7 @@ def require_reachable(cache: Path) -> None:
 
     for folder in [cache.resolve(), *cache.resolve().parents]:
         if folder.exists() and not folder.stat().st_mode & 0o001:
-            raise LabUnavailable(f"the lab's services run as unprivileged uids ({KAFKA_UID}, {ZOOKEEPER_UID}), which "
+            raise LabUnavailable(f"the lab's services run as unprivileged uids (from {SERVICE_UID_BASE}), which "
                                  f"cannot enter {folder} (mode {oct(folder.stat().st_mode & 0o777)}): "
                                  f"chmod o+x {folder}, or clone dcdrill somewhere they can reach")
 
@@ -79,16 +91,19 @@ def _services(version: str, cache: Path) -> dict:
         "service_manager": "lab",
         "lab_service_python": sys.executable,
         "kafka_libs_dir": str(cache / KAFKA_VERSIONS[version] / "libs"),
-        # Services run unprivileged: as a uid of their own with no passwd entry, so the lab adds
-        # no user to this machine (infra/lab/service.py starts them as it).
-        "kafka_broker_service_user": str(KAFKA_UID), "kafka_mirror_service_user": str(KAFKA_UID),
-        "zookeeper_service_user": str(ZOOKEEPER_UID),
+        # Services run unprivileged, each host's as a uid of its own (service_uid, a host var;
+        # infra/lab/service.py starts them as it).
         "kafka_broker_service_user_create": False, "zookeeper_service_user_create": False,
     }
 
 
-def _host_vars(lab: Path, hosts) -> dict:
-    return {h.name: {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)} for h in hosts}
+def _host_vars(lab: Path, hosts, address: dict[str, str]) -> dict:
+    out = {}
+    for h in hosts:
+        out[h.name] = {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
+        if h.role in SERVICE_USER_VAR:
+            out[h.name][SERVICE_USER_VAR[h.role]] = str(service_uid(address[h.name]))
+    return out
 
 
 def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = None) -> inventory.Inventory:
@@ -101,16 +116,17 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
              "kafka_broker_controller_heap_mb": settings.controller_heap_mb}
     if d is not None and d.replicated:
         extra["kafka_broker_custom_properties"] = dict(inventory.REPLICATED_BROKER_PROPERTIES)
-    return inventory.build(t, addresses(d or t, settings.subnet_prefix), _connection(lab), extra,
-                           _host_vars(lab, t.hosts()))
+    address = addresses(d or t, settings.subnet_prefix)
+    return inventory.build(t, address, _connection(lab), extra, _host_vars(lab, t.hosts(), address))
 
 
 def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.Inventory:
     """The MirrorMaker 2 hosts' inventory, on the newest Kafka the stack's clusters run."""
     lab = lab_dir(cache)
     extra = {**_services(d.mirror_kafka_version, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
-    return inventory.build_mirrors(d, addresses(d, settings.subnet_prefix), _connection(lab), extra,
-                                   _host_vars(lab, [h for h, _ in d.mirror_hosts()]))
+    address = addresses(d, settings.subnet_prefix)
+    return inventory.build_mirrors(d, address, _connection(lab), extra,
+                                   _host_vars(lab, [h for h, _ in d.mirror_hosts()], address))
 
 
 def build_inventories(d: Deployment, settings, cache: Path) -> dict:

@@ -71,14 +71,25 @@ def test_no_password_on_any_command_line(lab, lab_up_command_lines, tmp_path):
     assert not leaked, leaked
 
 
-def test_services_run_as_their_own_unprivileged_users(lab):
-    from dcdrill.infra.lab.layout import KAFKA_UID, ZOOKEEPER_UID
-
+def test_every_service_runs_as_a_uid_of_its_own_that_cannot_read_another_services_key(lab):
+    """As on AWS, where each is a machine of its own: no broker or ZooKeeper node runs as root or
+    shares a uid, and one broker's uid cannot read another broker's private key."""
     ps = subprocess.run(["ps", "-eww", "-o", "uid=,args="], capture_output=True, text=True).stdout.splitlines()
-    uids = {"kafka.Kafka": set(), "QuorumPeerMain": set()}
+    running = {}  # host folder -> uid
     for line in ps:
         uid, args = line.split(None, 1)
-        for main in uids:
-            if main in args and "java" in args:
-                uids[main].add(int(uid))
-    assert uids == {"kafka.Kafka": {KAFKA_UID}, "QuorumPeerMain": {ZOOKEEPER_UID}}
+        if "java" in args and ("kafka.Kafka" in args or "QuorumPeerMain" in args):
+            host = next(h for h in lab.hosts("kafka_broker", "zookeeper") if h.vars["data_root"] + "/" in args)
+            running[host.name] = int(uid)
+    wanted = {h.name: int(h.vars.get("kafka_broker_service_user") or h.vars["zookeeper_service_user"])
+              for h in lab.hosts("kafka_broker", "zookeeper")}
+    assert running == wanted and 0 not in running.values()
+    assert len(set(running.values())) == len(running)
+    b1, b2 = lab.brokers[:2]
+    key = f"{b2.vars['data_root']}/kafka/tls/broker.pem"
+    as_b1 = subprocess.run(["setpriv", f"--reuid={running[b1.name]}", f"--regid={running[b1.name]}", "--clear-groups",
+                            "cat", key], capture_output=True, text=True)
+    assert as_b1.returncode != 0 and "Permission denied" in as_b1.stderr
+    as_b2 = subprocess.run(["setpriv", f"--reuid={running[b2.name]}", f"--regid={running[b2.name]}", "--clear-groups",
+                            "head", "-c", "10", key], capture_output=True, text=True)
+    assert as_b2.returncode == 0 and as_b2.stdout.startswith("-----")

@@ -34,6 +34,28 @@ def _render(topics: str) -> str:
     return env.get_template("mm2.properties.j2").render(**values)
 
 
+def test_mm2_reaches_each_cluster_with_that_clusters_ca_and_password(tmp_path):
+    import json
+
+    for alias, pw in (("east", "pw-east"), ("west", "pw-west")):
+        (tmp_path / f"{alias}.json").write_text(json.dumps({"mirrormaker": pw}))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "roles/kafka_mirror/templates"))
+    env.filters["bool"] = lambda v: str(v).lower() in ("true", "yes", "1")
+    env.filters["from_json"] = json.loads
+    defaults = yaml.safe_load((ROOT / "roles/kafka_mirror/defaults/main.yml").read_text())
+    values = {k: v for k, v in defaults.items() if not (isinstance(v, str) and "{{" in v)}
+    values |= {"kafka_mirror_clusters": [{"alias": a, "bootstrap": [f"b.{a}:9092"], "tls_dir": f"/secrets/{a}",
+                                          "sasl_credentials": str(tmp_path / f"{a}.json")} for a in ("east", "west")],
+               "kafka_mirror_flows": [{"source": "east", "target": "west"}], "kafka_mirror_topics": "dcdrill-.*",
+               "kafka_tls": True, "kafka_sasl": True, "kafka_mirror_user": "mirrormaker", "ansible_host": "mm1",
+               "kafka_mirror_dir": "/m", "lookup": lambda kind, path: open(path).read()}
+    text = env.get_template("mm2.properties.j2").render(**values)
+    for alias in ("east", "west"):
+        assert f"{alias}.ssl.truststore.location = /m/tls/{alias}-ca.pem" in text
+        assert f'{alias}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required ' \
+               f'username="mirrormaker" password="pw-{alias}";' in text
+
+
 @pytest.mark.parametrize("topics", [r"dcdrill\.orders-\d+", "dcdrill-.*\nssl.endpoint.identification.algorithm=",
                                     "a\\\\b\r"])
 def test_mm2_reads_the_topic_regex_as_written_and_nothing_more(tmp_path, topics):

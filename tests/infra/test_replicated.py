@@ -194,6 +194,37 @@ def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
     assert mm["all"]["vars"]["kafka_mirror_clusters"][1]["bootstrap"] == ["b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
 
 
+def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_path, monkeypatch):
+    """Replicated clusters are separate blast-radius domains: no key or password of one works on
+    the other, and MM2 reaches each as that cluster's user, trusting that cluster's CA only."""
+    import json as _json
+
+    from dcdrill.infra import ansible
+    from dcdrill.infra.inventory import Inventory
+
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
+    d = stack.load_deployment("local-replicated")
+    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    written = {}
+    for key, data in ((None, outs["inventory"]), ("west", outs["inventories"]["west"]), (ansible.MIRRORS, outs["mirrors"])):
+        written[key] = Inventory.load(ansible.write_inventory("local-replicated", Inventory(data), key)).vars
+    east, west, mm = written[None], written["west"], written[ansible.MIRRORS]
+    assert east["kafka_tls_dir"] != west["kafka_tls_dir"]
+    cas = {(Path(v["kafka_tls_dir"]) / "ca.pem").read_bytes() for v in (east, west)}
+    assert len(cas) == 2
+    pw = [_json.loads(Path(v["kafka_sasl_credentials"]).read_text()) for v in (east, west)]
+    assert MIRROR_USER in pw[0] and MIRROR_USER in pw[1]
+    assert not set(pw[0].values()) & set(pw[1].values())  # not the admin's, not MM2's: nothing shared
+    clusters = {c["alias"]: c for c in mm["kafka_mirror_clusters"]}
+    assert clusters["east"]["tls_dir"] == east["kafka_tls_dir"] and clusters["west"]["tls_dir"] == west["kafka_tls_dir"]
+    assert clusters["west"]["sasl_credentials"] == west["kafka_sasl_credentials"]
+    # every lab service its own uid, so none reads another's key
+    uids = [h.get("kafka_broker_service_user") or h.get("zookeeper_service_user") or h.get("kafka_mirror_service_user")
+            for inv in (outs["inventories"]["east"], outs["inventories"]["west"], outs["mirrors"])
+            for role, g in inv["all"]["children"].items() if role != "client" for h in g["hosts"].values()]
+    assert len(uids) == len(set(uids)) and all(u and int(u) >= layout.SERVICE_UID_BASE for u in uids)
+
+
 def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault():
     from dcdrill.drill import _bad_input
 
