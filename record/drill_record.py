@@ -133,6 +133,18 @@ class DrillRecord:
                 out.append(f"{self.uri('audit', file)}: {size} bytes, {end['bytes']} when the audit finished")
         return out
 
+    # The folders the workload's processes write. They run as uids of their own (validation/
+    # clients.py become_agent), in the agents' group: setgid keeps their files in it, and the
+    # sticky bit lets each replace or remove only its own files.
+    AGENT_FOLDERS = ("produced", "intents", "consumed", "events", "status", "audit")
+
+    def open_to_agents(self, gid: int) -> None:
+        for name in self.AGENT_FOLDERS:
+            folder = self.path / name
+            folder.mkdir(parents=True, exist_ok=True)
+            os.chown(folder, -1, gid)
+            folder.chmod(0o3770)
+
     def mark_audit_end(self, file: str, rows: int) -> None:
         """The audit of one ledger file finished: its rows and length, for `incomplete`."""
         ends = self.read_json(AUDIT_END, {})

@@ -30,7 +30,8 @@ def run(cfg: dict) -> int:
             audit_topic(cfg, topic, ledger, {"cluster": cluster} if cluster else {})
     finally:
         ledger.close()
-    record.mark_audit_end(record.audit(cluster).name, ledger.rows)  # only a whole audit is marked
+    # Only a whole audit is marked: the launcher writes audit-end.json from this line.
+    print(json.dumps({record.audit(cluster).name: ledger.rows}), flush=True)
     return 0
 
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dcdrill.validation.audit", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
     try:
-        return run(json.loads(p.parse_args(argv).config))
+        return run(clients.become_agent(json.loads(p.parse_args(argv).config)))
     except PartitionOffline as exc:
         print(f"audit: {exc}", file=sys.stderr)
         return 1

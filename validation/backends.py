@@ -81,7 +81,7 @@ class ConfluentClient:
             # librdkafka leaves Nagle on; Kafka's Java client and kafka-python turn it off. Off
             # here too, so that no client holds a small request back for a TCP ack.
             "socket.nagle.disable": True,
-            **clients.librdkafka_security(clients.resolve_security(cfg)),
+            **clients.librdkafka_security(cfg.get("security") or {}),
         })
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs

@@ -13,22 +13,50 @@ WATCH_INTERVAL_S = 1.0  # how soon a workload process notices its starter died
 
 
 
-def resolve_security(cfg: dict) -> dict:
-    """The process's kafka-python security settings (infra.inventory.process_security): the SASL
-    password is read from its file here, so it never travels on a command line."""
+def become_agent(cfg: dict) -> dict:
+    """What a workload process does first (RECORD.md: agents). It reads its own user's password
+    from stdin (infra.inventory.process_security: never on a command line, never a file of every
+    user's); started as root, it keeps its cluster's CA in memory, moves into the record and drops
+    to its own uid (validation/workload.py agent_uid), in the agents' group that may write the
+    record's ledger folders. Returns cfg as the process then reads it (run_dir ".")."""
     sec = dict(cfg.get("security") or {})
-    path = sec.pop("sasl_credentials", None)
-    if path:
-        with open(path) as f:
-            sec["sasl_plain_password"] = json.load(f)[sec["sasl_plain_username"]]
+    if sec.pop("sasl_password_stdin", False):
+        sec["sasl_plain_password"] = sys.stdin.readline().rstrip("\n")
+    if cfg.get("agent_uid") is None or os.geteuid() != 0:
+        return {**cfg, "security": sec}
+    if sec.get("ssl_cafile"):  # public, but in the cluster's secrets folder, which only root reads
+        with open(sec.pop("ssl_cafile")) as f:
+            sec["ssl_cadata"] = f.read()
+    os.chdir(cfg["run_dir"])  # the record's parents may be closed to the agent (a 0700 home or tmp)
+    os.setgroups([])
+    os.setgid(cfg["agent_gid"])
+    os.setuid(cfg["agent_uid"])
+    os.umask(0o022)
+    return {**cfg, "security": sec, "run_dir": "."}
+
+
+def resolve_security(cfg: dict) -> dict:
+    """The process's kafka-python security settings, after become_agent: a CA held in memory
+    becomes an SSL context, as kafka-python takes it."""
+    sec = dict(cfg.get("security") or {})
+    if "ssl_cadata" in sec:
+        import ssl
+
+        context = ssl.create_default_context(cadata=sec.pop("ssl_cadata"))
+        context.check_hostname = bool(sec.get("ssl_check_hostname", True))
+        sec["ssl_context"] = context
     return sec
 
 
 def librdkafka_security(security: dict) -> dict:
-    """resolve_security's settings (kafka-python's names) in librdkafka's names."""
+    """become_agent's settings (kafka-python's names) in librdkafka's names."""
     if not security:
         return {}
-    out = {"security.protocol": security["security_protocol"].lower(), "ssl.ca.location": security["ssl_cafile"]}
+    out = {"security.protocol": security["security_protocol"].lower()}
+    if "ssl_cadata" in security:
+        out["ssl.ca.pem"] = security["ssl_cadata"]
+    else:
+        out["ssl.ca.location"] = security["ssl_cafile"]
     out["ssl.endpoint.identification.algorithm"] = "https" if security.get("ssl_check_hostname", True) else "none"
     if "sasl_mechanism" in security:
         out |= {"sasl.mechanisms": security["sasl_mechanism"], "sasl.username": security["sasl_plain_username"],

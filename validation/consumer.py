@@ -95,7 +95,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dcdrill.validation.consumer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
-    cfg = json.loads(p.parse_args(argv).config)
+    cfg = clients.become_agent(json.loads(p.parse_args(argv).config))
     return run(cfg, clients.StopFlag.for_process(cfg))
 
 

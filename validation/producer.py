@@ -132,7 +132,7 @@ class SequencedProducer:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dcdrill.validation.producer", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
-    cfg = json.loads(p.parse_args(argv).config)
+    cfg = clients.become_agent(json.loads(p.parse_args(argv).config))
     stop = clients.StopFlag.for_process(cfg)
     try:
         producer = SequencedProducer(cfg, stop)

@@ -20,6 +20,15 @@ from dcdrill.record import DrillRecord
 # A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
 AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
+# Started by root, each workload process drops to a uid of its own (validation/clients.py
+# become_agent), in one group that may write the record's ledger folders. No passwd entries.
+AGENT_GID = 300_000
+_AGENT_UID_OFFSET = {"p": 1, "c": 10_001, "a": 20_001}  # producers, consumers, audits
+
+
+def agent_uid(name: str) -> int:
+    """p3 -> its own uid, c1 -> another; an audit ("a") one more range on."""
+    return AGENT_GID + _AGENT_UID_OFFSET[name[0]] + (int(name[1:]) if name[1:].isdigit() else 0)
 
 
 @dataclass
@@ -80,12 +89,25 @@ def placements(inventory: Inventory, wanted: list[str], n: int) -> list[Inventor
     return [chosen[i % len(chosen)] for i in range(n)]
 
 
-def _argv(module: str, host: InventoryHost | None, cfg: dict) -> list[str]:
-    """The process's command: inside the client host's namespace on the lab, here elsewhere."""
+def _argv(module: str, host: InventoryHost | None, cfg: dict, name: str) -> list[str]:
+    """The process's command: inside the client host's namespace on the lab, here elsewhere.
+    Started by root, it runs as `name`'s own uid (become_agent)."""
+    if os.geteuid() == 0:
+        cfg = {**cfg, "agent_uid": agent_uid(name), "agent_gid": AGENT_GID}
     base = [sys.executable, "-m", module, "--config", json.dumps(cfg)]
     if host and host.netns:
         return ["ip", "netns", "exec", host.netns, *base]
     return base
+
+
+def _password(inventory: Inventory) -> str:
+    """What a process reads on its stdin: its SASL user's password (infra.inventory.process_security)."""
+    return (inventory.client_security().get("sasl_plain_password") or "") + "\n"
+
+
+def _open_record(record: DrillRecord) -> None:
+    if os.geteuid() == 0:
+        record.open_to_agents(AGENT_GID)
 
 
 def _process_config(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, **extra) -> dict:
@@ -170,7 +192,7 @@ class Workload:
             pid = f"p{first + i}"
             cfg = _process_config(self.run_dir, inventory, self.spec, producer_id=pid, dc=host.dc, host=host.name,
                                   cluster=cluster)
-            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg), env)
+            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg, pid), env, inventory)
             started.append(pid)
         return started
 
@@ -194,26 +216,31 @@ class Workload:
             cid = f"c{first + i}"
             cfg = _process_config(self.run_dir, inventory, replace(self.spec, topic=topic), consumer_id=cid,
                                   dc=host.dc, host=host.name, cluster=cluster, auto_offset_reset="none")
-            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg), env)
+            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg, cid), env, inventory)
             started.append(cid)
         return started
 
     def start(self) -> "Workload":
-        env = _process_env()
-        for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.consumers)):
+        env, inv = _process_env(), self.inventory
+        for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.consumers)):
             cid = f"c{i + 1}"
-            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, self._cfg(consumer_id=cid, dc=host.dc, host=host.name)), env)
-        for i, host in enumerate(placements(self.inventory, self.spec.hosts, self.spec.producers)):
+            cfg = self._cfg(consumer_id=cid, dc=host.dc, host=host.name)
+            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg, cid), env, inv)
+        for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.producers)):
             pid = f"p{i + 1}"
-            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, self._cfg(producer_id=pid, dc=host.dc, host=host.name)), env)
+            cfg = self._cfg(producer_id=pid, dc=host.dc, host=host.name)
+            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg, pid), env, inv)
         return self
 
-    def _spawn(self, name: str, host: InventoryHost, argv: list[str], env: dict) -> None:
+    def _spawn(self, name: str, host: InventoryHost, argv: list[str], env: dict, inventory: Inventory) -> None:
         path = self.record.log(name)
         path.parent.mkdir(parents=True, exist_ok=True)
+        _open_record(self.record)
         log = open(path, "ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.PIPE,
                                 start_new_session=True)
+        proc.stdin.write(_password(inventory).encode())
+        proc.stdin.close()
         self.procs.append((name, proc))
         self.record.note_agent(name, proc.pid, host.name, host.netns)
 
@@ -298,6 +325,12 @@ def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: fl
     hosts = placements(inventory, spec.hosts, 1)
     extra = {"cluster": cluster, "topics": topics} if cluster else {}
     cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s, **extra)
-    res = subprocess.run(_argv("dcdrill.validation.audit", hosts[0], cfg), env=_process_env(), capture_output=True, text=True)
+    record = DrillRecord(run_dir)
+    _open_record(record)
+    res = subprocess.run(_argv("dcdrill.validation.audit", hosts[0], cfg, "a"), env=_process_env(),
+                         input=_password(inventory), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")
+    # Only a whole audit is marked (DrillRecord.incomplete): its last stdout line, {file: rows}.
+    for file, rows in json.loads(res.stdout.strip().splitlines()[-1]).items():
+        record.mark_audit_end(file, rows)

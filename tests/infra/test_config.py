@@ -1,4 +1,5 @@
 """Stack parsing, inventory and the roles' rendered config (rendered by Ansible itself)."""
+import io
 import json
 import subprocess
 import sys
@@ -208,7 +209,7 @@ def test_sasl_inventory_names_users_super_users_and_declared_acls():
         ("User:workload", "topic", "dcdrill", "prefixed"), ("User:workload", "group", "dcdrill", "prefixed")}
 
 
-def test_passwords_are_made_once_and_reach_child_processes_by_file(tmp_path):
+def test_passwords_are_made_once_and_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     """A child process's settings travel on its command line: there the password is a file name."""
     from dcdrill.infra import passwords
     from dcdrill.validation import clients
@@ -225,7 +226,10 @@ def test_passwords_are_made_once_and_reach_child_processes_by_file(tmp_path):
     assert inv.client_security(admin=True)["sasl_plain_password"] == first["admin"]
     child = inv.process_security()
     assert child["sasl_plain_password"] is None and first["workload"] not in json.dumps(child)
-    resolved = clients.resolve_security({"security": child})
+    assert str(path) not in json.dumps(child)  # no file of every user's passwords either
+    # the workload hands each process its own user's password on stdin (validation/workload.py)
+    monkeypatch.setattr("sys.stdin", io.StringIO(first["workload"] + "\n"))
+    resolved = clients.resolve_security(clients.become_agent({"security": child}))
     assert resolved == {"security_protocol": "SASL_SSL", "ssl_cafile": "/x/ca.pem", "ssl_check_hostname": True,
                         "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "workload",
                         "sasl_plain_password": first["workload"]}
