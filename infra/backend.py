@@ -66,6 +66,20 @@ class Backend(ABC):
         """Undo what faults_in_place finds; returns what it undid."""
         return []
 
+    # A copy of each drill's fault state outside the machine that runs the drill: the stack's own
+    # bucket on AWS, a folder of the lab's on the lab. `dcdrill heal` reads it when the drill's
+    # record was lost with that machine (a CI runner gone mid-drill). `key` names the drill.
+    @abstractmethod
+    def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
+        """Keep `state` (the record's chaos-state.json) as `key`; with no active fault, remove it."""
+
+    @abstractmethod
+    def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
+        """{key: state} of every drill whose copy lists an active fault."""
+
+    def forget_fault_states(self, inventory: Inventory) -> None:
+        """The stack is gone: so is every copy (on AWS the bucket goes with it)."""
+
     def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float] | None:
         """The configured one-way delay between each ordered pair of DCs, for the produce latency
         prediction (infra/rules.produce_latency); None where the backend does not set it."""

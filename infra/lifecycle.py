@@ -130,8 +130,12 @@ def up(stack: str, quiet: bool = False) -> dict:
 
 def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
+    home = ansible.inventory_path(stack)
+    kept = Inventory.load(home) if home.exists() else None
     pulumi_cli.destroy(stack)
     open_drills.forget_all(stack)
+    if kept is not None:
+        stacks.backend(stack).forget_fault_states(kept)
     d = stacks.load_deployment(stack)
     for key in [None, *d.cluster_names[1:], *([ansible.MIRRORS] if d.replicated else [])]:
         ansible.inventory_path(stack, key).unlink(missing_ok=True)

@@ -55,11 +55,11 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, 
     d = driver(configuration, secrets)
     open_drills.note(context.stack_name(configuration), str(record.path.resolve()))  # before any change: heal finds it
     entry = record.fault_started(fault, target, isr_at_start=isr_snapshot(configuration) if dc_loss else None)
-    with record.fault_state() as state:
+    with recovery.fault_state(record, d) as state:
         state["active"].append({**entry, "undo": {}})
 
     def save(data: dict) -> None:
-        with record.fault_state() as state:
+        with recovery.fault_state(record, d) as state:
             for active in state["active"]:
                 if fault_key(active) == fault_key(entry):
                     active["undo"] = data

@@ -1,15 +1,20 @@
 """Healing after anything: the end of a drill, a rollback, or a crash of any of its processes.
 
 Everything a drill changes is noted before it is changed: the record in the stack's open drills
-(infra/open_drills.py), each fault's undo in the record's fault state, each process it starts in
-the record's agents. `heal_stack` (`dcdrill heal`) reads those, stops the drill's processes,
-undoes each fault still noted, then sweeps the live state for anything left (a DC still cut off,
-a link still shaped). Every step is written as it is done, so a heal that is itself interrupted
+(infra/open_drills.py), each fault's undo in the record's fault state and in a copy the stack's
+backend keeps away from the machine running the drill (the stack's bucket on AWS: `fault_state`),
+each process it starts in the record's agents. `heal_stack` (`dcdrill heal`) reads those, stops
+the drill's processes, undoes each fault still noted (from the copy when the record is gone with
+its machine), then sweeps the live state for anything left (a DC still cut off, a link still shaped). Every step is written as it is done, so a heal that is itself interrupted
 resumes where it stopped; a second heal finds nothing to do.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -23,7 +28,7 @@ from dcdrill.infra import ansible, inventory, lifecycle, open_drills
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra import stack as stacks
 from dcdrill.record import DrillRecord
-from dcdrill.record.contents import fault_key
+from dcdrill.record.contents import FAULT_STATE, fault_key
 
 AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
 
@@ -43,6 +48,27 @@ def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = 
     return drv
 
 
+def kept_key(record: DrillRecord) -> str:
+    """The name of a drill's fault-state copy: its folder's name and a digest of its whole path."""
+    path = str(record.path.resolve())
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '-', record.path.resolve().name)[:100]}-{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+
+
+def _kept_as(record: DrillRecord) -> str:
+    return (record.read_json(FAULT_STATE, {}) or {}).get("kept_as") or kept_key(record)
+
+
+@contextlib.contextmanager
+def fault_state(record: DrillRecord, d: FaultDriver):
+    """record.fault_state(), then the same state kept by the stack's backend (a heal from another
+    machine reads that copy). The record is written first: the copy is never ahead of it."""
+    with record.fault_state() as state:
+        yield state
+        key = state.setdefault("kept_as", kept_key(record))  # a recovered record keeps its drill's
+        snapshot = json.loads(json.dumps(state))
+    d.backend.keep_fault_state(d.inventory, key, snapshot, d.credentials)
+
+
 def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets: dict | None = None) -> list[dict]:
     """Undo every fault the record's fault state lists (of `dc`, or all), each exactly as its driver
     noted it, writing the state after each one. The fault lines of what was healed; ActivityFailed
@@ -60,7 +86,7 @@ def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets:
         except Exception as exc:  # noqa: BLE001
             errors.append(f"{active['fault']} {active['target']}: {exc}")
             continue
-        with record.fault_state() as state:
+        with fault_state(record, d) as state:
             state["active"] = [a for a in state["active"] if fault_key(a) != fault_key(active)]
         healed.append(record.fault_ended(active, began))
     if errors:
@@ -120,7 +146,28 @@ def left_behind(stack: str) -> list[str]:
         if not here:
             open_drills.forget(stack, location)
         out += here
+    out += [f"{a['fault']} {a['target']} (kept outside the record as {key})" for key, state in _kept(stack).items()
+            for a in state["active"] if key not in {_kept_as(DrillRecord(loc)) for loc in open_drills.listed(stack)}]
     return out + stacks.backend(stack).faults_in_place(stacks.load_deployment(stack))
+
+
+def _kept(stack: str, secrets: dict | None = None) -> dict[str, dict]:
+    """The backend's fault-state copies ({} for a stack that is not up: nothing to heal there)."""
+    try:
+        inv = lifecycle.inventory(stack)
+    except lifecycle.NotUp:
+        return {}
+    return stacks.backend(stack).kept_fault_states(inv, {k: v for k, v in (secrets or {}).items() if v})
+
+
+def recovered_record(stack: str, key: str, state: dict) -> DrillRecord:
+    """A record for a drill known only from its kept copy (its own went with the machine that ran
+    it): a folder beside the stack's inventory holding that fault state, which heal then works on."""
+    record = DrillRecord(ansible.inventory_path(stack).parent / "recovered" / key)
+    with record.fault_state() as local:
+        if not local["active"]:
+            local.update(active=state["active"], kept_as=key)
+    return record
 
 
 def require_healed(stack: str) -> None:
@@ -148,6 +195,14 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
             errors.append(str(exc))
             continue
         open_drills.forget(stack, str(record.path.resolve()))
+    for key, state in ([] if only else _kept(stack, secrets).items()):
+        record = recovered_record(stack, key, state)
+        try:
+            for line in heal_record(stack, record, secrets=secrets):
+                say(f"healed {line['fault']} {line['target']} (from the copy kept outside its record, {key})")
+                done.append(f"{line['fault']} {line['target']}")
+        except ActivityFailed as exc:
+            errors.append(str(exc))
     for found in stacks.backend(stack).heal_in_place(stacks.load_deployment(stack)):
         say(f"healed in place: {found}")
         done.append(found)

@@ -27,6 +27,42 @@ class AwsBackend(Backend):
     def check_deployment(self, d: Deployment) -> list[Violation]:
         return plan.check(d, self.config)  # every cluster's DCs at once: they share the regions' VPCs
 
+    # Fault-state copies in the stack's transfer bucket (infra/aws/program.py, the home region),
+    # under one prefix; the fault driver's policy may read and write only there.
+    KEPT_PREFIX = "dcdrill/fault-states/"
+
+    @staticmethod
+    def _bucket(inventory: Inventory, credentials: dict | None):
+        import boto3
+
+        av = inventory.vars
+        home = next(iter(av["aws_regions"].values()))
+        keys = {k: v for k, v in (credentials or {}).items()
+                if k in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token") and v}
+        return boto3.client("s3", region_name=av.get("aws_bucket_region") or home, **keys), av["ansible_aws_ssm_bucket_name"]
+
+    def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
+        import json
+
+        s3, bucket = self._bucket(inventory, credentials)
+        if state.get("active"):
+            s3.put_object(Bucket=bucket, Key=f"{self.KEPT_PREFIX}{key}.json",
+                          Body=json.dumps(state, indent=2, sort_keys=True).encode())
+        else:
+            s3.delete_object(Bucket=bucket, Key=f"{self.KEPT_PREFIX}{key}.json")
+
+    def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
+        import json
+
+        s3, bucket = self._bucket(inventory, credentials)
+        out = {}
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=self.KEPT_PREFIX):
+            for obj in page.get("Contents", []):
+                state = json.loads(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+                if state.get("active"):
+                    out[obj["Key"][len(self.KEPT_PREFIX):].removesuffix(".json")] = state
+        return out
+
     def program(self, d: Deployment) -> dict:
         from dcdrill.infra.aws import program
 

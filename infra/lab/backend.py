@@ -50,6 +50,40 @@ class LabBackend(Backend):
 
         return [f"namespace {ns}" for ns in netns.lab_namespaces()]
 
+    @staticmethod
+    def _kept(inventory: Inventory):
+        from dcdrill.infra.lab import layout
+
+        return layout.lab_dir(cache_dir()) / "fault-states" / inventory.vars["cluster_name"]
+
+    def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
+        import json
+        import os
+
+        path = self._kept(inventory) / f"{key}.json"
+        if not state.get("active"):
+            path.unlink(missing_ok=True)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps(state, indent=2, sort_keys=True))
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+
+    def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
+        import json
+
+        folder = self._kept(inventory)
+        found = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+        return {k: v for k, v in found.items() if v.get("active")}
+
+    def forget_fault_states(self, inventory: Inventory) -> None:
+        import shutil
+
+        shutil.rmtree(self._kept(inventory), ignore_errors=True)
+
     def faults_in_place(self, d: Deployment) -> list[str]:
         """A DC cut off at the router, or a link shaped otherwise than the stack configures it."""
         from dcdrill.infra.lab import layout, netns, shaper

@@ -11,10 +11,12 @@ from dcdrill.chaos.faults import actions
 from dcdrill.chaos.faults.aws import AwsFaults
 from dcdrill.infra import ansible, stack
 from dcdrill.infra.aws import plan
+from dcdrill.infra.aws.backend import AwsBackend
 from dcdrill.record import DrillRecord
 
 STACK = "aws-3az-tiebreaker"
 REGION = "eu-west-1"
+BUCKET = "ssm-transfer-0a1b2c3"
 
 
 def _build_stack(ec2, t, vpc):
@@ -54,6 +56,14 @@ def aws(monkeypatch, tmp_path):
         return client
 
     monkeypatch.setattr(AwsFaults, "_client", listened)
+    real_bucket = AwsBackend._bucket
+
+    def bucket_listened(inventory, credentials):
+        client, name = real_bucket(inventory, credentials)
+        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
+        return client, name
+
+    monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
         t = stack.load(STACK)
@@ -61,7 +71,9 @@ def aws(monkeypatch, tmp_path):
         twin = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]  # another stack, identical tags
         ids, subnets = _build_stack(ec2, t, ours)
         twin_ids, twin_subnets = _build_stack(ec2, t, twin)
-        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets)
+        boto3.client("s3", region_name=REGION).create_bucket(  # the stack's transfer bucket
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET)
         ansible.inventory_path(STACK).parent.mkdir(parents=True)
         ansible.inventory_path(STACK).write_text(inv.to_json())  # what `lab up` leaves for the drill
         cfg = {"stack": STACK, "run_dir": str(tmp_path / "run")}
@@ -78,6 +90,7 @@ def account(ec2) -> dict:
 
 
 SENT: list = []
+S3_ACTION = {"ListObjectsV2": "ListBucket"}  # the IAM action where it differs from the API's name
 CALLS: set = set()  # every AWS API call the fault driver made, as IAM actions (ec2:StopInstances)
 
 
@@ -195,6 +208,7 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
 
     CALLS.clear()
     test_every_fault_and_its_heal_leave_the_account_as_before(aws)
+    test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws)
     policy = json.loads((Path(__file__).resolve().parents[2] / "infra/aws/fault-driver-policy.json").read_text())
     allowed = set()
     for st in policy["Statement"]:
@@ -227,6 +241,14 @@ def aws_replicated(monkeypatch, tmp_path):
         return client
 
     monkeypatch.setattr(AwsFaults, "_client", listened)
+    real_bucket = AwsBackend._bucket
+
+    def bucket_listened(inventory, credentials):
+        client, name = real_bucket(inventory, credentials)
+        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
+        return client, name
+
+    monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
     with mock_aws():
         config = stack.load_config(REPLICATED)
         d = stack.load_deployment(REPLICATED)
@@ -247,7 +269,9 @@ def aws_replicated(monkeypatch, tmp_path):
                         TagSpecifications=[{"ResourceType": "instance", "Tags": [
                             {"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": h.dc},
                             {"Key": "role", "Value": h.role}]}])["Instances"][0]["InstanceId"]
-        outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets)
+        home = plan.regions(d)[0]
+        boto3.client("s3", region_name=home).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": home})
+        outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets, bucket=BUCKET)
         for key, data in [(None, outs["inventory"]), ("west", outs["inventories"]["west"]),
                           (ansible.MIRRORS, outs["mirrors"])]:
             path = ansible.inventory_path(REPLICATED, key)
@@ -395,3 +419,31 @@ def test_a_fault_or_a_heal_crashing_at_any_step_is_finished_by_dcdrill_heal(aws,
                 break
             steps[phase], n = n, n + 1
     assert steps["fault"] >= 1 and steps["heal"] >= 1, steps  # every step of both was crashed at
+
+
+def test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws):
+    """The runner that drilled is gone with its record: `dcdrill heal` on another one (the stack's
+    inventory, as Pulumi's outputs give it) finds the fault in the bucket and undoes it."""
+    import shutil
+
+    from dcdrill.chaos.faults import recovery
+    from dcdrill.infra import open_drills
+
+    ec2, cfg, ids, _, _ = aws
+    before = account(ec2)
+    actions.kill_dc("dc-a", configuration=cfg)
+    actions.isolate_dc("dc-b", configuration=cfg)
+    s3 = boto3.client("s3", region_name=REGION)
+    [kept] = s3.list_objects_v2(Bucket=BUCKET, Prefix="dcdrill/fault-states/")["Contents"]
+    assert kept["Key"].startswith("dcdrill/fault-states/run-")
+    shutil.rmtree(cfg["run_dir"])
+    open_drills.forget_all(STACK)
+    assert account(ec2) != before
+    assert sorted(recovery.left_behind(STACK)) == [
+        f"isolate-dc dc-b (kept outside the record as {kept['Key'].split('/')[-1][:-5]})",
+        f"kill-dc dc-a (kept outside the record as {kept['Key'].split('/')[-1][:-5]})"]
+    done = recovery.heal_stack(STACK, say=lambda line: None)
+    assert sorted(done) == ["isolate-dc dc-b", "kill-dc dc-a"]
+    assert account(ec2) == before
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="dcdrill/fault-states/")
+    assert recovery.heal_stack(STACK, say=lambda line: None) == [] and recovery.left_behind(STACK) == []
