@@ -13,6 +13,37 @@ WATCH_INTERVAL_S = 1.0  # how soon a workload process notices its starter died
 
 
 
+# What a workload process may import after it dropped root: the interpreter's own library can sit
+# in a folder only root enters (pyenv under /root), so the clients' packages and the standard
+# modules they import on first use (TLS, SCRAM, name lookups) are loaded before.
+PRELOAD = ("ssl", "hmac", "hashlib", "base64", "uuid", "secrets", "socket", "selectors", "select", "struct", "zlib",
+           "gzip", "queue", "logging", "logging.handlers", "traceback", "linecache", "tokenize", "copy", "random",
+           "datetime", "weakref", "platform", "getpass", "ipaddress", "inspect", "decimal", "heapq", "bisect",
+           "concurrent.futures", "encodings.idna", "encodings.ascii", "encodings.latin_1", "stringprep",
+           "unicodedata", "warnings", "textwrap", "calendar", "locale")
+CLIENT_PACKAGES = ("kafka", "confluent_kafka")
+
+
+def _preload() -> None:
+    import importlib
+    import pkgutil
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for package in CLIENT_PACKAGES:
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        for info in pkgutil.walk_packages(module.__path__, package + "."):
+            if info.name.endswith("__main__") or ".cli" in info.name:  # command lines: they run on import
+                continue
+            try:
+                importlib.import_module(info.name)
+            except Exception:  # noqa: BLE001 - an optional codec or integration this machine lacks
+                pass
+
+
 def become_agent(cfg: dict) -> dict:
     """What a workload process does first (RECORD.md: agents). It reads its own user's password
     from stdin (infra.inventory.process_security: never on a command line, never a file of every
@@ -27,6 +58,8 @@ def become_agent(cfg: dict) -> dict:
     if sec.get("ssl_cafile"):  # public, but in the cluster's secrets folder, which only root reads
         with open(sec.pop("ssl_cafile")) as f:
             sec["ssl_cadata"] = f.read()
+    _preload()
+    sys.dont_write_bytecode = True
     os.chdir(cfg["run_dir"])  # the record's parents may be closed to the agent (a 0700 home or tmp)
     os.setgroups([])
     os.setgid(cfg["agent_gid"])
