@@ -35,7 +35,7 @@ ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --pr
 test: setup  ## the import layers (lint-imports), ansible-lint (production), unit tests, then the integration tests on the real lab
 	$(BIN)/lint-imports
 	$(ANSIBLE_LINT)
-	$(BIN)/python -m pytest -q -ra tests
+	$(BIN)/python -m pytest -q -ra --durations=30 tests
 
 unit: setup  ## everything but the lab tests (marked `lab`)
 	$(BIN)/lint-imports
