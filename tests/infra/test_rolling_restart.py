@@ -4,7 +4,6 @@ under-replicated partition, so the cluster never has two brokers down. Real lab,
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -83,10 +82,6 @@ def test_a_config_change_restarts_one_broker_at_a_time(lab):
     for h in lab.brokers:
         assert "log.cleaner.backoff.ms=15001" in (Path(h.vars["data_root"]) / "kafka" / "server.properties").read_text()
     assert status.cluster_status(lab)["under_replicated_partitions"] == 0
-
-    restored = ansible.run_site("local", quiet=True)  # the lab as the other tests expect it, rolled back
-    assert all(restored[b].get("changed", 0) > 0 for b in before)
-    deadline = time.monotonic() + 60
-    while status.cluster_status(lab)["under_replicated_partitions"] and time.monotonic() < deadline:
-        time.sleep(1)
-    assert status.cluster_status(lab)["under_replicated_partitions"] == 0
+    # The brokers keep the changed setting (a cleaner backoff one millisecond longer, which nothing
+    # measures): rolling them back would be the same roll again, about 100 s of CI. The inventory
+    # is restored, so the next `lab up` rolls them back.
