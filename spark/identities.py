@@ -19,7 +19,7 @@ Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 e
 Plain Parquet ledgers are narrowed on Spark's column batches in the JVM (spark/jvm/Columnar.java:
 a string hashed once per dictionary entry), any other by a Spark SQL projection (narrow_ledger:
 parsing, hashing, bad-row tests; the reference both are tested against); the folds are
-hand-written JVM loops (spark/jvm/, compiled by `make setup` against pyspark's own jars), because
+hand-written JVM loops (spark/jvm/, compiled against pyspark's own jars by spark/kernels.py), because
 on a small machine Spark's planning, code generation and JIT of generic aggregations cost more
 than the data (docs/benchmarks.md has the timings of each step).
 """

@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from dcdrill.spark import cds, memory
+from dcdrill.spark import cds, kernels, memory
 from dcdrill.spark.ledgers import BadInput
 
 
@@ -149,8 +149,11 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
                 f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} {_tmpdir_option(settings)} "
                 f"{_log_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
-    if not submitted and not cds.kernel_jar().exists():
-        raise BadInput(f"the verifier's JVM kernels are missing ({cds.kernel_jar()}): run `make setup`")
+    if not submitted:
+        try:
+            kernels.ensure(say=lambda line: print(f"dcdrill: {line}", file=sys.stderr, flush=True))
+        except kernels.KernelsUnavailable as exc:
+            raise BadInput(str(exc)) from None
     jars = []
     if not submitted and not (chosen == "local" or chosen.startswith("local[")):
         jars.append(str(cds.kernel_jar()))  # executors in JVMs of their own load the kernels from spark.jars
@@ -182,7 +185,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
 
     if not isinstance(_JVM.gateway.jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
         raise BadInput(f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
-                       "to spark-submit (`make setup` builds it)")
+                       "to spark-submit (`python -m dcdrill.spark.kernels` builds it)")
     return spark
 
 

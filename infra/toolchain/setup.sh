@@ -119,18 +119,7 @@ mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
 # The JDK that runs Spark compiles them (spark/cds.py picks it), for Java 17 so any JDK Spark
 # supports can load them. Without pyspark (installed without [verify]) steps 6 and 7 wait for it.
 if "$PY" -c 'import pyspark' 2>/dev/null; then
-key="$(cat "$ROOT"/spark/jvm/*.java | sha256sum | cut -c1-16)-$("$PY" -c 'import pyspark; print(pyspark.__version__)')"
-KERNEL="$CACHE/spark-kernel/dcdrill-kernel.jar"
-if ! stamp_ok kernel "$key" || [ ! -f "$KERNEL" ]; then
-  step "verifier kernels (spark/jvm) -> $KERNEL"
-  JDK=$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import java_home; print(java_home() or "")')
-  JAVAC=${JDK:+$JDK/bin/}javac; JAR=${JDK:+$JDK/bin/}jar
-  SPARK_JARS=$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-  rm -rf "$CACHE/spark-kernel"; mkdir -p "$CACHE/spark-kernel/classes"
-  "$JAVAC" --release 17 -Xlint:all,-path,-serial -Werror -cp "$SPARK_JARS/*" -d "$CACHE/spark-kernel/classes" "$ROOT"/spark/jvm/*.java
-  "$JAR" cf "$KERNEL" -C "$CACHE/spark-kernel/classes" .
-  stamp kernel "$key"
-fi
+(cd "$ROOT" && "$PY" -m dcdrill.spark.kernels)
 
 # 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
 if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import archive_path; print(archive_path())')" ]; then
