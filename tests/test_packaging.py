@@ -138,6 +138,29 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
 
 
+def test_the_installed_verifier_needs_a_jdk_and_nothing_of_setup(installed, tmp_path):
+    """`dcdrill verify` from the wheel with an empty cache and no setup: it compiles its kernels
+    from the wheel's Java sources with the JDK, and never calls Go or Maven."""
+    from tests import records
+
+    _, dcdrill, _ = installed
+    record = records.write(tmp_path / "run", [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
+                           [records.a(0, i, "p1", i) for i in range(3)], [records.c(0, i, "p1", i) for i in range(3)])
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("go", "mvn"):  # a call to either leaves a mark
+        (tools / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/called-{name}\nexit 97\n")
+        (tools / name).chmod(0o755)
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "DCDRILL_CACHE": str(tmp_path / "empty-cache"),
+           "LANG": "C.UTF-8"}
+    res = subprocess.run([str(dcdrill), "verify", str(record)], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0 and "verdict: PASS" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "compiling the verifier's JVM kernels (once)" in res.stderr
+    assert (tmp_path / "empty-cache" / "spark-kernel" / "dcdrill-kernel.jar").is_file()
+    assert not list(tmp_path.glob("called-*"))
+
+
 def test_under_sudo_the_cache_is_the_invoking_users(monkeypatch, tmp_path):
     """`sudo dcdrill drill` resets HOME to root's: an installed dcdrill still finds the cache that
     `dcdrill setup` filled as the user (SUDO_USER's home)."""
