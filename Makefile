@@ -6,7 +6,7 @@ DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup lab lab-down status plan check drill test unit bench lock clean
+.PHONY: setup lab lab-down status plan check drill test unit bench lock clean wheel
 
 setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
@@ -31,6 +31,9 @@ drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify
 
 # ansible-lint runs ansible-playbook's syntax check, which it finds on PATH
 ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production --nocolor -q site.yml roles meta
+
+wheel: setup  ## dist/dcdrill-<version>-py3-none-any.whl, what `pip install 'dist/...whl[verify]'` installs
+	$(BIN)/python -m build --wheel --outdir dist .
 
 test: setup  ## the import layers (lint-imports), ansible-lint (production), unit tests, then the integration tests on the real lab
 	$(BIN)/lint-imports

@@ -60,12 +60,42 @@ def _pulumi_yaml(target: Path) -> str:
     return "\n".join([*lines, "main: program/", ""])
 
 
+# The recipes' line that says what CI installs; init fills it with where this dcdrill came from.
+PIP_LINE = 'DCDRILL_PIP: ""'
+
+
+def install_spec(extras: str = "verify") -> str | None:
+    """What pip installs to get this very dcdrill on another machine, from how it was installed
+    here (PEP 610's direct_url.json): a git URL at its commit, or an archive's URL. None when it
+    came from a local path (a wheel file, a checkout), which a CI runner cannot reach, or when
+    pip left no record (then `dcdrill[<extras>]==<version>` from an index is the guess, not a fact)."""
+    from importlib import metadata
+
+    try:
+        direct = json.loads(metadata.distribution("dcdrill").read_text("direct_url.json") or "null")
+    except metadata.PackageNotFoundError:
+        return None
+    if not direct:
+        return None
+    url = direct.get("url", "")
+    if "vcs_info" in direct:
+        vcs = direct["vcs_info"]
+        return f"dcdrill[{extras}] @ {vcs['vcs']}+{url}@{vcs['commit_id']}"
+    if "archive_info" in direct and url.startswith(("https://", "http://")):
+        return f"dcdrill[{extras}] @ {url}"
+    return None
+
+
+def _recipe(text: str, spec: str | None) -> str:
+    return text.replace(PIP_LINE, f'DCDRILL_PIP: "{spec}"', 1) if spec else text
+
+
 def scaffold(target: Path, ci: str = "github") -> list[Scaffold]:
     """Every file of a new project, in the order init writes them."""
     files = [Scaffold(PROJECT_FILE, _pulumi_yaml(target)), Scaffold("program/__main__.py", PROGRAM)]
     files += [Scaffold(p.name, p.read_text()) for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
     recipe, where = CI_TARGETS[ci]
-    files.append(Scaffold(where, (CI_RECIPES / recipe).read_text()))
+    files.append(Scaffold(where, _recipe((CI_RECIPES / recipe).read_text(), install_spec())))
     # The stacks name it for editors (`# yaml-language-server: $schema=docs/stack.schema.json`).
     files.append(Scaffold("docs/stack.schema.json", json.dumps(schema.json_schema(), indent=2, sort_keys=True) + "\n"))
     files.append(Scaffold(".gitignore", "".join(f"{p}\n" for p in GITIGNORED)))

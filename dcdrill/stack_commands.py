@@ -54,6 +54,9 @@ def _init(args) -> int:
     written = project.init(args.dir, args.ci, args.force)
     for path in written:
         print(f"wrote {path}")
+    if project.install_spec() is None:
+        print(f"note: set DCDRILL_PIP in {project.CI_TARGETS[args.ci][1]} to where CI installs dcdrill from (a git URL "
+              "at a commit, or a wheel's URL): this one came from a local path or an index pip did not record")
     print(f"dcdrill project in {args.dir.resolve()}" + ("" if written else " (nothing to change)")
           + "\nnext: dcdrill setup; dcdrill plan --stack local; "
           'sudo "$(command -v dcdrill)" drill --stack local (root for the lab; sudo resets PATH)')

@@ -2,8 +2,10 @@
 `make setup` from the Go module proxy); the GitLab CI job is checked for what the recipe
 promises (GitLab's own linter needs a GitLab server): it runs the drill, keeps the records
 whatever happened, and publishes junit.xml."""
+import json
 import subprocess
 
+import pytest
 import yaml
 
 from dcdrill.infra.constants import cache_dir
@@ -68,3 +70,31 @@ def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
     assert tuple(int(x) for x in image.split(":")[1].split("-")[0].split(".")) >= _go_mod_version()[:2]
     assert job["variables"]["DCDRILL_CACHE"] == "$CI_PROJECT_DIR/.dcdrill-cache"
     assert ".dcdrill-cache/" in job["dcdrill"]["cache"]["paths"]
+
+
+@pytest.mark.parametrize("direct,expected", [
+    ({"url": "https://github.com/acme/dcdrill.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c3"}},
+     "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3"),
+    ({"url": "https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "dcdrill[verify] @ https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl"),
+    ({"url": "file:///home/me/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
+    ({"url": "file:///home/me/dcdrill", "dir_info": {"editable": True}}, None),
+    (None, None),
+])
+def test_init_pins_what_ci_installs_to_where_this_dcdrill_came_from(monkeypatch, tmp_path, direct, expected):
+    """PEP 610: a git commit or a wheel's URL is pinned into the recipe; a local path, which a
+    runner cannot reach, leaves DCDRILL_PIP empty, and the recipe stops naming it."""
+    from importlib import metadata
+
+    from dcdrill import project
+
+    class Dist:
+        def read_text(self, name):
+            return json.dumps(direct) if direct and name == "direct_url.json" else None
+
+    monkeypatch.setattr(metadata, "distribution", lambda name: Dist())
+    assert project.install_spec() == expected
+    for ci, (_, where) in project.CI_TARGETS.items():
+        recipe = next(f.text for f in project.scaffold(tmp_path, ci) if f.path == where)
+        assert (f'DCDRILL_PIP: "{expected}"' if expected else project.PIP_LINE) in recipe
+        assert "set DCDRILL_PIP" in recipe  # the install step's stop when it is empty
