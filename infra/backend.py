@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from dcdrill.infra import mirror_rules, rules
+from dcdrill.infra import flows, mirror_rules, rules
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.rules import Violation
@@ -37,7 +37,9 @@ class Backend(ABC):
     def deployment_violations(self, d: Deployment) -> list[Violation]:
         """Every rule the whole stack breaks: each mirror's (infra/mirror_rules.py, which checks
         each cluster's model rules too), then the backend's own."""
-        return mirror_rules.check(d) + self.check_deployment(d)
+        lacking = [Violation("flow-missing", f"the stack's flow table (infra/flows.py) lacks {f}") for f in
+                   flows.missing(d, flows.table(d))]
+        return mirror_rules.check(d) + lacking + self.check_deployment(d)
 
     @abstractmethod
     def inventory(self, t: Topology) -> Inventory:

@@ -9,6 +9,7 @@ import pulumi_aws as aws
 from dcdrill.infra.aws import plan
 from dcdrill.infra.aws.hosts import ClusterHost, HostArgs, SsmProfile
 from dcdrill.infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetworkArgs
+from dcdrill.infra import flows
 from dcdrill.infra.aws.security import ClusterSecurity, SecurityArgs
 from dcdrill.infra.deployment import Deployment
 
@@ -62,11 +63,13 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
         "private-zone" if i == 0 else f"private-zone-{c.domain}", name=c.domain, comment=f"dcdrill {d.name}",
         vpcs=[aws.route53.ZoneVpcArgs(vpc_id=nets[r].vpc.id, vpc_region=r) for r in regions], opts=zone_opts)
         for i, c in enumerate({c.domain: c for c in d.clusters}.values())}
-    mirror_regions = {d.dc(h.dc).region for h, _ in d.mirror_hosts()}
+    # One network policy (infra/flows.py): each region's groups and rules rendered from it.
+    flow_table = flows.table(d)
+    held = {r: sorted({h.role for h in d.hosts() if d.dc(h.dc).region == r}) for r in regions}
     security = {r: ClusterSecurity(f"sg-{r}", SecurityArgs(
-        cluster=d.name, vpc_id=nets[r].vpc.id, other_region_cidrs=[s.vpc_cidrs[o] for o in regions if o != r],
-        client_cidrs=s.client_cidrs, provider=providers[r], mirrors=bool(d.mirrors),
-        mirror_cidrs=[s.vpc_cidrs[o] for o in regions if o != r and o in mirror_regions])) for r in regions}
+        cluster=d.name, vpc_id=nets[r].vpc.id, flows=flow_table, roles=held[r], client_cidrs=s.client_cidrs,
+        provider=providers[r], elsewhere={role: [s.vpc_cidrs[o] for o in regions if o != r and role in held[o]]
+                                          for role in flows.roles(d)})) for r in regions}
     ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
     bucket = TransferBucket("ssm-transfer", d.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
@@ -77,9 +80,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     for h in d.hosts():
         cluster = d.cluster_of_dc(h.dc)
         dc = cluster.dc(h.dc)
-        sg = security[dc.region]
-        group = {"zookeeper": sg.zookeeper, "kafka_controller": sg.controller, "kafka_broker": sg.broker,
-                 "client": sg.client, "kafka_mirror": sg.mirror}[h.role]
+        group = security[dc.region].groups[h.role]
         az_id = aws.get_availability_zone_output(name=dc.zone, opts=pulumi.InvokeOutputOptions(
             provider=providers[dc.region])).zone_id
         host = ClusterHost(f"host-{h.short}", HostArgs(
