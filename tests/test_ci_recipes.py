@@ -98,3 +98,10 @@ def test_init_pins_what_ci_installs_to_where_this_dcdrill_came_from(monkeypatch,
         recipe = next(f.text for f in project.scaffold(tmp_path, ci) if f.path == where)
         assert (f'DCDRILL_PIP: "{expected}"' if expected else project.PIP_LINE) in recipe
         assert "set DCDRILL_PIP" in recipe  # the install step's stop when it is empty
+
+
+def test_every_action_is_pinned_by_its_commit():
+    import re
+
+    uses = re.findall(r"uses:\s*(\S+)", (RECIPES / "github-actions.yml").read_text())
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
