@@ -176,3 +176,42 @@ def test_under_sudo_the_cache_is_the_invoking_users(monkeypatch, tmp_path):
     assert cache_dir() == (Path(user.pw_dir) / ".cache" / "dcdrill").resolve()
     monkeypatch.delenv("SUDO_USER")
     assert cache_dir() == (tmp_path / "root-home" / ".cache" / "dcdrill").resolve()
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_INSTALLS"), reason="a second install of pyspark, as another "
+                    "user (about 4 min): DCDRILL_SLOW_INSTALLS=1 runs it")
+def test_an_unprivileged_user_installs_the_wheel_and_verifies_with_a_jdk_only(tmp_path):
+    """The issue's test, whole: the wheel, a fresh virtualenv made by another user (nobody) with the
+    system's Python, no Go, no Maven, no cache, no root; `dcdrill verify` on a record passes."""
+    import shutil
+
+    from tests import records
+
+    home = Path("/var/tmp") / f"dcdrill-nobody-{os.getpid()}"  # nobody reaches /var/tmp, not root's tmp
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(mode=0o755)
+    try:
+        wheels = home / "wheels"  # the wheel and its dependencies, from this machine's pip cache
+        subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(SOURCE)],
+                       check=True, capture_output=True, timeout=600)
+        wheel = next(wheels.glob("dcdrill-*.whl"))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), "-c", str(SOURCE / "requirements.lock"),
+                        f"{wheel}[verify]"], check=True, capture_output=True, timeout=900)
+        record = records.write(home / "run", [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
+                               [records.a(0, i, "p1", i) for i in range(3)], [records.c(0, i, "p1", i) for i in range(3)])
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(home)], check=True)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+        as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        for step in (["/usr/bin/python3", "-m", "venv", str(home / "venv")],
+                     [str(home / "venv/bin/pip"), "install", "-q", "--no-index", "--find-links", str(wheels), f"{wheel}[verify]"]):
+            done = subprocess.run(as_nobody + step, env=env, cwd=home, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-2000:]
+        res = subprocess.run(as_nobody + [str(home / "venv/bin/dcdrill"), "verify", str(record)], env=env, cwd=home,
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0 and "verdict: PASS" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+        assert (home / ".cache/dcdrill/spark-kernel/dcdrill-kernel.jar").is_file()  # nobody's own cache
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
