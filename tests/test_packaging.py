@@ -132,7 +132,10 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     assert (cache_dir() / "bin" / "pulumi-language-python").read_text() == shim  # the checkout's stays its own
     plan = _run(dcdrill, "plan", "--stack", "local", cwd=users)
     assert plan.returncode == 0 and "losing one DC" in plan.stdout, plan.stderr
-    drill = _run(dcdrill, "drill", "--stack", "local", "--experiment", "kill-dc", "--run-dir", str(users / "runs/one"),
+    # slow-link with a short hold: the wheel's roles and experiments drill from the user's folder as
+    # any experiment would, and kill-dc's own outcome is tests/chaos/test_drill_integration.py's
+    drill = _run(dcdrill, "drill", "--stack", "local", "--experiment", "slow-link", "--latency-ms", "20",
+                 "--hold", "10", "--run-dir", str(users / "runs/one"),
                  cwd=users, timeout=900)
     assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
     assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
