@@ -47,6 +47,19 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def write_json_atomically(path: Path, data) -> None:
+    """`data` as JSON in `path`, through a temporary file, fsync and rename: a crash leaves the
+    old file or the new one, never a torn one (the fault state and its copies, open drills)."""
+    import json
+
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        f.write(json.dumps(data, indent=2, sort_keys=True))
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
 class NoProject(ValueError):
     """No Pulumi.yaml here or above: a bad input (exit 2) that says how to make one."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
 from dcdrill.infra import ansible
+from dcdrill.infra.constants import write_json_atomically
 
 
 def _path(stack: str) -> Path:
@@ -28,12 +28,7 @@ def _locked(stack: str):
         fcntl.flock(lock, fcntl.LOCK_EX)
         records = json.loads(path.read_text()) if path.exists() else []
         yield records
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(json.dumps(records, indent=2))
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
+        write_json_atomically(path, records)
 
 
 def note(stack: str, location: str) -> None:

@@ -13,7 +13,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from dcdrill.infra.constants import now_ms
+from dcdrill.infra.constants import now_ms, write_json_atomically
 from dcdrill.record.contents import (AGENTS, AUDIT_END, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
                                     JOURNAL, LEDGERS, MIRROR_EVENTS, MIRROR_WAITS, REPORT, SETTINGS, TOPOLOGY,
                                     checked, parses_as_json, check_audit_end, check_baseline, check_topology, experiment_name,
@@ -328,12 +328,7 @@ class DrillRecord:
             fcntl.flock(lock, fcntl.LOCK_EX)
             state = json.loads(path.read_text()) if path.exists() else {"active": []}
             yield state
-            tmp = path.with_suffix(".tmp")
-            with open(tmp, "w") as f:
-                f.write(json.dumps(state, indent=2, sort_keys=True))
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(path)
+            write_json_atomically(path, state)
 
     def active_faults(self) -> list[dict]:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []

@@ -177,6 +177,18 @@ def require_healed(stack: str) -> None:
                          f"Run `dcdrill heal --stack {stack}` first")
 
 
+def _heal_one(stack: str, record: DrillRecord, secrets: dict | None, where: str, say, done: list, errors: list) -> bool:
+    """heal_record, each healed fault said and added to `done`; False (the error in `errors`) if one failed."""
+    try:
+        for line in heal_record(stack, record, secrets=secrets):
+            say(f"healed {line['fault']} {line['target']} {where}")
+            done.append(f"{line['fault']} {line['target']}")
+    except ActivityFailed as exc:
+        errors.append(str(exc))
+        return False
+    return True
+
+
 def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None = None, say=print) -> list[str]:
     """`dcdrill heal`: every open drill of the stack (or `only`), then the live state. Each step is
     said as it is done. Returns what was undone (empty: nothing was left)."""
@@ -187,22 +199,11 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
         if stopped := stop_agents(record):
             say(f"stopped {', '.join(stopped)} of {record.path}")
             done += stopped
-        try:
-            for line in heal_record(stack, record, secrets=secrets):
-                say(f"healed {line['fault']} {line['target']} of {record.path}")
-                done.append(f"{line['fault']} {line['target']}")
-        except ActivityFailed as exc:
-            errors.append(str(exc))
-            continue
-        open_drills.forget(stack, str(record.path.resolve()))
+        if _heal_one(stack, record, secrets, f"of {record.path}", say, done, errors):
+            open_drills.forget(stack, str(record.path.resolve()))
     for key, state in ([] if only else _kept(stack, secrets).items()):
-        record = recovered_record(stack, key, state)
-        try:
-            for line in heal_record(stack, record, secrets=secrets):
-                say(f"healed {line['fault']} {line['target']} (from the copy kept outside its record, {key})")
-                done.append(f"{line['fault']} {line['target']}")
-        except ActivityFailed as exc:
-            errors.append(str(exc))
+        _heal_one(stack, recovered_record(stack, key, state), secrets,
+                  f"(from the copy kept outside its record, {key})", say, done, errors)
     for found in stacks.backend(stack).heal_in_place(stacks.load_deployment(stack)):
         say(f"healed in place: {found}")
         done.append(found)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dcdrill.infra import schema
 from dcdrill.infra.backend import Backend
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import cache_dir, write_json_atomically
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.rules import Violation
@@ -57,20 +57,12 @@ class LabBackend(Backend):
         return layout.lab_dir(cache_dir()) / "fault-states" / inventory.vars["cluster_name"]
 
     def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
-        import json
-        import os
-
         path = self._kept(inventory) / f"{key}.json"
         if not state.get("active"):
             path.unlink(missing_ok=True)
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(json.dumps(state, indent=2, sort_keys=True))
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
+        write_json_atomically(path, state)
 
     def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
         import json

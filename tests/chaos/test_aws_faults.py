@@ -37,6 +37,18 @@ def _build_stack(ec2, t, vpc):
     return ids, subnets
 
 
+def _listen_to_the_bucket(monkeypatch) -> None:
+    """The S3 calls of the fault-state copies (infra/aws/backend.py), recorded as IAM actions."""
+    real_bucket = AwsBackend._bucket
+
+    def bucket_listened(inventory, credentials):
+        client, name = real_bucket(inventory, credentials)
+        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
+        return client, name
+
+    monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
+
+
 @pytest.fixture
 def aws(monkeypatch, tmp_path):
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
@@ -56,14 +68,7 @@ def aws(monkeypatch, tmp_path):
         return client
 
     monkeypatch.setattr(AwsFaults, "_client", listened)
-    real_bucket = AwsBackend._bucket
-
-    def bucket_listened(inventory, credentials):
-        client, name = real_bucket(inventory, credentials)
-        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
-        return client, name
-
-    monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
+    _listen_to_the_bucket(monkeypatch)
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
         t = stack.load(STACK)
@@ -241,14 +246,7 @@ def aws_replicated(monkeypatch, tmp_path):
         return client
 
     monkeypatch.setattr(AwsFaults, "_client", listened)
-    real_bucket = AwsBackend._bucket
-
-    def bucket_listened(inventory, credentials):
-        client, name = real_bucket(inventory, credentials)
-        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
-        return client, name
-
-    monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
+    _listen_to_the_bucket(monkeypatch)
     with mock_aws():
         config = stack.load_config(REPLICATED)
         d = stack.load_deployment(REPLICATED)
