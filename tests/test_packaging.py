@@ -185,7 +185,7 @@ NOBODY = 65534
 
 
 @pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_INSTALLS"), reason="a second install of pyspark, as another "
-                    "user (about 4 min): DCDRILL_SLOW_INSTALLS=1 runs it")
+                    "user (40 s with pip's cache warm, more without): DCDRILL_SLOW_INSTALLS=1 runs it")
 def test_an_unprivileged_user_installs_the_wheel_and_verifies_with_a_jdk_only(tmp_path):
     """The issue's test, whole: the wheel, a fresh virtualenv made by another user (nobody) with the
     system's Python, no Go, no Maven, no cache, no root; `dcdrill verify` on a record passes."""
