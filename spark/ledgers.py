@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dcdrill.record import BadRecord, DrillRecord
-from dcdrill.record.ledger import loads
+from dcdrill.record.ledger import DuplicateKey, loads
 
 BadInput = BadRecord  # exit 2: the drill record cannot be verified as it is
 
@@ -78,15 +78,6 @@ def row_problem(kind: str, row: dict) -> str | None:
     return None
 
 
-def _duplicate_key(raw: bytes) -> str | None:
-    """What is wrong with a line that names a key twice (Spark keeps the last value), or None."""
-    try:
-        loads(raw)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq: int | None = None) -> str | None:
     """Slow path for a JSON Lines produced ledger: 'file:line' of the first row of `producer_id`
     with `seq` (None: the first row of an identity seen before, a duplicate), or None."""
@@ -96,11 +87,11 @@ def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq
             return None
         for n, raw in enumerate(record.read_file(path).split(b"\n"), 1):
             try:
-                row = json.loads(raw)
+                row = loads(raw)
+            except DuplicateKey as exc:  # Spark kept the last value
+                return f"{path}:{n}: {exc}"
             except ValueError:
                 continue
-            if (twice := _duplicate_key(raw)) is not None:
-                return f"{path}:{n}: {twice}"
             if not isinstance(row, dict) or (seq is not None and row.get("producer_id") != producer_id):
                 continue
             where, ident = f"{path}:{n}", (row.get("producer_id"), row.get("seq"))
@@ -121,13 +112,13 @@ def locate_problem(record: DrillRecord, files: list[str], kind: str) -> str:
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw)
+                row = loads(raw)
+            except DuplicateKey as exc:  # Spark kept the last value
+                return f"{path}:{n}: {exc}"
             except ValueError:
                 if n == len(lines):  # torn last line: allowed
                     continue
                 return f"{path}:{n}: malformed line"
-            if (twice := _duplicate_key(raw)) is not None:
-                return f"{path}:{n}: {twice}"
             if not isinstance(row, dict):
                 return f"{path}:{n}: a row must be a JSON object"
             for col in required:
