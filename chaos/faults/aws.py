@@ -21,6 +21,7 @@ import shlex
 import time
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
+from dcdrill.infra.aws.backend import given_credentials
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 
@@ -61,15 +62,12 @@ class AwsFaults(FaultDriver):
     # What a DC's loss stops: every Kafka process (MirrorMaker 2 too); clients are the observers.
     ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "kafka_mirror")
 
-    CREDENTIALS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
-
     def _client(self, service: str, region: str):
         """A boto3 client with the experiment's `aws` secrets when given, else boto3's own chain
         (environment, profile, instance role)."""
         import boto3
 
-        given = {k: v for k, v in self.credentials.items() if k in self.CREDENTIALS}
-        return boto3.client(service, region_name=region, **given)
+        return boto3.client(service, region_name=region, **given_credentials(self.credentials))
 
     def _region(self, dc: str) -> str:
         return self.inventory.vars["aws_regions"][dc]

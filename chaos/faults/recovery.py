@@ -157,7 +157,7 @@ def _kept(stack: str, secrets: dict | None = None) -> dict[str, dict]:
         inv = lifecycle.inventory(stack)
     except lifecycle.NotUp:
         return {}
-    return stacks.backend(stack).kept_fault_states(inv, {k: v for k, v in (secrets or {}).items() if v})
+    return stacks.backend(stack).kept_fault_states(inv, secrets)
 
 
 def recovered_record(stack: str, key: str, state: dict) -> DrillRecord:

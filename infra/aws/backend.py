@@ -11,6 +11,15 @@ from dcdrill.infra.rules import Violation
 from dcdrill.infra.topology import Topology
 
 
+# The experiment's `aws` secrets boto3 takes as a client's credentials (any left empty: boto3's own
+# chain, environment, profile or instance role).
+CREDENTIALS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+
+
+def given_credentials(secrets: dict | None) -> dict:
+    return {k: v for k, v in (secrets or {}).items() if k in CREDENTIALS and v}
+
+
 class AwsBackend(Backend):
     name = "aws"
     default_domain = "dcdrill.internal"
@@ -36,10 +45,8 @@ class AwsBackend(Backend):
         import boto3
 
         av = inventory.vars
-        home = next(iter(av["aws_regions"].values()))
-        keys = {k: v for k, v in (credentials or {}).items()
-                if k in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token") and v}
-        return boto3.client("s3", region_name=av.get("aws_bucket_region") or home, **keys), av["ansible_aws_ssm_bucket_name"]
+        home = next(iter(av["aws_regions"].values()))  # the bucket's region (infra/aws/program.py)
+        return boto3.client("s3", region_name=home, **given_credentials(credentials)), av["ansible_aws_ssm_bucket_name"]
 
     def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
         import json

@@ -11,7 +11,7 @@ from dcdrill.chaos.faults import actions
 from dcdrill.chaos.faults.aws import AwsFaults
 from dcdrill.infra import ansible, stack
 from dcdrill.infra.aws import plan
-from dcdrill.infra.aws.backend import AwsBackend
+from dcdrill.infra.aws.backend import CREDENTIALS, AwsBackend
 from dcdrill.record import DrillRecord
 
 STACK = "aws-3az-tiebreaker"
@@ -341,7 +341,7 @@ def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
 
     _, cfg, _, _, _ = aws
     composed = experiment.compose("kill-dc")
-    assert set(composed["secrets"]["aws"]) >= set(AwsFaults.CREDENTIALS)
+    assert set(composed["secrets"]["aws"]) >= set(CREDENTIALS)
     assert all(a["provider"]["secrets"] == ["aws"] for a in experiment.fault_activities(composed))
     given = actions.driver(cfg, {"aws_access_key_id": "AKIAGIVEN", "aws_secret_access_key": "s3cret",
                                  "aws_session_token": ""})
