@@ -176,6 +176,7 @@ class Workload:
         self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
         self.cluster = cluster
         self.record = DrillRecord(run_dir)
+        _open_record(self.record)  # before any of its processes starts
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.recovered: dict[str, int] = {}  # producer -> info rows written from its intent log
 
@@ -235,7 +236,6 @@ class Workload:
     def _spawn(self, name: str, host: InventoryHost, argv: list[str], env: dict, inventory: Inventory) -> None:
         path = self.record.log(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _open_record(self.record)
         log = open(path, "ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.PIPE,
                                 start_new_session=True)
