@@ -35,15 +35,18 @@ ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --pr
 wheel: setup  ## dist/dcdrill-<version>-py3-none-any.whl, what `pip install 'dist/...whl[verify]'` installs
 	$(BIN)/python -m build --wheel --outdir dist .
 
-test: setup  ## the import layers (lint-imports), ansible-lint (production), unit tests, then the integration tests on the real lab
-	$(BIN)/lint-imports
-	$(ANSIBLE_LINT)
-	$(BIN)/python -m pytest -q -ra --durations=30 tests
+# What needs no lab: the import layers, ansible-lint (production) and every test not marked `lab`
+UNIT := $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra -m "not lab" -p no:cacheprovider tests
+
+test: setup  ## the lab tests on the real lab and, beside them at nice 19 so the lab keeps its CPU, everything `make unit` runs
+	@mkdir -p .cache; nice -n 19 sh -c '$(UNIT)' > .cache/unit-tests.log 2>&1 & unit=$$!; \
+	$(BIN)/python -m pytest -q -ra --durations=30 -m lab tests; lab=$$?; \
+	echo "== beside the lab tests (.cache/unit-tests.log): lint-imports, ansible-lint, the tests that need no lab"; \
+	wait $$unit; unit=$$?; cat .cache/unit-tests.log; \
+	echo "== lab tests: exit $$lab; beside them: exit $$unit"; test $$lab = 0 && test $$unit = 0
 
 unit: setup  ## everything but the lab tests (marked `lab`)
-	$(BIN)/lint-imports
-	$(ANSIBLE_LINT)
-	$(BIN)/python -m pytest -q -ra -m "not lab" tests
+	$(UNIT)
 
 bench: setup
 	$(BIN)/python tests/benchmarks/lab_bringup.py
