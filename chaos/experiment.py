@@ -97,6 +97,8 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
                 or method is getattr(FaultDriver, need, None) and need not in FaultDriver.__abstractmethods__):
             problems.append(f"fault {func!r} does not exist on the {backend.name} backend's driver ({drv.__name__})")
             continue
+        if why := backend.cannot(need):
+            problems.append(f"{a['name']}: {why}")
         for key, value in a["provider"].get("arguments", {}).items():
             value = _substitute(value, config)
             valid = dc_names or t.dc_names

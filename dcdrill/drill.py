@@ -26,8 +26,8 @@ from dcdrill.record import DrillRecord
 from dcdrill.record.contents import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
-TARGETS_A_DC = {"kill-dc", "stop-dc", "isolate-dc", "slow-link"}
-DC_LOSSES = {"kill-dc", "stop-dc", "isolate-dc"}
+TARGETS_A_DC = {"kill-dc", "stop-dc", "power-loss", "isolate-dc", "slow-link"}
+DC_LOSSES = {"kill-dc", "stop-dc", "power-loss", "isolate-dc"}
 QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
 STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given
 

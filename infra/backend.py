@@ -54,6 +54,11 @@ class Backend(ABC):
     def require_support(self) -> None:
         """Raise a one-sentence error when this machine cannot drive the backend."""
 
+    def cannot(self, fault: str) -> str | None:
+        """Why this stack cannot inject `fault` (a driver method of chaos/faults/driver.py), though
+        its backend's driver has it; None when it can."""
+        return None
+
     def leftovers(self) -> list[str]:
         """What a `lab down` should have removed and did not (names, for a warning)."""
         return []

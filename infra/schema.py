@@ -249,6 +249,11 @@ class LabSpec(Spec):
     zookeeper_heap_mb: int = Field(96, ge=32, le=4_096, alias="zookeeperHeapMb")
     controller_heap_mb: int = Field(256, ge=128, le=16_384, alias="controllerHeapMb")  # KRaft controllers
     mirror_heap_mb: int = Field(256, ge=128, le=16_384, alias="mirrorHeapMb")  # MirrorMaker 2
+    # Each Kafka and ZooKeeper host's data root on a disk that loses, at the `power-loss` fault,
+    # every write not yet durable: fsync'd, or older than writebackS (the kernel's own write-back,
+    # Linux's dirty_expire_centisecs: 30 s). Costs a FUSE round trip per write (docs/benchmarks.md).
+    power_loss: bool = Field(False, alias="powerLoss")
+    writeback_s: float = Field(30.0, ge=1, le=600, alias="writebackS")
 
 
 InstanceType = matching(INSTANCE_TYPE, "an EC2 instance type like m6i.large")

@@ -18,7 +18,8 @@ class BadRecord(ValueError):
 # The faults faults.jsonl names (RECORD.md); the losses of a whole DC have a prediction to check.
 KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER = "kill-dc", "stop-dc", "isolate-dc", "kill-tiebreaker"
 DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR = "degrade-link", "rolling-restart", "kill-mirror"
-DC_LOSS_FAULTS = (KILL_DC, STOP_DC, KILL_TIEBREAKER, ISOLATE_DC)
+POWER_LOSS = "power-loss"  # kill-dc, and every write the DC's disks had not made durable is gone
+DC_LOSS_FAULTS = (KILL_DC, STOP_DC, KILL_TIEBREAKER, ISOLATE_DC, POWER_LOSS)
 
 TOPOLOGY = "topology.json"
 SETTINGS = "settings.json"
@@ -39,7 +40,7 @@ MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
 
 
-FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR)
+FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR, POWER_LOSS)
 
 
 def _whole(value) -> bool:

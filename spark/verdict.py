@@ -108,8 +108,8 @@ def _stalled_text(f: dict) -> str:
 
 
 # Which of a flow's predictions (infra/mirror_rules.flow_predictions) a fault puts to the test.
-MIRROR_FAULT_PREDICTION = {"kill-dc": "source-dc-loss", "stop-dc": "source-dc-loss", "isolate-dc": "link-cut",
-                           "kill-mirror": "mirror-kill"}
+MIRROR_FAULT_PREDICTION = {"kill-dc": "source-dc-loss", "stop-dc": "source-dc-loss", "power-loss": "source-dc-loss",
+                           "isolate-dc": "link-cut", "kill-mirror": "mirror-kill"}
 
 
 def mirror_prediction_checks(topology: dict, summary: dict) -> list[dict]:

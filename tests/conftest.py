@@ -85,9 +85,10 @@ class Labs:
         left_ns = netns.lab_namespaces()
         left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
                       if "dcd-" in l or " ta" in l or " tb" in l]
-        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|mirror\.MirrorMaker"],
+        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|dcdrill-disk|mirror\.MirrorMaker"],
                               capture_output=True, text=True).stdout.split()
-        assert not left_ns and not left_links and not jvms, (stack, left_ns, left_links, jvms)
+        disks = [line for line in open("/proc/self/mountinfo") if "dcdrill-disk" in line]
+        assert not left_ns and not left_links and not jvms and not disks, (stack, left_ns, left_links, jvms, disks)
 
 
 @pytest.fixture(scope="session")

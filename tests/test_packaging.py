@@ -108,7 +108,7 @@ def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
                    "dcdrill/shipped/examples/Pulumi.local.yaml", "dcdrill/shipped/ci/github-actions.yml",
                    "dcdrill/chaos/experiments/kill-dc.json", "dcdrill/spark/jvm/Scan.java",
                    "dcdrill/infra/toolchain/setup.sh", "dcdrill/infra/toolchain/kafka-pom.xml",
-                   "dcdrill/infra/lab/forwarder/main.go", "dcdrill/infra/__main__.py", "dcdrill/record/ledger.py"):
+                   "dcdrill/infra/lab/forwarder/main.go", "dcdrill/infra/lab/disk/main.go", "dcdrill/infra/lab/disk/go.sum", "dcdrill/infra/__main__.py", "dcdrill/record/ledger.py"):
         assert needed in names, needed
     assert not any("__pycache__" in n or n.startswith(".cache") for n in names)
     # one top-level import package: nothing beside dcdrill/ but the distribution's metadata

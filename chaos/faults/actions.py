@@ -17,15 +17,15 @@ from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
-                                 ROLLING_RESTART, STOP_DC, fault_key)
+                                 POWER_LOSS, ROLLING_RESTART, STOP_DC, fault_key)
 
-__all__ = ["kill_dc", "stop_dc", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart", "kill_mirror",
-           "heal"]
+__all__ = ["kill_dc", "stop_dc", "power_loss", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart",
+           "kill_mirror", "heal"]
 
 # What each action needs from the driver: `dcdrill drill --check` checks the backend has it.
-NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "isolate_dc": "isolate_dc", "kill_tiebreaker": "kill_dc",
-         "degrade_link": "degrade_link", "rolling_restart": "restart_broker", "kill_mirror": "kill_mirror",
-         "heal": "undo"}
+NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "power_loss": "power_loss", "isolate_dc": "isolate_dc",
+         "kill_tiebreaker": "kill_dc", "degrade_link": "degrade_link", "rolling_restart": "restart_broker",
+         "kill_mirror": "kill_mirror", "heal": "undo"}
 
 
 def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriver:
@@ -71,7 +71,8 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, 
 
 
 def kill_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
-    """Power loss: every Kafka process of the DC (brokers, KRaft controllers, ZooKeeper) stops at once."""
+    """Every Kafka process of the DC (brokers, KRaft controllers, ZooKeeper) dies at once (SIGKILL on
+    the lab): the hosts keep what the processes wrote; `power_loss` takes what was not durable."""
     context.check_dc(configuration, dc)
     return _inject(configuration, KILL_DC, dc, lambda d, undo: d.kill_dc(dc, undo), dc_loss=True, secrets=secrets)
 
@@ -80,6 +81,14 @@ def stop_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
     """Clean shutdown of every Kafka and ZooKeeper process of the DC, brokers first."""
     context.check_dc(configuration, dc)
     return _inject(configuration, STOP_DC, dc, lambda d, undo: d.stop_dc(dc, undo), dc_loss=True, secrets=secrets)
+
+
+def power_loss(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
+    """A real power loss: every Kafka process of the DC dies at once, and every write its hosts'
+    disks had not made durable (fsync'd, or written back by the kernel) is gone with it."""
+    context.check_dc(configuration, dc)
+    return _inject(configuration, POWER_LOSS, dc, lambda d, undo: d.power_loss(dc, undo), dc_loss=True,
+                   secrets=secrets)
 
 
 def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:

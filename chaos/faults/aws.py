@@ -103,11 +103,11 @@ class AwsFaults(FaultDriver):
         return sn
 
     # -- processes ----------------------------------------------------------------------------
-    def _stop(self, dc: str, force: bool, undo: Undo) -> dict:
+    def _stop(self, dc: str, force: bool, undo: Undo, skip_os_shutdown: bool = False) -> dict:
         ids = self._owned_instances(dc)
         undo.add(region=self._region(dc), start=ids)
         ec2 = self._client("ec2", self._region(dc))
-        ec2.stop_instances(InstanceIds=ids, Force=force)
+        ec2.stop_instances(InstanceIds=ids, Force=force, **({"SkipOsShutdown": True} if skip_os_shutdown else {}))
         ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
         return {"instances": ids}
 
@@ -116,6 +116,10 @@ class AwsFaults(FaultDriver):
 
     def stop_dc(self, dc: str, undo: Undo) -> dict:
         return self._stop(dc, False, undo)
+
+    def power_loss(self, dc: str, undo: Undo) -> dict:
+        """Without SkipOsShutdown, even a forced stop lets the OS shut down and flush its page cache."""
+        return self._stop(dc, True, undo, skip_os_shutdown=True)
 
     def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> str:
         """Run a shell script on one instance through SSM and wait for it; its output, or raise if it fails."""

@@ -55,7 +55,13 @@ class FaultDriver(ABC):
 
     @abstractmethod
     def kill_dc(self, dc: str, undo: Undo) -> dict:
-        """Power loss: every broker and coordination node of the DC stops at once."""
+        """Every broker and coordination node of the DC dies at once (SIGKILL: the machines keep
+        their page caches, so what the processes wrote survives; `power_loss` takes it)."""
+
+    def power_loss(self, dc: str, undo: Undo) -> dict:
+        """A real power loss of the DC: its processes die at once, and every write its hosts' disks
+        had not made durable is lost. A backend whose hosts cannot lose power leaves this out."""
+        raise NotImplementedError(f"{type(self).__name__} cannot cut a DC's power")
 
     @abstractmethod
     def stop_dc(self, dc: str, undo: Undo) -> dict:

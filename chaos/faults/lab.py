@@ -12,7 +12,7 @@ from pathlib import Path
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from dcdrill.infra.constants import PACKAGE, cache_dir, now_ms
 from dcdrill.infra.inventory import InventoryHost
-from dcdrill.infra.lab import layout, netns, service, shaper
+from dcdrill.infra.lab import disk, layout, netns, service, shaper
 
 
 SERVICE = {"zookeeper": "zookeeper", "kafka_mirror": "mirror"}  # the roles' service names; kafka otherwise
@@ -77,6 +77,19 @@ class LabFaults(FaultDriver):
     def stop_dc(self, dc: str, undo: Undo) -> dict:
         return self._signal_dc(dc, signal.SIGTERM, undo)
 
+    def power_loss(self, dc: str, undo: Undo) -> dict:
+        """SIGKILL, then each host's disk drops what it had not made durable (infra/lab/disk.py)."""
+        lab = layout.lab_dir(cache_dir())
+        roots = {h.name: Path(h.vars["data_root"]) for h in self.inventory.in_dc(dc, DC_LOSS_ROLES)}
+        bare = [name for name, root in roots.items() if not disk.mounted(root)]
+        if bare:
+            raise RuntimeError(f"no power-loss disk under {', '.join(bare)}: "
+                               f"{self.backend.cannot('power_loss') or 'lab up rebuilds the hosts with one'}")
+        undo.add(power=sorted(root.name for root in roots.values()))  # before the cut: heal powers them on
+        result = self._signal_dc(dc, signal.SIGKILL, undo)
+        lost = {name: disk.cut(lab, root.name) for name, root in roots.items()}
+        return {**result, "lost": lost, "bytes_lost": sum(v["bytes_lost"] for v in lost.values())}
+
     def isolate_dc(self, dc: str, direction: str, undo: Undo) -> dict:
         self.check_direction(direction)
         index = layout.dc_index(self.topology, dc)
@@ -121,6 +134,8 @@ class LabFaults(FaultDriver):
         start_service(host.name, spec, host.netns)
 
     def undo(self, undo: dict) -> None:
+        for short in undo.get("power") or []:  # the disks first: the services start on them
+            disk.power(layout.lab_dir(cache_dir()), short)
         if undo.get("restart"):
             # Only a broker killed less than a ZooKeeper session ago can exit at start (NodeExists).
             recent = now_ms() - (undo.get("killed_ms") or 0) < SESSION_GRACE_MS

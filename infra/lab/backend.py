@@ -45,10 +45,18 @@ class LabBackend(Backend):
         netns.require_support()
         layout.require_reachable(cache_dir())
 
+    def cannot(self, fault: str) -> str | None:
+        if fault == "power_loss" and not self.settings.power_loss:
+            return ("a power loss needs the lab's disks that lose what was not durable: set `dcdrill:lab` "
+                    "`powerLoss: true` on the stack (docs/lab.md), then `dcdrill lab up` rebuilds its hosts")
+        return None
+
     def leftovers(self) -> list[str]:
         from dcdrill.infra.lab import netns
 
-        return [f"namespace {ns}" for ns in netns.lab_namespaces()]
+        with open("/proc/self/mountinfo") as f:
+            disks = [line.split()[4] for line in f if "dcdrill-disk" in line]
+        return [f"namespace {ns}" for ns in netns.lab_namespaces()] + [f"disk mounted at {m}" for m in disks]
 
     @staticmethod
     def _kept(inventory: Inventory):
@@ -83,6 +91,7 @@ class LabBackend(Backend):
         if not netns.ns_exists(netns.ROUTER):
             return []
         out = [f"{dc} is cut off at the router" for i, dc in enumerate(d.dc_names, 1) if netns.is_isolated(i)]
+        out += [f"{short}'s disk is without power" for short in self._unpowered()]
         try:
             live = shaper.installed(layout.shaper_dir(cache_dir())).current()
         except shaper.ShaperDown:
@@ -93,14 +102,30 @@ class LabBackend(Backend):
                 for (a, b), shape in sorted(configured.items()) if live.get((a, b)) not in (None, shape)]
         return out
 
+    @staticmethod
+    def _unpowered() -> list[str]:
+        """The lab hosts whose power-loss disk is cut (a power-loss fault not healed)."""
+        from dcdrill.infra.lab import disk, layout
+
+        lab, out = layout.lab_dir(cache_dir()), []
+        for sock in sorted((lab / "disks").glob("*.sock")) if (lab / "disks").is_dir() else []:
+            try:
+                if not disk.stats(lab, sock.stem)["powered"]:
+                    out.append(sock.stem)
+            except disk.DiskError:
+                continue  # its daemon is gone: the host's own check (lab up) rebuilds it
+        return out
+
     def heal_in_place(self, d: Deployment) -> list[str]:
-        """Undo what faults_in_place finds: every isolation rule, every link back to its configured
-        shape. Returns what it undid."""
-        from dcdrill.infra.lab import layout, netns, shaper
+        """Undo what faults_in_place finds: every disk powered, every isolation rule, every link back
+        to its configured shape. Returns what it undid."""
+        from dcdrill.infra.lab import disk, layout, netns, shaper
 
         found = self.faults_in_place(d)
         if not found:
             return []
+        for short in self._unpowered():
+            disk.power(layout.lab_dir(cache_dir()), short)
         for i in range(1, len(d.dc_names) + 1):
             netns.heal_isolation(i)
         try:

@@ -10,6 +10,8 @@ from dcdrill.infra.lab import layout, netns, shaper
 from dcdrill.infra.lab.resources import Datacenter, Host, Link, Router, Shaper
 from dcdrill.infra.deployment import Deployment
 
+DISK_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "kafka_mirror")
+
 
 class Lab(pulumi.ComponentResource):
     """The whole lab: its router, one LabDatacenter per DC, and the shaper between them."""
@@ -49,10 +51,12 @@ def build(t: Deployment, settings, cache: Path) -> dict:
         link = Link(f"link-{dc.name}", dc.name, i, prefix, _child(group, [router, dc_res]))
         links.append(link)
         for h in (h for h in t.hosts() if h.dc == dc.name):
+            # A power-loss disk under every host a DC loss stops; clients are the observers.
+            disk = {"disk_writeback_s": settings.writeback_s} if settings.power_loss and h.role in DISK_ROLES else {}
             Host(f"host-{h.short}", {
                 "short": h.short, "name": h.name, "dc": h.dc, "role": h.role,
                 "ip": addresses[h.name], "gateway": f"{prefix}.{i}.1", "prefix": prefix,
-                "lab_dir": str(lab_dir), "hosts_file": str(lab_dir / "hosts.txt"),
+                "lab_dir": str(lab_dir), "hosts_file": str(lab_dir / "hosts.txt"), **disk,
             }, _child(group, [link]))
     # Shaped once every DC is linked; the table changes in place (a new latency is no new lab).
     Shaper("links", {"requested": settings.shaper, "prefix": prefix, "dcs": len(t.datacenters),

@@ -17,7 +17,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
 from dcdrill.infra.constants import cache_dir
-from dcdrill.infra.lab import netns, shaper, sshd
+from dcdrill.infra.lab import disk, netns, shaper, sshd
 
 PATH_KEYS = ("lab_dir", "hosts_file", "state_dir")
 
@@ -139,10 +139,18 @@ class ShaperProvider(ResourceProvider):
 
 
 class HostProvider(ResourceProvider):
-    """A lab machine: its own namespace on its DC's bridge, a lab name, and sshd."""
+    """A lab machine: its own namespace on its DC's bridge, a lab name, and sshd; with
+    `disk_writeback_s`, its data root on a disk that can lose power (infra/lab/disk.py)."""
+
+    @staticmethod
+    def _data_root(props) -> Path:
+        return in_cache(props["lab_dir"]) / "hosts" / props["short"]
 
     def create(self, props):
         def make():
+            if props.get("disk_writeback_s") is not None:  # before sshd, which writes its pid file there
+                disk.start(in_cache(props["lab_dir"]), props["short"], self._data_root(props),
+                           float(props["disk_writeback_s"]))
             netns.create_host(props["short"], props["dc"], props["ip"], props["gateway"], props["prefix"],
                               in_cache(props["hosts_file"]))
             netns.set_names({props["name"]: props["ip"]}, in_cache(props["hosts_file"]))
@@ -153,10 +161,16 @@ class HostProvider(ResourceProvider):
     def delete(self, id_, props):
         netns.delete_host(props["short"])  # kills every process in it: sshd, JVMs, clients
         netns.set_names({props["name"]: None}, in_cache(props["hosts_file"]))
-        shutil.rmtree(in_cache(props["lab_dir"]) / "hosts" / props["short"], ignore_errors=True)
+        lab_dir = in_cache(props["lab_dir"])
+        if props.get("disk_writeback_s") is not None:
+            disk.stop(lab_dir, props["short"], self._data_root(props))
+            shutil.rmtree(disk.backing(lab_dir, props["short"]), ignore_errors=True)
+        shutil.rmtree(self._data_root(props), ignore_errors=True)
 
     def read(self, id_, props):
         alive = netns.host_address(props["short"]) == props["ip"]
+        if props.get("disk_writeback_s") is not None:
+            alive = alive and disk.mounted(self._data_root(props))
         return ReadResult(id_ if alive else "", props)
 
     def diff(self, id_, olds, news):

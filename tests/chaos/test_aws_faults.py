@@ -445,3 +445,25 @@ def test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(a
     assert account(ec2) == before
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="dcdrill/fault-states/")
     assert recovery.heal_stack(STACK, say=lambda line: None) == [] and recovery.left_behind(STACK) == []
+
+
+def test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_starts_them(aws):
+    ec2, cfg, ids, subnets, twin = aws
+    before, stops = account(ec2), []
+    real = AwsFaults._client
+
+    def stopped(self, service, region):
+        client = real(self, service, region)
+        client.meta.events.register("provide-client-params.ec2.StopInstances", lambda params, **kw: stops.append(params))
+        return client
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(AwsFaults, "_client", stopped)
+        out = actions.power_loss("dc-a", configuration=cfg)
+        assert stops == [{"InstanceIds": out["instances"], "Force": True, "SkipOsShutdown": True}]
+        assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
+            ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")}
+        actions.kill_dc("dc-b", configuration=cfg)  # a kill still lets the OS shut down (issue: SIGKILL via SSM)
+        assert "SkipOsShutdown" not in stops[-1]
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before

@@ -15,8 +15,8 @@ from dcdrill.infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
-SHIPPED = ["cut-mirror-link", "isolate-dc", "kill-dc", "kill-mirror", "kill-source-dc", "rolling-restart", "slow-link",
-           "stop-dc", "tiebreaker-loss"]
+SHIPPED = ["cut-mirror-link", "isolate-dc", "kill-dc", "kill-mirror", "kill-source-dc", "power-loss", "rolling-restart",
+           "slow-link", "stop-dc", "tiebreaker-loss"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -66,7 +66,7 @@ def test_a_new_fault_is_a_short_file(tmp_path, monkeypatch):
 def test_every_fault_has_the_same_parameters_on_every_driver():
     import inspect
 
-    for name in ("kill_dc", "stop_dc", "isolate_dc", "degrade_link", "restart_broker", "undo"):
+    for name in ("kill_dc", "stop_dc", "power_loss", "isolate_dc", "degrade_link", "restart_broker", "undo"):
         base = inspect.signature(getattr(FaultDriver, name))
         for cls in DRIVERS.values():
             assert inspect.signature(getattr(cls, name)).parameters.keys() <= base.parameters.keys() | {"timeout_s"}
@@ -81,6 +81,7 @@ REPLICATED_ONLY = {"cut-mirror-link", "kill-mirror", "kill-source-dc"}
 def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
     tie = bool(rules.tiebreakers(stack.load(stack_name)))
     replicated = stack.load_deployment(stack_name).replicated
+    powerless = stack.backend(stack_name).cannot("power_loss")
     for name in SHIPPED:
         res = subprocess.run(DCDRILL + ["drill", "--stack", stack_name, "--experiment", name, "--check"],
                              capture_output=True, text=True, timeout=120)
@@ -88,6 +89,8 @@ def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
             assert res.returncode == 2 and "the stack has no tiebreaker DC" in res.stderr, res.stderr
         elif name in REPLICATED_ONLY and not replicated:
             assert res.returncode == 2 and "drills a replicated stack" in res.stderr, res.stderr
+        elif name == "power-loss" and powerless:
+            assert res.returncode == 2 and "`powerLoss: true`" in res.stderr, res.stderr
         else:
             assert res.returncode == 0, (name, res.stdout + res.stderr)
             assert f"can run on stack {stack_name}" in res.stdout
