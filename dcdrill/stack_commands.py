@@ -95,11 +95,15 @@ def _plan(args) -> int:
         for v in violations:
             waived = " (accepted risk)" if v not in blocking else ""
             print(f"  [{v.rule}] {v.message}{waived}")
-        print("losing one DC:")
+        print("losing one DC (acked loss after a kill, a clean stop, a power loss):")
         for dc, p in out["predictions"].items():
+            loss = " / ".join("POSSIBLE" if p["faults"][f]["acked_loss_possible"] else "impossible"
+                              for f in ("kill-dc", "stop-dc", "power-loss"))
             print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
-                  f"writes {'continue' if p['writable'] else 'STOP':<9} "
-                  f"acked loss {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
+                  f"writes {'continue' if p['writable'] else 'STOP':<9} acked loss {loss}")
+            whys = {f: p["faults"][f]["why"] for f in ("kill-dc", "stop-dc", "power-loss")}
+            for why in dict.fromkeys(whys.values()):  # each reason once, with the faults it decides
+                print(f"           {', '.join(f for f, w in whys.items() if w == why)}: {why}")
         _print_latency(out["produce_latency"])
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
 

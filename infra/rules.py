@@ -34,9 +34,10 @@ def quorum_survives(t: Topology, dc: str) -> bool:
 def elr(t: Topology) -> bool:
     """Eligible leader replicas (KIP-966): on by default for KRaft clusters formatted by 4.1 and
     later. A replica dropped from an ISR that shrank below min.insync stays electable, because no
-    acks=all write could commit without it. It changes no prediction below: the loss those
+    acks=all write could commit without it. It changes no kill's prediction: the loss those
     predict needs an ISR of min.insync or more inside the lost DC, whose survivors are out of
-    sync and never in the ELR."""
+    sync and never in the ELR. After a power loss it may turn a loss into an offline partition
+    (acked_loss says so)."""
     return t.kraft and kafka_release(t.kafka_version) >= (4, 1)
 
 
@@ -58,25 +59,57 @@ def writable_after_loss(t: Topology, dc: str) -> bool:
     return quorum_survives(t, dc) and left >= needed
 
 
-def acked_loss_possible(t: Topology, dc: str) -> bool:
-    """Can losing d lose an acknowledged record?
+# How a DC can go, by the fault that takes it (record/contents.py names them): a kill or a cut
+# leaves each host's page cache, a clean stop flushes it, a power loss takes what was not flushed.
+FAULT_KINDS = {"kill-dc": "kill", "stop-dc": "stop", "power-loss": "power", "isolate-dc": "cut"}
 
-    acks=all: only if the ISR can shrink to d's replicas alone (minInsync <= r_d) and an
-    out-of-sync replica may then be elected (unclean election on).
-    acks=1 (and 0): the leader acknowledges alone, so any DC that can hold a leader.
+
+def acked_loss(t: Topology, dc: str, fault: str = "kill-dc") -> tuple[bool, str]:
+    """Can losing d to `fault` lose an acknowledged record, and the reason that decides it.
+
+    acks=all: only if the ISR can shrink to d's replicas alone while acknowledging (minInsync <=
+    r_d), and then either unclean election elects an out-of-sync survivor, or d comes back
+    without what it had not flushed (a power loss: Kafka does not fsync each write) and is elected
+    from the ISR as it is. acks=1 (and 0): a leader in d acknowledges alone, before any follower
+    copies the record.
     """
-    r_d = t.replicas_in(dc)
-    if t.acks == "all":
-        return t.replication.min_insync <= r_d and t.replication.unclean_leader_election
-    return r_d > 0
+    r_d, m, kind = t.replicas_in(dc), t.replication.min_insync, FAULT_KINDS.get(fault, "kill")
+    if r_d == 0:
+        return False, f"{dc} holds no replica"
+    if t.acks != "all":
+        return True, f"acks={t.acks}: a leader in {dc} acknowledges before any follower has the record"
+    if m > r_d:
+        return False, (f"every acknowledged record is on min.insync.replicas={m} replicas, so on at least "
+                       f"{m - r_d} outside {dc}'s {r_d}")
+    shrink = f"min.insync.replicas={m} <= {dc}'s {r_d} replicas: the ISR can shrink to {dc}'s alone and keep acknowledging"
+    if t.replication.unclean_leader_election:
+        return True, f"{shrink}; unclean election then elects an out-of-sync survivor"
+    if kind == "power":
+        elr_note = (" (4.1+ with ELR: brokers back from an unclean shutdown leave the ELR, KAFKA-15586, so the "
+                    "partition may stay offline instead)") if elr(t) else ""
+        return True, (f"{shrink}; a power loss takes what {dc}'s replicas had not flushed (Kafka does not fsync "
+                      f"each write), and they come back as the ISR without it{elr_note}")
+    how = {"stop": "after a clean stop", "cut": "once reconnected", "kill": "after a kill (the hosts keep their page caches)"}[kind]
+    return False, f"{shrink}; unclean election is off, so the cluster waits for them, and {how} they have every record"
+
+
+def acked_loss_possible(t: Topology, dc: str) -> bool:
+    """acked_loss for a kill (SIGKILL, the hosts keep their page caches)."""
+    return acked_loss(t, dc)[0]
 
 
 def predictions(t: Topology) -> dict:
+    """Per DC: the quorum, writes, and acknowledged loss after a kill, with `faults` giving the
+    loss per way of losing the DC, and why."""
+    def per_fault(dc: str) -> dict:
+        return {f: dict(zip(("acked_loss_possible", "why"), acked_loss(t, dc, f))) for f in FAULT_KINDS}
+
     return {
         dc.name: {
             "quorum_survives": quorum_survives(t, dc.name),
             "writable": writable_after_loss(t, dc.name),
             "acked_loss_possible": acked_loss_possible(t, dc.name),
+            "faults": per_fault(dc.name),
         }
         for dc in t.datacenters
     }

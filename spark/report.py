@@ -338,7 +338,8 @@ def _observed_writes(o: dict) -> str:
 
 def _predicted(p: dict) -> str:
     return (f"writes {'continue' if p['writable'] else 'stop'}, "
-            f"acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}")
+            f"acked loss {'possible' if p['acked_loss_possible'] else 'impossible'}"
+            + (f" ({p['why']})" if p.get("why") else ""))
 
 
 def prediction_text(p: dict) -> str:

@@ -74,20 +74,33 @@ def prediction_checks(topology: dict, summary: dict) -> list[dict]:
     rules above are the profile's promise; this says whether the model of the cluster was right.
     Writes "continued" as the availability rule reads it: `writes_continued` (spark/rollup.py)."""
     predictions = topology.get("predictions") or {}
+    losses = [(f, _for_fault(predictions.get(f.get("target")), f.get("fault"))) for f in summary.get("faults", [])
+              if f.get("fault") in DC_LOSS_FAULTS and predictions.get(f.get("target")) is not None]
+    # A drill's acknowledged losses cannot be told apart between its DC losses: any that allows one covers them.
+    loss_allowed = any(p["acked_loss_possible"] for _, p in losses)
     out = []
-    for f in summary.get("faults", []):
-        p = predictions.get(f.get("target"))
-        if f.get("fault") not in DC_LOSS_FAULTS or p is None:
-            continue
+    for f, p in losses:
         continued, lost = f["writes_continued"], summary["counts"]["acked_lost"]
         observed = {"writable": continued, "acked_loss": lost > 0, "recovery_ms": f.get("recovery_ms"),
                     "held_ms": f.get("held_ms")}
         check = {"fault": f["fault"], "target": f["target"], "predicted": p, "observed": observed,
-                 "as_predicted": continued == p["writable"] and (lost == 0 or p["acked_loss_possible"])}
-        if caveat := _isr_caveat(f.get("isr_at_start")):
-            check["caveat"] = caveat
+                 "as_predicted": continued == p["writable"] and (lost == 0 or loss_allowed)}
+        caveats = [c for c in (_isr_caveat(f.get("isr_at_start")),
+                               f"one of {len(losses)} DC losses of this drill, whose acknowledged losses are counted "
+                               "together" if len(losses) > 1 else None) if c]
+        if caveats:
+            check["caveat"] = "; ".join(caveats)
         out.append(check)
     return out
+
+
+def _for_fault(p: dict | None, fault: str) -> dict | None:
+    """A DC's prediction with the acknowledged loss of this way of losing it (rules.predictions
+    `faults`; a record written before those has the kill's only)."""
+    if p is None:
+        return None
+    by_fault = (p.get("faults") or {}).get(fault)
+    return {k: v for k, v in {**p, **(by_fault or {})}.items() if k != "faults"}
 
 
 def _isr_caveat(isr: dict | None) -> str | None:

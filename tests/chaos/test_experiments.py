@@ -15,8 +15,8 @@ from dcdrill.infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
-SHIPPED = ["cut-mirror-link", "isolate-dc", "kill-dc", "kill-mirror", "kill-source-dc", "power-loss", "rolling-restart",
-           "slow-link", "stop-dc", "tiebreaker-loss"]
+SHIPPED = ["cut-mirror-link", "isolate-dc", "isolate-then-power-loss", "kill-dc", "kill-mirror", "kill-source-dc",
+           "power-loss", "rolling-restart", "slow-link", "stop-dc", "tiebreaker-loss"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -89,7 +89,7 @@ def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
             assert res.returncode == 2 and "the stack has no tiebreaker DC" in res.stderr, res.stderr
         elif name in REPLICATED_ONLY and not replicated:
             assert res.returncode == 2 and "drills a replicated stack" in res.stderr, res.stderr
-        elif name == "power-loss" and powerless:
+        elif name in ("power-loss", "isolate-then-power-loss") and powerless:
             assert res.returncode == 2 and "`powerLoss: true`" in res.stderr, res.stderr
         else:
             assert res.returncode == 0, (name, res.stdout + res.stderr)

@@ -22,7 +22,9 @@ def test_plan_json_has_inventory_violations_and_predictions():
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["violations"] == []
-    assert out["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert {k: v for k, v in out["predictions"]["dc-a"].items() if k != "faults"} == {
+        "quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert out["predictions"]["dc-a"]["faults"]["power-loss"]["acked_loss_possible"] is False
     assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_controller", "kafka_broker", "client"}
 
 
@@ -225,7 +227,7 @@ def test_version_and_verify_without_the_lab_modules():
 
 def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
     """Refused by the preflight: no lab is brought up, nothing is written."""
-    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, kill-dc"),
+    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, isolate-then-power-loss, kill-dc"),
                          (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
         res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--run-dir",
                               str(tmp_path / "x"), *args], capture_output=True, text=True, timeout=60)

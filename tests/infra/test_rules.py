@@ -11,6 +11,11 @@ TWO_AND_A_HALF = [("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)]
 THREE = [("dc-a", 1, 1), ("dc-b", 1, 1), ("dc-c", 1, 1)]
 
 
+def head(p: dict) -> dict:
+    """A DC's prediction without the per-fault reasons (`faults`)."""
+    return {k: v for k, v in p.items() if k != "faults"}
+
+
 def names(t):
     return [v.rule for v in rules.check(t)]
 
@@ -22,14 +27,14 @@ def test_shipped_local_stack_is_clean_and_predicted_right():
     assert t.replicas_in("dc-a") == 2 and t.replicas_in("dc-c") == 0
     p = rules.predictions(t)
     # 2.5 DC, consistency-first: losing a broker DC keeps quorum, stops acks=all writes, loses nothing.
-    assert p["dc-a"] == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
-    assert p["dc-c"] == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
+    assert head(p["dc-a"]) == {"quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert head(p["dc-c"]) == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
 
 
 def test_shipped_3dc_stack_survives_any_dc_with_writes():
     t = stack.load("local-3dc")
     assert rules.check(t) == []
-    assert all(p == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
+    assert all(head(p) == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
                for p in rules.predictions(t).values())
 
 
@@ -72,7 +77,7 @@ def test_matrix_of_settings_on_one_layout():
     # availability-first: unclean election on and 2 replicas to spare.
     assert sorted(k for k, r in by.items() if "availability-first" in r["profiles"]) == [
         ("1", 1, True), ("1", 2, True), ("all", 1, True), ("all", 2, True)]
-    assert by[("all", 3, False)]["predictions"]["dc-a"] == {"quorum_survives": True, "writable": False,
+    assert head(by[("all", 3, False)]["predictions"]["dc-a"]) == {"quorum_survives": True, "writable": False,
                                                             "acked_loss_possible": False}
     assert by[("1", 2, True)]["predictions"]["dc-a"]["acked_loss_possible"] is True
 
@@ -103,6 +108,34 @@ def test_acked_loss_predictions():
     t = make(TWO_AND_A_HALF, acks="1")
     assert rules.predictions(t)["dc-a"]["acked_loss_possible"] is True
     assert rules.predictions(t)["dc-c"]["acked_loss_possible"] is False
+
+
+def _loss(t, dc: str) -> dict:
+    return {f: p["acked_loss_possible"] for f, p in rules.predictions(t)[dc]["faults"].items()}
+
+
+def test_a_power_loss_loses_what_an_isr_inside_the_dc_had_not_flushed_even_with_unclean_election_off():
+    # Two DCs, factor 4, minInsync 2: the ISR can shrink to one DC's replicas and keep acknowledging.
+    t = make(TWO_AND_A_HALF, min_insync=2, unclean=False)
+    assert _loss(t, "dc-a") == {"kill-dc": False, "stop-dc": False, "power-loss": True, "isolate-dc": False}
+    faults = rules.predictions(t)["dc-a"]["faults"]
+    assert "the cluster waits for them, and after a kill (the hosts keep their page caches)" in faults["kill-dc"]["why"]
+    assert "a power loss takes what dc-a's replicas had not flushed" in faults["power-loss"]["why"]
+    assert "ELR" not in faults["power-loss"]["why"]  # ZooKeeper: no eligible leader replicas
+    # minInsync above a DC's replicas: every acked record is outside it too, whatever takes the DC.
+    t = make(TWO_AND_A_HALF, min_insync=3, unclean=False)
+    assert _loss(t, "dc-a") == dict.fromkeys(rules.FAULT_KINDS, False)
+    assert "on at least 1 outside dc-a's 2" in rules.predictions(t)["dc-a"]["faults"]["power-loss"]["why"]
+    # Unclean election on: any way of losing the DC.
+    assert _loss(make(TWO_AND_A_HALF, min_insync=2, unclean=True), "dc-a") == dict.fromkeys(rules.FAULT_KINDS, True)
+    assert _loss(make(TWO_AND_A_HALF, min_insync=2), "dc-c") == dict.fromkeys(rules.FAULT_KINDS, False)
+
+
+def test_a_kraft_power_loss_names_what_eligible_leader_replicas_change():
+    t = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
+    t = replace(t, replication=replace(t.replication, min_insync=2))
+    why = rules.predictions(t)["dc-a"]["faults"]["power-loss"]["why"]
+    assert rules.elr(t) and "leave the ELR, KAFKA-15586" in why
 
 
 def test_plain_rules():
@@ -232,5 +265,5 @@ def test_a_misplaced_kraft_quorum_blocks_unless_its_risk_is_accepted():
     [v] = [v for v in rules.blocking(t)]
     assert v.rule == "quorum-dc-loss" and "losing dc-a leaves 1 of 3 controllers" in v.message
     accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss"])
-    assert rules.blocking(accepted) == [] and rules.predictions(accepted)["dc-a"] == {
+    assert rules.blocking(accepted) == [] and head(rules.predictions(accepted)["dc-a"]) == {
         "quorum_survives": False, "writable": False, "acked_loss_possible": False}

@@ -58,6 +58,32 @@ def test_a_fault_that_found_replicas_out_of_sync_carries_a_caveat():
     assert "caveat" not in verdict.prediction_checks(TOPOLOGY, summary(full))[0]
 
 
+POWER = {"profile": "availability-first", "predictions": {
+    d: {"quorum_survives": True, "writable": True, "acked_loss_possible": False, "faults": {
+        "kill-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
+        "isolate-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
+        "power-loss": {"acked_loss_possible": True, "why": "a power loss takes what was not flushed"}}}
+    for d in ("dc-a", "dc-b")}}
+
+
+def test_a_power_loss_is_checked_against_its_own_prediction_with_its_reason():
+    [check] = verdict.prediction_checks(POWER, summary(fault("power-loss", "dc-a", 2_000), acked_lost=40))
+    assert check["as_predicted"] and check["predicted"]["acked_loss_possible"] is True
+    assert "a power loss takes what was not flushed" in report.prediction_text(check)
+    [kill] = verdict.prediction_checks(POWER, summary(fault("kill-dc", "dc-a", 2_000), acked_lost=40))
+    assert not kill["as_predicted"]  # the same loss after a kill is a surprise
+    # A record written before per-fault predictions: the DC's own (the kill's) prediction.
+    [old] = verdict.prediction_checks(TOPOLOGY, summary(fault("power-loss", "dc-a", 40_800)))
+    assert old["predicted"] == TOPOLOGY["predictions"]["dc-a"]
+
+
+def test_losses_of_a_drill_with_two_dc_losses_are_covered_by_either_prediction():
+    s = summary(fault("isolate-dc", "dc-b", 2_000), fault("power-loss", "dc-a", 2_000), acked_lost=40)
+    cut, power = verdict.prediction_checks(POWER, s)
+    assert cut["as_predicted"] and power["as_predicted"]
+    assert "one of 2 DC losses of this drill" in cut["caveat"]
+
+
 def test_only_dc_losses_with_a_prediction_are_checked():
     s = summary(fault("degrade-link", "dc-a", 100), fault("kill-dc", "dc-x", 100))
     assert verdict.prediction_checks(TOPOLOGY, s) == []
@@ -70,7 +96,7 @@ def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
     from dcdrill.record import contents
 
     assert verdict.DC_LOSS_FAULTS is contents.DC_LOSS_FAULTS
-    assert set(contents.DC_LOSS_FAULTS) == {"kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc"}
+    assert set(contents.DC_LOSS_FAULTS) == {"kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc", "power-loss"}
 
 
 AVAILABILITY = {"profile": "availability-first", "unclean_leader_election": True}

@@ -1,0 +1,71 @@
+"""What the power-loss disks cost (`dcdrill:lab` `powerLoss: true`, infra/lab/disk): the same
+stack brought up without them and with them, one after the other in one run, each measured at the
+default drill load (3 producers x 200 records/s, 2 consumers, acks=all) after a warm-up load.
+
+    .venv/bin/python tests/benchmarks/power_loss_disk.py [--stack local] [--seconds 40]
+                                                         [--warmup 10] [--warm-load 60]
+
+Each variant runs in a project of its own (`dcdrill init` into a temporary folder, the stack's
+file copied in with `powerLoss` set), so the two differ in that key only. Brings the stack's lab
+down first and leaves it down. Prints produce latency (p50, p99), the machine's idle share, and
+CPU by process kind, the disks' daemons included.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from dcdrill import project
+from dcdrill.infra import lifecycle
+from dcdrill.infra.constants import project_dir
+from tests.benchmarks import quiet_lab
+
+quiet_lab.KINDS["disk"] = b"dcdrill-disk"
+DEFAULT_LOAD = {"broker_opts": None, "spec": {}}
+
+
+def variant_project(stack: str, power_loss: bool) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"dcdrill-disk-bench-{'on' if power_loss else 'off'}-"))
+    project.init(folder, force=True)
+    doc = yaml.safe_load((project_dir() / f"Pulumi.{stack}.yaml").read_text())
+    doc["config"].setdefault("dcdrill:lab", {})["powerLoss"] = power_loss
+    (folder / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stack", default="local")
+    ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument("--warmup", type=float, default=10.0, help="seconds of the measured run not counted")
+    ap.add_argument("--warm-load", type=float, default=60.0, help="seconds of unmeasured load after lab up")
+    args = ap.parse_args()
+    results = []
+    lifecycle.down(args.stack)
+    for power_loss in (False, True):
+        os.environ["DCDRILL_PROJECT"] = str(variant_project(args.stack, power_loss))
+        name = f"powerLoss: {str(power_loss).lower()}"
+        try:
+            lifecycle.up(args.stack, quiet=True)
+            inv = lifecycle.inventory(args.stack)
+            if args.warm_load > 0:
+                quiet_lab.warm(inv, DEFAULT_LOAD, args.warm_load)
+            results.append(quiet_lab.measure(inv, name, DEFAULT_LOAD, args.seconds, args.warmup))
+            print(json.dumps(results[-1]), flush=True)
+        finally:
+            lifecycle.down(args.stack)
+    print(f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
+          f"latency after a {args.warmup:g} s warm-up:")
+    print(f"  {'setting':<20} {'p50 ms':>7} {'p99 ms':>7} {'idle %':>7}  CPU % of a core")
+    for r in results:
+        cpu = ", ".join(f"{k} {v:g}" for k, v in r["cpu_pct_of_core"].items() if v)
+        print(f"  {r['setting']:<20} {r['p50_ms']!s:>7} {r['p99_ms']!s:>7} {r['idle_pct']:>7}  {cpu}")
+
+
+if __name__ == "__main__":
+    main()
