@@ -67,11 +67,17 @@ def env(stack: str) -> dict:
     return e
 
 
-def run(stack: str, *args: str, capture: bool = False) -> str:
-    cmd = ["pulumi", *args, "--stack", stack, "--non-interactive"]
+def installed() -> Path:
+    """The CLI to run; PulumiError naming the fix when there is none."""
     exe = executable()
     if not exe.exists():
         raise PulumiError(f"no `pulumi` on PATH and {exe} is missing: run `dcdrill setup` (or `make setup`) first")
+    return exe
+
+
+def run(stack: str, *args: str, capture: bool = False) -> str:
+    cmd = ["pulumi", *args, "--stack", stack, "--non-interactive"]
+    exe = installed()
     res = subprocess.run([str(exe), *cmd[1:]], cwd=project_dir(), env=env(stack), text=True,
                          stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE if capture else None)
     if res.returncode != 0:
@@ -80,7 +86,7 @@ def run(stack: str, *args: str, capture: bool = False) -> str:
 
 
 def ensure_stack(stack: str) -> None:
-    exe = str(executable())
+    exe = str(installed())
     have = subprocess.run([exe, "stack", "ls", "--json"], cwd=project_dir(), env=env(stack),
                           capture_output=True, text=True)
     names = [s["name"] for s in json.loads(have.stdout or "[]")] if have.returncode == 0 else []

@@ -1,6 +1,7 @@
 """`dcdrill plan` and the refusals that need no cluster."""
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -254,3 +255,13 @@ def test_status_before_lab_up_names_the_command_to_run(tmp_path, monkeypatch):
     monkeypatch.setattr(pulumi_cli, "outputs", lambda stack: {})  # what a stack never brought up outputs
     with pytest.raises(lifecycle.NotUp, match=r"stack local is not up \(no inventory yet\): dcdrill lab up --stack local"):
         lifecycle.inventory("local")
+
+
+def test_status_before_setup_names_the_setup_not_a_traceback(tmp_path):
+    """No `pulumi` on PATH and none built into the cache yet."""
+    env = {**os.environ, "DCDRILL_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env.pop("DCDRILL_PULUMI", None)
+    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "no `pulumi` on PATH" in res.stderr and "run `dcdrill setup` (or `make setup`) first" in res.stderr
