@@ -106,6 +106,11 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
                 problems.append(f"{a['name']}: {key} {value!r} is not a DC of the stack; valid: {', '.join(valid)}")
             if key == "direction" and value not in DIRECTIONS:
                 problems.append(f"{a['name']}: direction {value!r}; valid: {', '.join(DIRECTIONS)}")
+        target = _substitute(a["provider"].get("arguments", {}).get("dc"), config)
+        if func == "power_loss" and target in t.dc_names and not rules.quorum_survives(t, target) \
+                and "quorum-dc-loss" not in t.accept_risks:
+            problems.append(f"{a['name']}: a power loss of {target} takes the {t.voter_noun}' majority with it, and "
+                            "with it what they had not flushed; list quorum-dc-loss in dcdrill:acceptRisks to drill it")
         if func == "kill_tiebreaker" and not rules.tiebreakers(t):
             suffix = "ctl" if t.kraft else "zk"
             problems.append(f"{a['name']}: the stack has no tiebreaker DC (one with {t.voter_noun} and no brokers; "

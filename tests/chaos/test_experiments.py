@@ -140,3 +140,17 @@ def test_discover_lists_every_action_and_probe():
             "offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
             "coordination_quorum", "wait_converged", "wait_leaders", "workload_progressing", "elect_preferred_leaders",
             "partitions_off_preferred_leader", "delete_topic"} <= names
+
+
+def test_a_power_loss_of_the_quorums_dc_needs_its_risk_accepted():
+    from dataclasses import replace
+
+    t = stack.load("local-kraft-misplaced")  # dc-a holds 2 of the 3 controllers; the risk is accepted
+    backend = stack.backend("local-kraft-misplaced")
+    backend.cannot = lambda fault: None  # as with powerLoss: true
+    e = experiment.compose("power-loss")
+    assert experiment.preflight(e, t, backend, {"dc": "dc-a"}) == []
+    [problem] = experiment.preflight(e, replace(t, accept_risks=()), backend, {"dc": "dc-a"})
+    assert "a power loss of dc-a takes the controllers' majority with it" in problem
+    assert "list quorum-dc-loss in dcdrill:acceptRisks" in problem
+    assert experiment.preflight(e, replace(t, accept_risks=()), backend, {"dc": "dc-b"}) == []
