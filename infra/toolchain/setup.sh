@@ -13,7 +13,8 @@
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
-#      and its power-loss disk (infra/lab/disk, Go, go-fuse from the Go module proxy) -> cache/bin
+#      and its power-loss disk (infra/lab/disk, Go, go-fuse from the Go module proxy) -> cache/bin;
+#      skipped without Go (only the lab needs them)
 #   9. actionlint (the CI recipe's linter, docs/ci/; checkout only)                    Go module proxy
 # ROOT holds the layers' folders (infra/, spark/, ...): a checkout (with pyproject.toml), or the
 # installed dcdrill package, where `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the
@@ -132,16 +133,16 @@ else
 fi
 # 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
 key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
-if ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
+if ! command -v go >/dev/null; then
+  step "lab forwarder and power-loss disk: skipped, no Go here (the lab needs them, an AWS stack does not: install Go >= 1.24 and run setup again)"
+elif ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
   step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
-  need_go "the lab's forwarder"
   (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
   stamp forwarder "$key"
 fi
 key=$(cat "$ROOT"/infra/lab/disk/go.mod "$ROOT"/infra/lab/disk/go.sum "$ROOT"/infra/lab/disk/*.go | sha256sum | cut -c1-16)
-if ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; then
+if command -v go >/dev/null && { ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; }; then
   step "lab power-loss disk (infra/lab/disk) -> $CACHE/bin/dcdrill-disk"
-  need_go "the lab's power-loss disk"
   (cd "$ROOT/infra/lab/disk" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-disk" .)
   stamp disk "$key"
 fi
