@@ -22,6 +22,7 @@ import time
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from dcdrill.infra.aws.backend import given_credentials
+from dcdrill.infra.aws.plan import STACK_TAG
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 
@@ -88,18 +89,28 @@ class AwsFaults(FaultDriver):
                  for r in ec2.describe_instances(InstanceIds=ids)["Reservations"] for i in r["Instances"]}
         for i in ids:
             tags = found.get(i, {})
-            if tags.get("cluster") != self._cluster(dc) or tags.get("dc") != dc:
-                raise RuntimeError(f"instance {i} is not tagged cluster={self._cluster(dc)}, dc={dc} "
+            if not self._ours(tags, dc):
+                raise RuntimeError(f"instance {i} is not tagged {self._expected(dc)} "
                                    f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped")
         return ids
+
+    def _expected(self, dc: str) -> str:
+        stack = self.inventory.vars.get("aws_stack_tag")
+        return f"cluster={self._cluster(dc)}, dc={dc}" + (f", {STACK_TAG}={stack}" if stack else "")
+
+    def _ours(self, tags: dict, dc: str) -> bool:
+        """Tagged as this stack's (STACK_TAG, when its outputs name it: a stack built before has none)."""
+        stack = self.inventory.vars.get("aws_stack_tag")
+        return tags.get("cluster") == self._cluster(dc) and tags.get("dc") == dc and \
+            (stack is None or tags.get(STACK_TAG) == stack)
 
     def _owned_subnet(self, dc: str) -> dict:
         subnet_id = self.inventory.vars["aws_subnet_ids"][dc]
         ec2 = self._client("ec2", self._region(dc))
         sn = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]
         tags = {t["Key"]: t["Value"] for t in sn.get("Tags", [])}
-        if tags.get("cluster") != self._cluster(dc) or tags.get("dc") != dc:
-            raise RuntimeError(f"subnet {subnet_id} is not tagged cluster={self._cluster(dc)}, dc={dc} (tags: {tags})")
+        if not self._ours(tags, dc):
+            raise RuntimeError(f"subnet {subnet_id} is not tagged {self._expected(dc)} (tags: {tags})")
         return sn
 
     # -- processes ----------------------------------------------------------------------------
@@ -190,7 +201,9 @@ class AwsFaults(FaultDriver):
         undo.add(region=region, isolations=[{"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}])
         acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
             {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self._cluster(dc)},
-            {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]}]}])["NetworkAcl"]["NetworkAclId"]
+            {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]},
+            *([{"Key": STACK_TAG, "Value": stack}] if (stack := self.inventory.vars.get("aws_stack_tag")) else [])]}],
+        )["NetworkAcl"]["NetworkAclId"]
         # A new NACL denies everything both ways; a one-way cut allows the other direction back.
         allowed = {"both": (), "ingress": (True,), "egress": (False,)}[direction]
         for egress in allowed:

@@ -41,6 +41,15 @@ class RegionNetwork(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(f"{name}-{dc}", subnet_id=sn.id, route_table_id=self.route_table.id,
                                           opts=child)
             self.subnets[dc] = sn
+        # The subnets' own ACL, open both ways (the security groups are the policy): the VPC's
+        # default ACL carries no tag of the stack, and an isolation's heal swaps back to this one,
+        # which the fault driver's policy may touch only because it does (infra/aws/iam.py).
+        open_rule = {"protocol": "-1", "rule_no": 100, "action": "allow", "cidr_block": "0.0.0.0/0",
+                     "from_port": 0, "to_port": 0}
+        self.acl = aws.ec2.NetworkAcl(f"{name}-open", vpc_id=self.vpc.id, subnet_ids=[sn.id for sn in self.subnets.values()],
+                                      ingress=[aws.ec2.NetworkAclIngressArgs(**open_rule)],
+                                      egress=[aws.ec2.NetworkAclEgressArgs(**open_rule)],
+                                      tags={**tags, "Name": f"{args.cluster}-{args.region}-open"}, opts=child)
         self._endpoints(name, args, tags, child)
         self.register_outputs({"vpc_id": self.vpc.id})
 

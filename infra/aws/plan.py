@@ -125,7 +125,7 @@ def connection_vars(region: str) -> dict:
 
 def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
               bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
-              stack: Deployment | None = None) -> inv.Inventory:
+              stack: Deployment | None = None, stack_tag: str | None = None) -> inv.Inventory:
     """One cluster's, in the same schema as the lab's; offline (`dcdrill plan`) instance and subnet
     ids are placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
     instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made;
@@ -133,40 +133,50 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
     whole = stack or t
     ids = instance_ids or _placeholder_ids(whole)
     host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
-    extra = {**_shared(whole, bucket, subnet_ids), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    extra = {**_shared(whole, bucket, subnet_ids, stack_tag), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
     if stack is not None and stack.replicated:
         extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
     return inv.build(t, ids, None, extra, host_vars)
 
 
 def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                     bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> inv.Inventory:
+                     bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+                     stack_tag: str | None = None) -> inv.Inventory:
     """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (Deployment.mirror_kafka_version)."""
     ids = instance_ids or _placeholder_ids(d)
     hosts = [h for h, _ in d.mirror_hosts()]
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
-    extra = {**_shared(d, bucket, subnet_ids), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
+    extra = {**_shared(d, bucket, subnet_ids, stack_tag), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
              "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
     return inv.build_mirrors(d, ids, None, extra, host_vars)
 
 
 def inventories(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None) -> dict:
+                bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+                stack_tag: str | None = None) -> dict:
     """The stack outputs, as the lab's (infra/lab/layout.build_inventories): `inventory` (the home
-    cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`."""
+    cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`. `stack_tag`:
+    the STACK_TAG value every resource of the stack carries."""
     if not d.replicated:
-        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids).data}
-    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d).data for c in d.clusters}
+        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids, stack_tag=stack_tag).data}
+    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d, stack_tag).data for c in d.clusters}
     return {"inventory": each[d.home.name], "inventories": each,
-            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids).data}
+            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids, stack_tag).data}
 
 
 def _placeholder_ids(t: Layout) -> dict[str, str]:
     return {h.name: f"<instance-id of {h.name}>" for h in t.hosts()}
 
 
-def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None) -> dict:
+# Every resource of an AWS stack carries this tag (the providers' default tags), valued
+# "<project>/<stack>": unique per stack where `cluster` is not (four example stacks are `main`).
+# The fault driver checks it, and its IAM policy (infra/aws/iam.py) is conditioned on it.
+STACK_TAG = "dcdrill-stack"
+
+
+def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None) -> dict:
     subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
     return {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
             "ansible_aws_ssm_bucket_name": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
-            "aws_regions": {dc.name: dc.region for dc in t.datacenters}}
+            "aws_regions": {dc.name: dc.region for dc in t.datacenters},
+            **({"aws_stack_tag": stack_tag} if stack_tag else {})}

@@ -3,10 +3,12 @@ zone over every VPC, security groups per role, and a host per topology host (eve
 and MirrorMaker 2's on a replicated stack)."""
 from __future__ import annotations
 
+import json
+
 import pulumi
 import pulumi_aws as aws
 
-from dcdrill.infra.aws import plan
+from dcdrill.infra.aws import iam, plan
 from dcdrill.infra.aws.hosts import ClusterHost, HostArgs, SsmProfile
 from dcdrill.infra.aws.network import Peering, PeeringArgs, RegionNetwork, RegionNetworkArgs
 from dcdrill.infra import flows
@@ -37,6 +39,19 @@ class TransferBucket(pulumi.ComponentResource):
         self.register_outputs({"bucket": self.bucket.bucket})
 
 
+class FaultDriverPolicy(pulumi.ComponentResource):
+    """The IAM policy the fault driver's role needs for this stack and no other: attach it to the
+    role your CI assumes (docs/aws.md). Its ARN is the stack output `faultDriverPolicyArn`."""
+
+    def __init__(self, name: str, stack_tag: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:FaultDriverPolicy", name, None, opts)
+        self.policy = aws.iam.Policy(name, description=f"dcdrill's fault driver, for stack {stack_tag} only",
+                                     policy=json.dumps(iam.fault_driver_policy(stack_tag), sort_keys=True),
+                                     opts=pulumi.ResourceOptions(parent=self))
+        pulumi.export("faultDriverPolicyArn", self.policy.arn)
+        self.register_outputs({"arn": self.policy.arn})
+
+
 def build(d: Deployment, config: dict) -> pulumi.Output:
     """Every cluster's hosts and the MirrorMaker 2 hosts (a replicated stack's clusters share each
     region's VPC, one subnet per DC). Returns the stack outputs (plan.inventories), once known."""
@@ -46,7 +61,11 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     s = plan.settings(d, config)
     subnets = plan.subnet_cidrs(d, s)
     regions = plan.regions(d)
-    providers = {r: aws.Provider(f"aws-{r}", region=r) for r in regions}
+    # Every resource carries the stack's tag (the providers' default tags): the fault driver's
+    # policy (infra/aws/iam.py) lets it touch only what carries its own stack's.
+    stack_tag = f"{pulumi.get_project()}/{pulumi.get_stack()}"
+    providers = {r: aws.Provider(f"aws-{r}", region=r, default_tags=aws.ProviderDefaultTagsArgs(
+        tags={plan.STACK_TAG: stack_tag})) for r in regions}
     nets = {r: RegionNetwork(f"net-{r}", RegionNetworkArgs(
         cluster=d.name, region=r, cidr=s.vpc_cidrs[r],
         subnets={dc.name: (dc.zone, subnets[dc.name], d.cluster_of_dc(dc.name).name)
@@ -71,6 +90,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
         provider=providers[r], elsewhere={role: [s.vpc_cidrs[o] for o in regions if o != r and role in held[o]]
                                           for role in flows.roles(d)})) for r in regions}
     ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
+    FaultDriverPolicy("fault-driver", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
     bucket = TransferBucket("ssm-transfer", d.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
         most_recent=True, owners=[AMI_OWNER],
@@ -98,4 +118,4 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     subnet_ids = [nets[d.dc(dc).region].subnets[dc].id for dc in dcs]
     return pulumi.Output.all(bucket.bucket.bucket, *ids.values(), *subnet_ids).apply(
         lambda vals: plan.inventories(d, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
-                                      subnet_ids=dict(zip(dcs, vals[1 + len(names):]))))
+                                      subnet_ids=dict(zip(dcs, vals[1 + len(names):])), stack_tag=stack_tag))

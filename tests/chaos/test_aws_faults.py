@@ -19,20 +19,24 @@ REGION = "eu-west-1"
 BUCKET = "ssm-transfer-0a1b2c3"
 
 
-def _build_stack(ec2, t, vpc):
+STACK_TAG = f"dcdrill/{STACK}"  # what the program's providers tag every resource with
+
+
+def _build_stack(ec2, t, vpc, stack_tag=STACK_TAG):
     """Subnets and instances for every host of the topology, tagged as infra/aws tags them."""
     ids, subnets = {}, {}
     ami = ec2.describe_images()["Images"][0]["ImageId"]
     for i, dc in enumerate(t.datacenters):
         sn = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i * 16}.0/20", AvailabilityZone=dc.zone,
                                TagSpecifications=[{"ResourceType": "subnet", "Tags": [
-                                   {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": dc.name}]}])
+                                   {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": dc.name},
+                                   {"Key": plan.STACK_TAG, "Value": stack_tag}]}])
         subnets[dc.name] = sn["Subnet"]["SubnetId"]
     for h in t.hosts():
         res = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, SubnetId=subnets[h.dc],
                                 TagSpecifications=[{"ResourceType": "instance", "Tags": [
                                     {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": h.dc},
-                                    {"Key": "role", "Value": h.role}]}])
+                                    {"Key": "role", "Value": h.role}, {"Key": plan.STACK_TAG, "Value": stack_tag}]}])
         ids[h.name] = res["Instances"][0]["InstanceId"]
     return ids, subnets
 
@@ -75,10 +79,11 @@ def aws(monkeypatch, tmp_path):
         ours = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
         twin = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]  # another stack, identical tags
         ids, subnets = _build_stack(ec2, t, ours)
-        twin_ids, twin_subnets = _build_stack(ec2, t, twin)
+        twin_ids, twin_subnets = _build_stack(ec2, t, twin, stack_tag="dcdrill/another-stack")
         boto3.client("s3", region_name=REGION).create_bucket(  # the stack's transfer bucket
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET)
+        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET,
+                             stack_tag=STACK_TAG)
         ansible.inventory_path(STACK).parent.mkdir(parents=True)
         ansible.inventory_path(STACK).write_text(inv.to_json())  # what `lab up` leaves for the drill
         cfg = {"stack": STACK, "run_dir": str(tmp_path / "run")}
@@ -177,6 +182,28 @@ def test_a_target_whose_tags_disagree_with_the_outputs_is_refused(aws):
     assert account(ec2) == before  # nothing stopped
 
 
+def test_another_stacks_instance_with_the_same_cluster_tags_is_refused_by_its_stack_tag(aws):
+    """Four example stacks are all `cluster: main`: the stack tag tells them apart."""
+    ec2, cfg, ids, _, twin = aws
+    path = ansible.inventory_path(STACK)
+    data = json.loads(path.read_text())
+    b1 = "b1.dc-a.dcdrill.internal"
+    data["all"]["children"]["kafka_broker"]["hosts"][b1]["ansible_host"] = twin["ids"][b1]  # outputs gone wrong
+    path.write_text(json.dumps(data))
+    before = account(ec2)
+    with pytest.raises(Exception, match=rf"is not tagged cluster=main, dc=dc-a, {plan.STACK_TAG}=dcdrill/{STACK}"):
+        actions.kill_dc("dc-a", configuration=cfg)
+    assert account(ec2) == before
+
+
+def test_an_isolation_acl_carries_the_stack_tag_its_policy_requires(aws):
+    ec2, cfg, ids, subnets, _ = aws
+    out = actions.isolate_dc("dc-a", configuration=cfg)
+    [acl] = ec2.describe_network_acls(NetworkAclIds=[out["acl"]])["NetworkAcls"]
+    assert {t["Key"]: t["Value"] for t in acl["Tags"]}[plan.STACK_TAG] == STACK_TAG
+    actions.heal(configuration=cfg)
+
+
 def test_a_fault_failing_halfway_is_still_healed_exactly(aws, monkeypatch):
     ec2, cfg, _, subnets, _ = aws
     before = account(ec2)
@@ -208,19 +235,22 @@ def test_unknown_dc_is_refused(aws):
 def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
     """infra/aws/fault-driver-policy.json: least privilege, checked against the calls every fault
     and its heal make (recorded from boto3 as they leave it)."""
-    import json
-    from pathlib import Path
-
     CALLS.clear()
     test_every_fault_and_its_heal_leave_the_account_as_before(aws)
     test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws)
-    policy = json.loads((Path(__file__).resolve().parents[2] / "infra/aws/fault-driver-policy.json").read_text())
+    from dcdrill.infra.aws import iam
+
+    policy = iam.fault_driver_policy(STACK_TAG)
+    assert iam.PLACEHOLDER not in json.dumps(policy)
     allowed = set()
     for st in policy["Statement"]:
         assert st["Effect"] == "Allow" and "*" not in json.dumps(st["Action"])
         allowed |= {st["Action"]} if isinstance(st["Action"], str) else set(st["Action"])
         if st["Resource"] == "*":  # only reads may name every resource
             assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in st["Action"]), st["Sid"]
+        elif "ec2:" in json.dumps(st["Resource"]) or st["Action"] == "ssm:SendCommand" and "instance" in st["Resource"]:
+            # every change to EC2 (and every command on an instance) is on this stack's tagged resources only
+            assert STACK_TAG in json.dumps(st.get("Condition")), st["Sid"]
     # Tags given at creation need ec2:CreateTags, which boto3 does not call by name.
     called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set())
     assert called == allowed, (sorted(called - allowed), sorted(allowed - called))

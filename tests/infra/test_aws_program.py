@@ -285,3 +285,27 @@ def test_a_flow_table_lacking_what_the_probes_dial_is_refused_by_plan(monkeypatc
            "(needed by infra/status.py zookeeper_quorum)" in out.out + out.err
     monkeypatch.setattr(flows, "table", real)
     assert cli.main(["plan", "--stack", "aws-3az-tiebreaker"]) == 0
+
+
+@pytest.mark.parametrize("name", ["aws-3az", "aws-2region-tiebreaker"])
+def test_every_resource_carries_the_stack_tag_and_the_fault_drivers_policy_is_conditioned_on_it(name):
+    """Four example stacks share `cluster: main`; the stack tag (the providers' default tags)
+    tells them apart, and the fault driver's policy allows changes only where it is theirs."""
+    import json
+
+    mocks, t, inv = run_program(name)
+    tag = f"dcdrill/{name}"
+    providers = mocks.of("pulumi:providers:aws")
+    assert providers and all(json.loads(p.inputs["defaultTags"])["tags"] == {plan.STACK_TAG: tag}
+                             if isinstance(p.inputs["defaultTags"], str)
+                             else p.inputs["defaultTags"]["tags"] == {plan.STACK_TAG: tag} for p in providers)
+    assert inv["all"]["vars"]["aws_stack_tag"] == tag  # what the fault driver checks
+    # The subnets sit on an ACL of the stack's own (tagged by default), never the VPC's default one.
+    acls = mocks.of("aws:ec2/networkAcl:NetworkAcl")
+    assert len(acls) == len(plan.regions(t))
+    assert sum(len(a.inputs["subnetIds"]) for a in acls) == len(t.datacenters)
+    [policy] = mocks.of("aws:iam/policy:Policy")
+    doc = json.loads(policy.inputs["policy"])
+    swap = next(st for st in doc["Statement"] if st["Action"] == "ec2:ReplaceNetworkAclAssociation")
+    assert swap["Condition"] == {"StringEquals": {"aws:ResourceTag/dcdrill-stack": tag}}
+    assert "${stackTag}" not in policy.inputs["policy"]
