@@ -2,7 +2,8 @@
 inventory: instance ids as ansible_host, subnets in aws_subnet_ids); their tags (`cluster`, `dc`)
 are a second check, never the only one, so another stack with the same tags is never touched.
 
-- kill / stop a DC: StopInstances (Force for a power loss) of its brokers and ZooKeeper nodes.
+- kill a DC: every service SIGKILLed through SSM (the OS keeps its page cache, as on the lab);
+  stop a DC: StopInstances (a clean shutdown); power loss: StopInstances with SkipOsShutdown.
 - isolate a DC: its subnet moves onto a network ACL of its own. NACLs are stateless, so one
   direction can be cut: `both` denies everything, `ingress` allows only outbound traffic,
   `egress` only inbound.
@@ -57,6 +58,15 @@ KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
                f"systemctl stop {MIRROR_UNIT}",
                f"! systemctl is-active --quiet {MIRROR_UNIT}"]
 START_MIRROR = [f"systemctl start {MIRROR_UNIT}"]
+# A DC's services (the roles' systemd units), in the order heal starts them: the quorum first.
+DC_UNITS = ("zookeeper", "kafka", MIRROR_UNIT)
+# kill-dc as the lab does it: every service SIGKILLed at once, the OS and its page cache untouched;
+# stopped too, so Restart=on-failure does not undo the kill before heal.
+KILL_SERVICES = [f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
+                 "systemctl kill --signal=SIGKILL $u; systemctl stop $u; "
+                 "if systemctl is-active --quiet $u; then echo \"$u still active\" >&2; exit 1; fi; done"]
+START_SERVICES = [f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
+                  "systemctl start $u || exit 1; done"]
 
 
 class AwsFaults(FaultDriver):
@@ -123,7 +133,12 @@ class AwsFaults(FaultDriver):
         return {"instances": ids}
 
     def kill_dc(self, dc: str, undo: Undo) -> dict:
-        return self._stop(dc, True, undo)
+        """SIGKILL every service of the DC through SSM, as the lab does: a forced StopInstances
+        still lets the OS shut down, and Kafka with it, cleanly."""
+        ids, region = self._owned_instances(dc), self._region(dc)
+        undo.add(region=region, services=ids)
+        self._run_all(region, ids, f"killing {dc}'s services", KILL_SERVICES)
+        return {"instances": ids}
 
     def stop_dc(self, dc: str, undo: Undo) -> dict:
         return self._stop(dc, False, undo)
@@ -247,6 +262,8 @@ class AwsFaults(FaultDriver):
         """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next."""
         for m in undo.get("mirrors") or []:
             self._run(undo["region"], m["instance"], f"starting MirrorMaker 2 on {m['host']}", START_MIRROR)
+        if undo.get("services"):
+            self._run_all(undo["region"], undo["services"], "starting the DC's services", START_SERVICES)
         if undo.get("start"):
             ec2 = self._client("ec2", undo["region"])
             # An instance still stopping cannot be started (IncorrectInstanceState): wait for stopped first.

@@ -119,11 +119,15 @@ def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
     before = account(ec2)
     dc_a = {ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")}
 
+    # A kill is the lab's: every service SIGKILLed (and held down) through SSM; the machines run on.
     actions.kill_dc("dc-a", configuration=cfg)
-    during = account(ec2)["instances"]
-    assert {i for i, s in during.items() if s == "stopped"} == dc_a  # not dc-a's client, nothing else
-    actions.heal("dc-a", configuration=cfg)
     assert account(ec2) == before
+    actions.heal("dc-a", configuration=cfg)
+    kill, start = commands()
+    assert set(kill[0]) == set(start[0]) == dc_a  # not dc-a's client, nothing else
+    assert "systemctl kill --signal=SIGKILL $u; systemctl stop $u" in kill[1][0]
+    assert "for u in zookeeper kafka mirror" in start[1][0] and "systemctl start $u" in start[1][0]
+    SENT.clear()
 
     actions.stop_dc("dc-b", configuration=cfg)
     assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
@@ -132,10 +136,10 @@ def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
     assert account(ec2) == before
 
     out = actions.kill_tiebreaker(configuration=cfg)
-    assert out["target"] == "dc-c" and {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
-        ids["zk3.dc-c.dcdrill.internal"]}
+    assert out["target"] == "dc-c" and commands()[0][0] == [ids["zk3.dc-c.dcdrill.internal"]]
     actions.heal(configuration=cfg)
     assert account(ec2) == before
+    SENT.clear()
 
     for direction, allowed in (("both", set()), ("ingress", {True}), ("egress", {False})):
         actions.isolate_dc("dc-b", direction=direction, configuration=cfg)
@@ -315,7 +319,8 @@ def _states(clients) -> dict:
 
 def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicated):
     """kill-mirror SIGKILLs MM2 through SSM and holds it down until heal starts it; the target
-    DC's power loss stops MM2's instance with the brokers and controllers (not the client); a
+    DC's power loss stops MM2's instance with the brokers and controllers (not the client), and
+    its kill SIGKILLs MM2's unit with theirs; a
     cut of the source DC swaps the subnet that carries east's tags."""
     from dcdrill.chaos.faults import aws as aws_driver
 
@@ -329,11 +334,16 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     assert commands() == [([mm], aws_driver.KILL_MIRROR), ([mm], aws_driver.START_MIRROR)]
     assert "systemctl stop mirror" in aws_driver.KILL_MIRROR  # Restart=on-failure must not undo the kill
 
-    actions.kill_dc("dc-b", configuration=cfg)
+    actions.power_loss("dc-b", configuration=cfg)
     stopped = {i for i, s in _states(clients).items() if s == "stopped"}
     client = {ids["c2.dc-b.dcdrill.internal"]}
     assert stopped == {ids[n] for n in ids if ".dc-b." in n} - client and mm in stopped
     actions.heal("dc-b", configuration=cfg)
+    assert _states(clients) == before
+    SENT.clear()
+    actions.kill_dc("dc-b", configuration=cfg)  # through SSM: MM2's unit is among the DC's services
+    actions.heal("dc-b", configuration=cfg)
+    assert [set(i) for i, _ in commands()] == [{ids[n] for n in ids if ".dc-b." in n} - client] * 2
     assert _states(clients) == before
 
     west = clients["eu-west-1"]
@@ -344,7 +354,8 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     actions.heal("dc-a", configuration=cfg)
     again = west.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnets["dc-a"]]}])
     assert again["NetworkAcls"][0]["NetworkAclId"] == original["NetworkAcls"][0]["NetworkAclId"]
-    assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == ["kill-mirror", "kill-dc", "isolate-dc"]
+    assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == ["kill-mirror", "power-loss", "kill-dc",
+                                                                          "isolate-dc"]
 
     # MM2's log is read where it lives, through SSM, and only the matching lines come back.
     SENT.clear()
@@ -493,7 +504,7 @@ def test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_st
         assert stops == [{"InstanceIds": out["instances"], "Force": True, "SkipOsShutdown": True}]
         assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
             ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")}
-        actions.kill_dc("dc-b", configuration=cfg)  # a kill still lets the OS shut down (issue: SIGKILL via SSM)
-        assert "SkipOsShutdown" not in stops[-1]
+        actions.kill_dc("dc-b", configuration=cfg)  # a kill stops no instance: it SIGKILLs the services
+        assert len(stops) == 1
     actions.heal(configuration=cfg)
     assert account(ec2) == before
