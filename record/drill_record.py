@@ -139,6 +139,10 @@ class DrillRecord:
     AGENT_FOLDERS = ("produced", "intents", "consumed", "events", "status", "audit")
 
     def open_to_agents(self, gid: int) -> None:
+        # The agents start in the record (validation/clients.become_agent): its own folder must let
+        # their group through, even when made 0700 (tempfile.mkdtemp).
+        os.chown(self.path, -1, gid)
+        self.path.chmod(self.path.stat().st_mode & 0o7777 | 0o010)
         for name in self.AGENT_FOLDERS:
             folder = self.path / name
             folder.mkdir(parents=True, exist_ok=True)
