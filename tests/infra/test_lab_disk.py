@@ -64,6 +64,20 @@ def test_a_cut_keeps_what_was_fsynced_and_drops_the_rest(mounted):
     assert (disk.backing(lab, "b1") / "segment.log").read_bytes() == b"A" * 1000
 
 
+def test_an_overwrite_through_a_write_only_descriptor_is_undone(mounted):
+    """ZooKeeper writes its preallocated transaction log through a FileOutputStream (O_WRONLY)."""
+    lab, root = mounted()
+    _write(root / "log.1", b"\0" * 4096, sync=True)
+    fd = os.open(root / "log.1", os.O_WRONLY)
+    try:
+        assert os.pwrite(fd, b"txn", 0) == 3
+    finally:
+        os.close(fd)
+    assert disk.cut(lab, "b1") == {"files": 1, "bytes_lost": 3}
+    disk.power(lab, "b1")
+    assert (root / "log.1").read_bytes() == b"\0" * 4096
+
+
 def test_a_shrink_of_synced_data_is_undone_and_mmap_writes_not_synced_are_lost(mounted):
     lab, root = mounted()
     _write(root / "index", b"\0" * 8192, sync=True)

@@ -46,7 +46,7 @@ type preImage struct {
 
 // dirty is one file's writes since its data was last durable.
 type dirty struct {
-	fd      int   // a duplicate of a writable descriptor of the backing file
+	fd      int   // a read-write descriptor of the backing file, the daemon's own
 	durable int64 // the file's size when its data was last durable
 	since   time.Time
 	undo    []preImage
@@ -83,18 +83,20 @@ func (d *disk) track(fd int, inode *fs.Inode, off, end int64) syscall.Errno {
 	}
 	f := d.files[st.Ino]
 	if f == nil {
-		dup, err := syscall.Dup(fd)
+		// A descriptor of its own, read-write: the writer's may be write-only (ZooKeeper's
+		// FileOutputStream), and the pre-images are read and put back through this one.
+		rw, err := syscall.Open(fmt.Sprintf("/proc/self/fd/%d", fd), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return fs.ToErrno(err)
 		}
-		f = &dirty{fd: dup, durable: st.Size, since: time.Now()}
+		f = &dirty{fd: rw, durable: st.Size, since: time.Now()}
 		d.files[st.Ino] = f
 	}
 	d.inodes[inode] = struct{}{}
 	if off < f.durable {
 		n := min(end, f.durable) - off
 		buf := make([]byte, n)
-		got, err := syscall.Pread(fd, buf, off)
+		got, err := syscall.Pread(f.fd, buf, off)
 		if err != nil {
 			return fs.ToErrno(err)
 		}
