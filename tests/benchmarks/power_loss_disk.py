@@ -15,15 +15,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
-from dcdrill import project
-from dcdrill.infra import lifecycle
-from dcdrill.infra.constants import project_dir
-from tests.benchmarks import quiet_lab
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: the checkout's tests/ importable
+
+from dcdrill import project  # noqa: E402
+from dcdrill.infra import lifecycle  # noqa: E402
+from dcdrill.infra.constants import project_dir  # noqa: E402
+from tests.benchmarks import quiet_lab  # noqa: E402
 
 quiet_lab.KINDS["disk"] = b"dcdrill-disk"
 DEFAULT_LOAD = {"broker_opts": None, "spec": {}}

@@ -76,8 +76,9 @@ def test_every_fault_has_the_same_parameters_on_every_driver():
 REPLICATED_ONLY = {"cut-mirror-link", "kill-mirror", "kill-source-dc"}
 
 
-@pytest.mark.parametrize("stack_name", ["local", "local-3dc", "local-availability", "aws-3az", "aws-3az-tiebreaker",
-                                        "aws-2region-tiebreaker", "local-replicated", "local-replicated-aa"])
+@pytest.mark.parametrize("stack_name", ["local", "local-3dc", "local-availability", "local-power-loss", "aws-3az",
+                                        "aws-3az-tiebreaker", "aws-2region-tiebreaker", "local-replicated",
+                                        "local-replicated-aa"])
 def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
     tie = bool(rules.tiebreakers(stack.load(stack_name)))
     replicated = stack.load_deployment(stack_name).replicated

@@ -4,7 +4,7 @@
 // passing every operation through, and remembers what a power cut would take: for each file, its
 // size when its data was last durable and what each later write overwrote below that size. Data
 // is durable once fsync'd, or once the kernel would have written it back on its own (Linux's
-// dirty_expire_centisecs, 30 s by default; -writeback-after). A cut refuses every later write,
+// dirty_expire_centisecs, 30 s by default; -writeback-after). A cut drops every later write,
 // rolls each file back to its durable content and drops the kernel's cached pages; power comes
 // back when the host restarts. Like LazyFS, it loses file data only: creating, renaming and
 // deleting files are passed through at once.
@@ -132,8 +132,8 @@ type cutResult struct {
 }
 
 // cut: no write lands from now on; each file goes back to its durable content, and the kernel
-// drops its cached pages, dirty ones included (their write-back gets EIO), so that what the host
-// reads after power comes back is what the disk kept.
+// drops its cached pages, dirty ones included (their write-back is taken and dropped), so that
+// what the host reads after power comes back is what the disk kept.
 func (d *disk) cut() cutResult {
 	d.mu.Lock()
 	d.powered = false
@@ -234,6 +234,12 @@ func (f *file) withFd(fn func(fd int) syscall.Errno) syscall.Errno {
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	f.disk.mu.Lock()
 	defer f.disk.mu.Unlock()
+	if !f.disk.powered {
+		// The kernel writing back a dead process's mapped pages: they vanish, as with no power.
+		// Taken, not refused: an error would stay on the file, and its next fsync would report
+		// it to the service that opens it after the power comes back.
+		return uint32(len(data)), 0
+	}
 	if errno := f.withFd(func(fd int) syscall.Errno { return f.disk.track(fd, f.inode, off, off+int64(len(data))) }); errno != 0 {
 		return 0, errno
 	}
