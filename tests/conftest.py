@@ -76,7 +76,7 @@ class Labs:
         import subprocess
 
         from dcdrill.infra import lifecycle
-        from dcdrill.infra.lab import netns
+        from dcdrill.infra.lab import disk, netns
 
         if self.current is None:
             return
@@ -87,7 +87,7 @@ class Labs:
                       if "dcd-" in l or " ta" in l or " tb" in l]
         jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|dcdrill-disk|mirror\.MirrorMaker"],
                               capture_output=True, text=True).stdout.split()
-        disks = [line for line in open("/proc/self/mountinfo") if "dcdrill-disk" in line]
+        disks = disk.mounts()
         if jvms:  # a zombie holds nothing: killed, not yet reaped by this machine's init
             jvms = [line for line in subprocess.run(["ps", "-o", "pid=,stat=,args=", "-p", ",".join(jvms)],
                                                     capture_output=True, text=True).stdout.splitlines()

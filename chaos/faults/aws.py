@@ -104,15 +104,18 @@ class AwsFaults(FaultDriver):
                                    f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped")
         return ids
 
+    @property
+    def _stack_tag(self) -> str | None:
+        """STACK_TAG's value on this stack's resources, as its outputs name it (a stack built before has none)."""
+        return self.inventory.vars.get("aws_stack_tag")
+
     def _expected(self, dc: str) -> str:
-        stack = self.inventory.vars.get("aws_stack_tag")
+        stack = self._stack_tag
         return f"cluster={self._cluster(dc)}, dc={dc}" + (f", {STACK_TAG}={stack}" if stack else "")
 
     def _ours(self, tags: dict, dc: str) -> bool:
-        """Tagged as this stack's (STACK_TAG, when its outputs name it: a stack built before has none)."""
-        stack = self.inventory.vars.get("aws_stack_tag")
         return tags.get("cluster") == self._cluster(dc) and tags.get("dc") == dc and \
-            (stack is None or tags.get(STACK_TAG) == stack)
+            (self._stack_tag is None or tags.get(STACK_TAG) == self._stack_tag)
 
     def _owned_subnet(self, dc: str) -> dict:
         subnet_id = self.inventory.vars["aws_subnet_ids"][dc]
@@ -217,7 +220,7 @@ class AwsFaults(FaultDriver):
         acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
             {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self._cluster(dc)},
             {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]},
-            *([{"Key": STACK_TAG, "Value": stack}] if (stack := self.inventory.vars.get("aws_stack_tag")) else [])]}],
+            *([{"Key": STACK_TAG, "Value": self._stack_tag}] if self._stack_tag else [])]}],
         )["NetworkAcl"]["NetworkAclId"]
         # A new NACL denies everything both ways; a one-way cut allows the other direction back.
         allowed = {"both": (), "ingress": (True,), "egress": (False,)}[direction]

@@ -52,11 +52,9 @@ class LabBackend(Backend):
         return None
 
     def leftovers(self) -> list[str]:
-        from dcdrill.infra.lab import netns
+        from dcdrill.infra.lab import disk, netns
 
-        with open("/proc/self/mountinfo") as f:
-            disks = [line.split()[4] for line in f if "dcdrill-disk" in line]
-        return [f"namespace {ns}" for ns in netns.lab_namespaces()] + [f"disk mounted at {m}" for m in disks]
+        return [f"namespace {ns}" for ns in netns.lab_namespaces()] + [f"disk mounted at {m}" for m in disk.mounts()]
 
     @staticmethod
     def _kept(inventory: Inventory):
@@ -107,14 +105,7 @@ class LabBackend(Backend):
         """The lab hosts whose power-loss disk is cut (a power-loss fault not healed)."""
         from dcdrill.infra.lab import disk, layout
 
-        lab, out = layout.lab_dir(cache_dir()), []
-        for sock in sorted((lab / "disks").glob("*.sock")) if (lab / "disks").is_dir() else []:
-            try:
-                if not disk.stats(lab, sock.stem)["powered"]:
-                    out.append(sock.stem)
-            except disk.DiskError:
-                continue  # its daemon is gone: the host's own check (lab up) rebuilds it
-        return out
+        return disk.unpowered(layout.lab_dir(cache_dir()))
 
     def heal_in_place(self, d: Deployment) -> list[str]:
         """Undo what faults_in_place finds: every disk powered, every isolation rule, every link back

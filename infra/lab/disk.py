@@ -40,10 +40,14 @@ def _pidfile(lab_dir: Path, short: str) -> Path:
     return lab_dir / "disks" / f"{short}.pid"
 
 
-def mounted(mount: Path) -> bool:
-    target = str(mount.resolve())
+def mounts() -> list[str]:
+    """Where a dcdrill disk is mounted on this machine, any lab's."""
     with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == target and "dcdrill-disk" in line for line in f)
+        return [line.split()[4] for line in f if "dcdrill-disk" in line]
+
+
+def mounted(mount: Path) -> bool:
+    return str(mount.resolve()) in mounts()
 
 
 def start(lab_dir: Path, short: str, mount: Path, writeback_s: float, timeout_s: float = 10.0) -> None:
@@ -122,3 +126,16 @@ def power(lab_dir: Path, short: str) -> None:
 def stats(lab_dir: Path, short: str) -> dict:
     """{"powered": bool, "dirty_files": n, "dirty_bytes": n}."""
     return _ask(lab_dir, short, "stats")
+
+
+def unpowered(lab_dir: Path) -> list[str]:
+    """The lab's hosts whose disk is cut (a power-loss fault not healed). A disk whose daemon is
+    gone is not listed: the host's own check at `lab up` rebuilds it."""
+    out = []
+    for sock in sorted((lab_dir / "disks").glob("*.sock")) if (lab_dir / "disks").is_dir() else []:
+        try:
+            if not stats(lab_dir, sock.stem)["powered"]:
+                out.append(sock.stem)
+        except DiskError:
+            continue
+    return out

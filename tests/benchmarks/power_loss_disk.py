@@ -12,7 +12,6 @@ CPU by process kind, the disks' daemons included.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -42,12 +41,7 @@ def variant_project(stack: str, power_loss: bool) -> Path:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--stack", default="local")
-    ap.add_argument("--seconds", type=float, default=40.0)
-    ap.add_argument("--warmup", type=float, default=10.0, help="seconds of the measured run not counted")
-    ap.add_argument("--warm-load", type=float, default=60.0, help="seconds of unmeasured load after lab up")
-    args = ap.parse_args()
+    args = quiet_lab.load_arguments(__doc__.split("\n\n")[0], 60.0, "lab up").parse_args()
     results = []
     lifecycle.down(args.stack)
     for power_loss in (False, True):
@@ -64,10 +58,7 @@ def main() -> None:
             lifecycle.down(args.stack)
     print(f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
           f"latency after a {args.warmup:g} s warm-up:")
-    print(f"  {'setting':<20} {'p50 ms':>7} {'p99 ms':>7} {'idle %':>7}  CPU % of a core")
-    for r in results:
-        cpu = ", ".join(f"{k} {v:g}" for k, v in r["cpu_pct_of_core"].items() if v)
-        print(f"  {r['setting']:<20} {r['p50_ms']!s:>7} {r['p99_ms']!s:>7} {r['idle_pct']:>7}  {cpu}")
+    quiet_lab.print_table(results, 20)
 
 
 if __name__ == "__main__":

@@ -153,12 +153,26 @@ def measure(inv, name: str, cfg: dict, seconds: float, warmup: float) -> dict:
             "cpu_pct_of_core": {k: round(100 * (k1[k] - k0[k]) / hz / wall, 1) for k in KINDS}}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def load_arguments(description: str, warm_load_s: float, warm_load_after: str) -> argparse.ArgumentParser:
+    """The options every load benchmark takes: the stack, how long to measure, what to leave out."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--stack", default="local")
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of the measured run not counted")
-    ap.add_argument("--warm-load", type=float, default=120.0, help="seconds of unmeasured load after each roll")
+    ap.add_argument("--warm-load", type=float, default=warm_load_s,
+                    help=f"seconds of unmeasured load after {warm_load_after}")
+    return ap
+
+
+def print_table(results: list[dict], width: int) -> None:
+    print(f"  {'setting':<{width}} {'p50 ms':>7} {'p99 ms':>7} {'idle %':>7}  CPU % of a core")
+    for r in results:
+        cpu = ", ".join(f"{k} {v:g}" for k, v in r["cpu_pct_of_core"].items() if v)
+        print(f"  {r['setting']:<{width}} {r['p50_ms']!s:>7} {r['p99_ms']!s:>7} {r['idle_pct']:>7}  {cpu}")
+
+
+def main() -> None:
+    ap = load_arguments(__doc__.split("\n\n")[0], 120.0, "each roll")
     ap.add_argument("--only", help="run only the settings whose name contains this")
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
@@ -182,10 +196,7 @@ def main() -> None:
         links.apply(configured)
     print(f"\ndefault drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, latency after "
           f"a {args.warmup:g} s warm-up:")
-    print(f"  {'setting':<52} {'p50 ms':>7} {'p99 ms':>7} {'idle %':>7}  CPU % of a core")
-    for r in results:
-        cpu = ", ".join(f"{k} {v:g}" for k, v in r["cpu_pct_of_core"].items() if v)
-        print(f"  {r['setting']:<52} {r['p50_ms']!s:>7} {r['p99_ms']!s:>7} {r['idle_pct']:>7}  {cpu}")
+    print_table(results, 52)
     print("  goal: p50 <= 10 ms, p99 <= 50 ms, idle >= 40 %")
 
 
