@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -93,7 +94,9 @@ def _recipe(text: str, spec: str | None) -> str:
 def scaffold(target: Path, ci: str = "github") -> list[Scaffold]:
     """Every file of a new project, in the order init writes them."""
     files = [Scaffold(PROJECT_FILE, _pulumi_yaml(target)), Scaffold("program/__main__.py", PROGRAM)]
-    files += [Scaffold(p.name, p.read_text()) for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
+    # No salt: Pulumi makes the user's own at their first `stack init`, from their passphrase.
+    files += [Scaffold(p.name, re.sub(r"(?m)^encryptionsalt:.*\n?", "", p.read_text()))
+              for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
     recipe, where = CI_TARGETS[ci]
     files.append(Scaffold(where, _recipe((CI_RECIPES / recipe).read_text(), install_spec())))
     # The stacks name it for editors (`# yaml-language-server: $schema=docs/stack.schema.json`).

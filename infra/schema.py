@@ -438,6 +438,9 @@ def problems(error: ValidationError) -> list[str]:
     for e in error.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal["))))
         if e["type"] == "unknown_key":
+            if not loc:  # `pulumi config set k v` in this project writes dcdrill:k
+                e["msg"] += ("; a key of your own belongs in a namespace of your own "
+                             "(`pulumi config set --secret myteam:key ...`): dcdrill reads only dcdrill: keys")
             loc += (e["ctx"]["key"],)
         message = re.sub(r" or instance of \w+", "", e["msg"].removeprefix("Value error, "))
         if e["type"] == "missing":

@@ -20,8 +20,17 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
-from pulumi.automation._server import LanguageServer
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
+
+try:  # a private module: the SDK's range is wide for users' projects, so say what to do if it moves
+    from pulumi.automation._server import LanguageServer
+except ImportError as exc:
+    from importlib.metadata import version
+
+    raise SystemExit(f"dcdrill's language host (for the Pulumi CLI make setup builds) needs "
+                     f"pulumi.automation._server, which pulumi {version('pulumi')} does not have ({exc}): "
+                     f"install the version requirements.lock names, or put a Pulumi CLI of your own "
+                     f"on PATH (it brings its own language host)") from None
 
 MAX_MESSAGE = 400 * 1024 * 1024  # as the SDK's own servers allow
 

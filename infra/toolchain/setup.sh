@@ -70,6 +70,13 @@ if [ -n "$CHECKOUT" ]; then
   fi
 fi
 
+# A checkout's example stacks: Pulumi writes each developer's own encryptionsalt into them at the
+# first `stack init`; .gitattributes' filter keeps it out of what git sees, so none is committed.
+if [ -n "$CHECKOUT" ] && git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+  git -C "$ROOT" config filter.pulumi-salt.clean "sed '/^encryptionsalt:/d'"
+  git -C "$ROOT" config filter.pulumi-salt.smudge cat
+fi
+
 # 3. Jars from Maven Central: each <name>-pom.xml's runtime dependencies -> $CACHE/<name>/libs --------
 maven_libs() {
   local pom="$ROOT/infra/toolchain/$1-pom.xml" key

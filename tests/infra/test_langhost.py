@@ -109,3 +109,42 @@ def test_required_plugins_are_the_stacks_providers_only(monkeypatch):
         asked[stack] = [(p.name, p.kind, p.version) for p in res.plugins]
     assert asked == {"aws-3az": [("aws", "resource", version)], "local": [], None: []}
     assert pulumi_cli.env("local")["DCDRILL_STACK"] == "local"
+
+
+def test_the_users_own_passphrase_and_secrets_work_on_a_new_project(tmp_path, monkeypatch):
+    """Pulumi's conventions: the shipped stacks carry no salt, so the first `stack init` makes one
+    from the user's own PULUMI_CONFIG_PASSPHRASE (a shipped salt answered "incorrect passphrase");
+    a secret of the user's own namespace is Pulumi's to keep, and dcdrill reads the stack beside it."""
+    import yaml
+
+    from dcdrill import project
+    from dcdrill.infra import stack as stacks
+
+    shipped = [f for f in project.scaffold(tmp_path) if f.path.startswith("Pulumi.") and f.path != "Pulumi.yaml"]
+    assert shipped and not [f.path for f in shipped if "encryptionsalt" in yaml.safe_load(f.text)]
+    folder = tmp_path / "theirs"
+    project.init(folder)
+    monkeypatch.setenv("DCDRILL_PROJECT", str(folder))
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path / 'state'}")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "their own passphrase")
+    pulumi_cli.ensure_stack("local")
+    assert "encryptionsalt" in yaml.safe_load((folder / "Pulumi.local.yaml").read_text())
+    pulumi_cli.run("local", "config", "set", "--secret", "myteam:token", "s3cr3t", capture=True)
+    assert pulumi_cli.run("local", "config", "get", "myteam:token", capture=True).strip() == "s3cr3t"
+    doc = yaml.safe_load((folder / "Pulumi.local.yaml").read_text())
+    assert "secure" in doc["config"]["myteam:token"]  # encrypted in the file
+    assert stacks.load("local").datacenters  # dcdrill's own keys still read, the user's left alone
+
+
+def test_a_key_in_dcdrills_namespace_by_mistake_is_named_with_where_it_belongs():
+    """`pulumi config set k v` in this project writes dcdrill:k; the refusal says where a key of one's own goes."""
+    import pytest
+    import yaml
+
+    from dcdrill.infra.schema import ConfigError, parse
+
+    cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())["config"]
+    with pytest.raises(ConfigError) as err:
+        parse({**cfg, "dcdrill:token": "x"}, "Pulumi.local.yaml")
+    assert "dcdrill:token: unknown key" in str(err.value) and "myteam:key" in str(err.value)
