@@ -33,7 +33,7 @@ drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify
 ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production --nocolor -q site.yml roles meta
 
 wheel: setup  ## dist/dcdrill-<version>-py3-none-any.whl, what `pip install 'dist/...whl[verify]'` installs
-	$(BIN)/python -m build --wheel --outdir dist .
+	$(BIN)/python -m build --wheel --no-isolation --outdir dist .  # in .venv: its pyspark compiles the kernels in
 
 # What needs no lab: the import layers, ansible-lint (production) and every test not marked `lab`
 UNIT := $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra -m "not lab" -p no:cacheprovider tests

@@ -1,7 +1,9 @@
-"""The verifier's JVM kernels (spark/jvm/*.java), compiled where they run: against pyspark's own
-jars, by the JDK that runs Spark (spark/cds.py picks it), for Java 17 so any JDK Spark supports
-loads them. A verifier needs only pyspark and a JDK: no Go, Maven or root. `make setup` calls this
-too, and `dcdrill verify` does on first use.
+"""The verifier's JVM kernels (spark/jvm/*.java): compiled against pyspark's own jars, for Java
+17 so any JDK Spark supports loads them. A wheel built by `make wheel` carries them compiled
+(hatch_build.py), so a user's `dcdrill verify` needs only pyspark and a Java runtime. Without
+them (a wheel built where pyspark or javac was missing, or another pyspark than the one they
+were built against), they are compiled here on first use, by the JDK that runs Spark
+(spark/cds.py picks it): no Go, Maven or root. `make setup` calls this too.
 
     python -m dcdrill.spark.kernels        (a no-op when the jar matches the sources and pyspark)
 """
@@ -38,24 +40,45 @@ def _javac() -> str:
     home = cds.java_home()
     javac = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
     if not javac or not Path(javac).exists():
-        raise KernelsUnavailable("the verifier compiles its JVM kernels once and needs a JDK 17, 21 or 25 for it "
-                                 "(javac; a JRE has none): install one (apt-get install openjdk-17-jdk-headless) "
-                                 "or point DCDRILL_SPARK_JAVA_HOME at it")
+        import pyspark
+
+        raise KernelsUnavailable(f"this install carries no JVM kernels built for pyspark {pyspark.__version__} "
+                                 "(a wheel from `make wheel` does), so the verifier compiles them once and needs "
+                                 "a JDK 17, 21 or 25 for it (javac; a JRE has none): install one (apt-get install "
+                                 "openjdk-17-jdk-headless) or point DCDRILL_SPARK_JAVA_HOME at it")
     return javac
 
 
-def ensure(say=None) -> Path:
-    """The kernel jar, compiled now if it is missing or older than the sources or pyspark."""
-    import pyspark
+SHIPPED_JAR = Path(__file__).with_name("dcdrill-kernel.jar")  # in a wheel make wheel built
+SHIPPED_KEY = SHIPPED_JAR.with_suffix(".key")
 
+
+def ensure(say=None) -> Path:
+    """The kernel jar in the cache: the wheel's own when it was built from these sources against
+    this pyspark, else compiled now if missing or older than the sources or pyspark."""
     jar, key = cds.kernel_jar(), _key()
     stamp = jar.with_suffix(".key")
     if jar.exists() and stamp.exists() and stamp.read_text() == key:
         return jar
-    if say:
-        say(f"compiling the verifier's JVM kernels (once) -> {jar}")
-    jars = Path(pyspark.__file__).parent / "jars"
     jar.parent.mkdir(parents=True, exist_ok=True)
+    if SHIPPED_JAR.is_file() and SHIPPED_KEY.is_file() and SHIPPED_KEY.read_text() == key:
+        partial = jar.with_suffix(".tmp")
+        shutil.copyfile(SHIPPED_JAR, partial)
+        os.replace(partial, jar)
+    else:
+        if say:
+            say(f"compiling the verifier's JVM kernels (once) -> {jar}")
+        compile_jar(jar)
+    stamp.write_text(key)
+    shutil.rmtree(jar.parent / "classes", ignore_errors=True)  # where `make setup` compiled them before
+    return jar
+
+
+def compile_jar(jar: Path) -> str:
+    """Compile spark/jvm into `jar` (written whole or not at all); the key it was built for."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
     with tempfile.TemporaryDirectory(prefix="dcdrill-kernels-") as tmp:
         done = subprocess.run([_javac(), "--release", "17", "-Xlint:all,-path,-serial", "-Werror",
                                "-cp", f"{jars}/*", "-d", tmp, *map(str, sorted(SOURCES.glob("*.java")))],
@@ -71,9 +94,7 @@ def ensure(say=None) -> Path:
             for name, data in entries:
                 out.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
         os.replace(partial, jar)
-    stamp.write_text(key)
-    shutil.rmtree(jar.parent / "classes", ignore_errors=True)  # where `make setup` compiled them before
-    return jar
+    return _key()
 
 
 if __name__ == "__main__":
