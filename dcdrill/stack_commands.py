@@ -101,6 +101,9 @@ def _plan(args) -> int:
                               for f in ("kill-dc", "stop-dc", "power-loss"))
             print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
                   f"writes {'continue' if p['writable'] else 'STOP':<9} acked loss {loss}")
+            print(f"           writes: {p['writes_why']}")
+            if p["writable"] and not p["visible"]:
+                print(f"           INVISIBLE while {dc} is gone: {p['visible_why']}")
             whys = {f: p["faults"][f]["why"] for f in ("kill-dc", "stop-dc", "power-loss")}
             for why in dict.fromkeys(whys.values()):  # each reason once, with the faults it decides
                 print(f"           {', '.join(f for f, w in whys.items() if w == why)}: {why}")
@@ -170,7 +173,8 @@ def _matrix(stack: str, t, as_json: bool) -> int:
     def cell(p: dict) -> str:
         if not p["quorum_survives"]:
             return "QUORUM LOST"
-        return f"{'continue' if p['writable'] else 'STOP'}, {'LOSS possible' if p['acked_loss_possible'] else 'no loss'}"
+        writes = "STOP" if not p["writable"] else "continue" if p["visible"] else "continue UNREAD"
+        return f"{writes}, {'LOSS possible' if p['acked_loss_possible'] else 'no loss'}"
 
     dcs = t.dc_names
     print(f"stack {stack}: replication factor {t.replication.factor}, replicas per DC: "
@@ -186,7 +190,9 @@ def _matrix(stack: str, t, as_json: bool) -> int:
     print("Predictions assume the replicas were in sync when the DC went. The rules also cover the worst "
           "case: an ISR shrunk into the lost DC (without unclean election those partitions stop until it "
           "is back), and acks=all clients (availability-first keeps factor - minInsync >= replicas per DC "
-          "whatever acks the drill's producers use).")
+          "whatever acks the drill's producers use). UNREAD: acknowledged, but with ELR (KRaft formatted by "
+          "Kafka 4.1+) the high watermark waits for min.insync replicas, so no consumer reads those writes "
+          "until the DC is back.")
     return 0
 
 

@@ -59,6 +59,43 @@ def writable_after_loss(t: Topology, dc: str) -> bool:
     return quorum_survives(t, dc) and left >= needed
 
 
+def writes_why(t: Topology, dc: str) -> str:
+    """The reason behind writable_after_loss, with KRaft's unclean-election cycle where it applies."""
+    left, m = t.replication.factor - t.replicas_in(dc), t.replication.min_insync
+    if not quorum_survives(t, dc):
+        return f"the {t.voter_noun}' quorum is lost with {dc}: no leader can be elected"
+    if t.acks == "all" and left < m:
+        return f"{left} replicas outside {dc} < min.insync.replicas={m}: acks=all writes are refused"
+    why = f"{left} replicas outside {dc} are enough (acks={t.acks}{f', min.insync.replicas={m}' if t.acks == 'all' else ''}): leaders fail over"
+    if t.kraft and t.replication.unclean_leader_election:
+        why += ("; on KRaft a partition whose whole ISR was in the lost DC gets an out-of-sync leader only "
+                "on the controller's next unclean-election cycle (unclean.leader.election.interval.ms), "
+                "not at once as with ZooKeeper")
+    return why
+
+
+def visible_after_loss(t: Topology, dc: str) -> tuple[bool, str]:
+    """Do the records acknowledged while d is gone reach consumers before it is back, and why.
+
+    acks=all acknowledges a record once the ISR has it, past the high watermark. acks=1 and 0
+    acknowledge from the leader alone; before ELR the high watermark follows the ISR whatever its
+    size, but with ELR (KIP-966, KRaft clusters formatted by 4.1 and later) it advances only while
+    the ISR has min.insync replicas: with fewer survivors, writes are accepted and stay invisible."""
+    left, m = t.replication.factor - t.replicas_in(dc), t.replication.min_insync
+    if not writable_after_loss(t, dc):
+        return False, f"no write is acknowledged while {dc} is gone"
+    if t.acks == "all":
+        return True, "acks=all acknowledges a record only once the high watermark has passed it"
+    if not elr(t):
+        return True, (f"acks={t.acks} on Kafka {t.kafka_version} {t.coordination} (no ELR): the high watermark "
+                      f"follows the ISR whatever its size")
+    if left >= m:
+        return True, f"acks={t.acks} with ELR: {left} surviving replicas meet min.insync.replicas={m}, so the high watermark advances"
+    return False, (f"acks={t.acks} on Kafka {t.kafka_version} KRaft with ELR (KIP-966): the high watermark advances only "
+                   f"while min.insync.replicas={m} replicas are in sync, and {left} survive outside {dc}: writes "
+                   f"are acknowledged but no consumer reads them until {dc}'s replicas are back in sync")
+
+
 # How a DC can go, by the fault that takes it (record/contents.py names them): a kill or a cut
 # leaves each host's page cache, a clean stop flushes it, a power loss takes what was not flushed.
 FAULT_KINDS = {"kill-dc": "kill", "stop-dc": "stop", "power-loss": "power", "isolate-dc": "cut"}
@@ -99,8 +136,9 @@ def acked_loss_possible(t: Topology, dc: str) -> bool:
 
 
 def predictions(t: Topology) -> dict:
-    """Per DC: the quorum, writes, and acknowledged loss after a kill, with `faults` giving the
-    loss per way of losing the DC, and why."""
+    """Per DC: the quorum, writes and whether consumers see them while the DC is gone, and
+    acknowledged loss after a kill, with `faults` giving the loss per way of losing the DC; each
+    with why."""
     def per_fault(dc: str) -> dict:
         return {f: dict(zip(("acked_loss_possible", "why"), acked_loss(t, dc, f))) for f in FAULT_KINDS}
 
@@ -108,6 +146,9 @@ def predictions(t: Topology) -> dict:
         dc.name: {
             "quorum_survives": quorum_survives(t, dc.name),
             "writable": writable_after_loss(t, dc.name),
+            "writes_why": writes_why(t, dc.name),
+            "visible": visible_after_loss(t, dc.name)[0],
+            "visible_why": visible_after_loss(t, dc.name)[1],
             "acked_loss_possible": acked_loss_possible(t, dc.name),
             "faults": per_fault(dc.name),
         }

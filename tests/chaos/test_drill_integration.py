@@ -164,8 +164,8 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     assert fault["held_ms"] >= 56_000 and fault["writes_continued"], fault
     assert [r["rule"] for r in s["rules"]] == ["no-phantoms", "no-failed-present", "writes-continued"]
     [check] = s["prediction_checks"]
-    assert {k: v for k, v in check["predicted"].items() if k != "why"} == {
-        "quorum_survives": True, "writable": True, "acked_loss_possible": True}
+    assert {k: check["predicted"][k] for k in ("quorum_survives", "writable", "visible", "acked_loss_possible")} == {
+        "quorum_survives": True, "writable": True, "visible": True, "acked_loss_possible": True}
     assert check["predicted"]["why"] == "acks=1: a leader in dc-a acknowledges before any follower has the record"
     assert check["observed"]["writable"] and check["as_predicted"], check
 

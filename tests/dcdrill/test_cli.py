@@ -23,8 +23,9 @@ def test_plan_json_has_inventory_violations_and_predictions():
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["violations"] == []
-    assert {k: v for k, v in out["predictions"]["dc-a"].items() if k != "faults"} == {
-        "quorum_survives": True, "writable": False, "acked_loss_possible": False}
+    assert {k: v for k, v in out["predictions"]["dc-a"].items() if k not in ("faults", "writes_why", "visible_why")} == {
+        "quorum_survives": True, "writable": False, "visible": False, "acked_loss_possible": False}
+    assert out["predictions"]["dc-a"]["writes_why"] == "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused"
     assert out["predictions"]["dc-a"]["faults"]["power-loss"]["acked_loss_possible"] is False
     assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_controller", "kafka_broker", "client"}
 

@@ -12,8 +12,8 @@ THREE = [("dc-a", 1, 1), ("dc-b", 1, 1), ("dc-c", 1, 1)]
 
 
 def head(p: dict) -> dict:
-    """A DC's prediction without the per-fault reasons (`faults`)."""
-    return {k: v for k, v in p.items() if k != "faults"}
+    """A DC's prediction without its reasons, visibility and per-fault loss."""
+    return {k: p[k] for k in ("quorum_survives", "writable", "acked_loss_possible")}
 
 
 def names(t):
@@ -136,6 +136,32 @@ def test_a_kraft_power_loss_names_what_eligible_leader_replicas_change():
     t = replace(t, replication=replace(t.replication, min_insync=2))
     why = rules.predictions(t)["dc-a"]["faults"]["power-loss"]["why"]
     assert rules.elr(t) and "leave the ELR, KAFKA-15586" in why
+
+
+def test_acks_1_writes_stay_unread_under_elr_and_are_read_on_zookeeper():
+    """KIP-966: on a KRaft cluster formatted by 4.1+, the high watermark waits for min.insync
+    replicas, so acks=1 writes go on but no consumer reads them while the survivors are fewer;
+    on 3.9 with ZooKeeper the high watermark follows the ISR, whatever its size."""
+    kraft = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
+    kraft = replace(kraft, acks="1", replication=replace(kraft.replication, min_insync=3))
+    p = rules.predictions(kraft)["dc-a"]
+    assert p["writable"] and not p["visible"] and "KIP-966" in p["visible_why"] and "2 survive outside dc-a" in p["visible_why"]
+    assert rules.predictions(replace(kraft, replication=replace(kraft.replication, min_insync=2)))["dc-a"]["visible"]
+    assert rules.predictions(replace(kraft, acks="all"))["dc-a"]["visible_why"].startswith("no write is acknowledged")
+    zk = make(TWO_AND_A_HALF, min_insync=3, acks="1")
+    p = rules.predictions(zk)["dc-a"]
+    assert p["writable"] and p["visible"] and "no ELR" in p["visible_why"]
+    assert zk.kafka_version.startswith("3.") and not rules.elr(zk)
+
+
+def test_the_writes_reason_names_kraft_s_unclean_election_cycle():
+    kraft = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
+    kraft = replace(kraft, replication=replace(kraft.replication, min_insync=2, unclean_leader_election=True))
+    assert "unclean.leader.election.interval.ms" in rules.predictions(kraft)["dc-a"]["writes_why"]
+    zk = make(TWO_AND_A_HALF, min_insync=2, unclean=True)
+    assert "interval" not in rules.predictions(zk)["dc-a"]["writes_why"]
+    assert rules.predictions(make(TWO_AND_A_HALF, min_insync=3))["dc-a"]["writes_why"] == (
+        "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused")
 
 
 def test_plain_rules():
