@@ -4,6 +4,7 @@ from __future__ import annotations
 import html
 from datetime import datetime, timezone
 
+from dcdrill.record.contents import SATURATED_IDLE_PCT
 from dcdrill.spark import mirror_report
 from dcdrill.spark.figures import STYLE, html_table, png, shade
 
@@ -236,7 +237,8 @@ def _latency(summary: dict) -> str:
                      "producers write to leaders in every DC)")
     if baseline.get("p50_ms") is not None:
         parts.append(f"baseline before the fault p50 {baseline['p50_ms']} ms, p99 {baseline['p99_ms']} ms"
-                     + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s)")
+                     + ("" if baseline.get("settled") else f" (not settled after {baseline.get('waited_s')} s"
+                        + (f": {baseline['cause']})" if baseline.get("cause") else ")"))
                      + (f", {note}" if (note := machine_note(baseline)) else ""))
         if acks == "all" and predicted and predicted[1] > 0 and baseline["p50_ms"] > QUEUED_OVER_NETWORK * predicted[1]:
             parts.append("over twice the network's part: a broker serves one request per connection at a time, "
@@ -249,11 +251,6 @@ def _latency(summary: dict) -> str:
 
 def _utc(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-# Below this idle share the machine that ran the lab was saturated: its timings are CPU queues as
-# much as Kafka's (issue: a quiet lab; measured cold at 1 % idle, p99 1.4 s).
-SATURATED_IDLE_PCT = 20
 
 
 def machine_note(baseline: dict | None) -> str:

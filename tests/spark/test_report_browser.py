@@ -6,6 +6,8 @@ import json
 import re
 import shutil
 import subprocess
+import time
+from types import SimpleNamespace
 
 from dcdrill.spark import verify
 from tests import records
@@ -100,3 +102,35 @@ def test_the_idle_share_is_read_from_proc_stat():
     assert probes.idle_pct((100, 1000), (160, 1100)) == 60.0 and probes.idle_pct((1, 1), (1, 1)) is None
     before = probes.cpu_times()
     assert before is not None and 0 <= before[0] <= before[1]
+
+
+def _settle(tmp_path, monkeypatch, idle_pct: float, latencies_ms: tuple[int, int]) -> dict:
+    """The latency-settled probe on a record whose last two windows had these medians, on a
+    machine this idle (the lab stack `local`), with no time to wait."""
+    from dcdrill.chaos.workload import probes
+
+    run = tmp_path / "run"
+    (run / "produced").mkdir(parents=True)
+    now = 1_800_000_000_000  # the probe's clock: no window waited for
+    monkeypatch.setattr(probes, "time", SimpleNamespace(sleep=lambda s: None, time=lambda: now / 1000,
+                                                        monotonic=time.monotonic))
+    rows = [{"producer_id": "p1", "seq": i, "topic": "t", "partition": 0, "key": None, "send_ms": ack - lat,
+             "status": "ok", "ack_ms": ack, "offset": i, "error": None, "dc": "dc-a"}
+            for i, (ack, lat) in enumerate([(now - 1900 + 20 * k, latencies_ms[0]) for k in range(40)]
+                                           + [(now - 900 + 20 * k, latencies_ms[1]) for k in range(40)])]
+    (run / "produced" / "p1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ticks = iter([(0, 0), (int(idle_pct), 100)])
+    monkeypatch.setattr(probes, "cpu_times", lambda: next(ticks))
+    return probes.produce_latency_settled(window_s=1, timeout_s=0, configuration={"stack": "local", "run_dir": str(run)})
+
+
+def test_the_steady_state_waits_for_cpu_headroom_and_names_why_it_never_settled(tmp_path, monkeypatch):
+    """Issue: a drill that knows when the lab can measure time. A settled median on a saturated
+    machine is not settled; the baseline and the log say which cause held it."""
+    quiet = _settle(tmp_path / "quiet", monkeypatch, 60, (8, 8))
+    assert quiet["settled"] and quiet["cause"] is None and quiet["machine_idle_pct"] == 60.0
+    busy = _settle(tmp_path / "busy", monkeypatch, 5, (8, 8))
+    assert not busy["settled"] and busy["cause"].startswith("the machine was 5 % idle, saturated below 20 %")
+    moving = _settle(tmp_path / "moving", monkeypatch, 60, (8, 80))
+    assert not moving["settled"] and moving["cause"] == "the median produce latency was still moving (8 ms, then 80 ms)"
+    assert json.loads((tmp_path / "moving" / "run" / "baseline.json").read_text())["cause"] == moving["cause"]
