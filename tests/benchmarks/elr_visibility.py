@@ -5,12 +5,18 @@ For each stack (`local`: 3.9 on ZooKeeper; `local-kraft`: 4.3.1 on KRaft, format
 ELR is on), a project of its own gets the stack with producer acks=1 and min.insync.replicas 3
 (`consistency-acks` accepted: a consistency-first stack refuses acks=1 otherwise), and one
 `kill-dc` of dc-a runs on it (`dcdrill drill`). Losing dc-a leaves 2 of the 4 replicas, fewer than
-min.insync: `dcdrill plan` predicts writes go on both times, read on 3.9, UNREAD on 4.3. The
-script reads each drill record (produced and consumed ledgers, faults.jsonl) and prints, for the
-records acknowledged during the fault, how many a consumer read before the heal, and the median
-time from acknowledgement to first read. One lab at a time; each is brought down after its drill.
+min.insync: `dcdrill plan` predicts writes go on both times, read on 3.9, UNREAD on 4.3.
 
-    python tests/benchmarks/elr_visibility.py [--hold 30] [--out runs/elr-visibility]
+What "read" means here is the high watermark: beside the drill, this script asks the cluster for
+the drill topic's end offsets (ListOffsets, what a consumer may read up to) every second, from
+outside any group. The drill's own consumers cannot show it: they commit after each batch, and
+with min.insync 3 their commits wait for replicas that are gone, so they stall either way. The
+script prints, for the fault window (from 25 s after its start, once leaders have failed over, to
+the heal), the records acknowledged and how far the high watermark moved, and from the record,
+how many acknowledged records a consumer read before the heal. One lab at a time; each is
+brought down after its drill.
+
+    python tests/benchmarks/elr_visibility.py [--hold 60] [--out runs/elr-visibility]
     python tests/benchmarks/elr_visibility.py --table-only --out runs/elr-visibility
 """
 from __future__ import annotations
@@ -22,6 +28,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -47,6 +55,42 @@ def variant_project(stack: str) -> Path:
     return folder
 
 
+class WatermarkWatch(threading.Thread):
+    """The sum of the drill topic's end offsets, once a second, while the drill runs."""
+
+    def __init__(self, stack: str) -> None:
+        super().__init__(daemon=True)
+        self.stack, self.samples, self.done = stack, [], threading.Event()
+
+    def run(self) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        from dcdrill.infra import lifecycle
+        from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
+
+        consumer = None
+        while not self.done.wait(1.0):
+            try:
+                if consumer is None:
+                    inv = lifecycle.inventory(self.stack)
+                    consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=5000,
+                                             **inv.client_security(admin=True))
+                topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX)]
+                tps = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
+                if tps:
+                    ends = consumer.end_offsets(tps)
+                    self.samples.append((int(time.time() * 1000), sum(ends.values())))
+            except Exception:  # noqa: BLE001 - not up yet, or a broker just died: try again
+                if consumer is not None:
+                    consumer.close()
+                consumer = None
+
+    def moved(self, start_ms: int, end_ms: int) -> int | None:
+        """How far the end offsets moved within [start_ms, end_ms)."""
+        inside = [v for t, v in self.samples if start_ms <= t < end_ms]
+        return inside[-1] - inside[0] if len(inside) >= 2 else None
+
+
 def jsonl(folder: Path):
     for path in sorted(folder.glob("*.jsonl")):
         for line in path.read_text().splitlines():
@@ -54,9 +98,14 @@ def jsonl(folder: Path):
                 yield json.loads(line)
 
 
-def row(stack: str, run: Path) -> dict:
+FAILOVER_MS = 25_000  # leaders of the lost DC's partitions have failed over by then (ZooKeeper: an 18 s session)
+
+
+def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
     fault = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines() if line.strip()][-1]
     start, end = fault["start_ms"], fault["end_ms"]
+    settled_acks = sum(1 for r in jsonl(run / "produced")
+                       if r["status"] == "ok" and start + FAILOVER_MS <= r["ack_ms"] < end)
     acked = {(r["producer_id"], r["seq"]): r["ack_ms"] for r in jsonl(run / "produced")
              if r["status"] == "ok" and start <= r["ack_ms"] < end}
     first_read: dict = {}
@@ -71,14 +120,16 @@ def row(stack: str, run: Path) -> dict:
     summary = json.loads((run / "report" / "summary.json").read_text())
     return {"stack": stack, "kafka": topo["kafka_version"], "elr": topo.get("eligible_leader_replicas"),
             "predicted_visible": predicted.get("visible"), "held_s": (end - start) / 1000,
-            "acked_during": len(acked), "read_before_heal": len(before_heal), "read_at_all": len(first_read),
+            "acked_during": len(acked), "acked_after_failover": settled_acks,
+            "hw_moved_after_failover": watch.moved(start + FAILOVER_MS, end) if watch else None,
+            "read_before_heal": len(before_heal), "read_at_all": len(first_read),
             "median_ack_to_read_s": round(statistics.median(delays) / 1000, 1) if delays else None,
             "verdict": summary["verdict"], "acked_lost": summary["counts"]["acked_lost"]}
 
 
 def print_table(rows: list[dict]) -> None:
-    cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "read_before_heal",
-            "read_at_all", "median_ack_to_read_s", "acked_lost", "verdict"]
+    cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "acked_after_failover",
+            "hw_moved_after_failover", "read_before_heal", "median_ack_to_read_s", "acked_lost", "verdict"]
     table = [[str(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
     for line in [cols] + table:
@@ -87,22 +138,27 @@ def print_table(rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hold", type=float, default=30.0, help="seconds the fault is held")
+    ap.add_argument("--hold", type=float, default=60.0, help="seconds the fault is held")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "elr-visibility")
     ap.add_argument("--table-only", action="store_true", help="read the records already in --out")
     args = ap.parse_args()
     args.out = args.out.resolve()
     dcdrill = str(Path(sys.executable).with_name("dcdrill"))
+    watches: dict[str, WatermarkWatch] = {}
     for stack in STACKS if not args.table_only else ():
-        env = {**os.environ, "DCDRILL_PROJECT": str(variant_project(stack))}
+        os.environ["DCDRILL_PROJECT"] = str(variant_project(stack))  # the drill's and the watch's
         for other in STACKS:
-            subprocess.run([dcdrill, "lab", "down", "--stack", other], env=env, check=True)
+            subprocess.run([dcdrill, "lab", "down", "--stack", other], check=True)
+        watches[stack] = WatermarkWatch(stack)
+        watches[stack].start()
         try:
             subprocess.run([dcdrill, "drill", "--stack", stack, "--experiment", "kill-dc", "--dc", "dc-a",
-                            "--hold", str(args.hold), "--run-dir", str(args.out / stack)], env=env)
+                            "--hold", str(args.hold), "--run-dir", str(args.out / stack)])
         finally:
-            subprocess.run([dcdrill, "lab", "down", "--stack", stack], env=env, check=True)
-    rows = [row(stack, args.out / stack) for stack in STACKS if (args.out / stack / "report" / "summary.json").exists()]
+            watches[stack].done.set()
+            subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
+    rows = [row(stack, args.out / stack, watches.get(stack)) for stack in STACKS
+            if (args.out / stack / "report" / "summary.json").exists()]
     print(f"\nkill-dc dc-a, acks=1, min.insync.replicas 3 (2 of 4 replicas survive), {args.hold:g} s hold:")
     print_table(rows)
 
