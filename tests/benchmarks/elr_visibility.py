@@ -56,39 +56,53 @@ def variant_project(stack: str) -> Path:
 
 
 class WatermarkWatch(threading.Thread):
-    """The sum of the drill topic's end offsets, once a second, while the drill runs."""
+    """The drill topic's end offsets, per partition, about once a second, while the drill runs.
+    Asked one partition at a time, from a fresh client after any failure: kafka-python keeps
+    asking a dead leader until its metadata expires."""
 
     def __init__(self, stack: str) -> None:
         super().__init__(daemon=True)
-        self.stack, self.samples, self.done = stack, [], threading.Event()
+        self.stack, self.samples, self.done, self.errors = stack, {}, threading.Event(), {}
 
     def run(self) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
         from dcdrill.infra import lifecycle
-        from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
+        from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
 
         consumer = None
         while not self.done.wait(1.0):
             try:
                 if consumer is None:
                     inv = lifecycle.inventory(self.stack)
-                    consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=5000,
+                    consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=3000,
                                              **inv.client_security(admin=True))
-                topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX)]
-                tps = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t) or ()]
-                if tps:
-                    ends = consumer.end_offsets(tps)
-                    self.samples.append((int(time.time() * 1000), sum(ends.values())))
-            except Exception:  # noqa: BLE001 - not up yet, or a broker just died: try again
-                if consumer is not None:
-                    consumer.close()
+                topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX) and t != CANARY_TOPIC]
+            except Exception as exc:  # noqa: BLE001 - not up yet: try again
+                self.errors[type(exc).__name__] = str(exc)[:200]
+                consumer = None
+                continue
+            failed = False
+            for tp in (TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())):
+                try:
+                    end = consumer.end_offsets([tp])[tp]
+                except Exception as exc:  # noqa: BLE001 - no leader now, or a dead one in stale metadata
+                    self.errors[type(exc).__name__] = str(exc)[:200]
+                    failed = True
+                    continue
+                self.samples.setdefault(tp, []).append((int(time.time() * 1000), end))
+            if failed:  # next round: fresh metadata (the client would keep asking the dead leader)
+                consumer.close()
                 consumer = None
 
-    def moved(self, start_ms: int, end_ms: int) -> int | None:
-        """How far the end offsets moved within [start_ms, end_ms)."""
-        inside = [v for t, v in self.samples if start_ms <= t < end_ms]
-        return inside[-1] - inside[0] if len(inside) >= 2 else None
+    def moved(self, start_ms: int, end_ms: int) -> str | None:
+        """How far the end offsets moved within [start_ms, end_ms), summed over the partitions
+        sampled at least twice in it, and how many those were. A partition whose leader was
+        just elected may answer nothing: its new leader has no high watermark to give yet
+        (KIP-207), and under ELR it gets none while the ISR is short."""
+        moves = [inside[-1] - inside[0] for s in self.samples.values()
+                 if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+        return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
 
 
 def jsonl(folder: Path):
@@ -157,6 +171,8 @@ def main() -> None:
         finally:
             watches[stack].done.set()
             subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
+    for stack, w in watches.items():
+        print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples; errors seen: {w.errors or 'none'}")
     rows = [row(stack, args.out / stack, watches.get(stack)) for stack in STACKS
             if (args.out / stack / "report" / "summary.json").exists()]
     print(f"\nkill-dc dc-a, acks=1, min.insync.replicas 3 (2 of 4 replicas survive), {args.hold:g} s hold:")
