@@ -170,6 +170,9 @@ def main() -> None:
                             "--hold", str(args.hold), "--run-dir", str(args.out / stack)])
         finally:
             watches[stack].done.set()
+            (args.out / stack).mkdir(parents=True, exist_ok=True)  # the raw samples, to read again
+            (args.out / stack / "watermarks.json").write_text(json.dumps(
+                {f"{tp.topic}-{tp.partition}": s for tp, s in watches[stack].samples.items()}))
             subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
     for stack, w in watches.items():
         print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples; errors seen: {w.errors or 'none'}")
