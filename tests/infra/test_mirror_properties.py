@@ -66,3 +66,41 @@ def test_mm2_reads_the_topic_regex_as_written_and_nothing_more(tmp_path, topics)
                           "east->west.topics"], capture_output=True, timeout=120)  # bytes: a CR stays one
     assert res.returncode == 0, res.stderr.decode()
     assert res.stdout.decode() == f"{topics}|null"  # the regex whole; no setting smuggled in
+
+
+WORKER_CONFIG = """
+import java.io.FileReader;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.connect.mirror.MirrorMakerConfig;
+import org.apache.kafka.connect.mirror.SourceAndTarget;
+public class WorkerConfig {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        try (FileReader r = new FileReader(args[0])) { p.load(r); }
+        Map<String, String> props = new HashMap<>();
+        for (String k : p.stringPropertyNames()) props.put(k, p.getProperty(k));
+        Map<String, String> w = new MirrorMakerConfig(props).workerConfig(new SourceAndTarget("east", "west"));
+        System.out.print(w.get("scheduled.rebalance.max.delay.ms") + "|" + w.get("offset.flush.interval.ms"));
+    }
+}
+"""
+
+
+def test_the_workers_take_the_roles_rebalance_delay_and_offset_flush(tmp_path):
+    """MirrorMaker 2's own MirrorMakerConfig (connect-mirror 4.3.1, from the cache) builds the
+    east->west worker from mm2.properties with the role's 10 s rebalance delay and 5 s offset
+    flush, not Connect's 300 s and 60 s: MM2 ignores both at the top level of the file."""
+    from dcdrill.infra.constants import cache_dir
+
+    libs = cache_dir() / "kafka4" / "libs"
+    if not (libs / "connect-mirror-4.3.1.jar").exists():
+        pytest.skip("needs make setup's Kafka 4 jars")
+    java = shutil.which("java") or "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"
+    (tmp_path / "mm2.properties").write_text(_render("dcdrill-.*"))
+    (tmp_path / "WorkerConfig.java").write_text(WORKER_CONFIG)
+    res = subprocess.run([java, "-cp", f"{libs}/*", str(tmp_path / "WorkerConfig.java"), str(tmp_path / "mm2.properties")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "10000|5000"
