@@ -82,16 +82,18 @@ public class WorkerConfig {
         Map<String, String> props = new HashMap<>();
         for (String k : p.stringPropertyNames()) props.put(k, p.getProperty(k));
         Map<String, String> w = new MirrorMakerConfig(props).workerConfig(new SourceAndTarget("east", "west"));
-        System.out.print(w.get("scheduled.rebalance.max.delay.ms") + "|" + w.get("offset.flush.interval.ms"));
+        System.out.print(w.get("scheduled.rebalance.max.delay.ms") + "|" + w.get("offset.flush.interval.ms")
+                         + "|" + w.get("plugin.discovery"));
     }
 }
 """
 
 
-def test_the_workers_take_the_roles_rebalance_delay_and_offset_flush(tmp_path):
+def test_the_workers_take_the_roles_rebalance_delay_offset_flush_and_plugin_discovery(tmp_path):
     """MirrorMaker 2's own MirrorMakerConfig (connect-mirror 4.3.1, from the cache) builds the
-    east->west worker from mm2.properties with the role's 10 s rebalance delay and 5 s offset
-    flush, not Connect's 300 s and 60 s: MM2 ignores both at the top level of the file."""
+    east->west worker from mm2.properties with the role's 10 s rebalance delay, 5 s offset flush
+    and ServiceLoader plugin discovery, not Connect's 300 s, 60 s and hybrid_warn: MM2 ignores
+    all three at the top level of the file (its herders' Plugins come from the worker config)."""
     from dcdrill.infra.constants import cache_dir
 
     libs = cache_dir() / "kafka4" / "libs"
@@ -103,4 +105,4 @@ def test_the_workers_take_the_roles_rebalance_delay_and_offset_flush(tmp_path):
     res = subprocess.run([java, "-cp", f"{libs}/*", str(tmp_path / "WorkerConfig.java"), str(tmp_path / "mm2.properties")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip().splitlines()[-1] == "10000|5000"
+    assert res.stdout.strip().splitlines()[-1] == "10000|5000|service_load"
