@@ -147,8 +147,7 @@ def predictions(t: Topology) -> dict:
             "quorum_survives": quorum_survives(t, dc.name),
             "writable": writable_after_loss(t, dc.name),
             "writes_why": writes_why(t, dc.name),
-            "visible": visible_after_loss(t, dc.name)[0],
-            "visible_why": visible_after_loss(t, dc.name)[1],
+            **dict(zip(("visible", "visible_why"), visible_after_loss(t, dc.name))),
             "acked_loss_possible": acked_loss_possible(t, dc.name),
             "faults": per_fault(dc.name),
         }

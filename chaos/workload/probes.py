@@ -61,8 +61,7 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
                     lat[int(r["ack_ms"] >= now - window_ms)].append(r["ack_ms"] - r["send_ms"])
         earlier, last = (sorted(v) for v in (lat[0], lat[1]))
         waited = time.monotonic() - started
-        steady = bool(earlier and last) and abs(_p(last, 0.5) - _p(earlier, 0.5)) <= max(
-            SETTLED_MS, SETTLED_RATIO * _p(earlier, 0.5))
+        steady = bool(earlier and last) and _medians_agree(earlier, last)
         saturated = on_lab and idle is not None and idle < SATURATED_IDLE_PCT
         settled = steady and not saturated
         # Waits for the median only: a cold 2-core lab stays saturated for minutes at the drill's
@@ -87,9 +86,13 @@ def unsettled_cause(earlier: list[int], last: list[int], saturated_idle: float |
                       "would be CPU queues as much as Kafka's")
     if not (earlier and last):
         causes.append("no record was acknowledged in one of the last two windows")
-    elif abs(_p(last, 0.5) - _p(earlier, 0.5)) > max(SETTLED_MS, SETTLED_RATIO * _p(earlier, 0.5)):
+    elif not _medians_agree(earlier, last):
         causes.append(f"the median produce latency was still moving ({_p(earlier, 0.5)} ms, then {_p(last, 0.5)} ms)")
     return "; ".join(causes)
+
+
+def _medians_agree(earlier: list[int], last: list[int]) -> bool:
+    return abs(_p(last, 0.5) - _p(earlier, 0.5)) <= max(SETTLED_MS, SETTLED_RATIO * _p(earlier, 0.5))
 
 
 def cpu_times() -> tuple[int, int] | None:
