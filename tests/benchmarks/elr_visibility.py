@@ -27,32 +27,24 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from dcdrill import project  # noqa: E402
-from dcdrill.infra.constants import project_dir  # noqa: E402
+from dcdrill.record.ledger import read  # noqa: E402
+from tests.benchmarks import variant  # noqa: E402
 
 STACKS = ("local", "local-kraft")
 
 
-def variant_project(stack: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=f"dcdrill-elr-{stack}-"))
-    project.init(folder, force=True)
-    doc = yaml.safe_load((project_dir() / f"Pulumi.{stack}.yaml").read_text())
-    cfg = doc["config"]
+def acks_1_min_insync_3(cfg: dict) -> None:
     cfg["dcdrill:cluster"].setdefault("producer", {})["acks"] = "1"
     cfg["dcdrill:cluster"]["replication"]["minInsync"] = 3
     cfg["dcdrill:acceptRisks"] = sorted(set(cfg.get("dcdrill:acceptRisks", [])) | {"consistency-acks"})
-    (folder / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return folder
 
 
 class WatermarkWatch(threading.Thread):
@@ -107,9 +99,7 @@ class WatermarkWatch(threading.Thread):
 
 def jsonl(folder: Path):
     for path in sorted(folder.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            if line.strip():
-                yield json.loads(line)
+        yield from read(path)[0]
 
 
 FAILOVER_MS = 25_000  # leaders of the lost DC's partitions have failed over by then (ZooKeeper: an 18 s session)
@@ -160,7 +150,7 @@ def main() -> None:
     dcdrill = str(Path(sys.executable).with_name("dcdrill"))
     watches: dict[str, WatermarkWatch] = {}
     for stack in STACKS if not args.table_only else ():
-        os.environ["DCDRILL_PROJECT"] = str(variant_project(stack))  # the drill's and the watch's
+        os.environ["DCDRILL_PROJECT"] = str(variant.project_with(stack, f"dcdrill-elr-{stack}-", acks_1_min_insync_3))
         for other in STACKS:
             subprocess.run([dcdrill, "lab", "down", "--stack", other], check=True)
         watches[stack] = WatermarkWatch(stack)

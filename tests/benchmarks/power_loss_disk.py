@@ -15,29 +15,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: the checkout's tests/ importable
 
-from dcdrill import project  # noqa: E402
 from dcdrill.infra import lifecycle  # noqa: E402
-from dcdrill.infra.constants import project_dir  # noqa: E402
-from tests.benchmarks import quiet_lab  # noqa: E402
+from tests.benchmarks import quiet_lab, variant  # noqa: E402
 
 quiet_lab.KINDS["disk"] = b"dcdrill-disk"
 DEFAULT_LOAD = {"broker_opts": None, "spec": {}}
 
 
 def variant_project(stack: str, power_loss: bool) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=f"dcdrill-disk-bench-{'on' if power_loss else 'off'}-"))
-    project.init(folder, force=True)
-    doc = yaml.safe_load((project_dir() / f"Pulumi.{stack}.yaml").read_text())
-    doc["config"].setdefault("dcdrill:lab", {})["powerLoss"] = power_loss
-    (folder / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return folder
+    return variant.project_with(stack, f"dcdrill-disk-bench-{'on' if power_loss else 'off'}-",
+                                lambda cfg: cfg.setdefault("dcdrill:lab", {}).update(powerLoss=power_loss))
 
 
 def main() -> None:
