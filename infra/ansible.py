@@ -62,6 +62,9 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
         av["kafka_cluster_id"] = ids["cluster_id"]
         av["kafka_initial_controllers"] = kraft.initial_controllers(
             {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"])
+    # The jars the java role copies to systemd hosts: this control's cache, wherever dcdrill is
+    # installed (the role's default, beside the playbook, holds only in a checkout).
+    av.setdefault("java_kafka_libs_source", str(cache_dir() / av["java_kafka_libs_folder"] / "libs"))
     for key, unused in SHARED_INPUTS.items():
         av.setdefault(key, unused)
     path = inventory_path(stack, cluster)

@@ -103,6 +103,7 @@ def build_mirrors(d: Deployment, addresses: dict[str, str], connection: dict | N
         # MM2's user on every cluster, with each cluster's own password and CA (infra/ansible.py
         # adds tls_dir and sasl_credentials to each of kafka_mirror_clusters)
         "kafka_mirror_user": MIRROR_USER,
+        "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
         **(connection or {}),
         **(extra_vars or {}),
     }
@@ -138,7 +139,7 @@ class InventoryHost:
     role: str  # ROLES
     dc: str
     node_id: int  # broker.id, ZooKeeper myid or client index
-    address: str  # ansible_host: the lab address, or the EC2 instance id
+    address: str  # ansible_host: the connection's id (a lab namespace, an EC2 instance id), never dialed
     vars: dict  # every host var, the backend's own included
 
     @property

@@ -8,7 +8,7 @@ from pathlib import Path
 from dcdrill.infra import inventory
 from dcdrill.infra.constants import KAFKA_VERSIONS
 from dcdrill.infra.deployment import Deployment
-from dcdrill.infra.lab import netns, shaper
+from dcdrill.infra.lab import netns, shaper, sshd
 from dcdrill.infra.topology import Topology
 
 
@@ -77,8 +77,9 @@ def lab_dir(cache: Path) -> Path:
 
 
 def _connection(lab: Path) -> dict:
+    # As on AWS, an unprivileged login (SSM's ssm-user there); the roles' plays `become` root.
     return {
-        "ansible_user": "root",
+        "ansible_user": sshd.LOGIN_USER,
         "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         "ansible_python_interpreter": "/usr/bin/python3",
@@ -100,7 +101,11 @@ def _services(version: str, cache: Path) -> dict:
 def _host_vars(lab: Path, hosts, address: dict[str, str]) -> dict:
     out = {}
     for h in hosts:
-        out[h.name] = {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short)}
+        # ansible_host is an id only the connection understands, as an instance id is on AWS: ssh
+        # learns the address from its HostName option, and a task that dials ansible_host fails
+        # here as it would there (tasks dial the inventory's DNS names).
+        out[h.name] = {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short),
+                       "ansible_host": netns.host_ns(h.short), "ansible_ssh_extra_args": f"-o HostName={address[h.name]}"}
         if h.role in SERVICE_USER_VAR:
             out[h.name][SERVICE_USER_VAR[h.role]] = str(service_uid(address[h.name]))
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import time
@@ -274,7 +275,10 @@ def _set_entries(text: str, entries: dict[str, str | None], managed_block: bool)
     if managed_block:
         out = head + ([HOSTS_BEGIN, *body, HOSTS_END] if body else []) + tail
     else:
-        out = ["127.0.0.1\tlocalhost", *[b for b in body if "localhost" not in b]] if body else ["127.0.0.1\tlocalhost"]
+        # Every namespace shares the machine's hostname (no UTS namespace); it names loopback, as on
+        # Debian, so sudo (the login user's become) resolves it.
+        loopback = f"127.0.0.1\tlocalhost {socket.gethostname()}"
+        out = [loopback, *[b for b in body if "localhost" not in b]]
     return "\n".join(out) + "\n"
 
 

@@ -1,11 +1,18 @@
-"""SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host."""
+"""SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host: as an
+unprivileged login user (LOGIN_USER, what `ssm-user` is on AWS) that tasks leave only through
+`become` (sudo), never as root."""
 from __future__ import annotations
 
 import fcntl
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from dcdrill.infra.lab import netns
+
+LOGIN_USER = "dcdrill"
+SUDOERS = Path("/etc/sudoers.d/dcdrill-lab")
 
 
 def keypair(lab_dir: Path) -> Path:
@@ -22,7 +29,37 @@ def keypair(lab_dir: Path) -> Path:
             if not path.exists():
                 subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
                                check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        _login_user(key.with_suffix(".pub"))
     return key
+
+
+def _login_user(public_key: Path) -> None:
+    """The lab's login user: a system user whose one authorized key is the lab's, allowed sudo as
+    SSM's ssm-user is on AWS. Called under keypair's lock."""
+    import pwd
+
+    if shutil.which("sudo") is None:
+        raise RuntimeError("the lab's login user needs sudo (become): apt-get install sudo, or run `make setup`")
+    try:
+        home = Path(pwd.getpwnam(LOGIN_USER).pw_dir)
+    except KeyError:
+        home = Path("/var/lib") / LOGIN_USER
+        subprocess.run(["useradd", "--system", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh",
+                        LOGIN_USER], check=True, capture_output=True)
+        # A system user's password is locked ("!"), and sshd refuses a locked account a key login
+        # too; "*" has no password and is not locked.
+        subprocess.run(["usermod", "--password", "*", LOGIN_USER], check=True, capture_output=True)
+    entry = pwd.getpwnam(LOGIN_USER)
+    ssh = home / ".ssh"
+    ssh.mkdir(mode=0o700, exist_ok=True)
+    (ssh / "authorized_keys").write_text(public_key.read_text())
+    for path in (ssh, ssh / "authorized_keys"):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    (ssh / "authorized_keys").chmod(0o600)
+    if not SUDOERS.exists():
+        SUDOERS.write_text(f"# dcdrill's lab: its login user becomes root as ssm-user does on AWS\n"
+                           f"{LOGIN_USER} ALL=(ALL) NOPASSWD: ALL\n")
+        SUDOERS.chmod(0o440)
 
 
 def start(short: str, ip: str, lab_dir: Path) -> None:
@@ -38,8 +75,8 @@ def start(short: str, ip: str, lab_dir: Path) -> None:
     netns.sh(
         "/usr/sbin/sshd", "-f", "/dev/null",
         "-o", f"ListenAddress={ip}", "-o", f"HostKey={ssh / 'ssh_host_ed25519_key'}",
-        "-o", f"PidFile={pidfile}", "-o", f"AuthorizedKeysFile={key}.pub",
-        "-o", "PermitRootLogin=prohibit-password", "-o", "PasswordAuthentication=no",
+        "-o", f"PidFile={pidfile}", "-o", "AuthorizedKeysFile=.ssh/authorized_keys",
+        "-o", "PermitRootLogin=no", "-o", f"AllowUsers={LOGIN_USER}", "-o", "PasswordAuthentication=no",
         "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no", "-o", "StrictModes=no",
         "-o", "Subsystem=sftp internal-sftp", "-o", "MaxStartups=100", "-o", "MaxSessions=100",
         ns=ns,

@@ -33,7 +33,7 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 # 1. system packages ------------------------------------------------------------------------
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
-            iptables:iptables ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven \
+            iptables:iptables sudo:sudo ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven \
             ${CHECKOUT:+chromium:chromium}; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")

@@ -34,12 +34,13 @@ def test_lab_inventory_schema():
     assert sorted(kids) == ["client", "kafka_broker", "kafka_controller", "zookeeper"]
     assert kids["kafka_controller"]["hosts"] == {} and inv.voters == inv.zookeepers
     b1 = kids["kafka_broker"]["hosts"]["b1.dc-a.lab"]
-    assert (b1["dc"], b1["rack"], b1["broker_id"], b1["ansible_host"]) == ("dc-a", "dc-a", 1, "10.77.1.11")
+    assert (b1["dc"], b1["rack"], b1["broker_id"]) == ("dc-a", "dc-a", 1)
+    assert (b1["ansible_host"], b1["ansible_ssh_extra_args"]) == ("dcd-b1", "-o HostName=10.77.1.11")
     assert kids["zookeeper"]["hosts"]["zk3.dc-c.lab"]["zookeeper_id"] == 3
     assert inv.vars["kafka_min_insync_replicas"] == 3
     assert [(h.name, h.dc, h.node_id) for h in inv.in_dc("dc-c")] == [("zk3.dc-c.lab", "dc-c", 3)]
     assert inv.bootstrap_servers() == ["b1.dc-a.lab:9092", "b2.dc-a.lab:9092", "b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
-    addrs = [hv["ansible_host"] for g in kids.values() for hv in g["hosts"].values()]
+    addrs = [hv["ansible_ssh_extra_args"].removeprefix("-o HostName=") for g in kids.values() for hv in g["hosts"].values()]
     assert len(addrs) == len(set(addrs)) and all(a.startswith("10.77.") for a in addrs)
 
 

@@ -169,3 +169,24 @@ def test_pulumi_up_refuses_a_rule_breaking_stack_before_any_resource():
         subprocess.run([str(cache_dir() / "bin" / "pulumi"), "stack", "rm", name, "--yes", "--force",
                         "--non-interactive"], cwd=project_dir(), env=pulumi_cli.env(name), capture_output=True)
         path.unlink(missing_ok=True)
+
+
+def _ssh(lab, host, user: str, command: str) -> subprocess.CompletedProcess:
+    """Log in to a lab host as Ansible does: the inventory's key, id and HostName option."""
+    argv = ["ssh", "-i", lab.vars["ansible_ssh_private_key_file"], *lab.vars["ansible_ssh_common_args"].split(),
+            *host.vars["ansible_ssh_extra_args"].split(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+            f"{user}@{host.address}", command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+def test_hosts_admit_only_the_unprivileged_login_which_becomes_root(lab):
+    # What SSM gives on AWS: ssm-user, root only through sudo. The lab takes no root login.
+    host = lab.brokers[0]
+    login = lab.vars["ansible_user"]
+    own = _ssh(lab, host, login, "id -u; sudo -n id -u")
+    assert own.returncode == 0, own.stderr
+    uid, became = own.stdout.split()
+    assert int(uid) != 0 and became == "0"
+    assert _ssh(lab, host, "root", "true").returncode == 255  # refused
+    # The id is the connection's alone: the control cannot dial it as a name.
+    assert subprocess.run(["getent", "hosts", host.address], capture_output=True).returncode != 0

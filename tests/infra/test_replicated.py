@@ -181,7 +181,7 @@ def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
     assert outs["inventory"] == east
     assert sorted(east["all"]["children"]["kafka_broker"]["hosts"]) == ["b1.dc-a.lab", "b2.dc-a.lab"]
     assert sorted(west["all"]["children"]["kafka_broker"]["hosts"]) == ["b3.dc-b.lab", "b4.dc-b.lab"]
-    addresses = [h["ansible_host"] for inv in (east, west) for g in inv["all"]["children"].values()
+    addresses = [h["ansible_ssh_extra_args"] for inv in (east, west) for g in inv["all"]["children"].values()
                  for h in g["hosts"].values()]
     assert len(set(addresses)) == len(addresses)  # one address plan over both clusters' DCs
     for inv in (east, west):  # each cluster's own append time, so MM2's lag can be measured

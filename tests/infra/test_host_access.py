@@ -1,0 +1,55 @@
+"""One host-access model on both backends (issue 40): the inventory's ansible_host is an id only the
+connection understands, the login is unprivileged and plays become root, and service addresses
+are the inventory's DNS names. The lab takes the same path as AWS, so these hold for both."""
+import ipaddress
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dcdrill.infra import ansible, stack
+from dcdrill.infra.constants import KAFKA_VERSIONS, SHIPPED
+from dcdrill.infra.lab import layout
+
+ROLE_FILES = sorted(p for p in (SHIPPED / "roles").rglob("*") if p.suffix in (".yml", ".j2"))
+
+
+@pytest.mark.parametrize("path", ROLE_FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
+def test_roles_dial_dns_names_never_the_connection_id(path):
+    # On AWS ansible_host is an instance id (SSM): a task dialing it, or a listener bound to it,
+    # fails there; on the lab it is a namespace id, so it fails here too.
+    assert not re.search(r"\bansible_host\b", path.read_text()), f"{path} uses ansible_host"
+
+
+def test_every_play_on_cluster_hosts_becomes_root():
+    plays = yaml.safe_load((SHIPPED / "site.yml").read_text())
+    remote = [p for p in plays if p["hosts"] != "localhost"]
+    assert remote and all(p.get("become") is True for p in remote), [p["name"] for p in remote if not p.get("become")]
+
+
+@pytest.mark.parametrize("name", ["local", "local-replicated"])
+def test_the_lab_logs_in_unprivileged_by_an_id_only_ssh_resolves(name):
+    d = stack.load_deployment(name)
+    outs = layout.build_inventories(d, stack.backend(name).settings, Path("/tmp/cache"))
+    for inv in [outs["inventory"], *outs.get("inventories", {}).values(), *filter(None, [outs.get("mirrors")])]:
+        assert inv["all"]["vars"]["ansible_user"] not in ("root", "0")
+        for group in inv["all"]["children"].values():
+            for dns, hv in group["hosts"].items():
+                with pytest.raises(ValueError):
+                    ipaddress.ip_address(hv["ansible_host"])
+                assert "." not in hv["ansible_host"] and hv["ansible_host"] != dns
+                ipaddress.ip_address(hv["ansible_ssh_extra_args"].removeprefix("-o HostName="))
+
+
+def test_the_jars_come_from_this_controls_cache(tmp_path, monkeypatch):
+    # An installed wheel has no .cache beside its playbook: the inventory names the control's.
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
+    d = stack.load_deployment("local-replicated")
+    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    for cluster, data in (("east", outs["inventory"]), ("west", outs["inventories"]["west"]),
+                          (ansible.MIRRORS, outs["mirrors"])):
+        path = ansible.write_inventory("local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster)
+        av = json.loads(path.read_text())["all"]["vars"]
+        assert av["java_kafka_libs_source"] == str(tmp_path / KAFKA_VERSIONS[d.mirror_kafka_version] / "libs")
