@@ -41,6 +41,8 @@ def _candidates() -> list[Flow]:
         Flow("kafka_broker", "kafka_controller", CONTROLLER_PORT, "brokers fetch the metadata log from the KRaft quorum"),
         Flow("kafka_controller", "kafka_controller", CONTROLLER_PORT, "KRaft controllers replicate the metadata log"),
         Flow("kafka_broker", "kafka_broker", REPLICATION_PORT, "followers fetch from leaders on REPLICATION"),
+        Flow("kafka_broker", "kafka_broker", CLIENT_PORT,
+             "Kafka's tools on a broker host (topics, SCRAM users) reach the controller's CLIENT listener"),
         Flow("client", "kafka_broker", CLIENT_PORT, "the drill's producers, consumers, audit and status probes"),
         Flow(CLIENT_NETWORKS, "kafka_broker", CLIENT_PORT, "the stack's own clients (clientCidrs)"),
         Flow("client", "zookeeper", ZOOKEEPER_CLIENT_PORT, "the coordination watch and the quorum probe"),
@@ -70,6 +72,24 @@ NEEDED = {
     "infra/status.py mirror_status": ("client", "kafka_mirror", MIRROR_REST_PORT),
     "validation/ (producers, consumers, audit)": ("client", "kafka_broker", CLIENT_PORT),
 }
+
+
+# The lab's control (the root namespace) still dials these itself: `dcdrill status`, the health
+# checks, the coordination watch, the preferred-leader election, MM2's status and lag probes, the
+# ACL play and topic setup run there, not yet on client hosts. The lab firewall admits exactly
+# these from the control and nothing else; AWS's security groups never do (a runner outside the
+# VPC), which is why an AWS drill cannot yet observe its cluster (docs/aws.md).
+CONTROL = "control"
+CONTROL_DIALS = {("kafka_broker", CLIENT_PORT): "status, health, the leader election, ACLs and topic setup",
+                 ("zookeeper", ZOOKEEPER_CLIENT_PORT): "the coordination watch and the quorum probe",
+                 ("kafka_controller", CONTROLLER_PORT): "the quorum probe",
+                 ("kafka_mirror", MIRROR_REST_PORT): "the MM2 status probe"}
+
+
+def control_flows(d: Deployment) -> list[Flow]:
+    present = roles(d)
+    return sorted(Flow(CONTROL, role, port, f"the control's own {why}") for (role, port), why in CONTROL_DIALS.items()
+                  if role in present)
 
 
 def missing(d: Deployment, flows: list[Flow]) -> list[str]:

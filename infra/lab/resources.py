@@ -1,4 +1,4 @@
-"""Pulumi dynamic resources for the lab: Router, Datacenter, Link, Shaper and Host.
+"""Pulumi dynamic resources for the lab: Router, Datacenter, Link, Shaper, Host and Firewall.
 
 Each provider is a thin shell over the plain functions in `infra.lab.netns`, so the same
 operations are usable (and tested) without Pulumi. Every create cleans up after itself when
@@ -17,7 +17,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
 from dcdrill.infra.constants import cache_dir
-from dcdrill.infra.lab import disk, netns, shaper, sshd
+from dcdrill.infra.lab import disk, firewall, netns, shaper, sshd
 
 PATH_KEYS = ("lab_dir", "hosts_file", "state_dir")
 
@@ -177,6 +177,38 @@ class HostProvider(ResourceProvider):
         return _replace_on_change(olds, news)
 
 
+class FirewallProvider(ResourceProvider):
+    """Every host's inbound rules (infra/lab/firewall.py), applied in place when the table changes."""
+
+    def create(self, props):
+        for short, rules in sorted(props["rules"].items()):
+            firewall.apply(short, rules)
+        return CreateResult(id_="firewall", outs={**props, "ns": "firewall"})
+
+    def update(self, id_, olds, news):
+        from pulumi.dynamic import UpdateResult
+        self.create(news)
+        return UpdateResult(outs={**news, "ns": id_})
+
+    def delete(self, id_, props):
+        pass  # the rules live in the hosts' namespaces and go with them
+
+    @staticmethod
+    def _in_place(rules: dict[str, str]) -> bool:
+        return all(netns.ns_exists(netns.host_ns(short)) and firewall.installed(short) == firewall.expected(text)
+                   for short, text in rules.items())
+
+    def read(self, id_, props):
+        return ReadResult(id_ if self._in_place(props["rules"]) else "", props)
+
+    def diff(self, id_, olds, news):
+        # A host this run replaced came back without rules: the live rules count, not only the inputs.
+        found = _replace_on_change(olds, news, in_place=("rules",))
+        if not found.changes and not self._in_place(news["rules"]):
+            return DiffResult(changes=True, replaces=[], delete_before_replace=True)
+        return found
+
+
 class Router(Resource):
     def __init__(self, name: str, prefix: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__(RouterProvider(), name, {"prefix": prefix, "ns": None}, opts)
@@ -200,3 +232,8 @@ class Shaper(Resource):
 class Host(Resource):
     def __init__(self, name: str, props: dict, opts: pulumi.ResourceOptions | None = None):
         super().__init__(HostProvider(), name, {**props, "ns": None}, opts)
+
+
+class Firewall(Resource):
+    def __init__(self, name: str, rules: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__(FirewallProvider(), name, {"rules": rules, "ns": None}, opts)

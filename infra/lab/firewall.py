@@ -1,0 +1,61 @@
+"""Each lab host's firewall: inbound default-deny, admitting the stack's flow table (infra/flows.py),
+as the security groups rendered from the same table admit on AWS. A flow dcdrill uses but the
+table lacks is dropped here as it would be there, so the lab finds it.
+
+Besides the table: the host's own address and loopback (a broker's tools dial the broker itself),
+replies (conntrack), ICMP, host access (SSH from the control; SSM needs no inbound port on AWS),
+and the control's own dials (flows.control_flows), the one list of what the lab still admits and
+AWS does not.
+"""
+from __future__ import annotations
+
+from dcdrill.infra import flows
+from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.lab import netns
+
+HOST_ACCESS_PORT = 22  # the lab's sshd (infra/lab/sshd.py)
+
+
+def control_address(prefix: str) -> str:
+    """The root namespace's end of the lab's management link (infra/lab/netns.py)."""
+    return f"{prefix}.0.1"
+
+
+def render(d: Deployment, addresses: dict[str, str], prefix: str) -> dict[str, str]:
+    """iptables-restore input per host short name, sorted and deterministic."""
+    by_role: dict[str, list[str]] = {}
+    for h in d.hosts():
+        by_role.setdefault(h.role, []).append(addresses[h.name])
+    by_role[flows.CONTROL] = [control_address(prefix)]
+    admitted = [*flows.table(d), *flows.control_flows(d)]
+    out = {}
+    for h in sorted(d.hosts(), key=lambda h: h.short):
+        rules = ["-A INPUT -i lo -j ACCEPT",
+                 "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+                 "-A INPUT -p icmp -j ACCEPT",
+                 f"-A INPUT -s {addresses[h.name]}/32 -m comment --comment \"the host itself\" -j ACCEPT",
+                 f"-A INPUT -s {control_address(prefix)}/32 -p tcp -m tcp --dport {HOST_ACCESS_PORT} "
+                 f"-m comment --comment \"host access\" -j ACCEPT"]
+        for f in admitted:
+            if f.target != h.role:
+                continue
+            for source in sorted(set(by_role.get(f.source, []))):
+                rules.append(f"-A INPUT -s {source}/32 -p tcp -m tcp --dport {f.port} "
+                             f"-m comment --comment \"{f}\" -j ACCEPT")
+        out[h.short] = "\n".join(["*filter", ":INPUT DROP [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]",
+                                   *rules, "COMMIT", ""])
+    return out
+
+
+def apply(short: str, rules: str) -> None:
+    netns.sh("iptables-restore", ns=netns.host_ns(short), input=rules)
+
+
+def installed(short: str) -> list[str]:
+    """The host's INPUT policy and rules as iptables-save prints them."""
+    text = netns.sh("iptables-save", "-t", "filter", ns=netns.host_ns(short), check=False)
+    return [ln for ln in text.splitlines() if ln.startswith((":INPUT", "-A INPUT"))]
+
+
+def expected(rules: str) -> list[str]:
+    return [ln for ln in rules.splitlines() if ln.startswith((":INPUT", "-A INPUT"))]
