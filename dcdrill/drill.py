@@ -88,10 +88,14 @@ class Plan:
 
 
 def check(args) -> int:
-    """`dcdrill drill --check`: the preflight alone. Starts nothing, reaches no cluster."""
+    """`dcdrill drill --check`: the preflight alone. Starts nothing, reaches no cluster. On AWS it
+    also checks what the control needs to reach the hosts (infra/aws/prerequisites.py), so a
+    drill never stops halfway for want of them."""
     plan = Plan(args)
     if plan.problems:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
+    if plan.backend.name == "aws":
+        plan.backend.require_support()
     print(f"dcdrill: {args.experiment} can run on stack {args.stack} ({plan.backend.name} backend)"
           + (f", target {plan.dc or 'the DC of the quorum leader'}" if args.experiment in TARGETS_A_DC else ""))
     return 0

@@ -30,6 +30,12 @@ class AwsBackend(Backend):
     def check(self, t: Topology) -> list[Violation]:
         return plan.check(t, self.config)
 
+    def require_support(self) -> None:
+        from dcdrill.infra.aws import prerequisites
+
+        if lacking := prerequisites.missing():
+            raise ValueError("this machine cannot drive an AWS stack yet; missing: " + "; ".join(lacking))
+
     def inventory(self, t: Topology) -> Inventory:
         return plan.inventory(t, self.config)
 

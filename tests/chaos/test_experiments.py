@@ -79,13 +79,13 @@ REPLICATED_ONLY = {"cut-mirror-link", "kill-mirror", "kill-source-dc"}
 @pytest.mark.parametrize("stack_name", ["local", "local-3dc", "local-availability", "local-power-loss", "aws-3az",
                                         "aws-3az-tiebreaker", "aws-2region-tiebreaker", "local-replicated",
                                         "local-replicated-aa"])
-def test_check_passes_every_shipped_experiment_where_it_applies(stack_name):
+def test_check_passes_every_shipped_experiment_where_it_applies(stack_name, aws_control):
     tie = bool(rules.tiebreakers(stack.load(stack_name)))
     replicated = stack.load_deployment(stack_name).replicated
     powerless = stack.backend(stack_name).cannot("power_loss")
     for name in SHIPPED:
         res = subprocess.run(DCDRILL + ["drill", "--stack", stack_name, "--experiment", name, "--check"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=aws_control)
         if name == "tiebreaker-loss" and not tie:
             assert res.returncode == 2 and "the stack has no tiebreaker DC" in res.stderr, res.stderr
         elif name in REPLICATED_ONLY and not replicated:

@@ -1,0 +1,44 @@
+"""`dcdrill drill --check` on an AWS stack names what the control lacks to reach its hosts, and
+how to install it, before anything starts (exit 2); it sends nothing anywhere to find out."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dcdrill.infra.aws import prerequisites
+
+DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
+
+
+@pytest.fixture
+def bare(tmp_path, monkeypatch):
+    """No collection, no plugin, no credentials: an empty collections path, PATH without the
+    plugin, HOME without an AWS profile."""
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    return tmp_path
+
+
+def test_a_bare_control_lacks_all_three(bare):
+    lacking = prerequisites.missing()
+    assert [m.split(" (")[0] for m in lacking] == [
+        "Ansible's `amazon.aws` collection", "AWS's session-manager-plugin on PATH", "AWS credentials"]
+    assert "ansible-galaxy collection install amazon.aws" in lacking[0]
+
+
+def test_each_piece_once_there_is_no_longer_named(aws_control, monkeypatch):
+    for key, value in aws_control.items():
+        monkeypatch.setenv(key, value)
+    assert prerequisites.missing() == []
+
+
+def test_check_on_an_aws_stack_exits_2_naming_them(bare):
+    res = subprocess.run(DCDRILL + ["drill", "--stack", "aws-3az-tiebreaker", "--experiment", "kill-dc", "--check"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "cannot drive an AWS stack yet" in res.stderr and "amazon.aws" in res.stderr and "credentials" in res.stderr
