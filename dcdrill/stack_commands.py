@@ -223,7 +223,7 @@ def _status(args) -> int:
         print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
         return EXIT_PASS if status.healthy(st) else EXIT_FAIL
     clusters = {name: status.cluster_status(inv) for name, inv in lifecycle.inventories(args.stack).items()}
-    mirrors = status.mirror_status(lifecycle.inventory(args.stack, ansible.MIRRORS))
+    mirrors = status.mirror_status(lifecycle.inventory(args.stack, ansible.MIRRORS), via=lifecycle.inventory(args.stack))
     if args.json:
         print(json.dumps({"clusters": clusters, "mirrors": mirrors}, indent=2, sort_keys=True))
     else:

@@ -74,16 +74,14 @@ NEEDED = {
 }
 
 
-# The lab's control (the root namespace) still dials these itself: `dcdrill status`, the health
-# checks, the coordination watch, the preferred-leader election, MM2's status and lag probes, the
-# ACL play and topic setup run there, not yet on client hosts. The lab firewall admits exactly
-# these from the control and nothing else; AWS's security groups never do (a runner outside the
-# VPC), which is why an AWS drill cannot yet observe its cluster (docs/aws.md).
+# The lab's control (the root namespace) still dials the brokers' CLIENT listener itself, for the
+# cluster operations not yet run as agents: the preferred-leader election, topic setup and
+# deletion, the ACL play, the failed-over group's offsets, the canary and MM2's lag. The lab
+# firewall admits exactly this from the control; AWS's security groups do not (a runner outside
+# the VPC), so those operations cannot reach an AWS cluster yet (docs/aws.md). Status, health, the
+# coordination watch and MM2's status run on client hosts (infra/agent.py).
 CONTROL = "control"
-CONTROL_DIALS = {("kafka_broker", CLIENT_PORT): "status, health, the leader election, ACLs and topic setup",
-                 ("zookeeper", ZOOKEEPER_CLIENT_PORT): "the coordination watch and the quorum probe",
-                 ("kafka_controller", CONTROLLER_PORT): "the quorum probe",
-                 ("kafka_mirror", MIRROR_REST_PORT): "the MM2 status probe"}
+CONTROL_DIALS = {("kafka_broker", CLIENT_PORT): "leader election, topic setup, ACLs, failover offsets, canary, MM2 lag"}
 
 
 def control_flows(d: Deployment) -> list[Flow]:

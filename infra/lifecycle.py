@@ -78,7 +78,8 @@ def is_up(stack: str) -> bool:
             return False
         if not all(status.healthy(status.cluster_status(inv)) for inv in inventories(stack).values()):
             return False
-        return not d.mirrors or all(m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS)))
+        return not d.mirrors or all(m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS),
+                                                                               via=inventory(stack)))
     except Exception:  # noqa: BLE001 - anything wrong means "not up"
         return False
 

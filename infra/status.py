@@ -1,4 +1,8 @@
-"""`dcdrill status`: what the cluster looks like right now, from the inventory's point of view.
+"""`dcdrill status`: what the cluster looks like right now, seen from one of its client hosts.
+
+The control never dials the cluster: `cluster_status` and `mirror_status` run as agents on a client
+host through host access (infra/hostaccess.py, infra/agent.py), and so does the coordination watch
+(its `watch` agent); the agents call the `*_here` functions below, the probes themselves.
 
 Brokers are alive when their CLIENT port answers and the cluster metadata lists them. The
 coordination quorum: ZooKeeper nodes report their mode through the `srvr` four-letter word; KRaft
@@ -11,6 +15,7 @@ import socket
 import ssl
 from contextlib import closing
 
+from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT
 from dcdrill.infra.inventory import Inventory
@@ -132,7 +137,13 @@ def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
             "nodes": nodes}
 
 
-def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
+def cluster_status(inventory: Inventory, timeout_s: float = 5.0, avoid_dc: str | None = None) -> dict:
+    """The cluster's brokers, quorum and partitions, observed from a client host (outside
+    `avoid_dc` when it can: a drill's target)."""
+    return hostaccess.call(inventory, "cluster_status", {"timeout_s": timeout_s}, avoid_dc)
+
+
+def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     broker_hosts = sorted(inventory.brokers, key=lambda h: h.node_id)
     dc_of = {h.node_id: h.dc for h in broker_hosts}
     reachable = _reachable(inventory, 1.0)
@@ -175,7 +186,7 @@ def cluster_status(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     }
 
 
-def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3) -> dict:
+def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3) -> dict:
     """A light look at the coordination alone, cheap enough to take every second of a drill:
     the quorum's leader (the ZooKeeper ensemble's, or the active KRaft controller) and its epoch,
     the voters serving, and the brokers the cluster counts as live: registered, and on KRaft not
@@ -233,7 +244,13 @@ def coordination_sample(inventory: Inventory, timeout_s: float = 2.0, attempts: 
             "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id")}
 
 
-def mirror_status(inventory: Inventory, timeout_s: float = 2.0) -> list[dict]:
+def mirror_status(inventory: Inventory, via: Inventory, timeout_s: float = 2.0) -> list[dict]:
+    """mirror_status_here of the MM2 hosts' inventory, run on a client host of `via` (a cluster of
+    the stack: the MM2 inventory has no client hosts)."""
+    return hostaccess.call(via, "mirror_status", {"mirrors": inventory.data, "timeout_s": timeout_s})
+
+
+def mirror_status_here(inventory: Inventory, timeout_s: float = 2.0) -> list[dict]:
     """Each MirrorMaker 2 node of a replicated stack's MM2 inventory: alive while its internal
     REST listener answers (the role waits for it; a killed MM2 closes it)."""
     return [{"name": h.name, "dc": h.dc, "mirror": h.vars.get("kafka_mirror_name"),

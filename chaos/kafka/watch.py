@@ -5,37 +5,51 @@ brokers were fenced (spark/coordination.py): the drill's own probe, so both coor
 timed the same way."""
 from __future__ import annotations
 
+import json
 import threading
 
-from dcdrill.infra import status
+from dcdrill.infra import hostaccess
 from dcdrill.infra.inventory import Inventory
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
 
 
 class CoordinationWatch:
-    def __init__(self, record: DrillRecord, inventory: Inventory, interval_s: float = 1.0):
-        self.record, self.inventory, self.interval_s = record, inventory, interval_s
+    """The samples come from a `watch` agent on a client host outside `avoid_dc` (the drill's
+    target), one JSON line each (infra/agent.py); this thread writes them into the record."""
+
+    def __init__(self, record: DrillRecord, inventory: Inventory, interval_s: float = 1.0, avoid_dc: str | None = None):
+        self.record, self.inventory, self.interval_s, self.avoid_dc = record, inventory, interval_s, avoid_dc
         self.samples = 0
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._agent = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="dcdrill coordination watch")
 
     def start(self) -> CoordinationWatch:
+        self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s}, self.avoid_dc)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         with Ledger(self.record.coordination_log()) as log:
-            while not self._stop.is_set():
-                try:
-                    log.write(status.coordination_sample(self.inventory))
-                    self.samples += 1
-                except Exception as exc:  # noqa: BLE001 - a missed sample is a gap in the log, not a failed drill
-                    self.errors.append(f"{type(exc).__name__}: {exc}")
-                self._stop.wait(self.interval_s)
+            for line in self._agent.stdout:
+                sample = json.loads(line)
+                if "agent_error" in sample:  # a missed sample is a gap in the log, not a failed drill
+                    self.errors.append(sample["agent_error"])
+                    continue
+                log.write(sample)
+                self.samples += 1
 
     def stop(self) -> dict:
-        self._stop.set()
+        try:
+            self._agent.stdin.close()  # the agent ends at its stdin's end
+        except OSError:
+            pass
         self._thread.join(timeout=30)
+        try:
+            self._agent.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a session that does not end is ended
+            self._agent.kill()
+        if self._agent.returncode not in (0, None):
+            self.errors.append(f"the watch agent exited {self._agent.returncode}: {self._agent.stderr.read()[-300:]}")
         return {"samples": self.samples, "errors": len(self.errors), "last_error": (self.errors or [None])[-1]}

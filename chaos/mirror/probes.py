@@ -12,7 +12,8 @@ def mirrors_running(configuration: dict = None, secrets: dict = None) -> bool:
     """Every MirrorMaker 2 node's REST listener answers (true on a stack without mirrors)."""
     if not context.deployment(configuration).mirrors:
         return True
-    nodes = status.mirror_status(lifecycle.inventory(context.stack_name(configuration), ansible.MIRRORS))
+    name = context.stack_name(configuration)
+    nodes = status.mirror_status(lifecycle.inventory(name, ansible.MIRRORS), via=context.inventory(configuration))
     return bool(nodes) and all(n["alive"] for n in nodes)
 
 

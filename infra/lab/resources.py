@@ -199,7 +199,13 @@ class FirewallProvider(ResourceProvider):
                    for short, text in rules.items())
 
     def read(self, id_, props):
-        return ReadResult(id_ if self._in_place(props["rules"]) else "", props)
+        # Rules lost (a host rebuilt behind Pulumi's back) are drift, not a deleted firewall: the
+        # live rules become the state, and the next `up` puts the table back in place.
+        if self._in_place(props["rules"]):
+            return ReadResult(id_, props)
+        live = {short: "\n".join(firewall.installed(short)) if netns.ns_exists(netns.host_ns(short)) else ""
+                for short in props["rules"]}
+        return ReadResult(id_, {**props, "rules": live})
 
     def diff(self, id_, olds, news):
         # A host this run replaced came back without rules: the live rules count, not only the inputs.

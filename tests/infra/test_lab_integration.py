@@ -40,14 +40,23 @@ def test_listeners_speak_tls_with_the_stack_ca(lab):
 
     from kafka.errors import KafkaTimeoutError
 
-    ctx = ssl.create_default_context(cafile=lab.client_security()["ssl_cafile"])
-    for port in (9092, 9093):  # CLIENT, REPLICATION
-        with socket.create_connection(("b1.dc-a.lab", port), timeout=10) as raw:
-            with ctx.wrap_socket(raw, server_hostname="b1.dc-a.lab") as tls:
-                assert ("DNS", "b1.dc-a.lab") in tls.getpeercert()["subjectAltName"]
-    with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
-        with pytest.raises(ssl.SSLCertVerificationError, match="match"):
-            ctx.wrap_socket(raw, server_hostname="b2.dc-a.lab")
+    # From another broker's host: the REPLICATION listener admits brokers only (the lab firewall).
+    code = """
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+for port in (9092, 9093):  # CLIENT, REPLICATION
+    with socket.create_connection(("b1.dc-a.lab", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="b1.dc-a.lab") as tls:
+            print(port, dict(tls.getpeercert()["subjectAltName"]).get("DNS"))
+with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
+    try:
+        ctx.wrap_socket(raw, server_hostname="b2.dc-a.lab")
+    except ssl.SSLCertVerificationError as exc:
+        print("other name:", "match" in str(exc))
+"""
+    res = subprocess.run(["ip", "netns", "exec", lab.brokers[2].netns, sys.executable, "-c", code,
+                          lab.client_security()["ssl_cafile"]], capture_output=True, text=True, timeout=60)
+    assert res.stdout.split("\n")[:3] == ["9092 b1.dc-a.lab", "9093 b1.dc-a.lab", "other name: True"], res.stderr
     with pytest.raises(KafkaTimeoutError):
         KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), bootstrap_timeout_ms=5000, request_timeout_ms=5000)
 
@@ -216,7 +225,7 @@ def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
     c1, b1, zk1 = lab.clients[0], lab.brokers[0], lab.zookeepers[0]
     admitted = [(c1, b1.name, 9092), (b1, zk1.name, 2181), (b1, lab.brokers[2].name, 9093), (None, b1.name, 22)]
     dropped = [(c1, b1.name, 9093), (c1, zk1.name, 3888), (b1, c1.name, 22), (None, b1.name, 9093),
-               (None, zk1.name, 3888), (lab.brokers[2], zk1.name, 3888)]
+               (None, zk1.name, 2181), (None, zk1.name, 3888), (lab.brokers[2], zk1.name, 3888)]
     def dial_all(triples):
         return {(src.name if src else "control", host, port): _dial(src.netns if src else None, host, port)
                 for src, host, port in triples}

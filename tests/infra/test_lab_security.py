@@ -15,7 +15,8 @@ pytestmark = pytest.mark.lab
 
 
 def zk_cli(lab, *command, tls=True, login=False, timeout=40):
-    """Kafka's own ZooKeeper shell (ZooKeeperMain) from this machine, against zk1."""
+    """Kafka's own ZooKeeper shell (ZooKeeperMain) from a client host (the control may not dial
+    ZooKeeper: the lab firewall drops it), against zk1."""
     av = lab.vars
     opts = []
     if tls:
@@ -25,7 +26,7 @@ def zk_cli(lab, *command, tls=True, login=False, timeout=40):
         b1 = lab.brokers[0].vars["data_root"]
         opts.append(f"-Djava.security.auth.login.config={b1}/kafka/jaas.conf")
     zk = f"{lab.zookeepers[0].name}:{ZOOKEEPER_CLIENT_PORT}"
-    res = subprocess.run(["java", *opts, "-cp", f"{av['kafka_libs_dir']}/*", "org.apache.zookeeper.ZooKeeperMain",
+    res = subprocess.run(["ip", "netns", "exec", lab.clients[0].netns, "java", *opts, "-cp", f"{av['kafka_libs_dir']}/*", "org.apache.zookeeper.ZooKeeperMain",
                           "-server", zk, *command], capture_output=True, text=True, timeout=timeout)
     return res.stdout + res.stderr
 

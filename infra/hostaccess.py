@@ -1,0 +1,93 @@
+"""Host access: the one way the control reaches a stack's hosts, on both backends. The control
+never dials a Kafka, ZooKeeper, controller or MM2 port: what observes the cluster runs as an
+agent (infra/agent.py) on one of the stack's client hosts, inside its DCs, started through host
+access, its answer read back from its output.
+
+- Lab: SSH as the inventory's unprivileged login user (infra/lab/sshd.py), `sudo` for the agent
+  (it reads the stack's credentials), the address from the host's own HostName option.
+- AWS: SSM is Ansible's connection there; running agents through it is not built yet, so an
+  AWS stack's observers say so (HostAccessUnavailable) rather than dial from the runner.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+
+from dcdrill.infra.inventory import Inventory, InventoryHost
+
+UNREACHABLE = 255  # ssh's own exit code: the session never ran the command
+
+
+class HostAccessUnavailable(RuntimeError):
+    """The inventory's connection cannot start agents from here."""
+
+
+class HostUnreachable(RuntimeError):
+    """No client host answered on host access."""
+
+
+class AgentFailed(RuntimeError):
+    """The agent ran and failed."""
+
+
+def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[str]:
+    v = inventory.vars
+    if v.get("ansible_connection", "ssh") != "ssh" or "lab_service_python" not in v:
+        raise HostAccessUnavailable(
+            f"cluster {v.get('cluster_name')}: its observers run as agents on its client hosts, which "
+            f"dcdrill starts through host access on the lab only ({v.get('ansible_connection')} agents are not built yet)")
+    return ["ssh", "-i", v["ansible_ssh_private_key_file"], *shlex.split(v.get("ansible_ssh_common_args", "")),
+            *shlex.split(host.vars.get("ansible_ssh_extra_args", "")), "-o", "BatchMode=yes",
+            "-o", "ConnectTimeout=5", f"{v['ansible_user']}@{host.address}", shlex.join(["sudo", "-n", *remote])]
+
+
+def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
+    """The control's command that runs `python -m dcdrill.infra.agent CALL` on `host`."""
+    return _ssh(inventory, host, [inventory.vars["lab_service_python"], "-m", "dcdrill.infra.agent", call])
+
+
+def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:
+    """The client hosts an agent may run on, those outside `avoid_dc` (a drill's target) first: an
+    isolated DC's client would see only its own DC."""
+    clients = sorted(inventory.clients, key=lambda h: (h.dc == avoid_dc, h.dc, h.node_id))
+    if not clients:
+        raise HostUnreachable(f"cluster {inventory.vars.get('cluster_name')} has no client host to observe it from")
+    return clients
+
+
+def payload(inventory: Inventory, args: dict | None) -> str:
+    return json.dumps({"inventory": inventory.data, "args": args or {}}) + "\n"
+
+
+def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None,
+         timeout_s: float = 120) -> dict | list:
+    """Run one agent call on the first client host that answers; its JSON answer."""
+    tried = []
+    for host in observers(inventory, avoid_dc):
+        try:
+            res = subprocess.run(agent_command(inventory, host, name), input=payload(inventory, args),
+                                 capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            tried.append(f"{host.name}: no answer in {timeout_s:.0f} s")
+            continue
+        if res.returncode == UNREACHABLE:
+            tried.append(f"{host.name}: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'unreachable'}")
+            continue
+        if res.returncode != 0:
+            raise AgentFailed(f"agent {name} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
+        return json.loads(res.stdout)
+    raise HostUnreachable(f"no client host of cluster {inventory.vars.get('cluster_name')} answered on host access: "
+                          + "; ".join(tried))
+
+
+def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None) -> subprocess.Popen:
+    """Start a long-running agent on the first client host (avoiding `avoid_dc`): it writes one JSON
+    line per result and ends when its stdin closes (close the returned process's stdin), its own
+    deadline passes, or the control goes away (the session ends)."""
+    host = observers(inventory, avoid_dc)[0]
+    proc = subprocess.Popen(agent_command(inventory, host, name), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, bufsize=1)
+    proc.stdin.write(payload(inventory, args))
+    proc.stdin.flush()
+    return proc

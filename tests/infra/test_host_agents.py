@@ -1,0 +1,67 @@
+"""Observers run as agents on client hosts, reached through host access (infra/hostaccess.py,
+infra/agent.py); the control never dials the cluster. What needs no lab: the command's shape,
+the choice of host, the AWS refusal and an agent that ends with its session. The lab tests run
+every status, health check and coordination watch through them."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dcdrill.infra import hostaccess
+from dcdrill.infra.inventory import Inventory
+
+
+def inventory(connection: dict | None = None) -> Inventory:
+    """A one-broker cluster on loopback (127.0.0.1 refuses every port here: nothing is sent away)."""
+    host = lambda role_id, dc, i: {"dc": dc, role_id: i, "ansible_host": f"dcd-x{i}", "ansible_ssh_extra_args": f"-o HostName=10.77.{i}.13"}
+    return Inventory({"all": {"vars": {"cluster_name": "t", "kafka_coordination": "zookeeper", "kafka_tls": False,
+                                       "kafka_sasl": False, "ansible_user": "dcdrill", "lab_service_python": "/venv/python",
+                                       "ansible_ssh_private_key_file": "/lab/ssh/id_ed25519",
+                                       "ansible_ssh_common_args": "-o LogLevel=ERROR", **(connection or {})},
+                              "children": {"kafka_broker": {"hosts": {"127.0.0.1": host("broker_id", "dc-a", 1)}},
+                                           "zookeeper": {"hosts": {"127.0.0.1": host("zookeeper_id", "dc-a", 1)}},
+                                           "client": {"hosts": {"c1.dc-a.lab": host("client_id", "dc-a", 1),
+                                                                "c2.dc-b.lab": host("client_id", "dc-b", 2)}}}}})
+
+
+def test_an_agent_is_started_through_ssh_as_the_login_user_and_becomes_root():
+    inv = inventory()
+    argv = hostaccess.agent_command(inv, inv.clients[0], "cluster_status")
+    assert argv[0] == "ssh" and "dcdrill@dcd-x1" in argv and "HostName=10.77.1.13" in argv
+    assert argv[-1] == "sudo -n /venv/python -m dcdrill.infra.agent cluster_status"
+
+
+def test_observers_avoid_the_drills_target_dc():
+    inv = inventory()
+    assert [h.name for h in hostaccess.observers(inv)] == ["c1.dc-a.lab", "c2.dc-b.lab"]
+    assert [h.name for h in hostaccess.observers(inv, avoid_dc="dc-a")] == ["c2.dc-b.lab", "c1.dc-a.lab"]
+
+
+def test_an_aws_stack_says_its_agents_are_not_built_rather_than_dial_from_the_runner():
+    inv = inventory({"ansible_connection": "amazon.aws.aws_ssm"})
+    with pytest.raises(hostaccess.HostAccessUnavailable, match="amazon.aws.aws_ssm agents are not built yet"):
+        hostaccess.call(inv, "cluster_status")
+
+
+def test_a_host_that_does_not_answer_is_named(monkeypatch):
+    # ssh's own exit code 255 on each client: the call names every host it tried.
+    monkeypatch.setattr(hostaccess, "agent_command", lambda inv, host, call: ["sh", "-c", "echo refused >&2; exit 255"])
+    with pytest.raises(hostaccess.HostUnreachable, match=r"c1.dc-a.lab: refused; c2.dc-b.lab: refused"):
+        hostaccess.call(inventory(), "cluster_status")
+
+
+def test_the_watch_agent_ends_when_its_session_does():
+    proc = subprocess.Popen([sys.executable, "-m", "dcdrill.infra.agent", "watch"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    proc.stdin.write(hostaccess.payload(inventory(), {"interval_s": 0.2}))
+    proc.stdin.flush()
+    sample = json.loads(proc.stdout.readline())
+    assert sample["answered"] is False and sample["error"] == "no broker reachable"
+    proc.stdin.close()  # the control went away
+    assert proc.wait(timeout=10) == 0
+
+
+def test_the_agent_refuses_an_unknown_call():
+    res = subprocess.run([sys.executable, "-m", "dcdrill.infra.agent", "rm-rf"], capture_output=True, text=True, input="")
+    assert res.returncode == 2 and "usage" in res.stderr
