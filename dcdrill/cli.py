@@ -79,14 +79,15 @@ def _main(argv: list[str], own_process: bool) -> int:
             print(f"dcdrill: {exc}", file=sys.stderr)
             return exits.EXIT_BAD_INPUT
     from dcdrill.infra.ansible import AnsibleFailed
+    from dcdrill.infra.hostaccess import HostAccessUnavailable, HostUnreachable
     from dcdrill.infra.lab.netns import LabUnavailable
     from dcdrill.infra.pulumi_cli import PulumiError
     try:
         return args.func(args)
-    except (ValueError, LabUnavailable) as exc:  # ConfigError, BadInput and the rules' refusals are ValueErrors
+    except (ValueError, LabUnavailable, HostAccessUnavailable) as exc:  # ConfigError, BadInput and the rules' refusals are ValueErrors
         print(f"dcdrill: {exc}", file=sys.stderr)
         return exits.EXIT_BAD_INPUT
-    except (AnsibleFailed, PulumiError) as exc:  # the stack could not be built: its logs are named
+    except (AnsibleFailed, PulumiError, HostUnreachable) as exc:  # the stack could not be built: its logs or hosts are named
         print(f"dcdrill: {exc}", file=sys.stderr)
         return exits.EXIT_FAIL
 

@@ -19,7 +19,7 @@ from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
 from dcdrill.chaos.faults import recovery
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
-from dcdrill.infra import lifecycle, mirror_rules, rules, status
+from dcdrill.infra import hostaccess, lifecycle, mirror_rules, rules, status
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
 from dcdrill.record import DrillRecord
@@ -167,9 +167,6 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         phases[name] = phases.get(name, 0) + time.monotonic() - clock
         clock = time.monotonic()
 
-    if not lifecycle.is_up(args.stack):
-        lifecycle.up(args.stack)
-    phase("lab up")
     record = DrillRecord(run_dir)
 
     def stop(code: int, message: str) -> int:
@@ -183,6 +180,16 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
         record.write_settings(own)
     record.write_topology(stacks.drill_topology(args.stack, plan.deployment.with_settings(own)))
     record.write_json(EXPERIMENT, plan.experiment)
+    try:
+        if not lifecycle.is_up(args.stack):
+            lifecycle.up(args.stack)
+        # Every host answers on host access, or no fault starts: a drill that could not heal or
+        # observe a host proves nothing.
+        if lost := lifecycle.unanswered_hosts(args.stack):
+            raise hostaccess.HostUnreachable("host access: " + "; ".join(lost) + " did not answer")
+    except hostaccess.HostUnreachable as exc:
+        return stop(EXIT_NO_FAULT, f"{exc}; nothing was injected")
+    phase("lab up")
     variables = dict(plan.variables)
     if plan.leader_dc:
         variables["dc"] = _quorum_leader_dc(args.stack)

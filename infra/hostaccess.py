@@ -81,6 +81,30 @@ def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: st
                           + "; ".join(tried))
 
 
+def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
+    """Every host of the inventory that does not answer on host access (with `sudo`, as the roles
+    and agents need it), each named with ssh's reason; all asked at once. A connection other than
+    the lab's SSH is not asked here (its agents are not built)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if inventory.vars.get("ansible_connection", "ssh") != "ssh":
+        return []
+
+    def ask(host: InventoryHost) -> str | None:
+        try:
+            res = subprocess.run(_ssh(inventory, host, ["true"]), capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return f"{host.name} (no answer in {timeout_s:.0f} s)"
+        if res.returncode == 0:
+            return None
+        reason = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
+        return f"{host.name} ({reason})"
+
+    hosts = inventory.hosts()
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
+        return [answer for answer in pool.map(ask, hosts) if answer]
+
+
 def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None) -> subprocess.Popen:
     """Start a long-running agent on the first client host (avoiding `avoid_dc`): it writes one JSON
     line per result and ends when its stdin closes (close the returned process's stdin), its own

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from dcdrill.infra import ansible, open_drills, pulumi_cli, rules, status
+from dcdrill.infra import ansible, hostaccess, open_drills, pulumi_cli, rules, status
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
@@ -67,6 +67,16 @@ def inventories(stack: str) -> dict[str, Inventory]:
     return {name: inventory(stack, name) for name in names}
 
 
+def unanswered_hosts(stack: str) -> list[str]:
+    """The configured stack's hosts that do not answer on host access (infra/hostaccess.py); none
+    on a stack never configured (its hosts are made by `up`)."""
+    if not ansible.inventory_path(stack).exists():
+        return []
+    d = stacks.load_deployment(stack)
+    found = [*inventories(stack).values(), *([inventory(stack, ansible.MIRRORS)] if d.mirrors else [])]
+    return [name for inv in found for name in hostaccess.unanswered(inv)]
+
+
 def is_up(stack: str) -> bool:
     """Configured and healthy right now: every cluster, and every MirrorMaker 2 node, with no DC
     cut off and every link as configured (a fault left in place is not up)."""
@@ -117,6 +127,8 @@ def up(stack: str, quiet: bool = False) -> dict:
         parts.append((ansible.MIRRORS, Inventory(outs["mirrors"])))
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key)
+    if lost := unanswered_hosts(stack):  # before Ansible, whose failure would name no host
+        raise hostaccess.HostUnreachable("host access: " + "; ".join(lost) + " did not answer")
     st = {}
     for key, inv in parts:
         what = {None: "", ansible.MIRRORS: " (MirrorMaker 2)"}.get(key, f" (cluster {key})")

@@ -34,6 +34,10 @@ NETEM_HANDLE = "1:"
 DEVICE = "dev=$(ip -o -4 route show default | awk '{print $5; exit}'); dev=${dev:-eth0}"
 
 
+# The hosts a slow-link shapes with tc netem (site.yml's link_shaping play installs both there).
+SHAPED_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
+
+
 def netem_script(cidr: str, latency_ms: float, jitter_ms: float, loss_pct: float) -> list[str]:
     """Delay and drop what leaves the host for `cidr` only: a prio qdisc whose fourth band holds
     netem, and a u32 filter sending the other DC's subnet there. The rest of the traffic is untouched."""
@@ -255,7 +259,7 @@ class AwsFaults(FaultDriver):
                      undo: Undo) -> dict:
         sides = {dc: self._owned_subnet(other_dc)["CidrBlock"], other_dc: self._owned_subnet(dc)["CidrBlock"]}
         for side, cidr in sides.items():
-            ids = self._owned_instances(side, ("zookeeper", "kafka_controller", "kafka_broker", "client"))
+            ids = self._owned_instances(side, SHAPED_ROLES)
             undo.add(netem=[{"region": self._region(side), "instances": ids}])
             self._run_all(self._region(side), ids, f"shaping {side}'s traffic to {cidr}",
                           netem_script(cidr, latency_ms, jitter_ms, loss_pct))

@@ -19,6 +19,7 @@ CASES = {
                                       "exception": ["ActivityFailed: [failover-no-offsets] no offsets for g\n"]}]},
                   EXIT_BAD_INPUT, "[failover-no-offsets] no offsets for g"),
     "no fault": (STEADY, EXIT_NO_FAULT, "faults.jsonl records no fault"),
+    "host lost": (STEADY, EXIT_NO_FAULT, "host access: c2.dc-b.lab (Connection refused) did not answer; nothing was injected"),
 }
 
 
@@ -36,6 +37,8 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
 
     monkeypatch.setattr(drill.lifecycle, "is_up", lambda stack: True)
     monkeypatch.setattr(drill.lifecycle, "inventory", lambda stack: None)
+    monkeypatch.setattr(drill.lifecycle, "unanswered_hosts",
+                        lambda stack: ["c2.dc-b.lab (Connection refused)"] if case == "host lost" else [])
     monkeypatch.setattr(drill.status, "cluster_status", lambda inv: {})
     monkeypatch.setattr(drill.status, "render", lambda st: "(the cluster's status)")
     monkeypatch.setattr(drill, "_chaos_run", chaos_run)

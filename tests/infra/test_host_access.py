@@ -53,3 +53,17 @@ def test_the_jars_come_from_this_controls_cache(tmp_path, monkeypatch):
         path = ansible.write_inventory("local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster)
         av = json.loads(path.read_text())["all"]["vars"]
         assert av["java_kafka_libs_source"] == str(tmp_path / KAFKA_VERSIONS[d.mirror_kafka_version] / "libs")
+
+
+def test_every_host_a_slow_link_shapes_gets_tc_and_netem():
+    # AWS's slow-link runs `tc qdisc ... netem` through SSM on these hosts; Amazon Linux 2023 has
+    # neither tc nor sch_netem until the link_shaping role installs them.
+    from dcdrill.chaos.faults.aws import SHAPED_ROLES
+
+    plays = yaml.safe_load((SHIPPED / "site.yml").read_text())
+    [play] = [p for p in plays if "link_shaping" in p.get("roles", [])]
+    assert set(play["hosts"].split(":")) == set(SHAPED_ROLES) and play["become"] is True
+    tasks = yaml.safe_load((SHIPPED / "roles" / "link_shaping" / "tasks" / "main.yml").read_text())
+    defaults = yaml.safe_load((SHIPPED / "roles" / "link_shaping" / "defaults" / "main.yml").read_text())
+    assert {"iproute-tc", "kernel-modules-extra"} <= set(defaults["link_shaping_packages"])
+    assert tasks[0]["ansible.builtin.dnf"]["name"] == "{{ link_shaping_packages }}"

@@ -234,3 +234,26 @@ def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
     assert "dropped" not in got.values(), got
     got = dial_all(dropped)
     assert set(got.values()) == {"dropped"}, got
+
+
+def test_a_drill_stops_before_any_fault_when_a_host_does_not_answer(lab, tmp_path):
+    # c2's sshd gone: host access to c2 fails as an SSM agent that went away would.
+    import os
+    import signal
+
+    from dcdrill.infra.lab import layout, sshd
+
+    c2 = next(h for h in lab.clients if h.name.startswith("c2."))
+    lab_dir = layout.lab_dir(cache_dir())
+    pidfile = lab_dir / "hosts" / "c2" / "sshd.pid"
+    os.kill(int(pidfile.read_text()), signal.SIGTERM)
+    try:
+        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--experiment", "kill-dc",
+                              "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    finally:
+        time.sleep(0.5)
+        pidfile.unlink(missing_ok=True)
+        sshd.start("c2", c2.vars["ansible_ssh_extra_args"].removeprefix("-o HostName="), lab_dir)
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "host access: c2.dc-b.lab" in res.stderr and "nothing was injected" in res.stderr
+    assert not (tmp_path / "run" / "faults.jsonl").exists()
