@@ -32,7 +32,7 @@ def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
         assert status.healthy(st), (name, status.render(st))
         assert {b["dc"] for b in st["brokers"]} == {"dc-a" if name == "east" else "dc-b"}
     mm = lifecycle.inventory("local-replicated", ansible.MIRRORS)
-    [node] = status.mirror_status(mm)
+    [node] = status.mirror_status(mm, via=clusters["west"])
     assert node == {"name": "mm1.dc-b.lab", "dc": "dc-b", "mirror": "east->west", "alive": True}
     props = (Path(mm.hosts("kafka_mirror")[0].vars["data_root"]) / "mirror" / "mm2.properties").read_text()
     assert 'username="mirrormaker"' in props and "offset-syncs.topic.location = target" in props
@@ -57,7 +57,8 @@ def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_
     finally:
         ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)  # starts it again
     assert mirrors_running({"stack": "local-replicated"}) is True
-    assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS))[0]["alive"]
+    assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS),
+                                via=lifecycle.inventory("local-replicated"))[0]["alive"]
     # What a drill records of it (mirror-events.jsonl), read from MM2's real log: the new start, then
     # its herder's rebalance as it joins its group again.
     deadline, found = time.monotonic() + 60, []
