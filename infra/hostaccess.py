@@ -105,13 +105,15 @@ def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
         return [answer for answer in pool.map(ask, hosts) if answer]
 
 
-def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None) -> subprocess.Popen:
+def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None,
+           log=subprocess.DEVNULL) -> subprocess.Popen:
     """Start a long-running agent on the first client host (avoiding `avoid_dc`): it writes one JSON
     line per result and ends when its stdin closes (close the returned process's stdin), its own
-    deadline passes, or the control goes away (the session ends)."""
+    deadline passes, or the control goes away (the session ends). Its stderr goes to `log` (a
+    file), never to a pipe nobody reads, which would stop it once full."""
     host = observers(inventory, avoid_dc)[0]
     proc = subprocess.Popen(agent_command(inventory, host, name), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, bufsize=1)
+                            stderr=log, text=True, bufsize=1)
     proc.stdin.write(payload(inventory, args))
     proc.stdin.flush()
     return proc

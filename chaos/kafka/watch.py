@@ -26,7 +26,11 @@ class CoordinationWatch:
         self._thread = threading.Thread(target=self._run, daemon=True, name="dcdrill coordination watch")
 
     def start(self) -> CoordinationWatch:
-        self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s}, self.avoid_dc)
+        log = self.record.log("coordination-watch")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
+            self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s}, self.avoid_dc,
+                                            log=stderr)
         self._thread.start()
         return self
 
@@ -51,5 +55,6 @@ class CoordinationWatch:
         except Exception:  # noqa: BLE001 - a session that does not end is ended
             self._agent.kill()
         if self._agent.returncode not in (0, None):
-            self.errors.append(f"the watch agent exited {self._agent.returncode}: {self._agent.stderr.read()[-300:]}")
+            said = self.record.log("coordination-watch").read_text(errors="replace")[-300:]
+            self.errors.append(f"the watch agent exited {self._agent.returncode}: {said}")
         return {"samples": self.samples, "errors": len(self.errors), "last_error": (self.errors or [None])[-1]}
