@@ -53,11 +53,17 @@ def pct(values: list[float], q: float) -> float:
 
 
 def stream(src_ns: str, dst_ns: str, dst: str, seconds: float) -> float:
-    """MB/s of one TCP stream from src to dst."""
-    sink = subprocess.Popen(["ip", "netns", "exec", dst_ns, sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    subprocess.run(["ip", "netns", "exec", src_ns, sys.executable, "-c", SOURCE, dst, str(seconds)], check=True)
-    return float(sink.communicate(timeout=30)[0]) / 1e6
+    """MB/s of one TCP stream from src to dst. The lab firewall admits no such flow: the benchmark
+    opens its port on dst for the stream alone."""
+    rule = ["INPUT", "-p", "tcp", "--dport", "5201", "-m", "comment", "--comment", "forwarder benchmark", "-j", "ACCEPT"]
+    subprocess.run(["ip", "netns", "exec", dst_ns, "iptables", "-I", *rule], check=True)
+    try:
+        sink = subprocess.Popen(["ip", "netns", "exec", dst_ns, sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        subprocess.run(["ip", "netns", "exec", src_ns, sys.executable, "-c", SOURCE, dst, str(seconds)], check=True)
+        return float(sink.communicate(timeout=30)[0]) / 1e6
+    finally:
+        subprocess.run(["ip", "netns", "exec", dst_ns, "iptables", "-D", *rule], check=True)
 
 
 def cpu_ticks(pid: int) -> int:
@@ -83,8 +89,8 @@ def main() -> None:
     target = 2 * args.one_way_ms
     links.apply({pair: shaper.LinkShape(args.one_way_ms) for pair in configured})
     try:
-        idle = ping(a.netns, b.address)
-        mbs = stream(a.netns, b.netns, b.address, 10)
+        idle = ping(a.netns, b.name)
+        mbs = stream(a.netns, b.netns, b.name, 10)
         spec = wl.WorkloadSpec(topic=f"dcdrill-fwd-bench-{int(time.time())}", duration_s=45)
         wl.ensure_topic(inv, spec)
         w = wl.Workload(Path(tempfile.mkdtemp(prefix="dcdrill-fwd-")), inv, spec).start()
@@ -92,7 +98,7 @@ def main() -> None:
         [worker] = links.worker_pids()
         t0, c0 = time.monotonic(), cpu_ticks(worker)
         loaded: list[float] = []
-        pinger = threading.Thread(target=lambda: loaded.extend(ping(a.netns, b.address, count=1000, interval=0.02)))
+        pinger = threading.Thread(target=lambda: loaded.extend(ping(a.netns, b.name, count=1000, interval=0.02)))
         pinger.start()
         pinger.join()
         cpu = (cpu_ticks(worker) - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)

@@ -43,9 +43,9 @@ def links():
 def test_the_configured_delay_is_the_round_trip_between_dcs_and_not_within_one(lab):
     assert links().kind == "forwarder"  # no sch_netem here
     a, b = host(lab, "client", "dc-a"), host(lab, "kafka_broker", "dc-b")
-    rtts, lost = ping(a.netns, b.address)
+    rtts, lost = ping(a.netns, b.name)
     assert lost == 0 and 10 <= statistics.median(rtts) <= 11.5, rtts  # local: latencyMs 5, one way
-    rtts, _ = ping(a.netns, host(lab, "kafka_broker", "dc-a").address)
+    rtts, _ = ping(a.netns, host(lab, "kafka_broker", "dc-a").name)
     assert statistics.median(rtts) < 1.5, rtts  # same DC: the bridge, no forwarder
 
 
@@ -54,23 +54,23 @@ def test_degrade_link_changes_delay_and_loss_at_run_time_and_heal_restores_them(
     undo = Undo()
     try:
         driver.degrade_link("dc-a", "dc-b", 20, 0, 0, undo)
-        rtts, lost = ping(a.netns, b.address)
+        rtts, lost = ping(a.netns, b.name)
         assert lost == 0 and 40 <= statistics.median(rtts) <= 44, rtts
-        assert statistics.median(ping(a.netns, c.address)[0]) <= 11.5  # dc-a <-> dc-c keeps its 5 ms
+        assert statistics.median(ping(a.netns, c.name)[0]) <= 11.5  # dc-a <-> dc-c keeps its 5 ms
     finally:
         driver.undo(undo.data)
-    assert statistics.median(ping(a.netns, b.address)[0]) <= 11.5
+    assert statistics.median(ping(a.netns, b.name)[0]) <= 11.5
     assert links().current() == layout.link_table(driver.topology, driver.backend.settings)
 
     undo = Undo()
     try:
         driver.degrade_link("dc-a", "dc-b", 0, 0, 50, undo)
-        _, lost = ping(a.netns, b.address, count=200, interval=0.005)
+        _, lost = ping(a.netns, b.name, count=200, interval=0.005)
         # Each round trip crosses twice: 1 - 0.5 * 0.5 = 75 % lost, within sampling noise.
         assert 120 <= lost <= 180, lost
     finally:
         driver.undo(undo.data)
-    assert ping(a.netns, b.address, count=50, interval=0.005)[1] == 0
+    assert ping(a.netns, b.name, count=50, interval=0.005)[1] == 0
 
 
 def test_a_dead_forwarder_is_restarted_and_its_absence_holds_traffic_never_bypasses_it(lab):
@@ -82,7 +82,7 @@ def test_a_dead_forwarder_is_restarted_and_its_absence_holds_traffic_never_bypas
     while fwd.worker_pids() in ([], [worker]):
         assert time.monotonic() < deadline, "the supervisor did not restart the worker"
         time.sleep(0.05)
-    rtts, lost = ping(a.netns, b.address, count=10)
+    rtts, lost = ping(a.netns, b.name, count=10)
     assert lost == 0 and statistics.median(rtts) >= 10, rtts  # delayed again, not direct
     fwd.check()
 
@@ -93,11 +93,11 @@ def test_a_dead_forwarder_is_restarted_and_its_absence_holds_traffic_never_bypas
     try:
         with pytest.raises(shaper.ShaperDown, match="forwarder is not running"):
             fwd.check()
-        _, lost = ping(a.netns, b.address, count=10)
+        _, lost = ping(a.netns, b.name, count=10)
         assert lost == 10  # held at the TUN with no reader, not routed around it
     finally:
         fwd.install(table)  # what `dcdrill lab up` does
-    assert ping(a.netns, b.address, count=10)[1] == 0
+    assert ping(a.netns, b.name, count=10)[1] == 0
 
     fwd.remove()  # leaves no device, rule, route or process
     try:
@@ -108,5 +108,5 @@ def test_a_dead_forwarder_is_restarted_and_its_absence_holds_traffic_never_bypas
         assert not subprocess.run(["pgrep", "-f", "dcdrill-forwarder"], capture_output=True).stdout
     finally:
         fwd.install(table)
-    rtts, lost = ping(a.netns, b.address, count=10)
+    rtts, lost = ping(a.netns, b.name, count=10)
     assert lost == 0 and statistics.median(rtts) >= 10
