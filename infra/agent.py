@@ -25,6 +25,7 @@ def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WA
     threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
     end = time.monotonic() + deadline_s
     while not closed.is_set() and time.monotonic() < end:
+        began = time.monotonic()
         try:
             sample = status.coordination_sample_here(inventory)
         except Exception as exc:  # noqa: BLE001 - a missed sample is a gap in the log, said as such
@@ -33,7 +34,8 @@ def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WA
             print(json.dumps(sample), flush=True)
         except BrokenPipeError:
             return
-        closed.wait(interval_s)
+        # Start to start: a sample's own time (slower on a busy machine) does not stretch the series.
+        closed.wait(max(0.0, interval_s - (time.monotonic() - began)))
 
 
 CALLS = {
