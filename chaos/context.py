@@ -74,6 +74,11 @@ def drill_topic(configuration) -> str:
     return f"{DRILL_TOPIC_PREFIX}{name}-{hashlib.sha1(str(rd).encode()).hexdigest()[:8]}"
 
 
+def target_dc(configuration: dict | None) -> str | None:
+    """The DC the experiment targets (its `dc` variable), None for one that targets none."""
+    return (configuration or {}).get("dc")
+
+
 def check_dc(configuration: dict | None, dc: str) -> None:
     names = deployment(configuration).dc_names
     if dc not in names:

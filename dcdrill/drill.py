@@ -185,8 +185,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
             lifecycle.up(args.stack)
         # Every host answers on host access, or no fault starts: a drill that could not heal or
         # observe a host proves nothing.
-        if lost := lifecycle.unanswered_hosts(args.stack):
-            raise hostaccess.HostUnreachable("host access: " + "; ".join(lost) + " did not answer")
+        lifecycle.require_hosts_answer(args.stack)
     except hostaccess.HostUnreachable as exc:
         return stop(EXIT_NO_FAULT, f"{exc}; nothing was injected")
     phase("lab up")

@@ -42,6 +42,12 @@ def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[s
             "-o", "ConnectTimeout=5", f"{v['ansible_user']}@{host.address}", shlex.join(["sudo", "-n", *remote])]
 
 
+def _reason(res: subprocess.CompletedProcess) -> str:
+    """ssh's last word on a failed session (its error comes last on stderr)."""
+    said = res.stderr.strip()
+    return said.splitlines()[-1] if said else f"exit {res.returncode}"
+
+
 def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
     """The control's command that runs `python -m dcdrill.infra.agent CALL` on `host`."""
     return _ssh(inventory, host, [inventory.vars["lab_service_python"], "-m", "dcdrill.infra.agent", call])
@@ -72,7 +78,7 @@ def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: st
             tried.append(f"{host.name}: no answer in {timeout_s:.0f} s")
             continue
         if res.returncode == UNREACHABLE:
-            tried.append(f"{host.name}: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else 'unreachable'}")
+            tried.append(f"{host.name}: {_reason(res)}")
             continue
         if res.returncode != 0:
             raise AgentFailed(f"agent {name} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
@@ -97,8 +103,7 @@ def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
             return f"{host.name} (no answer in {timeout_s:.0f} s)"
         if res.returncode == 0:
             return None
-        reason = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
-        return f"{host.name} ({reason})"
+        return f"{host.name} ({_reason(res)})"
 
     hosts = inventory.hosts()
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:

@@ -77,6 +77,12 @@ def unanswered_hosts(stack: str) -> list[str]:
     return [name for inv in found for name in hostaccess.unanswered(inv)]
 
 
+def require_hosts_answer(stack: str) -> None:
+    """Raise HostUnreachable naming every host of the stack that does not answer on host access."""
+    if lost := unanswered_hosts(stack):
+        raise hostaccess.HostUnreachable("host access: " + "; ".join(lost) + " did not answer")
+
+
 def is_up(stack: str) -> bool:
     """Configured and healthy right now: every cluster, and every MirrorMaker 2 node, with no DC
     cut off and every link as configured (a fault left in place is not up)."""
@@ -127,8 +133,7 @@ def up(stack: str, quiet: bool = False) -> dict:
         parts.append((ansible.MIRRORS, Inventory(outs["mirrors"])))
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key)
-    if lost := unanswered_hosts(stack):  # before Ansible, whose failure would name no host
-        raise hostaccess.HostUnreachable("host access: " + "; ".join(lost) + " did not answer")
+    require_hosts_answer(stack)  # before Ansible, whose failure would name no host
     st = {}
     for key, inv in parts:
         what = {None: "", ansible.MIRRORS: " (MirrorMaker 2)"}.get(key, f" (cluster {key})")

@@ -39,7 +39,7 @@ def isr_snapshot(configuration) -> dict | None:
     """How many of the drill topic's partitions had every replica in sync, taken just before a
     fault. None when nobody answered: a missing snapshot must not stop the fault."""
     try:
-        st = status.cluster_status(context.inventory(configuration), timeout_s=3.0, avoid_dc=(configuration or {}).get("dc"))
+        st = status.cluster_status(context.inventory(configuration), timeout_s=3.0, avoid_dc=context.target_dc(configuration))
     except Exception:  # noqa: BLE001
         return None
     parts = [p for p in st["partitions"] if p["topic"] == context.drill_topic(configuration)]

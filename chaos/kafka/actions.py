@@ -54,7 +54,7 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
     key = str(context.run_dir(configuration))
     if key not in _watching:
         _watching[key] = CoordinationWatch(context.record(configuration), context.inventory(configuration),
-                                           float(interval_s), (configuration or {}).get("dc")).start()
+                                           float(interval_s), context.target_dc(configuration)).start()
     return {"watching": True, "interval_s": float(interval_s)}
 
 

@@ -15,7 +15,7 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
 def cluster_now(configuration) -> dict:
     """infra.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
     probe itself: __all__ lists those)."""
-    return cluster.cluster_status(context.inventory(configuration), avoid_dc=(configuration or {}).get("dc"))
+    return cluster.cluster_status(context.inventory(configuration), avoid_dc=context.target_dc(configuration))
 
 
 def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:

@@ -16,17 +16,12 @@ from dcdrill.infra.lab import netns
 HOST_ACCESS_PORT = 22  # the lab's sshd (infra/lab/sshd.py)
 
 
-def control_address(prefix: str) -> str:
-    """The root namespace's end of the lab's management link (infra/lab/netns.py)."""
-    return f"{prefix}.0.1"
-
-
 def render(d: Deployment, addresses: dict[str, str], prefix: str) -> dict[str, str]:
     """iptables-restore input per host short name, sorted and deterministic."""
     by_role: dict[str, list[str]] = {}
     for h in d.hosts():
         by_role.setdefault(h.role, []).append(addresses[h.name])
-    by_role[flows.CONTROL] = [control_address(prefix)]
+    by_role[flows.CONTROL] = [netns.control_address(prefix)]
     admitted = [*flows.table(d), *flows.control_flows(d)]
     out = {}
     for h in sorted(d.hosts(), key=lambda h: h.short):
@@ -34,7 +29,7 @@ def render(d: Deployment, addresses: dict[str, str], prefix: str) -> dict[str, s
                  "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
                  "-A INPUT -p icmp -j ACCEPT",
                  f"-A INPUT -s {addresses[h.name]}/32 -m comment --comment \"the host itself\" -j ACCEPT",
-                 f"-A INPUT -s {control_address(prefix)}/32 -p tcp -m tcp --dport {HOST_ACCESS_PORT} "
+                 f"-A INPUT -s {netns.control_address(prefix)}/32 -p tcp -m tcp --dport {HOST_ACCESS_PORT} "
                  f"-m comment --comment \"host access\" -j ACCEPT"]
         for f in admitted:
             if f.target != h.role:
@@ -53,9 +48,9 @@ def apply(short: str, rules: str) -> None:
 
 def installed(short: str) -> list[str]:
     """The host's INPUT policy and rules as iptables-save prints them."""
-    text = netns.sh("iptables-save", "-t", "filter", ns=netns.host_ns(short), check=False)
-    return [ln for ln in text.splitlines() if ln.startswith((":INPUT", "-A INPUT"))]
+    return expected(netns.sh("iptables-save", "-t", "filter", ns=netns.host_ns(short), check=False))
 
 
 def expected(rules: str) -> list[str]:
+    """The INPUT policy and rules of iptables-restore (or -save) text."""
     return [ln for ln in rules.splitlines() if ln.startswith((":INPUT", "-A INPUT"))]

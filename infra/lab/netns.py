@@ -112,12 +112,17 @@ def link_exists(dev: str, ns: str | None = None) -> bool:
 
 
 # -- router -------------------------------------------------------------------------------------
+def control_address(prefix: str) -> str:
+    """The root namespace's end of the management link: where the control's packets come from."""
+    return f"{prefix}.0.1"
+
+
 def create_router(prefix: str) -> None:
     add_ns(ROUTER)
     sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=ROUTER)
     if not link_exists(MGMT_DEV):
         veth(MGMT_DEV, None, "mgmt0", ROUTER)
-        sh("ip", "addr", "add", f"{prefix}.0.1/30", "dev", MGMT_DEV)
+        sh("ip", "addr", "add", f"{control_address(prefix)}/30", "dev", MGMT_DEV)
         sh("ip", "addr", "add", f"{prefix}.0.2/30", "dev", "mgmt0", ns=ROUTER)
     # The root ns reaches the lab (Ansible over SSH, `dcdrill status`) through the router only.
     sh("ip", "route", "replace", f"{prefix}.0.0/16", "via", f"{prefix}.0.2", "dev", MGMT_DEV)
