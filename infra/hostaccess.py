@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from pathlib import Path
 
 from dcdrill.infra.inventory import Inventory, InventoryHost
 
@@ -122,3 +123,46 @@ def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: 
     proc.stdin.write(payload(inventory, args))
     proc.stdin.flush()
     return proc
+
+
+def start(inventory: Inventory, host: InventoryHost, remote: list[str], request: str, log) -> subprocess.Popen:
+    """Start `remote` on `host` (as root, through `sudo`), `request` its first stdin line; the
+    stdin stays open, and closing it is how the control says stop (the session going away says
+    the same). Its stdout is the returned process's, line by line; its stderr goes to `log`."""
+    # Its own session: a Ctrl-C at the terminal goes to dcdrill, which stops its agents its own way.
+    proc = subprocess.Popen(_ssh(inventory, host, remote), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=log, text=True, bufsize=1, start_new_session=True)
+    proc.stdin.write(request)
+    proc.stdin.flush()
+    return proc
+
+
+def run(inventory: Inventory, host: InventoryHost, remote: list[str], timeout_s: float = 120) -> str:
+    """`remote` on `host` (as root), to its end; its stdout. HostUnreachable / AgentFailed when it
+    did not run or failed."""
+    try:
+        res = subprocess.run(_ssh(inventory, host, remote), capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise HostUnreachable(f"{host.name}: no answer in {timeout_s:.0f} s") from None
+    if res.returncode == UNREACHABLE:
+        raise HostUnreachable(f"{host.name}: {_reason(res)}")
+    if res.returncode != 0:
+        raise AgentFailed(f"{shlex.join(remote[:4])} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
+    return res.stdout
+
+
+def fetch(inventory: Inventory, host: InventoryHost, folder: str, into: Path, timeout_s: float = 600) -> None:
+    """The transfer step: what an agent wrote in `folder` on its host's own disk, copied into the
+    local folder `into` (merged with what is there), then removed from the host. A folder that
+    does not come back whole raises (AgentFailed), so a drill missing its clients' files fails."""
+    into.mkdir(parents=True, exist_ok=True)
+    pack = subprocess.Popen(_ssh(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    unpack = subprocess.run(["tar", "-C", str(into), "-xf", "-", "--no-same-owner"], stdin=pack.stdout,
+                            capture_output=True, timeout=timeout_s)
+    pack.stdout.close()
+    err = pack.stderr.read().decode(errors="replace").strip()
+    if pack.wait(timeout_s) != 0 or unpack.returncode != 0:
+        said = err.splitlines()[-1] if err else unpack.stderr.decode(errors="replace").strip()[-300:]
+        raise AgentFailed(f"the files in {folder} on {host.name} did not come back: {said}")
+    run(inventory, host, ["rm", "-rf", "--", folder])

@@ -40,6 +40,7 @@ MIRROR_WAITS = "mirror-waits.jsonl"
 MIRROR_EVENTS = "mirror-events.jsonl"
 AUDIT_END = "audit-end.json"  # each audit ledger's length when its audit finished: a cut one is refused
 AGENTS = "agents.jsonl"  # every process a drill started on a host: what heal stops after a crash
+COLLECTED = "collected.jsonl"  # each client host's folder as it came back into the record
 MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
 
@@ -120,7 +121,7 @@ def check_audit_end(data, name: str) -> dict:
 
 
 def parse_agents(data: bytes, name: str) -> list[dict]:
-    """agents.jsonl (RECORD.md): {name, pid, host, netns, started_ms} per line, named when bad."""
+    """agents.jsonl (RECORD.md): {name, pid, host, folder, cluster, started_ms} per line, named when bad."""
     rows = []
     for where, row in _objects(data, name, "an agent"):
         if not isinstance(row.get("name"), str):
@@ -128,6 +129,21 @@ def parse_agents(data: bytes, name: str) -> list[dict]:
         for key in ("pid", "started_ms"):
             if not _whole(row.get(key)) or row[key] <= 0:
                 raise ValueError(f"{where}: {key} must be a positive integer, got {row.get(key)!r}")
+        if row.get("folder") is not None and not isinstance(row.get("host"), str):
+            raise ValueError(f"{where}: an agent with a folder names its host, got {row.get('host')!r}")
+        rows.append(row)
+    return rows
+
+
+def parse_collected(data: bytes, name: str) -> list[dict]:
+    """collected.jsonl (RECORD.md): {host, folder, at_ms} per line, named when bad."""
+    rows = []
+    for where, row in _objects(data, name, "a collection"):
+        for key in ("host", "folder"):
+            if not isinstance(row.get(key), str):
+                raise ValueError(f"{where}: {key} must be a string, got {row.get(key)!r}")
+        if not _whole(row.get("at_ms")):
+            raise ValueError(f"{where}: at_ms must be a whole number, got {row.get('at_ms')!r}")
         rows.append(row)
     return rows
 

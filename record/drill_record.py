@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dcdrill.infra.constants import now_ms, write_json_atomically
-from dcdrill.record.contents import (AGENTS, AUDIT_END, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
+from dcdrill.record.contents import (AGENTS, AUDIT_END, COLLECTED, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
                                     JOURNAL, LEDGERS, MIRROR_EVENTS, MIRROR_WAITS, REPORT, SETTINGS, TOPOLOGY,
                                     checked, parses_as_json, check_audit_end, check_baseline, check_topology, experiment_name,
-                                    merge_faults, parse_agents, parse_coordination, parse_failovers, parse_faults,
+                                    merge_faults, parse_agents, parse_collected, parse_coordination, parse_failovers, parse_faults,
                                     parse_mirror_events, parse_mirror_waits)
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
@@ -224,6 +224,11 @@ class DrillRecord:
         return self.path / "events" / f"{consumer_id}.jsonl"
 
     # -- what the workload keeps beside the record: progress snapshots and process logs ----------
+    @staticmethod
+    def status_name(kind: str, process: str) -> str:
+        """The status file's name of one process: producer-p1, consumer-c2."""
+        return f"{kind}-{process}"
+
     def write_status(self, name: str, status: dict) -> None:
         """A process's progress snapshot, replaced whole (a reader never sees half of one)."""
         path = self.path / "status" / f"{name}.json"
@@ -338,15 +343,42 @@ class DrillRecord:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []
 
     # -- the drill's processes: heal stops whichever a crash left running ------------------------
-    def note_agent(self, name: str, pid: int, host: str | None = None, netns: str | None = None) -> None:
-        """A process the drill started (a producer, a consumer, the experiment itself), noted as it
-        starts: after a crash, heal finds it by pid and checks its command line names this record."""
+    def note_agent(self, name: str, pid: int, host: str | None = None, folder: str | None = None,
+                   cluster: str | None = None) -> None:
+        """A process the drill started, noted as it starts: the experiment itself (`pid` its own),
+        or a workload process on a client host (`pid` the control's host-access session to it,
+        `folder` where it keeps its files on `host`, `cluster` the inventory that names the host).
+        After a crash, heal stops what still runs and collects what was not collected."""
         with Ledger(self.file(AGENTS)) as out:
-            out.write({"name": name, "pid": pid, "host": host, "netns": netns, "started_ms": now_ms()})
+            out.write({"name": name, "pid": pid, "host": host, "folder": folder, "cluster": cluster,
+                       "started_ms": now_ms()})
 
     def agents(self) -> list[dict]:
         """agents.jsonl: every process noted (a torn last line is skipped: it was never started)."""
         return self._lines(AGENTS, parse_agents) or []
+
+    @property
+    def agent_key(self) -> str:
+        """The name a drill's folders on its client hosts go by: the record's, made unique by
+        where it is (two records may share a folder name)."""
+        import hashlib
+
+        where = str(self.path.resolve()) if not self.remote else self.location
+        return f"{self.name}-{hashlib.sha1(where.encode()).hexdigest()[:10]}"
+
+    def note_collected(self, host: str, folder: str) -> None:
+        """A host's folder came back into the record (collected.jsonl)."""
+        with Ledger(self.file(COLLECTED)) as out:
+            out.write({"host": host, "folder": folder, "at_ms": now_ms()})
+
+    def uncollected(self) -> list[dict]:
+        """The noted workload processes whose host folder has not come back since they started."""
+        done: dict[tuple, int] = {}
+        for row in self._lines(COLLECTED, parse_collected) or []:
+            key = (row["host"], row["folder"])
+            done[key] = max(done.get(key, 0), row["at_ms"])
+        return [a for a in self.agents() if a.get("folder")
+                and done.get((a["host"], a["folder"]), -1) < a["started_ms"]]
 
     # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
     def append_failover(self, entry: dict) -> None:

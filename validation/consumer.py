@@ -79,14 +79,14 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if stop.wait(1.0):
                 break
         if time.monotonic() - last_report > 1.0:
-            run.write_status(f"consumer-{cid}", {"consumer_id": cid, "dc": dc, "delivered": delivered})
+            run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered})
             last_report = time.monotonic()
     if consumer is not None:
         try:
             consumer.close(autocommit=False)
         except Exception:  # noqa: BLE001
             pass
-    run.write_status(f"consumer-{cid}", {"consumer_id": cid, "dc": dc, "delivered": delivered})
+    run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered})
     consumed.close()
     events.close()
     return 0

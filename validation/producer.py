@@ -89,7 +89,7 @@ class SequencedProducer:
     def _report(self) -> None:
         with self.lock:
             snap = {**self.counts, "in_flight": len(self.pending), "dc": self.dc, "producer_id": self.pid}
-        self.record.write_status(f"producer-{self.pid}", snap)
+        self.record.write_status(self.record.status_name("producer", self.pid), snap)
 
     def run(self) -> int:
         cfg = self.cfg

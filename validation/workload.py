@@ -1,25 +1,29 @@
 """Starting, watching and stopping the workload processes: the Python API the chaos experiment
-uses and `dcdrill workload` wraps. Each producer / consumer runs on a client host of the
-inventory, i.e. in a DC: lab hosts through their namespace, elsewhere as local processes.
+uses and `dcdrill workload` wraps. Each producer / consumer / audit runs on a client host of the
+inventory, inside a DC, started through host access (infra/hostaccess.py) as AWS allows it: its
+files stay on that host's disk until `collect` brings them into the record.
 """
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, child_env, now_ms
+from dcdrill.infra import hostaccess
+from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, now_ms
 from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.record import DrillRecord
+from dcdrill.validation import host_process
 
 # A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
 AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
+DEFAULT_DATA_ROOT = "/var/lib/dcdrill"  # a host's own disk, where its inventory does not say
 # Started by root, each workload process drops to a uid of its own (validation/clients.py
 # become_agent), in one group that may write the record's ledger folders. No passwd entries.
 AGENT_GID = 300_000
@@ -89,38 +93,89 @@ def placements(inventory: Inventory, wanted: list[str], n: int) -> list[Inventor
     return [chosen[i % len(chosen)] for i in range(n)]
 
 
-def _argv(module: str, host: InventoryHost | None, cfg: dict, name: str) -> list[str]:
-    """The process's command: inside the client host's namespace on the lab, here elsewhere.
-    Started by root, it runs as `name`'s own uid (become_agent)."""
-    if os.geteuid() == 0:
-        cfg = {**cfg, "agent_uid": agent_uid(name), "agent_gid": AGENT_GID}
-    base = [sys.executable, "-m", module, "--config", json.dumps(cfg)]
-    if host and host.netns:
-        return ["ip", "netns", "exec", host.netns, *base]
-    return base
-
-
 def _password(inventory: Inventory) -> str:
     """What a process reads on its stdin: its SASL user's password (infra.inventory.process_security)."""
-    return (inventory.client_security().get("sasl_plain_password") or "") + "\n"
+    return inventory.client_security().get("sasl_plain_password") or ""
 
 
-def _open_record(record: DrillRecord) -> None:
-    if os.geteuid() == 0:
-        record.open_to_agents(AGENT_GID)
-
-
-def _process_config(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, **extra) -> dict:
-    """What a workload process is told. It watches `parent_pid` (this process, which starts it)
-    and ends by itself when that dies or `deadline_ms` passes: a crashed drill leaves no producer."""
+def _process_config(inventory: Inventory, spec: WorkloadSpec, name: str, **extra) -> dict:
+    """What a workload process is told. The host's runner (validation/host_process.py) adds its
+    record folder and itself as `parent_pid`: the process ends by itself when that dies or
+    `deadline_ms` passes, so a crashed drill leaves no producer. It drops to `name`'s own uid."""
     lifetime_s = spec.duration_s + AGENT_GRACE_S if spec.duration_s else AGENT_LIFETIME_S
-    return {**asdict(spec), "run_dir": str(Path(run_dir).resolve()), "bootstrap": inventory.bootstrap_servers(),
-            "security": inventory.process_security(), "parent_pid": os.getpid(),
-            "deadline_ms": now_ms() + int(lifetime_s * 1000), **extra}
+    security = dict(inventory.process_security())
+    if security.get("ssl_cafile"):  # the control's copy of the CA: the host is told the CA itself
+        security["ssl_cadata"] = Path(security.pop("ssl_cafile")).read_text()
+    return {**asdict(spec), "bootstrap": inventory.bootstrap_servers(), "security": security,
+            "deadline_ms": now_ms() + int(lifetime_s * 1000), "agent_uid": agent_uid(name), "agent_gid": AGENT_GID,
+            **extra}
 
 
-def _process_env() -> dict:
-    return child_env()
+def host_folder(host: InventoryHost, record: DrillRecord) -> str:
+    """Where a drill's processes on `host` keep their files: its own disk, until fetched."""
+    return f"{host.vars.get('data_root', DEFAULT_DATA_ROOT)}/agents/{record.agent_key}"
+
+
+class HostProcess:
+    """One workload process on its client host, started through host access, seen from here as
+    a Popen: poll, wait, send_signal (any signal closes its stdin: the runner's SIGTERM), kill
+    (ends the session, which the runner also reads as SIGTERM). Its status lines land in the
+    local record's status/ as they come, so progress and drain read them there."""
+
+    def __init__(self, record: DrillRecord, inventory: Inventory, host: InventoryHost, module: str, name: str,
+                 config: dict):
+        self.name, self.host, self.inventory, self.module = name, host, inventory, module
+        self.folder = host_folder(host, record)
+        self.exit: int | None = None
+        self.said = ""
+        self._record = record
+        access_log = record.log(f"{name}.access")
+        access_log.parent.mkdir(parents=True, exist_ok=True)
+        request = dict(zip(host_process.REQUEST_FIELDS, (module, name, config, _password(inventory))))
+        with open(access_log, "ab") as log:
+            self.proc = hostaccess.start(inventory, host, [inventory.vars.get("lab_service_python", "python3"), "-m",
+                                                           "dcdrill.validation.host_process", self.folder],
+                                         json.dumps(request) + "\n", log)
+        self.pid = self.proc.pid
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                said = json.loads(line)
+            except ValueError:
+                continue
+            if host_process.STATUS in said:
+                self._record.write_status(self._record.status_name(self.module, self.name), said[host_process.STATUS])
+            if host_process.EXIT in said:
+                self.exit, self.said = said[host_process.EXIT], said.get(host_process.SAID, "")
+
+    @property
+    def returncode(self) -> int | None:
+        if self.proc.returncode is None:
+            return None
+        self._reader.join(10)
+        return self.exit if self.exit is not None else self.proc.returncode
+
+    def poll(self) -> int | None:
+        self.proc.poll()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.proc.wait(timeout)
+        return self.returncode
+
+    def send_signal(self, _sig=None) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    terminate = send_signal
+
+    def kill(self) -> None:
+        self.proc.kill()
 
 
 def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
@@ -176,24 +231,17 @@ class Workload:
         self.run_dir, self.inventory, self.spec = Path(run_dir), inventory, spec
         self.cluster = cluster
         self.record = DrillRecord(run_dir)
-        _open_record(self.record)  # before any of its processes starts
-        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.procs: list[tuple[str, HostProcess]] = []
         self.recovered: dict[str, int] = {}  # producer -> info rows written from its intent log
-
-    def _cfg(self, **extra) -> dict:
-        where = {"cluster": self.cluster} if self.cluster else {}
-        return _process_config(self.run_dir, self.inventory, self.spec, **where, **extra)
 
     def add_producers(self, inventory: Inventory, cluster: str) -> list[str]:
         """As many producers again, writing to another cluster of a replicated stack (active-active:
         each cluster takes writes), numbered on from this workload's."""
-        env, first = _process_env(), sum(n.startswith("p") for n, _ in self.procs) + 1
+        first = sum(n.startswith("p") for n, _ in self.procs) + 1
         started = []
         for i, host in enumerate(placements(inventory, [], self.spec.producers)):
             pid = f"p{first + i}"
-            cfg = _process_config(self.run_dir, inventory, self.spec, producer_id=pid, dc=host.dc, host=host.name,
-                                  cluster=cluster)
-            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg, pid), env, inventory)
+            self._spawn("producer", pid, host, inventory, self.spec, producer_id=pid, cluster=cluster)
             started.append(pid)
         return started
 
@@ -211,38 +259,43 @@ class Workload:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        env, first = _process_env(), sum(n.startswith("c") for n, _ in self.procs) + 1
+        first = sum(n.startswith("c") for n, _ in self.procs) + 1
         started = []
         for i, host in enumerate(placements(inventory, [], len(running) or self.spec.consumers)):
             cid = f"c{first + i}"
-            cfg = _process_config(self.run_dir, inventory, replace(self.spec, topic=topic), consumer_id=cid,
-                                  dc=host.dc, host=host.name, cluster=cluster, auto_offset_reset="none")
-            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg, cid), env, inventory)
+            self._spawn("consumer", cid, host, inventory, replace(self.spec, topic=topic), consumer_id=cid,
+                        cluster=cluster, auto_offset_reset="none")
             started.append(cid)
         return started
 
     def start(self) -> "Workload":
-        env, inv = _process_env(), self.inventory
+        inv, where = self.inventory, {"cluster": self.cluster} if self.cluster else {}
         for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.consumers)):
-            cid = f"c{i + 1}"
-            cfg = self._cfg(consumer_id=cid, dc=host.dc, host=host.name)
-            self._spawn(cid, host, _argv("dcdrill.validation.consumer", host, cfg, cid), env, inv)
+            self._spawn("consumer", f"c{i + 1}", host, inv, self.spec, consumer_id=f"c{i + 1}", **where)
         for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.producers)):
-            pid = f"p{i + 1}"
-            cfg = self._cfg(producer_id=pid, dc=host.dc, host=host.name)
-            self._spawn(pid, host, _argv("dcdrill.validation.producer", host, cfg, pid), env, inv)
+            self._spawn("producer", f"p{i + 1}", host, inv, self.spec, producer_id=f"p{i + 1}", **where)
         return self
 
-    def _spawn(self, name: str, host: InventoryHost, argv: list[str], env: dict, inventory: Inventory) -> None:
-        path = self.record.log(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(path, "ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.PIPE,
-                                start_new_session=True)
-        proc.stdin.write(_password(inventory).encode())
-        proc.stdin.close()
+    def _spawn(self, module: str, name: str, host: InventoryHost, inventory: Inventory, spec: WorkloadSpec,
+               **extra) -> None:
+        cfg = _process_config(inventory, spec, name, dc=host.dc, host=host.name, **extra)
+        proc = HostProcess(self.record, inventory, host, module, name, cfg)
         self.procs.append((name, proc))
-        self.record.note_agent(name, proc.pid, host.name, host.netns)
+        # Before anything else: heal finds the process, its host and its folder after a crash.
+        self.record.note_agent(name, proc.pid, host.name, folder=proc.folder, cluster=extra.get("cluster"))
+
+    def collect(self) -> None:
+        """The transfer step: every host's folder of this drill back into the record (each once),
+        then the info rows for what a producer reserved and never settled (its intent log)."""
+        fetched = set()
+        for _, p in self.procs:
+            if (p.host.name, p.folder) not in fetched:
+                hostaccess.fetch(p.inventory, p.host, p.folder, self.run_dir)
+                self.record.note_collected(p.host.name, p.folder)
+                fetched.add((p.host.name, p.folder))
+        for name, _ in self.procs:
+            if name.startswith("p"):
+                self.recovered[name] = self.record.recover_in_flight(name)
 
     def producers_running(self) -> bool:
         return any(p.poll() is None for n, p in self.procs if n.startswith("p"))
@@ -277,7 +330,9 @@ class Workload:
             time.sleep(0.5)
 
     def stop(self, timeout_s: float = 60.0) -> dict[str, int]:
-        """SIGTERM the producers, let the consumers drain, then SIGTERM them; returns exit codes."""
+        """Stop the producers, let the consumers drain, then stop them; collect their files (a
+        producer that died mid-send leaves reserved seqs without a row: `collect` settles them).
+        Returns exit codes."""
         for group in ("p", "c"):
             if group == "c" and any(n.startswith("c") for n, _ in self.procs):
                 self.drain_consumers()
@@ -292,10 +347,7 @@ class Workload:
                     except subprocess.TimeoutExpired:
                         p.kill()
                         p.wait()
-            if group == "p":  # a producer that died mid-send leaves reserved seqs without a row
-                for name, _ in self.procs:
-                    if name.startswith("p"):
-                        self.recovered[name] = self.record.recover_in_flight(name)
+        self.collect()
         return {name: p.returncode for name, p in self.procs}
 
 
@@ -322,15 +374,18 @@ def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: fl
           cluster: str | None = None, topics: list[str] | None = None) -> None:
     """Read the whole log into audit/ (from a client host, like the other clients). On a replicated
     stack, one cluster's `topics` into audit/<cluster>.jsonl."""
-    hosts = placements(inventory, spec.hosts, 1)
+    host = placements(inventory, spec.hosts, 1)[0]
     extra = {"cluster": cluster, "topics": topics} if cluster else {}
-    cfg = _process_config(run_dir, inventory, spec, audit_timeout_s=timeout_s, **extra)
     record = DrillRecord(run_dir)
-    _open_record(record)
-    res = subprocess.run(_argv("dcdrill.validation.audit", hosts[0], cfg, "a"), env=_process_env(),
-                         input=_password(inventory), capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"audit exited {res.returncode}")
+    proc = HostProcess(record, inventory, host, "audit", "a", _process_config(inventory, spec, "a", audit_timeout_s=timeout_s,
+                                                                               **extra))
+    record.note_agent("a", proc.pid, host.name, folder=proc.folder, cluster=cluster)
+    code = proc.wait()
+    hostaccess.fetch(inventory, host, proc.folder, Path(run_dir))  # its log too, when it failed
+    record.note_collected(host.name, proc.folder)
+    if code != 0:
+        said = record.log("a").read_text(errors="replace").strip() if record.log("a").exists() else ""
+        raise RuntimeError(said.splitlines()[-1] if said else f"audit exited {code}")
     # Only a whole audit is marked (DrillRecord.incomplete): its last stdout line, {file: rows}.
-    for file, rows in json.loads(res.stdout.strip().splitlines()[-1]).items():
+    for file, rows in json.loads(proc.said).items():
         record.mark_audit_end(file, rows)

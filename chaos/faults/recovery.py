@@ -24,7 +24,7 @@ from chaoslib.exceptions import ActivityFailed
 from dcdrill.chaos import context
 from dcdrill.chaos.faults import driver_class
 from dcdrill.chaos.faults.driver import FaultDriver
-from dcdrill.infra import ansible, inventory, lifecycle, open_drills
+from dcdrill.infra import ansible, hostaccess, inventory, lifecycle, open_drills
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra import stack as stacks
 from dcdrill.record import DrillRecord
@@ -95,11 +95,12 @@ def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets:
 
 
 def running_agents(record: DrillRecord) -> list[dict]:
-    """The record's noted processes still running: the pid is alive and its command line names
-    this record (a pid the system gave to another process since is not ours)."""
-    mark = str(record.path).encode()
+    """The record's noted processes still running here: the pid is alive and its command line
+    names this record, or for a workload process's host-access session its folder (a pid the
+    system gave to another process since is not ours)."""
     out = []
     for agent in record.agents():
+        mark = (agent.get("folder") or str(record.path)).encode()
         try:
             cmdline = Path(f"/proc/{agent['pid']}/cmdline").read_bytes()
         except OSError:
@@ -110,9 +111,9 @@ def running_agents(record: DrillRecord) -> list[dict]:
 
 
 def stop_agents(record: DrillRecord) -> list[str]:
-    """Stop the record's processes still running: SIGTERM, AGENT_STOP_S to finish, then SIGKILL.
-    Then every producer's unfinished sends become indeterminate rows (its intent log), as a
-    clean stop does. Returns what was stopped."""
+    """Stop the record's processes still running here: SIGTERM, AGENT_STOP_S to finish, then
+    SIGKILL. A workload process's session ending stops it on its host (validation/host_process).
+    Returns what was stopped."""
     running = running_agents(record)
     for agent in running:
         _signal(agent["pid"], signal.SIGTERM)
@@ -121,10 +122,36 @@ def stop_agents(record: DrillRecord) -> list[str]:
         time.sleep(0.2)
     for agent in running_agents(record):
         _signal(agent["pid"], signal.SIGKILL)
+    return [f"{a['name']} (pid {a['pid']})" for a in running]
+
+
+def collect_agents(stack: str, record: DrillRecord) -> list[str]:
+    """What a crash left of the drill's workload on its client hosts: stop what still runs there
+    (through host access), bring each host's folder into the record, then settle every producer's
+    unsettled sends as info rows (its intent log), as a clean stop does. Returns what was collected."""
+    done, seen = [], set()
+    for agent in record.uncollected():
+        key = (agent.get("cluster"), agent["host"], agent["folder"])
+        if key in seen:
+            continue
+        seen.add(key)
+        inv = lifecycle.inventory(stack, agent.get("cluster"))
+        host = next((h for h in inv.hosts() if h.name == agent["host"]), None)
+        if host is None:
+            raise ActivityFailed(f"{agent['name']}'s host {agent['host']} is not in stack {stack}'s inventory")
+        try:
+            left = json.loads(hostaccess.run(inv, host, [inv.vars.get("lab_service_python", "python3"), "-m",
+                                                         "dcdrill.validation.host_process", "--stop", agent["folder"]]))
+            if left["exists"]:
+                hostaccess.fetch(inv, host, agent["folder"], record.path)
+        except (hostaccess.HostUnreachable, hostaccess.AgentFailed, hostaccess.HostAccessUnavailable) as exc:
+            raise ActivityFailed(f"the drill's files on {agent['host']} ({agent['folder']}): {exc}") from None
+        record.note_collected(agent["host"], agent["folder"])
+        done.append(f"{agent['host']}:{agent['folder']}")
     for agent in record.agents():
         if record.intents(agent["name"]).exists():
             record.recover_in_flight(agent["name"])
-    return [f"{a['name']} (pid {a['pid']})" for a in running]
+    return done
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -142,7 +169,8 @@ def left_behind(stack: str) -> list[str]:
     for location in open_drills.listed(stack):
         record = DrillRecord(location)
         here = [f"{f['fault']} {f['target']} (noted in {location})" for f in record.active_faults()] \
-            + [f"{a['name']} still running (pid {a['pid']}, {location})" for a in running_agents(record)]
+            + [f"{a['name']} still running (pid {a['pid']}, {location})" for a in running_agents(record)] \
+            + [f"{a['name']}'s files still on {a['host']} ({location})" for a in record.uncollected()]
         if not here:
             open_drills.forget(stack, location)
         out += here
@@ -199,8 +227,16 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
         if stopped := stop_agents(record):
             say(f"stopped {', '.join(stopped)} of {record.path}")
             done += stopped
-        if _heal_one(stack, record, secrets, f"of {record.path}", say, done, errors):
-            open_drills.forget(stack, str(record.path.resolve()))
+        if not _heal_one(stack, record, secrets, f"of {record.path}", say, done, errors):
+            continue
+        try:  # after the undo: an isolated DC's client host answers again
+            if collected := collect_agents(stack, record):
+                say(f"collected {', '.join(collected)} into {record.path}")
+                done += collected
+        except ActivityFailed as exc:
+            errors.append(str(exc))
+            continue
+        open_drills.forget(stack, str(record.path.resolve()))
     for key, state in ([] if only else _kept(stack, secrets).items()):
         _heal_one(stack, recovered_record(stack, key, state), secrets,
                   f"(from the copy kept outside its record, {key})", say, done, errors)

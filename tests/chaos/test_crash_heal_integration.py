@@ -21,15 +21,19 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 
 def _processes_naming(path: Path) -> list[int]:
-    mark = str(path).encode()
+    """The drill's processes still running: here (naming its record) and on its client hosts
+    (naming their folder of it, which the record's agents say)."""
+    folders = [a["folder"] for a in DrillRecord(path).agents() if a.get("folder")] if path.exists() else []
+    marks = [str(path).encode(), *(f.encode() for f in folders)]
     out = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit() and int(proc.name) != os.getpid():
             try:
-                if mark in (proc / "cmdline").read_bytes():
-                    out.append(int(proc.name))
+                cmdline = (proc / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if any(mark in cmdline for mark in marks):
+                out.append(int(proc.name))
     return out
 
 
@@ -71,9 +75,12 @@ def _start_until_the_fault(run: Path, fault: str) -> tuple[subprocess.Popen, dic
     proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *FAULTS[fault]],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     _wait_for_the_fault(run, proc)
-    agents = {a["name"]: a["pid"] for a in DrillRecord(run).agents()}
-    return proc, {"dcdrill": [proc.pid], "chaos run": [agents["experiment"]],
-                  "workload": [pid for name, pid in agents.items() if name[0] in "pc" and name[1:].isdigit()]}
+    agents = DrillRecord(run).agents()
+    experiment = next(a["pid"] for a in agents if a["name"] == "experiment")
+    # the workload's processes themselves, on their client hosts (not the control's sessions to them)
+    on_hosts = [pid for pid in _processes_naming(run) if b"dcdrill.validation." in Path(f"/proc/{pid}/cmdline").read_bytes()
+                and b"host_process" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return proc, {"dcdrill": [proc.pid], "chaos run": [experiment], "workload": on_hosts}
 
 
 def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
@@ -86,6 +93,9 @@ def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
         assert all(f["end_ms"] for f in record.faults()), record.faults()
     assert stacks.backend("local").faults_in_place(stacks.load_deployment("local")) == []  # no DROP rule, links as configured
     assert _processes_naming(run) == [], "a process of the drill is still running"
+    if run.exists():  # every client host's files came back into the record, none is left there
+        assert DrillRecord(run).uncollected() == [] and (run / "produced").is_dir()
+        assert not [f for a in DrillRecord(run).agents() if a.get("folder") and Path(f := a["folder"]).exists()]
     assert open_drills.listed("local") == []
     deadline = time.monotonic() + 180  # a killed DC's services were started again
     while not status.healthy(st := status.cluster_status(lab)) and time.monotonic() < deadline:

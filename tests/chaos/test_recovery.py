@@ -39,20 +39,36 @@ def _sleeper(mark: str) -> subprocess.Popen:
 
 def test_stop_agents_stops_the_records_processes_and_no_other(tmp_path):
     record = DrillRecord(tmp_path / "run")
-    ours, other = _sleeper(str(record.path)), _sleeper("someone-else")
+    folder = f"/lab/hosts/c1/agents/{record.agent_key}"
+    # the experiment names the record; a workload process's host-access session names its folder
+    ours, session, other = _sleeper(str(record.path)), _sleeper(folder), _sleeper("someone-else")
     try:
-        record.note_agent("p1", ours.pid, "client-a-1", "dcd-client-a-1")
-        record.note_agent("c1", other.pid)  # a pid reused by a process that is not ours
+        record.note_agent("experiment", ours.pid)
+        record.note_agent("p1", session.pid, "c1.dc-a.lab", folder=folder)
+        record.note_agent("c1", other.pid, "c1.dc-a.lab", folder=folder + "-not")  # a reused pid
         record.note_agent("p2", 4_000_000)  # long gone
-        assert [a["name"] for a in recovery.running_agents(record)] == ["p1"]
-        assert recovery.stop_agents(record) == [f"p1 (pid {ours.pid})"]
-        assert ours.wait(5) is not None
+        assert [a["name"] for a in recovery.running_agents(record)] == ["experiment", "p1"]
+        assert recovery.stop_agents(record) == [f"experiment (pid {ours.pid})", f"p1 (pid {session.pid})"]
+        assert ours.wait(5) is not None and session.wait(5) is not None
         assert other.poll() is None
         assert recovery.stop_agents(record) == []  # twice: nothing left
     finally:
-        for p in (ours, other):
+        for p in (ours, session, other):
             p.kill()
             p.wait()
+
+
+def test_uncollected_lists_the_workload_processes_whose_folder_has_not_come_back(tmp_path):
+    record = DrillRecord(tmp_path / "run")
+    record.note_agent("experiment", 100)
+    record.note_agent("p1", 101, "c1.dc-a.lab", folder="/h/c1/agents/x")
+    record.note_agent("c1", 102, "c2.dc-b.lab", folder="/h/c2/agents/x")
+    assert [a["name"] for a in record.uncollected()] == ["p1", "c1"]
+    record.note_collected("c1.dc-a.lab", "/h/c1/agents/x")
+    assert [a["name"] for a in record.uncollected()] == ["c1"]
+    time.sleep(0.002)
+    record.note_agent("a", 103, "c1.dc-a.lab", folder="/h/c1/agents/x")  # the audit, after the collection
+    assert [a["name"] for a in record.uncollected()] == ["c1", "a"]
 
 
 def test_a_bad_agents_line_is_named_by_file_and_line(tmp_path):

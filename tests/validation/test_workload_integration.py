@@ -8,8 +8,12 @@ import time
 
 import pytest
 
-from dcdrill.validation import workload as wl
+from pathlib import Path
+
+from dcdrill.chaos.faults import recovery
+from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
+from dcdrill.validation import workload as wl
 
 pytestmark = pytest.mark.lab
 
@@ -58,20 +62,53 @@ def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     assert topo["replication_factor"] == 4 and topo["min_insync_replicas"] == 3
 
 
-def test_sigkill_leaves_parseable_ledgers(lab, tmp_path):
+def _progress(run, name: str) -> int:
+    """What a process had acknowledged or consumed, from the status it relays to the control."""
+    kind = "producer" if name.startswith("p") else "consumer"
+    try:
+        st = json.loads((run / "status" / f"{DrillRecord.status_name(kind, name)}.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    return st.get("ok", 0) + st.get("delivered", 0)
+
+
+def _workload_pids(run, name: str | None = None) -> list[int]:
+    """The workload processes on the client hosts, by the host folders the record noted."""
+    folders = {a["folder"] for a in DrillRecord(run).agents() if a.get("folder")} if (run / "agents.jsonl").exists() else set()
+    out = []
+    for proc in os.listdir("/proc"):
+        if not proc.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{proc}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if "dcdrill.validation." in cmd and any(f'"run_dir": "{f}"' in cmd for f in folders) \
+                and (name is None or f'"producer_id": "{name}"' in cmd or f'"consumer_id": "{name}"' in cmd):
+            out.append(int(proc))
+    return out
+
+
+def test_sigkill_leaves_parseable_ledgers_on_the_hosts_which_heal_collects(lab, tmp_path):
     run = tmp_path / "run"
     proc = subprocess.Popen(DCDRILL + ["workload", "produce", "--duration", "60", "--rate", "0", "--topic", "dcdrill-it-kill",
                                        "--run-dir", str(run)], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and sum(f.stat().st_size for f in (run / "produced").glob("*.jsonl")) < 100_000 \
-            if (run / "produced").exists() else time.monotonic() < deadline:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and sum(_progress(run, p) for p in ("p1", "p2", "p3")) < 1000:
         time.sleep(0.2)
-    # SIGKILL the launcher and every producer process (they run in their own sessions).
-    pids = subprocess.run(["pgrep", "-f", f"validation.producer.*{run}"], capture_output=True, text=True).stdout.split()
-    for pid in pids + [str(proc.pid)]:
-        os.kill(int(pid), signal.SIGKILL)
+    # SIGKILL the launcher and every producer process on the hosts.
+    producers = _workload_pids(run)
+    assert producers, "no producer ran on a client host"
+    for pid in producers + [proc.pid]:
+        os.kill(pid, signal.SIGKILL)
     proc.wait()
+    record = DrillRecord(run)
+    assert not (run / "produced").exists(), "the ledgers came to the control before anything collected them"
+    folders = {(a["cluster"], a["host"], a["folder"]) for a in record.uncollected()}
+    assert folders and all(Path(f).is_dir() for _, _, f in folders)  # still on the hosts' own disks
+    assert recovery.collect_agents("local", record)
+    assert record.uncollected() == [] and not any(Path(f).exists() for _, _, f in folders)
     files = list((run / "produced").glob("*.jsonl"))
     assert files
     total = 0
@@ -117,12 +154,10 @@ def test_a_killed_producer_leaves_info_rows_not_phantoms_and_the_drill_passes(la
     victim = []
     while time.monotonic() < deadline and not victim:
         time.sleep(0.5)
-        ledger = run / "produced" / "p1.jsonl"
-        if ledger.exists() and ledger.stat().st_size > 50_000:
-            victim = subprocess.run(["pgrep", "-f", f"validation.producer.*{run}.*\"producer_id\": \"p1\""],
-                                    capture_output=True, text=True).stdout.split()
+        if _progress(run, "p1") > 500:
+            victim = _workload_pids(run, "p1")
     assert victim, "producer p1 never got going"
-    os.kill(int(victim[0]), signal.SIGKILL)
+    os.kill(victim[0], signal.SIGKILL)
     _, err = proc.communicate(timeout=300)
     produced = rows(run, "produced")
     p1 = sorted(r["seq"] for r in produced if r["producer_id"] == "p1")

@@ -1,0 +1,59 @@
+"""The runner a workload process starts under on its client host (validation/host_process.py),
+without a lab: its request, its last line, its log on the host's disk, and `--stop`."""
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+
+from dcdrill.validation import host_process
+from dcdrill.validation.workload import WorkloadSpec
+
+RUNNER = [sys.executable, "-m", "dcdrill.validation.host_process"]
+
+
+def test_a_process_that_fails_ends_with_its_exit_and_its_log_on_the_hosts_disk(tmp_path):
+    folder = tmp_path / "agents" / "run-1"
+    config = {**asdict(WorkloadSpec(bootstrap_timeout_ms=2000)), "producer_id": "p1", "dc": None, "host": None,
+              "bootstrap": ["127.0.0.1:1"], "security": {}}
+    request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
+    # stdin stays open: its closing would be the control saying stop
+    runner = subprocess.Popen([*RUNNER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    runner.stdin.write(json.dumps(request) + "\n")
+    runner.stdin.flush()
+    out = runner.stdout.read()
+    assert runner.wait(60) == 2
+    runner.stdin.close()
+    last = json.loads(out.strip().splitlines()[-1])
+    assert last[host_process.EXIT] == 2
+    assert "no broker reachable at 127.0.0.1:1" in (folder / "logs" / "p1.log").read_text()
+
+
+def test_closing_stdin_stops_the_process_as_sigterm_would(tmp_path):
+    config = {**asdict(WorkloadSpec(bootstrap_timeout_ms=30000)), "producer_id": "p1", "dc": None, "host": None,
+              "bootstrap": ["127.0.0.1:1"], "security": {}}
+    request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
+    res = subprocess.run([*RUNNER, str(tmp_path / "f")], input=json.dumps(request) + "\n", capture_output=True,
+                         text=True, timeout=20)  # well before its 30 s bootstrap timeout
+    assert json.loads(res.stdout.strip().splitlines()[-1])[host_process.EXIT] in (0, 1, 2, 128 + 15), res.stdout
+
+
+def test_a_bad_request_is_refused_naming_what_is_missing(tmp_path):
+    res = subprocess.run([*RUNNER, str(tmp_path / "f")], input=json.dumps({"module": "shell", "name": "x"}) + "\n",
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and "missing ['config', 'password']" in res.stderr
+
+
+def test_stop_ends_what_runs_naming_the_folder_and_nothing_else(tmp_path):
+    folder = tmp_path / "agents" / "run-2"
+    folder.mkdir(parents=True)
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(folder)])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(folder) + "-other"])
+    try:
+        res = subprocess.run([*RUNNER, "--stop", str(folder)], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout) == {"stopped": [ours.pid], "exists": True}
+        assert ours.wait(5) is not None and other.poll() is None
+    finally:
+        for p in (ours, other):
+            p.kill()
+            p.wait()

@@ -1,0 +1,158 @@
+"""One workload process (producer, consumer or audit) on its client host, as the control starts
+it through host access (validation/workload.py HostProcess):
+
+    python -m dcdrill.validation.host_process FOLDER       < request (one JSON line)
+    python -m dcdrill.validation.host_process --stop FOLDER
+
+FOLDER, on this host's own disk, is the process's drill record: it writes its ledgers, status
+and log there, and the control copies the folder back when the process ended (hostaccess.fetch).
+
+The request names its fields (REQUEST_FIELDS). This writes one JSON line to stdout each time
+the process's status changes ({"status": {...}}) and a last one when it ended ({"exit": N,
+"said": its last stdout line}). Its stdin closing is SIGTERM to the process: the control
+closes it to stop the process, and it closes by itself when the control's session goes away.
+`--stop` (heal, after a crash) stops whatever still runs with FOLDER on its command line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from dcdrill.record import DrillRecord
+
+REQUEST_FIELDS = ("module", "name", "config", "password")
+MODULES = ("producer", "consumer", "audit")
+STATUS, EXIT, SAID = "status", "exit", "said"  # the keys of what this writes
+STOP_WAIT_S = 30.0
+_POLL_S = 0.5
+
+
+def _emit(line: dict) -> None:
+    try:
+        print(json.dumps(line), flush=True)
+    except (BrokenPipeError, ValueError):  # the control went away: the process still ends cleanly
+        pass
+
+
+def run(folder: Path, request: dict) -> int:
+    missing = [k for k in REQUEST_FIELDS if k not in request]
+    if missing or request["module"] not in MODULES:
+        print(f"bad request: missing {missing} or module not one of {MODULES}", file=sys.stderr)
+        return 2
+    name, record = request["name"], DrillRecord(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and request["config"].get("agent_gid") is not None:
+        record.open_to_agents(request["config"]["agent_gid"])
+    log_path = record.log(name)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    cfg = {**request["config"], "run_dir": str(folder.resolve()), "parent_pid": os.getpid()}
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen([sys.executable, "-m", f"dcdrill.validation.{request['module']}", "--config",
+                                  json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+    child.stdin.write((request["password"] or "").encode() + b"\n")
+    child.stdin.close()
+    said: list[bytes] = [b""]
+
+    def copy_stdout() -> None:  # into the log, the last line kept (the audit's answer)
+        with open(log_path, "ab") as out:
+            for line in child.stdout:
+                out.write(line)
+                out.flush()
+                if line.strip():
+                    said[0] = line.strip()
+
+    copier = threading.Thread(target=copy_stdout, daemon=True)
+    copier.start()
+    threading.Thread(target=lambda: (sys.stdin.read(), child.poll() is None and child.send_signal(signal.SIGTERM)),
+                     daemon=True).start()
+    status_file, last = folder / "status" / f"{record.status_name(request['module'], name)}.json", None
+    while True:
+        ended = child.poll() is not None
+        try:
+            now = status_file.read_text()
+        except OSError:
+            now = None
+        if now and now != last:
+            try:
+                _emit({STATUS: json.loads(now)})
+                last = now
+            except ValueError:  # replaced while read
+                pass
+        if ended:
+            break
+        time.sleep(_POLL_S)
+    copier.join(10)
+    code = child.returncode if child.returncode >= 0 else 128 - child.returncode  # a signal, as a shell says it
+    _emit({EXIT: code, SAID: said[0].decode(errors="replace")})
+    return code
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return out
+
+
+def _here(pid: int | str) -> bool:
+    """On this host: in this network namespace (the lab's hosts share one machine's processes)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return False
+
+
+def _naming(folder: str) -> list[int]:
+    """Processes here whose command line has `folder` as a word: the runner's argument, or the
+    `run_dir` in a workload process's JSON config (never a longer folder it begins)."""
+    mark, mine, out = folder.encode(), _ancestors(), []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) not in mine and _here(proc.name):
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if mark in cmdline.split(b"\0") or b'"' + mark + b'"' in cmdline:
+                out.append(int(proc.name))
+    return out
+
+
+def stop(folder: str) -> list[int]:
+    """SIGTERM what runs on this host with `folder` on its command line (not this command and its starters),
+    STOP_WAIT_S to finish, then SIGKILL. Returns the pids found."""
+    found = _naming(folder)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _naming(folder):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STOP_WAIT_S
+        while _naming(folder) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--stop":
+        print(json.dumps({"stopped": stop(argv[1]), "exists": Path(argv[1]).is_dir()}))
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    return run(Path(argv[0]), json.loads(sys.stdin.readline()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
