@@ -3,7 +3,8 @@ started by the control through host access (infra/hostaccess.py), never on the c
 
     python -m dcdrill.infra.agent CALL    < {"inventory": {...}, "args": {...}} (one JSON line)
 
-A call writes its JSON answer to stdout. `watch` writes one coordination sample per line until
+A call writes its JSON answer to stdout; one the cluster refuses as the caller's mistake writes
+{"refused": why} and exits REFUSED. `watch` writes one coordination sample per line until
 its stdin closes (the control closed it, or went away and its session with it) or its deadline
 passes, so it never outlives the drill that started it.
 """
@@ -14,7 +15,8 @@ import sys
 import threading
 import time
 
-from dcdrill.infra import status
+from dcdrill.infra import kafka_admin, status
+from dcdrill.infra.hostaccess import REFUSED
 from dcdrill.infra.inventory import Inventory
 
 WATCH_DEADLINE_S = 3600.0
@@ -39,6 +41,7 @@ def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WA
 
 
 CALLS = {
+    **kafka_admin.CALLS,
     "cluster_status": lambda inv, a: status.cluster_status_here(inv, float(a.get("timeout_s", 5.0))),
     "mirror_status": lambda inv, a: status.mirror_status_here(Inventory(a["mirrors"]), float(a.get("timeout_s", 2.0))),
 }
@@ -54,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] == "watch":
         _watch(inventory, float(args.get("interval_s", 1.0)), float(args.get("deadline_s", WATCH_DEADLINE_S)))
         return 0
-    print(json.dumps(CALLS[argv[0]](inventory, args)))
+    try:
+        print(json.dumps(CALLS[argv[0]](inventory, args)))
+    except ValueError as exc:
+        print(json.dumps({"refused": str(exc)}))
+        return REFUSED
     return 0
 
 

@@ -43,7 +43,8 @@ def _candidates() -> list[Flow]:
         Flow("kafka_broker", "kafka_broker", REPLICATION_PORT, "followers fetch from leaders on REPLICATION"),
         Flow("kafka_broker", "kafka_broker", CLIENT_PORT,
              "Kafka's tools on a broker host (topics, SCRAM users) reach the controller's CLIENT listener"),
-        Flow("client", "kafka_broker", CLIENT_PORT, "the drill's producers, consumers, audit and status probes"),
+        Flow("client", "kafka_broker", CLIENT_PORT,
+             "the drill's producers, consumers, audit, status probes and cluster operations; the ACL play"),
         Flow(CLIENT_NETWORKS, "kafka_broker", CLIENT_PORT, "the stack's own clients (clientCidrs)"),
         Flow("client", "zookeeper", ZOOKEEPER_CLIENT_PORT, "the coordination watch and the quorum probe"),
         Flow("client", "kafka_controller", CONTROLLER_PORT, "the quorum probe (is each controller listening)"),
@@ -71,23 +72,13 @@ NEEDED = {
     "infra/status.py kraft_quorum": ("client", "kafka_controller", CONTROLLER_PORT),
     "infra/status.py mirror_status": ("client", "kafka_mirror", MIRROR_REST_PORT),
     "validation/ (producers, consumers, audit)": ("client", "kafka_broker", CLIENT_PORT),
+    "infra/kafka_admin.py (topics, elections, offsets, canary; the ACL play)": ("client", "kafka_broker", CLIENT_PORT),
 }
 
 
-# The lab's control (the root namespace) still dials the brokers' CLIENT listener itself, for the
-# cluster operations not yet run as agents: the preferred-leader election, topic setup and
-# deletion, the ACL play, the failed-over group's offsets, the canary and MM2's lag. The lab
-# firewall admits exactly this from the control; AWS's security groups do not (a runner outside
-# the VPC), so those operations cannot reach an AWS cluster yet (docs/aws.md). Status, health, the
-# coordination watch and MM2's status run on client hosts (infra/agent.py).
-CONTROL = "control"
-CONTROL_DIALS = {("kafka_broker", CLIENT_PORT): "leader election, topic setup, ACLs, failover offsets, canary, MM2 lag"}
-
-
-def control_flows(d: Deployment) -> list[Flow]:
-    present = roles(d)
-    return sorted(Flow(CONTROL, role, port, f"the control's own {why}") for (role, port), why in CONTROL_DIALS.items()
-                  if role in present)
+# The control (a CI runner on AWS, the lab's root namespace) dials no port of the cluster: what
+# it asks of the cluster runs as an agent on a client host (infra/agent.py, infra/kafka_admin.py),
+# started through host access, which is the firewall's only admission of the control.
 
 
 def missing(d: Deployment, flows: list[Flow]) -> list[str]:

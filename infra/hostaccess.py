@@ -18,6 +18,7 @@ from pathlib import Path
 from dcdrill.infra.inventory import Inventory, InventoryHost
 
 UNREACHABLE = 255  # ssh's own exit code: the session never ran the command
+REFUSED = 3  # infra/agent.py's exit for a call the cluster refused as the caller's mistake (ValueError)
 
 
 class HostAccessUnavailable(RuntimeError):
@@ -81,6 +82,8 @@ def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: st
         if res.returncode == UNREACHABLE:
             tried.append(f"{host.name}: {_reason(res)}")
             continue
+        if res.returncode == REFUSED:
+            raise ValueError(json.loads(res.stdout)["refused"])
         if res.returncode != 0:
             raise AgentFailed(f"agent {name} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
         return json.loads(res.stdout)

@@ -180,50 +180,30 @@ class HostProcess:
 
 def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
                  replication=None, fresh: bool = False) -> None:
-    """Create the topic if missing. `replication` (infra.topology.Replication): its factor,
-    min.insync.replicas and unclean election as the topic's own settings (a drill's); without it,
-    the cluster's (the inventory's). `fresh`: the topic must not exist yet (a drill's topic holds
-    that drill's records only: older ones would read as phantoms, and its settings as its own)."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), request_timeout_ms=spec.bootstrap_timeout_ms,
-                             bootstrap_timeout_ms=spec.bootstrap_timeout_ms, **inventory.client_security(admin=True))
-    try:
-        if spec.topic not in admin.list_topics():
-            if not create:
-                raise ValueError(f"topic {spec.topic!r} does not exist (pass --create-topic to create it)")
-            av = inventory.vars
-            factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
-            if replication is not None:
-                factor, configs = replication.factor, {
-                    "min.insync.replicas": str(replication.min_insync),
-                    "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
-            try:
-                admin.create_topics([NewTopic(spec.topic, partitions, factor, topic_configs=configs)])
-                return
-            except TopicAlreadyExistsError:  # the broker answering list_topics had not heard of it yet:
-                pass                         # the controller's word is the one that counts
-        if fresh:
-            raise ValueError(f"topic {spec.topic!r} exists already: an earlier drill wrote into the same drill "
-                             "record folder; give the drill a new one")
-    finally:
-        admin.close()
+    """Create the topic if missing (from a client host: infra/kafka_admin.py). `replication`
+    (infra.topology.Replication): its factor, min.insync.replicas and unclean election as the
+    topic's own settings (a drill's); without it, the cluster's (the inventory's). `fresh`: the
+    topic must not exist yet (a drill's topic holds that drill's records only: older ones would
+    read as phantoms, and its settings as its own). ValueError when refused."""
+    av = inventory.vars
+    factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
+    if replication is not None:
+        factor, configs = replication.factor, {
+            "min.insync.replicas": str(replication.min_insync),
+            "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
+    hostaccess.call(inventory, "create_topic", {
+        "topic": spec.topic, "partitions": partitions, "factor": factor, "configs": configs, "create": create,
+        "fresh": fresh, "timeout_ms": spec.bootstrap_timeout_ms})
 
 
-def delete_topic(inventory: Inventory, topic: str, timeout_ms: int = 30_000) -> None:
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), request_timeout_ms=timeout_ms,
-                             **inventory.client_security(admin=True))
-    try:
-        admin.delete_topics([topic], timeout_ms=timeout_ms)
-    finally:
-        admin.close()
+def delete_topic(inventory: Inventory, topic: str, timeout_ms: int = 30_000) -> bool:
+    """Delete `topic` (from a client host); False when the cluster has no such topic."""
+    return "deleted" in hostaccess.call(inventory, "delete_topic", {"topic": topic, "timeout_ms": timeout_ms})
 
 
 class Workload:
-    """Producers and consumers as child processes; `stop()` lets them settle what is in flight."""
+    """Producers and consumers on the client hosts; `stop()` lets them settle what is in flight,
+    then `collect` brings their files into the record."""
 
     def __init__(self, run_dir: Path, inventory: Inventory, spec: WorkloadSpec, cluster: str | None = None):
         """`cluster`: on a replicated stack, the cluster `inventory` is (its name goes in every row)."""

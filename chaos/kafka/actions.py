@@ -4,12 +4,12 @@ from __future__ import annotations
 from dcdrill.chaos import context
 from dcdrill.chaos.kafka.probes import cluster_now, wait_until
 from dcdrill.chaos.kafka.watch import CoordinationWatch
+from dcdrill.infra import hostaccess
 
 __all__ = ["elect_preferred_leaders", "watch_coordination", "stop_watching_coordination"]
 
 _watching: dict[str, CoordinationWatch] = {}  # Chaos Toolkit runs every activity in one process
 
-PREFERRED = 0  # ElectLeaders election type (1 is unclean)
 # The broker holds its answer until the new leaders are in its metadata, up to the request's own
 # timeout; the client's must be longer, or a busy controller reads as a failed request.
 ELECTION_REQUEST_MS = 20_000
@@ -24,24 +24,13 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     started within those minutes would lose a DC that leads nothing, and the drills of a --repeat
     series would not be the same drill. Run before the workload starts: an election needs the
     preferred replica in sync, which the steady state has just checked."""
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaTimeoutError, RequestTimedOutError
-
     st = cluster_now(configuration)
     before = st["off_preferred_leader"]
     unanswered = False
-    if before:
-        admin = KafkaAdminClient(bootstrap_servers=st["bootstrap"], client_id="dcdrill-chaos",
-                                 request_timeout_ms=CLIENT_REQUEST_MS,
-                                 **context.inventory(configuration).client_security(admin=True))
-        try:
-            # Per-partition errors (a preferred replica not in sync) show in the wait's timeout.
-            admin.elect_leaders(PREFERRED, timeout_ms=ELECTION_REQUEST_MS, raise_errors=False)
-        except (RequestTimedOutError, KafkaTimeoutError):
-            # The election was sent: whether it took effect is what the wait below reads.
-            unanswered = True
-        finally:
-            admin.close()
+    if before:  # asked from a client host, outside the drill's target DC
+        unanswered = hostaccess.call(context.inventory(configuration), "elect_preferred_leaders",
+                                     {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
+                                     avoid_dc=context.target_dc(configuration))["unanswered"]
     waited = wait_until(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
                    float(timeout_s), configuration)
     return {"off_preferred_before": before, "election_unanswered": unanswered, **waited}

@@ -3,7 +3,7 @@ drill topic (records: the source's log end minus the copy's, summed over partiti
 from __future__ import annotations
 
 from dcdrill.chaos import context
-from dcdrill.infra import ansible, lifecycle, status
+from dcdrill.infra import ansible, hostaccess, lifecycle, status
 
 __all__ = ["mirrors_running", "mirror_lag"]
 
@@ -18,24 +18,14 @@ def mirrors_running(configuration: dict = None, secrets: dict = None) -> bool:
 
 
 def end_offsets(inventory, topic: str, timeout_s: float = 10.0) -> dict[int, int] | None:
-    """{partition: log end offset} of a topic, None when it does not exist (yet) or nobody answers."""
-    from kafka import KafkaConsumer, TopicPartition
-
+    """{partition: log end offset} of a topic (read from one of the cluster's client hosts), None
+    when it does not exist (yet) or nobody answers."""
     try:
-        consumer = KafkaConsumer(bootstrap_servers=inventory.bootstrap_servers(), client_id="dcdrill-mirror-probe",
-                                 request_timeout_ms=int(timeout_s * 1000), **inventory.client_security(admin=True))
-    except Exception:  # noqa: BLE001 - no broker answers
+        ends = hostaccess.call(inventory, "end_offsets", {"topic": topic, "timeout_s": timeout_s},
+                               timeout_s=timeout_s + 30)["ends"]
+    except (hostaccess.HostUnreachable, hostaccess.AgentFailed):
         return None
-    try:
-        parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            return None
-        ends = consumer.end_offsets([TopicPartition(topic, p) for p in sorted(parts)])
-        return {tp.partition: off for tp, off in ends.items()}
-    except Exception:  # noqa: BLE001 - a partition without a leader
-        return None
-    finally:
-        consumer.close()
+    return None if ends is None else {int(p): e for p, e in ends.items()}
 
 
 def mirror_lag(configuration: dict = None, secrets: dict = None) -> dict:

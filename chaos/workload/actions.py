@@ -7,7 +7,7 @@ import os
 from chaoslib.exceptions import ActivityFailed
 
 from dcdrill.chaos import context
-from dcdrill.infra import lifecycle, mirror_rules, open_drills
+from dcdrill.infra import hostaccess, lifecycle, mirror_rules, open_drills
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import WORKLOAD_GROUP, now_ms
 from dcdrill.validation import workload as wl
@@ -92,26 +92,15 @@ def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict
 
 
 def _translated_offsets(inventory, group: str, topic: str, wait_s: float) -> dict[int, int]:
-    """{partition: committed offset} of `group` on `topic` in the target, once MM2 has synced some."""
+    """{partition: committed offset} of `group` on `topic` in the target, once MM2 has synced some
+    (read from one of the target's client hosts)."""
     import time
-
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError
 
     deadline = time.monotonic() + wait_s
     while True:
-        try:
-            admin = KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), client_id="dcdrill-failover",
-                                     **inventory.client_security(admin=True))
-            try:
-                got = admin.list_group_offsets({group: None}).get(group) or {}
-            finally:
-                admin.close()
-            offsets = {tp.partition: meta.offset for tp, meta in got.items() if tp.topic == topic and meta.offset >= 0}
-            if offsets:
-                return offsets
-        except (KafkaError, OSError):  # the target answers, or the wait runs out
-            pass
+        offsets = hostaccess.call(inventory, "group_offsets", {"group": group, "topic": topic})
+        if offsets:
+            return {int(p): o for p, o in offsets.items()}
         if time.monotonic() > deadline:
             return {}
         time.sleep(1)
@@ -152,10 +141,10 @@ def delete_topic(keep: bool = False, topic: str = None, configuration: dict = No
     errors = []
     for cluster, name in where:
         try:
-            wl.delete_topic(lifecycle.inventory(stack, cluster), name)
+            if not wl.delete_topic(lifecycle.inventory(stack, cluster), name) and cluster is None:
+                errors.append(f"{name}: the cluster has no such topic")
         except Exception as exc:  # noqa: BLE001 - housekeeping: the record is complete, the drill stands
-            if cluster is None or "UnknownTopic" not in type(exc).__name__:
-                errors.append(f"{cluster or ''} {name}: {type(exc).__name__}: {exc}".strip())
+            errors.append(f"{cluster or ''} {name}: {type(exc).__name__}: {exc}".strip())
     if errors:
         return {"topic": topic, "deleted": False, "error": "; ".join(errors)}
     return {"topic": topic, "deleted": True}

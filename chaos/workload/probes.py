@@ -7,7 +7,7 @@ import time
 
 from dcdrill.chaos import context
 from dcdrill.chaos.workload.actions import running_workload
-from dcdrill.infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
+from dcdrill.infra import hostaccess
 
 __all__ = ["workload_progressing", "produce_latency_settled"]
 
@@ -119,18 +119,10 @@ def _p(values: list[int], q: float) -> int | None:
 
 
 def _canary(configuration, within_s: float) -> bool:
-    from kafka import KafkaProducer
-
+    """One record to the canary topic with the drill's acks, written from a client host."""
     t = context.topology(configuration)
-    inv = context.inventory(configuration)
     try:
-        p = KafkaProducer(bootstrap_servers=inv.bootstrap_servers(), acks=KAFKA_PYTHON_ACKS[t.acks],
-                          bootstrap_timeout_ms=int(within_s * 1000), max_block_ms=int(within_s * 1000),
-                          **inv.client_security())
-        try:
-            p.send(CANARY_TOPIC, b"canary").get(timeout=within_s)
-            return True
-        finally:
-            p.close(timeout=2)
-    except Exception:  # noqa: BLE001 - any failure means no progress
+        return hostaccess.call(context.inventory(configuration), "canary", {"acks": t.acks, "within_s": within_s},
+                               timeout_s=within_s + 30)["acknowledged"]
+    except (hostaccess.HostUnreachable, hostaccess.AgentFailed):
         return False

@@ -3,9 +3,8 @@ as the security groups rendered from the same table admit on AWS. A flow dcdrill
 table lacks is dropped here as it would be there, so the lab finds it.
 
 Besides the table: the host's own address and loopback (a broker's tools dial the broker itself),
-replies (conntrack), ICMP, host access (SSH from the control; SSM needs no inbound port on AWS),
-and the control's own dials (flows.control_flows), the one list of what the lab still admits and
-AWS does not.
+replies (conntrack), ICMP, and host access (SSH from the control; SSM needs no inbound port on
+AWS). Nothing else from the control: it dials no port of the cluster.
 """
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ def render(d: Deployment, addresses: dict[str, str], prefix: str) -> dict[str, s
     by_role: dict[str, list[str]] = {}
     for h in d.hosts():
         by_role.setdefault(h.role, []).append(addresses[h.name])
-    by_role[flows.CONTROL] = [netns.control_address(prefix)]
-    admitted = [*flows.table(d), *flows.control_flows(d)]
+    admitted = flows.table(d)
     out = {}
     for h in sorted(d.hosts(), key=lambda h: h.short):
         rules = ["-A INPUT -i lo -j ACCEPT",

@@ -31,6 +31,8 @@ import threading
 import time
 from pathlib import Path
 
+from client_namespace import enter_client_namespace  # noqa: E402 - a sibling module
+
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -63,6 +65,7 @@ class WatermarkWatch(threading.Thread):
         from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
 
         consumer = None
+        enter_client_namespace(lifecycle.inventory(self.stack))  # a client host's view (the control dials nothing)
         while not self.done.wait(1.0):
             try:
                 if consumer is None:

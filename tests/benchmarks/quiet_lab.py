@@ -91,13 +91,9 @@ def roll_brokers(inv, opts: list[str] | None, server: dict[str, str], originals:
 def preferred_leaders(inv) -> None:
     """Leaders back on their preferred replicas: a roll leaves them all on the brokers restarted
     first, and one hot broker would measure the roll, not the setting."""
-    from kafka.admin import KafkaAdminClient
+    from dcdrill.infra import hostaccess
 
-    admin = KafkaAdminClient(bootstrap_servers=inv.bootstrap_servers(), **inv.client_security(admin=True))
-    try:
-        admin.elect_leaders(0, None, timeout_ms=30_000, raise_errors=False)
-    finally:
-        admin.close()
+    hostaccess.call(inv, "elect_preferred_leaders", {"election_ms": 30_000, "request_ms": 35_000})
     time.sleep(3)
 
 

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from dcdrill.infra import status
+from dcdrill.infra import hostaccess, status
 from dcdrill.record import DrillRecord
+from tests.lab_access import in_client
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -28,35 +29,49 @@ def activity(run, name) -> dict:
     return next(r for r in json.loads((run / "journal.json").read_text())["run"] if r["activity"]["name"] == name)
 
 
+DESCRIBE = """
+import json, sys
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=json.loads(sys.argv[1]), **json.loads(sys.argv[2]))
+topic = sys.argv[3]
+configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
+print(json.dumps({name: {"value": c["value"]} for name, c in configs.items()}))
+admin.close()
+"""
+REASSIGN = """
+import json, sys
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=json.loads(sys.argv[1]), **json.loads(sys.argv[2]))
+admin.alter_partition_reassignments({TopicPartition("it-preferred", 0): json.loads(sys.argv[3])})
+admin.close()
+"""
+
+
 def test_preferred_leaders_are_restored_before_a_drill(lab):
     """A partition led by another replica than its preferred one (as a failover leaves it) is
     moved back by the action every experiment starts with."""
-    from kafka import TopicPartition
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     from dcdrill.chaos.kafka.actions import elect_preferred_leaders
 
     def partition():
         return next(p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-preferred")
 
-    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
-    try:
-        admin.create_topics([NewTopic("it-preferred", 1, 4)])
-        deadline = time.monotonic() + 30
-        while not (p := partition())["isr"] or len(p["isr"]) < 4:
-            assert time.monotonic() < deadline, p
-            time.sleep(1)
-        # The same replicas, another first one: the leader stays, but is no longer the preferred.
-        replicas = p["replicas"][1:] + p["replicas"][:1]
-        admin.alter_partition_reassignments({TopicPartition("it-preferred", 0): replicas})
-        deadline = time.monotonic() + 30
-        while (p := partition())["replicas"] != replicas:
-            assert time.monotonic() < deadline, p
-            time.sleep(1)
-        assert p["leader"] != replicas[0] and status.cluster_status(lab)["off_preferred_leader"] >= 1
-        out = elect_preferred_leaders(timeout_s=60, configuration={"stack": "local"})
-    finally:
-        admin.close()
+    hostaccess.call(lab, "create_topic", {"topic": "it-preferred", "partitions": 1, "factor": 4})
+    deadline = time.monotonic() + 30
+    while not (p := partition())["isr"] or len(p["isr"]) < 4:
+        assert time.monotonic() < deadline, p
+        time.sleep(1)
+    # The same replicas, another first one: the leader stays, but is no longer the preferred.
+    replicas = p["replicas"][1:] + p["replicas"][:1]
+    moved = in_client(lab, "dc-b", REASSIGN, json.dumps(lab.bootstrap_servers()),
+                      json.dumps(lab.client_security(admin=True)), json.dumps(replicas))
+    assert moved.returncode == 0, moved.stderr[-2000:]
+    deadline = time.monotonic() + 30
+    while (p := partition())["replicas"] != replicas:
+        assert time.monotonic() < deadline, p
+        time.sleep(1)
+    assert p["leader"] != replicas[0] and status.cluster_status(lab)["off_preferred_leader"] >= 1
+    out = elect_preferred_leaders(timeout_s=60, configuration={"stack": "local"})
     assert out["off_preferred_before"] >= 1, out
     assert partition()["leader"] == replicas[0]
     assert status.cluster_status(lab)["off_preferred_leader"] == 0
@@ -139,8 +154,6 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     """acks=1, minInsync 2, unclean election on, availability-first, on the `local` lab (acks=all,
     minInsync 3): the drill's topic and producers take them, the verdict checks their promise and
     the prediction is theirs. Held 56 s by default: writes must fail over before the heal."""
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-
     run = tmp_path / "own"
     res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
                                     "--run-dir", str(run), "--acks", "1", "--min-insync", "2", "--unclean", "on",
@@ -150,12 +163,11 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     topo = json.loads((run / "topology.json").read_text())
     assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
             topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
-    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
-    try:
-        topic = activity(run, "start-workload")["output"]["topic"]
-        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])["topic"][topic]
-    finally:
-        admin.close()
+    topic = activity(run, "start-workload")["output"]["topic"]
+    described = in_client(lab, "dc-a", DESCRIBE, json.dumps(lab.bootstrap_servers()),
+                          json.dumps(lab.client_security(admin=True)), topic)
+    assert described.returncode == 0, described.stderr[-2000:]
+    configs = json.loads(described.stdout)
     assert configs["min.insync.replicas"]["value"] == "2", configs
     assert configs["unclean.leader.election.enable"]["value"] == "true", configs
     assert activity(run, "delete-topic")["output"]["deleted"] is False  # --keep-topic

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dcdrill.infra import ansible, status
+from tests.lab_access import cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -28,6 +29,8 @@ def test_kraft_lab_has_its_quorum_in_three_dcs_and_a_second_run_formats_nothing(
     assert sorted(n["dc"] for n in q["nodes"]) == ["dc-a", "dc-b", "dc-c"] and all(n["lag"] == 0 or n["lag"] < 50
                                                                                     for n in q["nodes"])
     assert status.healthy(st) and len(st["brokers"]) == 4
+    got = cluster_ports_from_the_control("local-kraft")  # the controllers' 9094 too: none answers the control
+    assert ("ctl1.dc-a.lab", 9094) in got and set(got.values()) == {"dropped"}, got
     def formatted():
         return {h.name: (Path(h.vars["data_root"]) / "kafka" / "data" / "meta.properties").read_text()
                 for h in kraft_lab.hosts("kafka_controller", "kafka_broker")}

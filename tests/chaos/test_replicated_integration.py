@@ -15,6 +15,7 @@ import pytest
 from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import ansible, lifecycle, status
 from dcdrill.infra.lab import service
+from tests.lab_access import cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -38,6 +39,9 @@ def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
     assert 'username="mirrormaker"' in props and "offset-syncs.topic.location = target" in props
     assert "east->west.enabled = true" in props and "west->east.enabled" not in props
     assert ansible.changed_total(ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)) == 0
+    # both clusters' and MM2's ports: none answers the control (its agents on client hosts ask)
+    got = cluster_ports_from_the_control("local-replicated")
+    assert ("mm1.dc-b.lab", 8083) in got and set(got.values()) == {"dropped"}, got
 
 
 def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_lab):

@@ -5,10 +5,10 @@ import sys
 import time
 
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
 
-from dcdrill.infra import ansible, pulumi_cli, status
+from dcdrill.infra import ansible, hostaccess, pulumi_cli, status
 from dcdrill.infra.constants import cache_dir, project_dir
+from tests.lab_access import cluster_ports_from_the_control, dial, in_client
 
 pytestmark = pytest.mark.lab
 
@@ -22,9 +22,8 @@ def test_lab_is_healthy_and_rack_aware(lab):
 
 
 def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
-    admin = KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), **lab.client_security(admin=True))
-    admin.create_topics([NewTopic("it-rack", 12, 4, topic_configs={"min.insync.replicas": "3"})])
-    admin.close()
+    hostaccess.call(lab, "create_topic", {"topic": "it-rack", "partitions": 12, "factor": 4,
+                                          "configs": {"min.insync.replicas": "3"}})
     time.sleep(2)
     parts = [p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-rack"]
     assert len(parts) == 12
@@ -35,11 +34,6 @@ def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
 def test_listeners_speak_tls_with_the_stack_ca(lab):
     """`local` has tls: true. Both listeners answer TLS with a certificate the stack's CA signed
     for the broker's own name; a client expecting another name, or speaking PLAINTEXT, gets nowhere."""
-    import socket
-    import ssl
-
-    from kafka.errors import KafkaTimeoutError
-
     # From another broker's host: the REPLICATION listener admits brokers only (the lab firewall).
     code = """
 import socket, ssl, sys
@@ -57,8 +51,11 @@ with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
     res = subprocess.run(["ip", "netns", "exec", lab.brokers[2].netns, sys.executable, "-c", code,
                           lab.client_security()["ssl_cafile"]], capture_output=True, text=True, timeout=60)
     assert res.stdout.split("\n")[:3] == ["9092 b1.dc-a.lab", "9093 b1.dc-a.lab", "other name: True"], res.stderr
-    with pytest.raises(KafkaTimeoutError):
-        KafkaAdminClient(bootstrap_servers=lab.bootstrap_servers(), bootstrap_timeout_ms=5000, request_timeout_ms=5000)
+    plaintext = in_client(lab, "dc-a", "import sys\nfrom kafka.admin import KafkaAdminClient\n"
+                          "from kafka.errors import KafkaTimeoutError\ntry:\n"
+                          "    KafkaAdminClient(bootstrap_servers=sys.argv[1:], bootstrap_timeout_ms=5000, request_timeout_ms=5000)\n"
+                          "except KafkaTimeoutError:\n    print('no answer')", *lab.bootstrap_servers())
+    assert plaintext.stdout.strip() == "no answer", plaintext.stderr
 
 
 def test_produce_in_one_dc_consume_in_the_other(lab):
@@ -80,54 +77,71 @@ else:
 """
     # As the admin user: it-rack is outside the workload user's ACLs (dcdrill-*).
     boot, security = json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security(admin=True))
-    ns = {h.dc: h.netns for h in lab.clients}
-    prod = subprocess.run(["ip", "netns", "exec", ns["dc-a"], sys.executable, "-c", code, "produce", boot, security],
-                          capture_output=True, text=True, timeout=120)
+    prod = in_client(lab, "dc-a", code, "produce", boot, security)
     assert prod.stdout.strip() == "120", prod.stderr
-    cons = subprocess.run(["ip", "netns", "exec", ns["dc-b"], sys.executable, "-c", code, "consume", boot, security],
-                          capture_output=True, text=True, timeout=120)
+    cons = in_client(lab, "dc-b", code, "consume", boot, security)
     assert cons.stdout.strip() == "120", cons.stderr
+
+
+ACL_CLIENT = """
+import json, sys
+from kafka import KafkaProducer
+from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient,
+                         NewTopic, ResourcePattern, ResourcePatternFilter, ResourceType)
+from kafka.errors import KafkaError, TopicAuthorizationFailedError
+
+step, boot, workload, admin_security = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+out = {}
+admin = KafkaAdminClient(bootstrap_servers=boot, **admin_security)
+everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                       ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+if step == "before":
+    try:
+        KafkaAdminClient(bootstrap_servers=boot, bootstrap_timeout_ms=8000, request_timeout_ms=8000,
+                         **{**workload, "sasl_plain_password": "not-the-password"}).list_topics()
+        out["wrong password"] = "in"
+    except KafkaError:
+        out["wrong password"] = "refused"
+    admin.create_topics([NewTopic("dcdrill-it-acl", 1, 4), NewTopic("it-acl", 1, 4)])
+    p = KafkaProducer(bootstrap_servers=boot, acks="all", max_block_ms=15000, **workload)
+    out["dcdrill-it-acl offset"] = p.send("dcdrill-it-acl", b"allowed").get(timeout=30).offset
+    try:
+        p.send("it-acl", b"denied").get(timeout=30)
+        out["it-acl"] = "written"
+    except TopicAuthorizationFailedError:
+        out["it-acl"] = "denied"
+    p.close(timeout=5)
+    user = KafkaAdminClient(bootstrap_servers=boot, **workload)
+    try:  # creating topics is the admin's: no ACL grants it to the workload
+        user.create_topics([NewTopic("dcdrill-it-create", 1, 4)])
+        out["create"] = "created"
+    except TopicAuthorizationFailedError:
+        out["create"] = "denied"
+    user.close()
+    admin.create_acls([ACL("User:intruder", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                           ResourcePattern(ResourceType.TOPIC, "it-acl", ACLResourcePatternType.LITERAL))])
+else:
+    acls, _ = admin.describe_acls(everything)
+    out["principals"] = sorted({a.principal for a in acls})
+admin.close()
+print(json.dumps(out))
+"""
 
 
 def test_users_log_in_and_the_declared_acls_decide(lab):
     """`local` has sasl and acls: the workload's user may use dcdrill-* topics and nothing more;
-    a wrong password gets nowhere; an ACL nobody declared is gone after the next Ansible run."""
-    from kafka import KafkaProducer
-    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
-                             ResourcePattern, ResourcePatternFilter, ResourceType)
-    from kafka.errors import KafkaError, TopicAuthorizationFailedError
-
-    boot, workload = lab.bootstrap_servers(), lab.client_security()
-    with pytest.raises(KafkaError):
-        KafkaAdminClient(bootstrap_servers=boot, bootstrap_timeout_ms=8000, request_timeout_ms=8000,
-                         **{**workload, "sasl_plain_password": "not-the-password"}).list_topics()
-    admin = KafkaAdminClient(bootstrap_servers=boot, **lab.client_security(admin=True))
-    try:
-        admin.create_topics([NewTopic("dcdrill-it-acl", 1, 4), NewTopic("it-acl", 1, 4)])
-        p = KafkaProducer(bootstrap_servers=boot, acks="all", max_block_ms=15000, **workload)
-        try:
-            assert p.send("dcdrill-it-acl", b"allowed").get(timeout=30).offset == 0
-            with pytest.raises(TopicAuthorizationFailedError):
-                p.send("it-acl", b"denied").get(timeout=30)
-        finally:
-            p.close(timeout=5)
-        user = KafkaAdminClient(bootstrap_servers=boot, **workload)
-        try:  # creating topics is the admin's: no ACL grants it to the workload
-            with pytest.raises(TopicAuthorizationFailedError):
-                user.create_topics([NewTopic("dcdrill-it-create", 1, 4)])
-        finally:
-            user.close()
-        intruder = ACL("User:intruder", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
-                       ResourcePattern(ResourceType.TOPIC, "it-acl", ACLResourcePatternType.LITERAL))
-        admin.create_acls([intruder])
-        stats = ansible.run_site("local", quiet=True)
-        assert stats["localhost"]["changed"] == 1, stats  # the reconcile removed it
-        everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
-                               ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
-        acls, _ = admin.describe_acls(everything)
-        assert {a.principal for a in acls} == {"User:workload"}, acls
-    finally:
-        admin.close()
+    a wrong password gets nowhere; an ACL nobody declared is gone after the next Ansible run
+    (whose ACL play runs on the first client host)."""
+    args = [json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security()),
+            json.dumps(lab.client_security(admin=True))]
+    before = in_client(lab, "dc-a", ACL_CLIENT, "before", *args)
+    assert before.returncode == 0, before.stderr[-3000:]
+    assert json.loads(before.stdout) == {"wrong password": "refused", "dcdrill-it-acl offset": 0, "it-acl": "denied",
+                                         "create": "denied"}
+    stats = ansible.run_site("local", quiet=True)
+    assert stats[lab.clients[0].name]["changed"] == 1, stats  # the reconcile removed it
+    after = in_client(lab, "dc-b", ACL_CLIENT, "after", *args)
+    assert json.loads(after.stdout) == {"principals": ["User:workload"]}, after.stderr[-3000:]
 
 
 def test_second_ansible_run_changes_nothing(lab):
@@ -201,18 +215,6 @@ def test_hosts_admit_only_the_unprivileged_login_which_becomes_root(lab):
     assert subprocess.run(["getent", "hosts", host.address], capture_output=True).returncode != 0
 
 
-DIAL = ("import socket, sys\n"
-        "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.5).close(); print('open')\n"
-        "except ConnectionRefusedError: print('refused')\n"
-        "except OSError: print('dropped')\n")
-
-
-def _dial(ns: str | None, host: str, port: int) -> str:
-    """open / refused (the packet got through; nothing listens) / dropped (a firewall ate it)."""
-    argv = (["ip", "netns", "exec", ns] if ns else []) + ["python3", "-c", DIAL, host, str(port)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout.strip()
-
-
 def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
     # The lab enforces the table AWS's security groups are rendered from (infra/flows.py): a flow
     # the code uses but the table lacks is dropped here as it would be there.
@@ -224,16 +226,21 @@ def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
         assert firewall.installed(short) == firewall.expected(rules), short
     c1, b1, zk1 = lab.clients[0], lab.brokers[0], lab.zookeepers[0]
     admitted = [(c1, b1.name, 9092), (b1, zk1.name, 2181), (b1, lab.brokers[2].name, 9093), (None, b1.name, 22)]
-    dropped = [(c1, b1.name, 9093), (c1, zk1.name, 3888), (b1, c1.name, 22), (None, b1.name, 9093),
-               (None, zk1.name, 2181), (None, zk1.name, 3888), (lab.brokers[2], zk1.name, 3888)]
+    dropped = [(c1, b1.name, 9093), (c1, zk1.name, 3888), (b1, c1.name, 22), (lab.brokers[2], zk1.name, 3888)]
     def dial_all(triples):
-        return {(src.name if src else "control", host, port): _dial(src.netns if src else None, host, port)
+        return {(src.name if src else "control", host, port): dial(src.netns if src else None, host, port)
                 for src, host, port in triples}
 
     got = dial_all(admitted)
     assert "dropped" not in got.values(), got
     got = dial_all(dropped)
     assert set(got.values()) == {"dropped"}, got
+
+
+def test_no_cluster_port_answers_from_the_control(lab):
+    # What the control asks of the cluster runs on client hosts (infra/agent.py): it dials nothing.
+    got = cluster_ports_from_the_control("local")
+    assert len(got) >= 10 and set(got.values()) == {"dropped"}, got
 
 
 def test_a_drill_stops_before_any_fault_when_a_host_does_not_answer(lab, tmp_path):

@@ -1,8 +1,9 @@
 #!/usr/bin/python
 """Ansible module: make the cluster's ACLs exactly the declared ones (add missing, remove others).
 
-Runs on the controller with kafka-python, over SASL_SSL as a super user. cp-ansible only adds
-ACLs; declaring them means an ACL removed from the stack config is removed from the cluster too.
+Runs on one client host with kafka-python (the agents' Python), over SASL_SSL as a super user.
+cp-ansible only adds ACLs; declaring them means an ACL removed from the stack config is removed
+from the cluster too.
 `diff` is the whole decision, a pure function (tests/infra/test_config.py).
 """
 from __future__ import annotations

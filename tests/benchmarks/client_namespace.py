@@ -1,0 +1,18 @@
+"""A benchmark's way into the lab's cluster: the lab firewall drops every dial of the control."""
+from __future__ import annotations
+
+
+def enter_client_namespace(inventory, dc: str | None = None) -> None:
+    """Move the calling thread (and the threads it starts after) into a client host's network
+    namespace: a benchmark's sampling thread then reads the cluster as an application in that DC
+    does. setns(2) moves the thread alone; the rest of the process stays on the control."""
+    import ctypes
+    import os
+
+    ns = next(h.netns for h in inventory.clients if dc is None or h.dc == dc)
+    fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), f"setns into {ns}")
+    finally:
+        os.close(fd)

@@ -1,0 +1,38 @@
+"""How a test reaches the lab's cluster: as an application on a client host (inside a DC), never
+from the control, whose dials the lab firewall drops as a VPC drops a CI runner's."""
+import subprocess
+import sys
+
+
+def in_client(lab, dc: str, code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Python `code` run as an application on `dc`'s client host (its namespace): the control
+    itself reaches no broker (the lab firewall), as a CI runner reaches none on AWS."""
+    ns = next(h.netns for h in lab.clients if h.dc == dc)
+    return subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+DIAL = ("import socket, sys\n"
+        "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.5).close(); print('open')\n"
+        "except ConnectionRefusedError: print('refused')\n"
+        "except OSError: print('dropped')\n")
+
+
+def dial(ns: str | None, host: str, port: int) -> str:
+    """open / refused (the packet got through; nothing listens) / dropped (a firewall ate it)."""
+    argv = (["ip", "netns", "exec", ns] if ns else []) + ["python3", "-c", DIAL, host, str(port)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout.strip()
+
+
+def cluster_ports_from_the_control(stack: str) -> dict:
+    """Every port the stack's flow table opens on each of its hosts (Kafka, ZooKeeper, controller,
+    MM2 REST), dialled from the control (the root namespace): {(host, port): open|refused|dropped}."""
+    from dcdrill.infra import flows
+    from dcdrill.infra import stack as stacks
+
+    d = stacks.load_deployment(stack)
+    ports = {}
+    for f in flows.table(d):
+        ports.setdefault(f.target, set()).add(f.port)
+    return {(h.name, port): dial(None, h.name, port) for h in d.hosts() for port in sorted(ports.get(h.role, ()))}
+
