@@ -8,7 +8,8 @@ FOLDER, on this host's own disk, is the process's drill record: it writes its le
 and log there, and the control copies the folder back when the process ended (hostaccess.fetch).
 
 The request names its fields (REQUEST_FIELDS). This writes one JSON line to stdout each time
-the process's status changes ({"status": {...}}) and a last one when it ended ({"exit": N,
+the process's status changes ({"status": {...}}), a producer's new acknowledgements as they land
+in its ledger ({"acks": [[ack_ms, latency_ms], ...]}), and a last one when it ended ({"exit": N,
 "said": its last stdout line}). Its stdin closing is SIGTERM to the process: the control
 closes it to stop the process, and it closes by itself when the control's session goes away.
 `--stop` (heal, after a crash) stops whatever still runs with FOLDER on its command line.
@@ -28,7 +29,7 @@ from dcdrill.record import DrillRecord
 
 REQUEST_FIELDS = ("module", "name", "config", "password")
 MODULES = ("producer", "consumer", "audit")
-STATUS, EXIT, SAID = "status", "exit", "said"  # the keys of what this writes
+STATUS, ACKS, EXIT, SAID = "status", "acks", "exit", "said"  # the keys of what this writes
 STOP_WAIT_S = 30.0
 _POLL_S = 0.5
 
@@ -72,8 +73,11 @@ def run(folder: Path, request: dict) -> int:
     threading.Thread(target=lambda: (sys.stdin.read(), child.poll() is None and child.send_signal(signal.SIGTERM)),
                      daemon=True).start()
     status_file, last = folder / "status" / f"{record.status_name(request['module'], name)}.json", None
+    acks = AckTail(record.produced(name)) if request["module"] == "producer" else None
     while True:
         ended = child.poll() is not None
+        if acks and (new := acks.read()):
+            _emit({ACKS: new})
         try:
             now = status_file.read_text()
         except OSError:
@@ -91,6 +95,33 @@ def run(folder: Path, request: dict) -> int:
     code = child.returncode if child.returncode >= 0 else 128 - child.returncode  # a signal, as a shell says it
     _emit({EXIT: code, SAID: said[0].decode(errors="replace")})
     return code
+
+
+class AckTail:
+    """A producer's acknowledgements as its ledger grows: [ack_ms, latency_ms] of each new `ok`
+    row, for the control's latency probe (chaos/workload/probes.py), which reads no host's disk."""
+
+    def __init__(self, ledger: Path):
+        self.ledger, self.offset = ledger, 0
+
+    def read(self) -> list[list[int]]:
+        try:
+            with open(self.ledger, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:  # not written yet
+            return []
+        whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next read
+        self.offset += len(whole)
+        out = []
+        for line in whole.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if row.get("status") == "ok" and row.get("ack_ms") is not None:
+                out.append([row["ack_ms"], row["ack_ms"] - row["send_ms"]])
+        return out
 
 
 def _ancestors() -> set[int]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from dcdrill.validation import host_process
 # A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
 AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
+ACKS_KEPT = 100_000  # a producer's latest acknowledgements the control keeps (minutes at a drill's rate)
 DEFAULT_DATA_ROOT = "/var/lib/dcdrill"  # a host's own disk, where its inventory does not say
 # Started by root, each workload process drops to a uid of its own (validation/clients.py
 # become_agent), in one group that may write the record's ledger folders. No passwd entries.
@@ -128,6 +130,7 @@ class HostProcess:
         self.folder = host_folder(host, record)
         self.exit: int | None = None
         self.said = ""
+        self.acks: deque[tuple[int, int]] = deque(maxlen=ACKS_KEPT)  # (ack_ms, latency_ms), newest last
         self._record = record
         access_log = record.log(f"{name}.access")
         access_log.parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +151,8 @@ class HostProcess:
                 continue
             if host_process.STATUS in said:
                 self._record.write_status(self._record.status_name(self.module, self.name), said[host_process.STATUS])
+            if host_process.ACKS in said:
+                self.acks.extend(tuple(a) for a in said[host_process.ACKS])
             if host_process.EXIT in said:
                 self.exit, self.said = said[host_process.EXIT], said.get(host_process.SAID, "")
 
@@ -276,6 +281,10 @@ class Workload:
         for name, _ in self.procs:
             if name.startswith("p"):
                 self.recovered[name] = self.record.recover_in_flight(name)
+
+    def acks_since(self, since_ms: int) -> list[tuple[int, int]]:
+        """(ack_ms, latency_ms) of every acknowledgement the producers relayed since `since_ms`."""
+        return [a for name, p in self.procs if name.startswith("p") for a in list(p.acks) if a[0] >= since_ms]
 
     def producers_running(self) -> bool:
         return any(p.poll() is None for n, p in self.procs if n.startswith("p"))

@@ -42,11 +42,11 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
     timings are CPU queues as much as Kafka's. If not settled, the cause, also logged; the fault
     then starts, and the report marks its timings."""
     from dcdrill.record.contents import BASELINE, SATURATED_IDLE_PCT
-    from dcdrill.record.ledger import read
 
     on_lab = context.topology(configuration).backend == "local"  # elsewhere the cluster has CPUs of its own
 
     run = context.record(configuration)
+    w = running_workload(configuration)
     started = time.monotonic()
     window_ms = int(float(window_s) * 1000)
     while True:
@@ -55,10 +55,9 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
         idle = idle_pct(cpu, cpu_times())
         now = int(time.time() * 1000)
         lat = {0: [], 1: []}
-        for path in run.ledger_dir("produced").glob("*.jsonl"):
-            for r in read(path)[0]:
-                if r["status"] == "ok" and r["ack_ms"] is not None and now - 2 * window_ms <= r["ack_ms"] <= now:
-                    lat[int(r["ack_ms"] >= now - window_ms)].append(r["ack_ms"] - r["send_ms"])
+        for ack_ms, latency in (w.acks_since(now - 2 * window_ms) if w else []):  # relayed by its hosts
+            if ack_ms <= now:
+                lat[int(ack_ms >= now - window_ms)].append(latency)
         earlier, last = (sorted(v) for v in (lat[0], lat[1]))
         waited = time.monotonic() - started
         steady = bool(earlier and last) and _medians_agree(earlier, last)
@@ -119,10 +118,11 @@ def _p(values: list[int], q: float) -> int | None:
 
 
 def _canary(configuration, within_s: float) -> bool:
-    """One record to the canary topic with the drill's acks, written from a client host."""
+    """One record to the canary topic with the drill's acks, written from a client host outside
+    the drill's target DC (an isolated DC's client reaches only its own DC's brokers)."""
     t = context.topology(configuration)
     try:
         return hostaccess.call(context.inventory(configuration), "canary", {"acks": t.acks, "within_s": within_s},
-                               timeout_s=within_s + 30)["acknowledged"]
+                               avoid_dc=context.target_dc(configuration), timeout_s=within_s + 30)["acknowledged"]
     except (hostaccess.HostUnreachable, hostaccess.AgentFailed):
         return False

@@ -105,20 +105,20 @@ def test_the_idle_share_is_read_from_proc_stat():
 
 
 def _settle(tmp_path, monkeypatch, idle_pct: float, latencies_ms: tuple[int, int]) -> dict:
-    """The latency-settled probe on a record whose last two windows had these medians, on a
-    machine this idle (the lab stack `local`), with no time to wait."""
+    """The latency-settled probe on a workload whose producers relayed acknowledgements with
+    these medians in the last two windows, on a machine this idle (the lab stack `local`), with
+    no time to wait."""
     from dcdrill.chaos.workload import probes
 
     run = tmp_path / "run"
-    (run / "produced").mkdir(parents=True)
+    run.mkdir(parents=True)
     now = 1_800_000_000_000  # the probe's clock: no window waited for
     monkeypatch.setattr(probes, "time", SimpleNamespace(sleep=lambda s: None, time=lambda: now / 1000,
                                                         monotonic=time.monotonic))
-    rows = [{"producer_id": "p1", "seq": i, "topic": "t", "partition": 0, "key": None, "send_ms": ack - lat,
-             "status": "ok", "ack_ms": ack, "offset": i, "error": None, "dc": "dc-a"}
-            for i, (ack, lat) in enumerate([(now - 1900 + 20 * k, latencies_ms[0]) for k in range(40)]
-                                           + [(now - 900 + 20 * k, latencies_ms[1]) for k in range(40)])]
-    (run / "produced" / "p1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    acks = [(now - 1900 + 20 * k, latencies_ms[0]) for k in range(40)] + [(now - 900 + 20 * k, latencies_ms[1])
+                                                                          for k in range(40)]
+    relayed = SimpleNamespace(acks_since=lambda since_ms: [a for a in acks if a[0] >= since_ms])
+    monkeypatch.setattr(probes, "running_workload", lambda configuration: relayed)
     ticks = iter([(0, 0), (int(idle_pct), 100)])
     monkeypatch.setattr(probes, "cpu_times", lambda: next(ticks))
     return probes.produce_latency_settled(window_s=1, timeout_s=0, configuration={"stack": "local", "run_dir": str(run)})

@@ -57,3 +57,17 @@ def test_stop_ends_what_runs_naming_the_folder_and_nothing_else(tmp_path):
         for p in (ours, other):
             p.kill()
             p.wait()
+
+
+def test_a_producers_acknowledgements_are_relayed_as_its_ledger_grows(tmp_path):
+    """What the control's latency probe reads (the ledger itself stays on the host): each new
+    `ok` row once, a line still being written only when it is whole."""
+    ledger = tmp_path / "p1.jsonl"
+    tail = host_process.AckTail(ledger)
+    assert tail.read() == []  # not written yet
+    row = lambda seq, status, ack: json.dumps({"seq": seq, "status": status, "send_ms": 1000, "ack_ms": ack})
+    ledger.write_text(row(0, "ok", 1012) + "\n" + row(1, "fail", None) + "\n" + row(2, "ok", 1030)[:20])
+    assert tail.read() == [[1012, 12]]
+    with open(ledger, "a") as f:
+        f.write(row(2, "ok", 1030)[20:] + "\n")
+    assert tail.read() == [[1030, 30]] and tail.read() == []
