@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m dcdrill.infra.agent {{{'|'.join([*CALLS, 'watch'])}}} < request.json", file=sys.stderr)
         return 2
     request = json.loads(sys.stdin.readline())
-    inventory, args = Inventory(request["inventory"]), request.get("args", {})
+    inventory, args = Inventory(request["inventory"], secrets=request.get("secrets") or {}), request.get("args", {})
     if argv[0] == "watch":
         _watch(inventory, float(args.get("interval_s", 1.0)), float(args.get("deadline_s", WATCH_DEADLINE_S)))
         return 0

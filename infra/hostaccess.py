@@ -35,6 +35,9 @@ class AgentFailed(RuntimeError):
 
 def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[str]:
     v = inventory.vars
+    if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
+        remote = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                  'mount -t tmpfs -o size=64k,mode=0755 not-on-this-host "$0" && exec "$@"', v["lab_control_state"], *remote]
     if v.get("ansible_connection", "ssh") != "ssh" or "lab_service_python" not in v:
         raise HostAccessUnavailable(
             f"cluster {v.get('cluster_name')}: its observers run as agents on its client hosts, which "
@@ -65,7 +68,9 @@ def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[Invento
 
 
 def payload(inventory: Inventory, args: dict | None) -> str:
-    return json.dumps({"inventory": inventory.data, "args": args or {}}) + "\n"
+    """An agent's request: the inventory, the call's arguments, and the secrets it needs (the
+    host has no copy of the control's files)."""
+    return json.dumps({"inventory": inventory.data, "args": args or {}, "secrets": inventory.agent_secrets()}) + "\n"
 
 
 def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None,

@@ -151,8 +151,11 @@ class InventoryHost:
 class Inventory:
     """A stack's inventory: the dict Ansible reads, and typed questions about it."""
 
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, secrets: dict | None = None):
+        """`secrets`: an agent's (agent_secrets, sent with its request), held in memory; without
+        them the stack's CA and passwords are read from the control's files the inventory names."""
         self.data = data
+        self.secrets = secrets
 
     @classmethod
     def load(cls, path: Path) -> Inventory:
@@ -177,11 +180,31 @@ class Inventory:
     def brokers(self) -> list[InventoryHost]:
         return self.hosts("kafka_broker")
 
-    @property
-    def zookeeper_ca(self) -> str | None:
-        """The CA a locked-down ZooKeeper's TLS client port is checked against (None: plain)."""
+    def zookeeper_tls(self):
+        """The TLS context a locked-down ZooKeeper's client port is checked with (None: plain)."""
         av = self.vars
-        return f"{av['kafka_tls_dir']}/ca.pem" if av.get("zookeeper_secure") and av.get("kafka_tls_dir") else None
+        if not av.get("zookeeper_secure") or not (av.get("kafka_tls_dir") or self.secrets):
+            return None
+        return self._ca_context()
+
+    def _ca_context(self):
+        import ssl
+
+        if self.secrets is not None:
+            return ssl.create_default_context(cadata=self.secrets["ca_pem"])
+        return ssl.create_default_context(cafile=f"{self.vars['kafka_tls_dir']}/ca.pem")
+
+    def agent_secrets(self) -> dict:
+        """What an agent on a client host needs to reach the cluster, read here on the control and
+        sent with its request (infra/hostaccess.py payload): the stack's CA and the SASL users'
+        passwords. The host has no copy of the control's files, on AWS as on the lab."""
+        av, out = self.vars, {}
+        if av.get("kafka_tls") or av.get("zookeeper_secure"):
+            out["ca_pem"] = Path(av["kafka_tls_dir"], "ca.pem").read_text() if av.get("kafka_tls_dir") else None
+        if av.get("kafka_sasl"):
+            out["passwords"] = {user: passwords.password(av["kafka_sasl_credentials"], user)
+                                for user in (av["kafka_sasl_admin"], av["kafka_sasl_client"])}
+        return out
 
     @property
     def zookeepers(self) -> list[InventoryHost]:
@@ -218,15 +241,19 @@ class Inventory:
         kafka_sasl_credentials (see process_security for child processes)."""
         av = self.vars
         out: dict = {}
-        if av.get("kafka_tls"):
+        if av.get("kafka_tls") and self.secrets is not None:  # an agent: the CA in memory
+            out = {"security_protocol": "SSL", "ssl_context": self._ca_context(), "ssl_check_hostname": True}
+        elif av.get("kafka_tls"):
             if not av.get("kafka_tls_dir"):
                 raise ValueError("the inventory says TLS but names no kafka_tls_dir: configure the stack first "
                                  "(`dcdrill lab up`), which makes its CA")
             out = {"security_protocol": "SSL", "ssl_cafile": f"{av['kafka_tls_dir']}/ca.pem", "ssl_check_hostname": True}
         if av.get("kafka_sasl"):
             user = av["kafka_sasl_admin"] if admin else av["kafka_sasl_client"]
+            password = (self.secrets["passwords"][user] if self.secrets is not None
+                        else passwords.password(av["kafka_sasl_credentials"], user))
             out |= {"security_protocol": "SASL_SSL", "sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": user,
-                    "sasl_plain_password": passwords.password(av["kafka_sasl_credentials"], user)}
+                    "sasl_plain_password": password}
         return out
 
     def process_security(self) -> dict:

@@ -100,7 +100,7 @@ VOTER_STALE_MS = 5_000
 
 def zookeeper_quorum(inventory: Inventory) -> dict:
     hosts = inventory.zookeepers
-    tls = ssl.create_default_context(cafile=inventory.zookeeper_ca) if inventory.zookeeper_ca else None
+    tls = inventory.zookeeper_tls()
     modes = {h.name: zookeeper_mode(h.name, tls=tls) for h in hosts}
     serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
     leader = next((name for name, m in modes.items() if m in ("leader", "standalone")), None)

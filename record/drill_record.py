@@ -113,7 +113,9 @@ class DrillRecord:
         """Why the record does not hold a whole drill (empty: it does). A drill that crashed
         halfway leaves a fault that never ended, a fault state still listing one, no journal
         after its experiment, an interrupted journal, or an audit shorter than when it finished.
-        Such a record is refused (exit 2), never verified as passing: its ledgers stop at the crash."""
+        A workload process's files that never came back from its client host, or were lost there,
+        make it incomplete too. Such a record is refused (exit 2), never verified as passing: its
+        ledgers stop at the crash."""
         out = [f"{FAULTS}: {f['fault']} {f['target']} has no end (never healed: `dcdrill heal`)"
                for f in self.faults() if f.get("end_ms") is None]
         state = self.read_document(FAULT_STATE, required=False)
@@ -131,6 +133,10 @@ class DrillRecord:
             size = self.files.size(self.uri("audit", file))
             if size is not None and size != end["bytes"]:
                 out.append(f"{self.uri('audit', file)}: {size} bytes, {end['bytes']} when the audit finished")
+        out += [f"{AGENTS}: {a['name']}'s files on {a['host']} never came back ({a['folder']}; `dcdrill heal` collects "
+                "them)" for a in self.uncollected()]
+        out += [f"{COLLECTED}: the files in {row['folder']} on {row['host']} were lost before they came back"
+                for row in self._lines(COLLECTED, parse_collected) or [] if row.get("lost")]
         return out
 
     # The folders the workload's processes write. They run as uids of their own (validation/
@@ -366,10 +372,11 @@ class DrillRecord:
         where = str(self.path.resolve()) if not self.remote else self.location
         return f"{self.name}-{hashlib.sha1(where.encode()).hexdigest()[:10]}"
 
-    def note_collected(self, host: str, folder: str) -> None:
-        """A host's folder came back into the record (collected.jsonl)."""
+    def note_collected(self, host: str, folder: str, lost: bool = False) -> None:
+        """A host's folder came back into the record (collected.jsonl); `lost`: it was gone from
+        the host (the record then lacks what its processes wrote, and is incomplete)."""
         with Ledger(self.file(COLLECTED)) as out:
-            out.write({"host": host, "folder": folder, "at_ms": now_ms()})
+            out.write({"host": host, "folder": folder, "at_ms": now_ms(), **({"lost": True} if lost else {})})
 
     def uncollected(self) -> list[dict]:
         """The noted workload processes whose host folder has not come back since they started."""

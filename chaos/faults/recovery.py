@@ -146,7 +146,7 @@ def collect_agents(stack: str, record: DrillRecord) -> list[str]:
                 hostaccess.fetch(inv, host, agent["folder"], record.path)
         except (hostaccess.HostUnreachable, hostaccess.AgentFailed, hostaccess.HostAccessUnavailable) as exc:
             raise ActivityFailed(f"the drill's files on {agent['host']} ({agent['folder']}): {exc}") from None
-        record.note_collected(agent["host"], agent["folder"])
+        record.note_collected(agent["host"], agent["folder"], lost=not left["exists"])
         done.append(f"{agent['host']}:{agent['folder']}")
     for agent in record.agents():
         if record.intents(agent["name"]).exists():

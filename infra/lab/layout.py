@@ -83,6 +83,9 @@ def _connection(lab: Path) -> dict:
         "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         "ansible_python_interpreter": "/usr/bin/python3",
+        # The control's own state (inventories, the stack's CA and passwords): what host access
+        # runs on a lab host does not see it, as an EC2 host has no copy (infra/hostaccess.py).
+        "lab_control_state": str(lab.parent / "stacks"),
     }
 
 

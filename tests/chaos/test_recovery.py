@@ -69,6 +69,12 @@ def test_uncollected_lists_the_workload_processes_whose_folder_has_not_come_back
     time.sleep(0.002)
     record.note_agent("a", 103, "c1.dc-a.lab", folder="/h/c1/agents/x")  # the audit, after the collection
     assert [a["name"] for a in record.uncollected()] == ["c1", "a"]
+    assert "agents.jsonl: c1's files on c2.dc-b.lab never came back (/h/c2/agents/x; `dcdrill heal` collects them)" \
+        in record.incomplete()
+    record.note_collected("c2.dc-b.lab", "/h/c2/agents/x", lost=True)
+    record.note_collected("c1.dc-a.lab", "/h/c1/agents/x")
+    assert record.uncollected() == []
+    assert record.incomplete() == ["collected.jsonl: the files in /h/c2/agents/x on c2.dc-b.lab were lost before they came back"]
 
 
 def test_a_bad_agents_line_is_named_by_file_and_line(tmp_path):

@@ -65,3 +65,30 @@ def test_the_watch_agent_ends_when_its_session_does():
 def test_the_agent_refuses_an_unknown_call():
     res = subprocess.run([sys.executable, "-m", "dcdrill.infra.agent", "rm-rf"], capture_output=True, text=True, input="")
     assert res.returncode == 2 and "usage" in res.stderr
+
+
+def test_an_agent_gets_the_stacks_ca_and_passwords_in_its_request_and_reads_no_file(tmp_path):
+    """The host has no copy of the control's files (on the lab, host access hides them): the
+    control reads the CA and passwords and sends them; the agent holds them in memory."""
+    import shutil
+    import ssl
+
+    from dcdrill.infra import passwords, pki
+
+    tls = pki.ensure(tmp_path / "tls", "t", {"b1.dc-a.lab": "dcd-b1"})
+    creds = tmp_path / "tls" / "credentials.json"
+    passwords.ensure(creds, ["admin", "workload"])
+    inv = inventory({"kafka_tls": True, "kafka_sasl": True, "zookeeper_secure": True, "kafka_tls_dir": str(tls),
+                     "kafka_sasl_credentials": str(creds), "kafka_sasl_admin": "admin", "kafka_sasl_client": "workload",
+                     "lab_control_state": str(tmp_path)})
+    request = json.loads(hostaccess.payload(inv, {"x": 1}))
+    shutil.rmtree(tmp_path / "tls")  # what the host sees: nothing of the control's
+    agent = Inventory(request["inventory"], secrets=request["secrets"])
+    admin = agent.client_security(admin=True)
+    assert admin["sasl_plain_username"] == "admin" and admin["sasl_plain_password"] == request["secrets"]["passwords"]["admin"]
+    assert isinstance(admin["ssl_context"], ssl.SSLContext) and "ssl_cafile" not in admin
+    assert agent.client_security()["sasl_plain_username"] == "workload"
+    assert isinstance(agent.zookeeper_tls(), ssl.SSLContext)
+    # and the lab's host access runs the agent where the control's state folder is an empty tmpfs
+    argv = hostaccess.agent_command(inv, inv.clients[0], "cluster_status")
+    assert argv[-1].startswith("sudo -n unshare --mount --propagation private sh -c") and str(tmp_path) in argv[-1]

@@ -118,6 +118,31 @@ def test_sigkill_leaves_parseable_ledgers_on_the_hosts_which_heal_collects(lab, 
     assert total > 100
 
 
+def test_a_workload_whose_files_do_not_come_back_fails_naming_the_host(lab, tmp_path):
+    """The record is assembled from what comes back from the client hosts: a host folder lost
+    before the transfer fails the workload's stop (so a drill), naming the host and the folder."""
+    import shutil
+
+    from dcdrill.infra import hostaccess
+
+    run = tmp_path / "run"
+    spec = wl.WorkloadSpec(topic="dcdrill-it-lost", producers=2, consumers=0, duration_s=None, rate=100.0)
+    wl.ensure_topic(lab, spec)
+    w = wl.Workload(run, lab, spec).start()
+    deadline = time.monotonic() + 90
+    while _progress(run, "p1") < 100 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    lost = dict(w.procs)["p1"]
+    shutil.rmtree(lost.folder)  # the host's disk lost the drill's folder
+    with pytest.raises(hostaccess.AgentFailed, match=f"{lost.folder} on {lost.host.name} did not come back"):
+        w.stop()
+    record = DrillRecord(run)
+    assert recovery.collect_agents("local", record)  # what did come back is collected; nothing is left
+    assert record.uncollected() == [] and (run / "produced" / "p2.jsonl").exists()
+    assert record.incomplete() == [f"collected.jsonl: the files in {lost.folder} on {lost.host.name} were lost "
+                                   "before they came back"]  # so the verifier refuses the record
+
+
 def test_unreachable_bootstrap_is_a_clear_error_within_the_timeout(tmp_path):
     cfg = {**wl.asdict(wl.WorkloadSpec(bootstrap_timeout_ms=3000)), "producer_id": "p1", "dc": None,
            "run_dir": str(tmp_path), "bootstrap": ["127.0.0.1:1"]}
