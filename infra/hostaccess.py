@@ -53,9 +53,15 @@ def _reason(res: subprocess.CompletedProcess) -> str:
     return said.splitlines()[-1] if said else f"exit {res.returncode}"
 
 
+def python_module(inventory: Inventory, module: str, *args: str) -> list[str]:
+    """`python -m MODULE ARGS` as a host runs it, with the agents' Python (dcdrill's). An
+    inventory without one gets the host's python3, and _ssh says why it cannot start it."""
+    return [inventory.vars.get("lab_service_python", "python3"), "-m", module, *args]
+
+
 def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
     """The control's command that runs `python -m dcdrill.infra.agent CALL` on `host`."""
-    return _ssh(inventory, host, [inventory.vars["lab_service_python"], "-m", "dcdrill.infra.agent", call])
+    return _ssh(inventory, host, python_module(inventory, "dcdrill.infra.agent", call))
 
 
 def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:

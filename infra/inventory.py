@@ -183,7 +183,7 @@ class Inventory:
     def zookeeper_tls(self):
         """The TLS context a locked-down ZooKeeper's client port is checked with (None: plain)."""
         av = self.vars
-        if not av.get("zookeeper_secure") or not (av.get("kafka_tls_dir") or self.secrets):
+        if not (av.get("zookeeper_secure") and av.get("kafka_tls_dir")):
             return None
         return self._ca_context()
 

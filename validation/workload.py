@@ -25,7 +25,8 @@ from dcdrill.validation import host_process
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
 AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
 ACKS_KEPT = 100_000  # a producer's latest acknowledgements the control keeps (minutes at a drill's rate)
-DEFAULT_DATA_ROOT = "/var/lib/dcdrill"  # a host's own disk, where its inventory does not say
+DEFAULT_DATA_ROOT = "/var/lib/dcdrill"
+RUNNER = "dcdrill.validation.host_process"  # what each workload process runs under on its host  # a host's own disk, where its inventory does not say
 # Started by root, each workload process drops to a uid of its own (validation/clients.py
 # become_agent), in one group that may write the record's ledger folders. No passwd entries.
 AGENT_GID = 300_000
@@ -118,6 +119,13 @@ def host_folder(host: InventoryHost, record: DrillRecord) -> str:
     return f"{host.vars.get('data_root', DEFAULT_DATA_ROOT)}/agents/{record.agent_key}"
 
 
+def collect_folder(record: DrillRecord, inventory: Inventory, host: InventoryHost, folder: str) -> None:
+    """The transfer step for one host's folder of the drill: into the record, removed on the
+    host, noted in collected.jsonl."""
+    hostaccess.fetch(inventory, host, folder, record.path)
+    record.note_collected(host.name, folder)
+
+
 class HostProcess:
     """One workload process on its client host, started through host access, seen from here as
     a Popen: poll, wait, send_signal (any signal closes its stdin: the runner's SIGTERM), kill
@@ -136,8 +144,7 @@ class HostProcess:
         access_log.parent.mkdir(parents=True, exist_ok=True)
         request = dict(zip(host_process.REQUEST_FIELDS, (module, name, config, _password(inventory))))
         with open(access_log, "ab") as log:
-            self.proc = hostaccess.start(inventory, host, [inventory.vars.get("lab_service_python", "python3"), "-m",
-                                                           "dcdrill.validation.host_process", self.folder],
+            self.proc = hostaccess.start(inventory, host, hostaccess.python_module(inventory, RUNNER, self.folder),
                                          json.dumps(request) + "\n", log)
         self.pid = self.proc.pid
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -275,8 +282,7 @@ class Workload:
         fetched = set()
         for _, p in self.procs:
             if (p.host.name, p.folder) not in fetched:
-                hostaccess.fetch(p.inventory, p.host, p.folder, self.run_dir)
-                self.record.note_collected(p.host.name, p.folder)
+                collect_folder(self.record, p.inventory, p.host, p.folder)
                 fetched.add((p.host.name, p.folder))
         for name, _ in self.procs:
             if name.startswith("p"):
@@ -370,8 +376,7 @@ def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: fl
                                                                                **extra))
     record.note_agent("a", proc.pid, host.name, folder=proc.folder, cluster=cluster)
     code = proc.wait()
-    hostaccess.fetch(inventory, host, proc.folder, Path(run_dir))  # its log too, when it failed
-    record.note_collected(host.name, proc.folder)
+    collect_folder(record, inventory, host, proc.folder)  # its log too, when it failed
     if code != 0:
         said = record.log("a").read_text(errors="replace").strip() if record.log("a").exists() else ""
         raise RuntimeError(said.splitlines()[-1] if said else f"audit exited {code}")

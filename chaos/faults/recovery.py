@@ -29,6 +29,7 @@ from dcdrill.infra.constants import now_ms
 from dcdrill.infra import stack as stacks
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import FAULT_STATE, fault_key
+from dcdrill.validation import workload as wl
 
 AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
 
@@ -140,13 +141,13 @@ def collect_agents(stack: str, record: DrillRecord) -> list[str]:
         if host is None:
             raise ActivityFailed(f"{agent['name']}'s host {agent['host']} is not in stack {stack}'s inventory")
         try:
-            left = json.loads(hostaccess.run(inv, host, [inv.vars.get("lab_service_python", "python3"), "-m",
-                                                         "dcdrill.validation.host_process", "--stop", agent["folder"]]))
+            left = json.loads(hostaccess.run(inv, host, hostaccess.python_module(inv, wl.RUNNER, "--stop", agent["folder"])))
             if left["exists"]:
-                hostaccess.fetch(inv, host, agent["folder"], record.path)
+                wl.collect_folder(record, inv, host, agent["folder"])
+            else:
+                record.note_collected(agent["host"], agent["folder"], lost=True)
         except (hostaccess.HostUnreachable, hostaccess.AgentFailed, hostaccess.HostAccessUnavailable) as exc:
             raise ActivityFailed(f"the drill's files on {agent['host']} ({agent['folder']}): {exc}") from None
-        record.note_collected(agent["host"], agent["folder"], lost=not left["exists"])
         done.append(f"{agent['host']}:{agent['folder']}")
     for agent in record.agents():
         if record.intents(agent["name"]).exists():
