@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from dcdrill.infra import kraft, passwords, pki
+from dcdrill.infra import agent_runtime, kraft, passwords, pki
 from dcdrill.infra.constants import SHIPPED, cache_dir
 from dcdrill.infra.inventory import Inventory
 
@@ -46,6 +46,12 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder). The MM2 hosts'
     inventory names each cluster's instead (mirror_security); write the clusters' first."""
     av = inventory.vars
+    if av.get("aws_regions"):  # EC2 hosts: ssh through an SSM session, with this control's own key
+        from dcdrill.infra.aws import ssm_tunnel
+
+        ssm_tunnel.connect(inventory, inventory_path(stack).parent / "ssh")
+    if inventory.clients:  # what roles/dcdrill_agent installs on them, from this control's files
+        av.update(agent_runtime.inventory_vars(cache_dir()))
     if cluster == MIRRORS:
         mirror_security(stack, av)
     if av.get("kafka_tls") and cluster != MIRRORS:  # a certificate per broker and quorum voter (KRaft controller or ZooKeeper node)

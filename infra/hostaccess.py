@@ -3,10 +3,11 @@ never dials a Kafka, ZooKeeper, controller or MM2 port: what observes the cluste
 agent (infra/agent.py) on one of the stack's client hosts, inside its DCs, started through host
 access, its answer read back from its output.
 
-- Lab: SSH as the inventory's unprivileged login user (infra/lab/sshd.py), `sudo` for the agent
-  (it reads the stack's credentials), the address from the host's own HostName option.
-- AWS: SSM is Ansible's connection there; running agents through it is not built yet, so an
-  AWS stack's observers say so (HostAccessUnavailable) rather than dial from the runner.
+Both backends: SSH as the inventory's unprivileged login user, `sudo` for what it runs, and the
+agents run on the client host's own Python (dcdrill's modules and the packages they need,
+installed there by roles/dcdrill_agent), never on a copy of the control's.
+- Lab: the address from the host's own HostName option (infra/lab/sshd.py admits the user).
+- AWS: ssh's ProxyCommand opens an SSM session to the instance (infra/aws/ssm_tunnel.py).
 """
 from __future__ import annotations
 
@@ -38,10 +39,9 @@ def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[s
     if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
         remote = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                   'mount -t tmpfs -o size=64k,mode=0755 not-on-this-host "$0" && exec "$@"', v["lab_control_state"], *remote]
-    if v.get("ansible_connection", "ssh") != "ssh" or "lab_service_python" not in v:
-        raise HostAccessUnavailable(
-            f"cluster {v.get('cluster_name')}: its observers run as agents on its client hosts, which "
-            f"dcdrill starts through host access on the lab only ({v.get('ansible_connection')} agents are not built yet)")
+    if v.get("ansible_connection", "ssh") != "ssh":
+        raise HostAccessUnavailable(f"cluster {v.get('cluster_name')}: host access is ssh (on AWS through SSM), "
+                                    f"not {v.get('ansible_connection')}: write the inventory with `dcdrill lab up`")
     return ["ssh", "-i", v["ansible_ssh_private_key_file"], *shlex.split(v.get("ansible_ssh_common_args", "")),
             *shlex.split(host.vars.get("ansible_ssh_extra_args", "")), "-o", "BatchMode=yes",
             "-o", "ConnectTimeout=5", f"{v['ansible_user']}@{host.address}", shlex.join(["sudo", "-n", *remote])]
@@ -53,15 +53,16 @@ def _reason(res: subprocess.CompletedProcess) -> str:
     return said.splitlines()[-1] if said else f"exit {res.returncode}"
 
 
-def python_module(inventory: Inventory, module: str, *args: str) -> list[str]:
-    """`python -m MODULE ARGS` as a host runs it, with the agents' Python (dcdrill's). An
-    inventory without one gets the host's python3, and _ssh says why it cannot start it."""
-    return [inventory.vars.get("lab_service_python", "python3"), "-m", module, *args]
+def python_module(host: InventoryHost, module: str, *args: str) -> list[str]:
+    """`python -m MODULE ARGS` as `host` runs it, with its own agent Python (roles/dcdrill_agent)."""
+    if "dcdrill_agent_dir" not in host.vars:
+        raise HostAccessUnavailable(f"{host.name} is not a client host: dcdrill's agents run on client hosts only")
+    return [f"{host.vars['dcdrill_agent_dir']}/venv/bin/python", "-m", module, *args]
 
 
 def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
     """The control's command that runs `python -m dcdrill.infra.agent CALL` on `host`."""
-    return _ssh(inventory, host, python_module(inventory, "dcdrill.infra.agent", call))
+    return _ssh(inventory, host, python_module(host, "dcdrill.infra.agent", call))
 
 
 def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:
@@ -104,12 +105,8 @@ def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: st
 
 def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
     """Every host of the inventory that does not answer on host access (with `sudo`, as the roles
-    and agents need it), each named with ssh's reason; all asked at once. A connection other than
-    the lab's SSH is not asked here (its agents are not built)."""
+    and agents need it), each named with ssh's reason; all asked at once."""
     from concurrent.futures import ThreadPoolExecutor
-
-    if inventory.vars.get("ansible_connection", "ssh") != "ssh":
-        return []
 
     def ask(host: InventoryHost) -> str | None:
         try:

@@ -20,21 +20,15 @@ def topo():
 @pytest.fixture
 def aws_control(tmp_path):
     """An environment in which the control has what an AWS drill needs (infra/aws/prerequisites.py):
-    an `amazon.aws` collection, a session-manager-plugin on PATH and credentials, all stand-ins
-    that no check dials. For `drill --check` on AWS stacks."""
-    import json
+    a session-manager-plugin on PATH and credentials, stand-ins that no check runs or dials. For
+    `drill --check` on AWS stacks."""
     import os
 
-    collection = tmp_path / "collections" / "ansible_collections" / "amazon" / "aws"
-    collection.mkdir(parents=True)
-    (collection / "MANIFEST.json").write_text(json.dumps(
-        {"collection_info": {"namespace": "amazon", "name": "aws", "version": "10.1.0"}}))
     (tmp_path / "bin").mkdir()
     plugin = tmp_path / "bin" / "session-manager-plugin"
     plugin.write_text("#!/bin/sh\n")
     plugin.chmod(0o755)
-    return {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
-            "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+    return {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
             "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example"}
 
 

@@ -144,7 +144,7 @@ class HostProcess:
         access_log.parent.mkdir(parents=True, exist_ok=True)
         request = dict(zip(host_process.REQUEST_FIELDS, (module, name, config, _password(inventory))))
         with open(access_log, "ab") as log:
-            self.proc = hostaccess.start(inventory, host, hostaccess.python_module(inventory, RUNNER, self.folder),
+            self.proc = hostaccess.start(inventory, host, hostaccess.python_module(host, RUNNER, self.folder),
                                          json.dumps(request) + "\n", log)
         self.pid = self.proc.pid
         self._reader = threading.Thread(target=self._read, daemon=True)

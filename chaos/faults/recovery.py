@@ -141,7 +141,7 @@ def collect_agents(stack: str, record: DrillRecord) -> list[str]:
         if host is None:
             raise ActivityFailed(f"{agent['name']}'s host {agent['host']} is not in stack {stack}'s inventory")
         try:
-            left = json.loads(hostaccess.run(inv, host, hostaccess.python_module(inv, wl.RUNNER, "--stop", agent["folder"])))
+            left = json.loads(hostaccess.run(inv, host, hostaccess.python_module(host, wl.RUNNER, "--stop", agent["folder"])))
             if left["exists"]:
                 wl.collect_folder(record, inv, host, agent["folder"])
             else:

@@ -42,7 +42,7 @@ class AwsBackend(Backend):
     def check_deployment(self, d: Deployment) -> list[Violation]:
         return plan.check(d, self.config)  # every cluster's DCs at once: they share the regions' VPCs
 
-    # Fault-state copies in the stack's transfer bucket (infra/aws/program.py, the home region),
+    # Fault-state copies in the stack's bucket (infra/aws/program.py, the home region),
     # under one prefix; the fault driver's policy may read and write only there.
     KEPT_PREFIX = "dcdrill/fault-states/"
 
@@ -52,7 +52,7 @@ class AwsBackend(Backend):
 
         av = inventory.vars
         home = next(iter(av["aws_regions"].values()))  # the bucket's region (infra/aws/program.py)
-        return boto3.client("s3", region_name=home, **given_credentials(credentials)), av["ansible_aws_ssm_bucket_name"]
+        return boto3.client("s3", region_name=home, **given_credentials(credentials)), av["aws_bucket"]
 
     def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
         import json

@@ -1,6 +1,6 @@
-"""Hosts: EC2 instances in their DC's AZ with a separate gp3 data volume (deleted with the stack
-unless `dcdrill:aws.keepDataVolumes`), an SSM instance profile, the tags the
-chaos AWS driver targets (`cluster`, `dc`, `az_id`, `role`, `node_id`) and a private DNS record
+"""Hosts: EC2 instances in their DC's AZ, each with the login user, a separate gp3 data volume
+(deleted with the stack unless `dcdrill:aws.keepDataVolumes`), an SSM instance profile, the tags
+the chaos AWS driver targets (`cluster`, `dc`, `az_id`, `role`, `node_id`) and a private DNS record
 (the name Kafka advertises and certificates carry)."""
 from __future__ import annotations
 
@@ -9,13 +9,23 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-# Waits for the data volume (attached by Pulumi after the instance boots, so it may not be there
-# yet), formats it once with a label, and mounts it by that label: NVMe device names can change
-# across the stop and start a DC loss on AWS does; the label cannot.
-DATA_LABEL = "dcdrill-data"
-USER_DATA = f"""#!/bin/sh
+from dcdrill.infra.constants import LOGIN_USER
+
+# Every host: the login user host access and Ansible use (as the lab's, infra/lab/sshd.py), with
+# no key of its own: each ssh connection hands it the control's public key through EC2 Instance
+# Connect first (infra/aws/ssm_tunnel.py; Amazon Linux 2023's sshd asks for it), and it becomes
+# root through sudo, as the roles' plays do.
+LOGIN_DATA = f"""#!/bin/sh
 set -e
-root=$(findmnt -no SOURCE / | sed 's/p[0-9]*$//')
+id {LOGIN_USER} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {LOGIN_USER}
+echo '{LOGIN_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{LOGIN_USER}
+chmod 0440 /etc/sudoers.d/{LOGIN_USER}
+"""
+# Stateful hosts, then: waits for the data volume (attached by Pulumi after the instance boots, so
+# it may not be there yet), formats it once with a label, and mounts it by that label: NVMe device
+# names can change across the stop and start a DC loss on AWS does; the label cannot.
+DATA_LABEL = "dcdrill-data"
+DATA_VOLUME = f"""root=$(findmnt -no SOURCE / | sed 's/p[0-9]*$//')
 for i in $(seq 1 120); do
   dev=$(lsblk -dpno NAME,SERIAL | awk '/vol/ {{print $1}}' | grep -v "$root" | head -1)
   [ -n "$dev" ] && break
@@ -33,8 +43,12 @@ mount -a
 STATELESS_ROLES = ("client", "kafka_mirror")
 
 
+def user_data(role: str) -> str:
+    return LOGIN_DATA + ("" if role in STATELESS_ROLES else DATA_VOLUME)
+
+
 class SsmProfile(pulumi.ComponentResource):
-    """One IAM role + instance profile so Ansible (amazon.aws.aws_ssm) reaches every host."""
+    """One IAM role + instance profile so SSM reaches every host (ssh's tunnel, the fault driver's commands)."""
 
     def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dcdrill:aws:SsmProfile", name, None, opts)
@@ -82,7 +96,7 @@ class ClusterHost(pulumi.ComponentResource):
             iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
             root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(encrypted=True, volume_type="gp3"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
-            user_data=USER_DATA if args.role not in STATELESS_ROLES else None, tags=tags,
+            user_data=user_data(args.role), tags=tags,
             # The image found at the first `up` stays: a newer Amazon Linux must not replace every
             # instance (and its broker) on the next one. docs/aws.md says how to move it on purpose.
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["ami"])))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from dcdrill.infra import inventory as inv
 from dcdrill.infra import schema
-from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.constants import KAFKA_VERSIONS, LOGIN_USER
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.rules import Violation
 from dcdrill.infra.topology import Topology
@@ -117,14 +117,23 @@ def subnet_cidrs(t: Layout, s: AwsSettings) -> dict[str, str]:
     return out
 
 
+# Ansible and host access reach EC2 hosts as on the lab: ssh as the unprivileged login user, who
+# `become`s root. ansible_host is the instance id, which only the connection understands: ssh's
+# ProxyCommand opens an SSM session to the host's own sshd (infra/aws/ssm_tunnel.py; the
+# control adds it, and its key, when it writes the inventory). No port is open to anyone for it.
+CONNECTION = {"ansible_connection": "ssh", "ansible_user": LOGIN_USER, "ansible_python_interpreter": "/usr/bin/python3"}
+
+
+AGENT_DIR = "/var/lib/dcdrill/agent"  # a client host's Python for dcdrill's agents (roles/dcdrill_agent)
+
+
 def connection_vars(region: str) -> dict:
-    # Ansible reaches EC2 hosts through SSM (no SSH, no public address): amazon.aws.aws_ssm,
-    # ansible_host = the instance id, file transfer through the stack's S3 bucket.
-    return {"ansible_connection": "amazon.aws.aws_ssm", "ansible_aws_ssm_region": region}
+    """A host's own: the region its tunnel is opened in."""
+    return {"aws_region": region}
 
 
 def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
-              bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+              bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
               stack: Deployment | None = None, stack_tag: str | None = None) -> inv.Inventory:
     """One cluster's, in the same schema as the lab's; offline (`dcdrill plan`) instance and subnet
     ids are placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
@@ -132,15 +141,16 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
     on a replicated `stack`, aws_subnet_ids and aws_regions name every cluster's DCs."""
     whole = stack or t
     ids = instance_ids or _placeholder_ids(whole)
-    host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone} for h in t.hosts()}
+    host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone,
+                          **({"dcdrill_agent_dir": AGENT_DIR} if h.role == "client" else {})} for h in t.hosts()}
     extra = {**_shared(whole, bucket, subnet_ids, stack_tag), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
     if stack is not None and stack.replicated:
         extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
-    return inv.build(t, ids, None, extra, host_vars)
+    return inv.build(t, ids, CONNECTION, extra, host_vars)
 
 
 def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                     bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+                     bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
                      stack_tag: str | None = None) -> inv.Inventory:
     """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (Deployment.mirror_kafka_version)."""
     ids = instance_ids or _placeholder_ids(d)
@@ -148,11 +158,11 @@ def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] |
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
     extra = {**_shared(d, bucket, subnet_ids, stack_tag), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
              "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
-    return inv.build_mirrors(d, ids, None, extra, host_vars)
+    return inv.build_mirrors(d, ids, CONNECTION, extra, host_vars)
 
 
 def inventories(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                bucket: str = "<ssm-transfer-bucket>", subnet_ids: dict[str, str] | None = None,
+                bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
                 stack_tag: str | None = None) -> dict:
     """The stack outputs, as the lab's (infra/lab/layout.build_inventories): `inventory` (the home
     cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`. `stack_tag`:
@@ -177,6 +187,6 @@ STACK_TAG = "dcdrill-stack"
 def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None) -> dict:
     subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
     return {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
-            "ansible_aws_ssm_bucket_name": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
+            "aws_bucket": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
             "aws_regions": {dc.name: dc.region for dc in t.datacenters},
             **({"aws_stack_tag": stack_tag} if stack_tag else {})}

@@ -20,12 +20,13 @@ from dcdrill.infra.deployment import Deployment
 AMI_OWNER, AMI_NAME = "amazon", "al2023-ami-2023.*-x86_64"
 
 
-class TransferBucket(pulumi.ComponentResource):
-    """The bucket Ansible's SSM connection moves files through (key stores and JAAS files among
-    them): never public, encrypted at rest, and emptied with the stack."""
+class StackBucket(pulumi.ComponentResource):
+    """The stack's bucket, where a drill keeps a copy of each fault's undo (so a heal from another
+    runner finds it): never public, encrypted at rest, and emptied with the stack. Files to and
+    from hosts go over SSH, as on the lab, not through it."""
 
     def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("dcdrill:aws:TransferBucket", name, None, opts)
+        super().__init__("dcdrill:aws:StackBucket", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.bucket = aws.s3.Bucket(f"{name}", force_destroy=True, tags={"cluster": cluster}, opts=child)
         aws.s3.BucketPublicAccessBlock(f"{name}-private", bucket=self.bucket.id, block_public_acls=True,
@@ -91,7 +92,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
                                           for role in flows.roles(d)})) for r in regions}
     ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
     FaultDriverPolicy("fault-driver", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
-    bucket = TransferBucket("ssm-transfer", d.name, pulumi.ResourceOptions(provider=providers[home]))
+    bucket = StackBucket("stack-bucket", d.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
         most_recent=True, owners=[AMI_OWNER],
         filters=[aws.ec2.GetAmiFilterArgs(name="name", values=[AMI_NAME])],

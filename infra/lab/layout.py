@@ -77,7 +77,7 @@ def lab_dir(cache: Path) -> Path:
 
 
 def _connection(lab: Path) -> dict:
-    # As on AWS, an unprivileged login (SSM's ssm-user there); the roles' plays `become` root.
+    # As on AWS, the unprivileged login user; the roles' plays `become` root.
     return {
         "ansible_user": sshd.LOGIN_USER,
         "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
@@ -86,6 +86,9 @@ def _connection(lab: Path) -> dict:
         # The control's own state (inventories, the stack's CA and passwords): what host access
         # runs on a lab host does not see it, as an EC2 host has no copy (infra/hostaccess.py).
         "lab_control_state": str(lab.parent / "stacks"),
+        # The client hosts' agent Python is made from the hosts' own python3 (Debian's 3.11), as
+        # from Amazon Linux's python3.11 on AWS (roles/dcdrill_agent).
+        "dcdrill_agent_base_python": "/usr/bin/python3",
     }
 
 
@@ -109,6 +112,8 @@ def _host_vars(lab: Path, hosts, address: dict[str, str]) -> dict:
         # here as it would there (tasks dial the inventory's DNS names).
         out[h.name] = {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short),
                        "ansible_host": netns.host_ns(h.short), "ansible_ssh_extra_args": f"-o HostName={address[h.name]}"}
+        if h.role == "client":  # its own Python for dcdrill's agents, on its own disk
+            out[h.name]["dcdrill_agent_dir"] = str(lab / "hosts" / h.short / "agent")
         if h.role in SERVICE_USER_VAR:
             out[h.name][SERVICE_USER_VAR[h.role]] = str(service_uid(address[h.name]))
     return out

@@ -1,5 +1,5 @@
 """SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host: as an
-unprivileged login user (LOGIN_USER, what `ssm-user` is on AWS) that tasks leave only through
+unprivileged login user (LOGIN_USER, the same on AWS) that tasks leave only through
 `become` (sudo), never as root."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dcdrill.infra.constants import LOGIN_USER
 from dcdrill.infra.lab import netns
 
-LOGIN_USER = "dcdrill"
 SUDOERS = Path("/etc/sudoers.d/dcdrill-lab")
 
 
@@ -35,7 +35,7 @@ def keypair(lab_dir: Path) -> Path:
 
 def _login_user(public_key: Path) -> None:
     """The lab's login user: a system user whose one authorized key is the lab's, allowed sudo as
-    SSM's ssm-user is on AWS. Called under keypair's lock."""
+    the same user is on AWS. Called under keypair's lock."""
     import pwd
 
     if shutil.which("sudo") is None:
@@ -57,7 +57,7 @@ def _login_user(public_key: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
     (ssh / "authorized_keys").chmod(0o600)
     if not SUDOERS.exists():
-        SUDOERS.write_text(f"# dcdrill's lab: its login user becomes root as ssm-user does on AWS\n"
+        SUDOERS.write_text(f"# dcdrill's lab: its login user becomes root as on AWS\n"
                            f"{LOGIN_USER} ALL=(ALL) NOPASSWD: ALL\n")
         SUDOERS.chmod(0o440)
 

@@ -4,11 +4,13 @@
 # stamp under $DCDRILL_CACHE matches its inputs, so a second run takes seconds.
 #   1. Debian packages (iproute2, sshd, iptables, chromium for the report's browser test, ...) apt-get
 #   2. Python deps (pyproject.toml, locked by requirements.lock) -> .venv/   PyPI (checkout only)
+#      and the client hosts' agent wheels (infra/agent_runtime.py) -> cache/agent  PyPI
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
 #      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
 #      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
 #   4. Pulumi CLI -> cache/bin, unless `pulumi` is on PATH     Go module proxy (pulumi-go/go.mod)
 #      plus the Python language host and dynamic-provider launchers (see langhost.py)
+#      and AWS's session-manager-plugin (SSH to EC2 hosts through SSM) -> cache/bin  Go module proxy (ssm-plugin/go.mod)
 #   5. Pulumi local file backend -> cache/pulumi-state
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
@@ -77,6 +79,13 @@ if [ -n "$CHECKOUT" ] && git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; the
   git -C "$ROOT" config filter.pulumi-salt.smudge cat
 fi
 
+# 2b. The client hosts' Python packages: wheels at this Python's versions, which roles/dcdrill_agent
+# installs on each client host (the hosts reach no package index) ----------------------------------
+if ! DCDRILL_CACHE="$CACHE" "$PY" -m dcdrill.infra.agent_runtime check; then
+  step "the client hosts' Python packages (wheels from PyPI) -> $CACHE/agent"
+  DCDRILL_CACHE="$CACHE" "$PY" -m dcdrill.infra.agent_runtime download
+fi
+
 # 3. Jars from Maven Central: each <name>-pom.xml's runtime dependencies -> $CACHE/<name>/libs --------
 maven_libs() {
   local pom="$ROOT/infra/toolchain/$1-pom.xml" key
@@ -119,6 +128,22 @@ EOS
 exec "\${DCDRILL_PYTHON:-$PY}" -u -m pulumi.dynamic "\$@"
 EOS
   chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
+fi
+
+# 4b. AWS's session-manager-plugin: ssh reaches an AWS stack's hosts through SSM with it
+# (infra/aws/ssm_tunnel.py). Yours if on PATH; without Go it is left out (only AWS stacks need it,
+# and `dcdrill drill --check` on one names it).
+key=$(cat "$ROOT"/infra/toolchain/ssm-plugin/go.mod "$ROOT"/infra/toolchain/ssm-plugin/go.sum | sha256sum | cut -c1-16)
+if command -v session-manager-plugin >/dev/null; then
+  :
+elif ! command -v go >/dev/null; then
+  step "session-manager-plugin: skipped, no Go here (AWS stacks need it: install Go >= 1.24 and run setup again)"
+elif ! stamp_ok ssm-plugin "$key" || [ ! -x "$CACHE/bin/session-manager-plugin" ]; then
+  step "AWS session-manager-plugin from the Go module proxy -> $CACHE/bin (about 2 min the first time)"
+  with_progress "building the session-manager-plugin" sh -c "cd '$ROOT/infra/toolchain/ssm-plugin' && \
+     GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o '$CACHE/bin/session-manager-plugin' \
+     github.com/aws/session-manager-plugin/src/sessionmanagerplugin-main"
+  stamp ssm-plugin "$key"
 fi
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------

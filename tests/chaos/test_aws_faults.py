@@ -16,7 +16,7 @@ from dcdrill.record import DrillRecord
 
 STACK = "aws-3az-tiebreaker"
 REGION = "eu-west-1"
-BUCKET = "ssm-transfer-0a1b2c3"
+BUCKET = "stack-bucket-0a1b2c3"
 
 
 STACK_TAG = f"dcdrill/{STACK}"  # what the program's providers tag every resource with
@@ -80,7 +80,7 @@ def aws(monkeypatch, tmp_path):
         twin = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]  # another stack, identical tags
         ids, subnets = _build_stack(ec2, t, ours)
         twin_ids, twin_subnets = _build_stack(ec2, t, twin, stack_tag="dcdrill/another-stack")
-        boto3.client("s3", region_name=REGION).create_bucket(  # the stack's transfer bucket
+        boto3.client("s3", region_name=REGION).create_bucket(  # the stack's bucket
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET,
                              stack_tag=STACK_TAG)
@@ -236,12 +236,48 @@ def test_unknown_dc_is_refused(aws):
         actions.kill_dc("dc-z", configuration=cfg)
 
 
-def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
+def _host_access_calls(monkeypatch) -> None:
+    """ssh's tunnel to a host (infra/aws/ssm_tunnel.py), its calls recorded as the driver's are:
+    the control's key handed to the host, the session started, and ended at once since no plugin
+    is there to carry it (Stubber: the requests checked against the services' models)."""
+    from botocore.stub import Stubber
+
+    from dcdrill.infra.aws import ssm_tunnel
+
+    real = boto3.client
+    stubs = {}
+
+    def stubbed(name, region_name):
+        client = real(name, region_name=region_name)
+        prefix = client.meta.service_model.signing_name
+        # before-parameter-build: a Stubber answers at before-call, ahead of any other handler there
+        client.meta.events.register("before-parameter-build", lambda model, **kw: CALLS.add(f"{prefix}:{model.name}"))
+        stubs[name] = Stubber(client)
+        if name == "ssm":
+            stubs[name].add_response("start_session", {"SessionId": "s-1", "TokenValue": "t", "StreamUrl": "wss://x"})
+            stubs[name].add_response("terminate_session", {"SessionId": "s-1"})
+        else:
+            stubs[name].add_response("send_ssh_public_key", {"RequestId": "r-1", "Success": True})
+        stubs[name].activate()
+        return client
+
+    monkeypatch.setattr(boto3, "client", stubbed)
+    monkeypatch.setattr(ssm_tunnel, "plugin", lambda: None)
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIsUhzzt8dkOa3BIFeC8OkAn6rGyW8AvTqPYlM77nv6q control"
+    with pytest.raises(FileNotFoundError):
+        ssm_tunnel.open_session("i-0123456789abcdef0", 22, "dcdrill", key, REGION)
+    monkeypatch.setattr(boto3, "client", real)
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+
+
+def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkeypatch):
     """infra/aws/fault-driver-policy.json: least privilege, checked against the calls every fault
-    and its heal make (recorded from boto3 as they leave it)."""
+    and its heal make, and host access's (recorded from boto3 as they leave it)."""
     CALLS.clear()
     test_every_fault_and_its_heal_leave_the_account_as_before(aws)
     test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws)
+    _host_access_calls(monkeypatch)
     from dcdrill.infra.aws import iam
 
     policy = iam.fault_driver_policy(STACK_TAG)
@@ -252,11 +288,13 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws):
         allowed |= {st["Action"]} if isinstance(st["Action"], str) else set(st["Action"])
         if st["Resource"] == "*":  # only reads may name every resource
             assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in st["Action"]), st["Sid"]
-        elif "ec2:" in json.dumps(st["Resource"]) or st["Action"] == "ssm:SendCommand" and "instance" in st["Resource"]:
-            # every change to EC2 (and every command on an instance) is on this stack's tagged resources only
+        elif "instance/" in json.dumps(st["Resource"]) or "ec2:" in json.dumps(st["Resource"]):
+            # every change to EC2 (every command, key and session on an instance) is on this stack's
+            # tagged resources only
             assert STACK_TAG in json.dumps(st.get("Condition")), st["Sid"]
-    # Tags given at creation need ec2:CreateTags, which boto3 does not call by name.
-    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set())
+    # Tags given at creation need ec2:CreateTags, which boto3 does not call by name; the plugin
+    # (Go, not boto3) resumes a session whose stream dropped.
+    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set()) | {"ssm:ResumeSession"}
     assert called == allowed, (sorted(called - allowed), sorted(allowed - called))
 
 

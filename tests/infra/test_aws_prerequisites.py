@@ -14,21 +14,28 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 @pytest.fixture
 def bare(tmp_path, monkeypatch):
-    """No collection, no plugin, no credentials: an empty collections path, PATH without the
-    plugin, HOME without an AWS profile."""
+    """No plugin, no credentials: PATH without the plugin, a cache setup has not filled, HOME
+    without an AWS profile."""
     for key in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
     return tmp_path
 
 
-def test_a_bare_control_lacks_all_three(bare):
+def test_a_bare_control_lacks_both(bare):
     lacking = prerequisites.missing()
-    assert [m.split(" (")[0] for m in lacking] == [
-        "Ansible's `amazon.aws` collection", "AWS's session-manager-plugin on PATH", "AWS credentials"]
-    assert "ansible-galaxy collection install amazon.aws" in lacking[0]
+    assert [m.split(" (")[0] for m in lacking] == ["AWS's session-manager-plugin", "AWS credentials"]
+    assert "`dcdrill setup` builds it" in lacking[0]
+
+
+def test_the_plugin_setup_built_counts(bare):
+    built = bare / "cache" / "bin" / "session-manager-plugin"
+    built.parent.mkdir(parents=True)
+    built.write_text("#!/bin/sh\n")
+    built.chmod(0o755)
+    assert [m.split(" (")[0] for m in prerequisites.missing()] == ["AWS credentials"]
 
 
 def test_each_piece_once_there_is_no_longer_named(aws_control, monkeypatch):
@@ -41,4 +48,5 @@ def test_check_on_an_aws_stack_exits_2_naming_them(bare):
     res = subprocess.run(DCDRILL + ["drill", "--stack", "aws-3az-tiebreaker", "--experiment", "kill-dc", "--check"],
                          capture_output=True, text=True, timeout=120, env={**os.environ})
     assert res.returncode == 2, res.stdout + res.stderr
-    assert "cannot drive an AWS stack yet" in res.stderr and "amazon.aws" in res.stderr and "credentials" in res.stderr
+    assert "cannot drive an AWS stack yet" in res.stderr and "session-manager-plugin" in res.stderr \
+        and "credentials" in res.stderr

@@ -23,7 +23,7 @@ class Mocks(pulumi.runtime.Mocks):
         if args.typ == "aws:route53/zone:Zone":
             outs["zoneId"] = "Z123"
         if args.typ == "aws:s3/bucket:Bucket":
-            outs["bucket"] = "ssm-transfer-bucket"
+            outs["bucket"] = "stack-bucket"
         self.resources.append(args)
         return [f"{args.name}-id", outs]
 
@@ -77,10 +77,16 @@ def test_stack_builds_as_described(name):
     assert len(zone.inputs["vpcs"]) == len(plan.regions(t))  # the private zone spans every VPC
     assert len(mocks.of("aws:ec2/vpc:Vpc")) == len(plan.regions(t))
     assert len(mocks.of("aws:ec2/subnet:Subnet")) == len(t.datacenters)
-    # inventory: same schema as the lab, SSM connection, instance ids as hosts
+    # inventory: same schema as the lab, ssh as the lab's login user (through SSM: the control adds
+    # the tunnel, tests/infra/test_ssm_tunnel.py), instance ids as hosts, each host's region
     b1 = inv["all"]["children"]["kafka_broker"]["hosts"][f"b1.dc-a.{t.domain}"]
-    assert b1["ansible_connection"] == "amazon.aws.aws_ssm" and b1["ansible_host"].endswith("-id")
+    assert inv["all"]["vars"]["ansible_connection"] == "ssh" and inv["all"]["vars"]["ansible_user"] == "dcdrill"
+    assert b1["ansible_host"].endswith("-id") and b1["aws_region"] == t.dc("dc-a").region
     assert b1["rack"] == "dc-a" and inv["all"]["vars"]["service_manager"] == "systemd"
+    # every instance gets the login user; only the client hosts get the agents' Python
+    assert all("useradd --create-home --shell /bin/bash dcdrill" in i.inputs["userData"] for i in instances)
+    agents = {n for g in inv["all"]["children"].values() for n, hv in g["hosts"].items() if "dcdrill_agent_dir" in hv}
+    assert agents == {h.name for h in t.hosts() if h.role == "client"}
 
 
 def test_two_regions_are_peered_with_routes_both_ways():
@@ -168,7 +174,7 @@ def test_overlapping_vpc_cidrs_are_refused():
 @pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker"])
 def test_deployable_and_locked_down(name):
     """Private hosts reach SSM and S3 through endpoints (no NAT, no internet gateway), every disk
-    is encrypted, the transfer bucket is private and encrypted, and the stack is secured like
+    is encrypted, the stack's bucket is private and encrypted, and the stack is secured like
     `local`: TLS, SCRAM, ACLs, and a locked-down ZooKeeper."""
     mocks, t, inv = run_program(name)
     assert t.tls and t.sasl and t.acls and inv["all"]["vars"]["zookeeper_secure"] is True
@@ -225,8 +231,8 @@ def test_replicated_stack_builds_both_clusters_and_mirrormaker():
     assert set(west["vars"]["aws_subnet_ids"]) == {"dc-a", "dc-b"}
     mirrors = outs["mirrors"]["all"]
     [(name, mm_vars)] = mirrors["children"]["kafka_mirror"]["hosts"].items()
-    assert name == "mm1.dc-b.dcdrill.internal" and mm_vars["ansible_connection"] == "amazon.aws.aws_ssm"
-    assert mm_vars["ansible_aws_ssm_region"] == "eu-central-1" and mm_vars["ansible_host"].endswith("-id")
+    assert name == "mm1.dc-b.dcdrill.internal" and mirrors["vars"]["ansible_connection"] == "ssh"
+    assert mm_vars["aws_region"] == "eu-central-1" and mm_vars["ansible_host"].endswith("-id")
     assert mm_vars["kafka_mirror_flows"] == [{"source": "east", "target": "west"}]
     assert mm_vars["kafka_mirror_replication_factor"] == 3
     assert mirrors["vars"]["service_manager"] == "systemd" and mirrors["vars"]["java_kafka_libs_folder"] == "kafka4"
@@ -268,7 +274,8 @@ def test_the_image_stays_and_data_volumes_go_with_the_stack_unless_kept(monkeypa
     run_program("aws-3az", patch)
     assert seen["instance"] and all("ami" in (o.ignore_changes or []) for o in seen["instance"])
     assert seen["volume"] and all(bool(o.retain_on_delete) is keep for o in seen["volume"])
-    script = hosts.USER_DATA
+    script = hosts.user_data("kafka_broker")
+    assert hosts.DATA_LABEL not in hosts.user_data("client")
     assert f"mkfs.ext4 -q -L {hosts.DATA_LABEL}" in script and f"LABEL={hosts.DATA_LABEL} /var/lib/dcdrill" in script
     assert "sleep 5" in script and "/dev/nvme" not in script
 

@@ -1,6 +1,6 @@
 """Observers run as agents on client hosts, reached through host access (infra/hostaccess.py,
 infra/agent.py); the control never dials the cluster. What needs no lab: the command's shape,
-the choice of host, the AWS refusal and an agent that ends with its session. The lab tests run
+the choice of host, a refused connection and an agent that ends with its session. The lab tests run
 every status, health check and coordination watch through them."""
 import json
 import subprocess
@@ -14,9 +14,10 @@ from dcdrill.infra.inventory import Inventory
 
 def inventory(connection: dict | None = None) -> Inventory:
     """A one-broker cluster on loopback (127.0.0.1 refuses every port here: nothing is sent away)."""
-    host = lambda role_id, dc, i: {"dc": dc, role_id: i, "ansible_host": f"dcd-x{i}", "ansible_ssh_extra_args": f"-o HostName=10.77.{i}.13"}
+    host = lambda role_id, dc, i: {"dc": dc, role_id: i, "ansible_host": f"dcd-x{i}", "ansible_ssh_extra_args": f"-o HostName=10.77.{i}.13",
+                                   **({"dcdrill_agent_dir": f"/lab/hosts/c{i}/agent"} if role_id == "client_id" else {})}
     return Inventory({"all": {"vars": {"cluster_name": "t", "kafka_coordination": "zookeeper", "kafka_tls": False,
-                                       "kafka_sasl": False, "ansible_user": "dcdrill", "lab_service_python": "/venv/python",
+                                       "kafka_sasl": False, "ansible_user": "dcdrill",
                                        "ansible_ssh_private_key_file": "/lab/ssh/id_ed25519",
                                        "ansible_ssh_common_args": "-o LogLevel=ERROR", **(connection or {})},
                               "children": {"kafka_broker": {"hosts": {"127.0.0.1": host("broker_id", "dc-a", 1)}},
@@ -29,7 +30,14 @@ def test_an_agent_is_started_through_ssh_as_the_login_user_and_becomes_root():
     inv = inventory()
     argv = hostaccess.agent_command(inv, inv.clients[0], "cluster_status")
     assert argv[0] == "ssh" and "dcdrill@dcd-x1" in argv and "HostName=10.77.1.13" in argv
-    assert argv[-1] == "sudo -n /venv/python -m dcdrill.infra.agent cluster_status"
+    # the host's own Python (roles/dcdrill_agent), never the control's
+    assert argv[-1] == "sudo -n /lab/hosts/c1/agent/venv/bin/python -m dcdrill.infra.agent cluster_status"
+
+
+def test_only_a_client_host_runs_agents():
+    inv = inventory()
+    with pytest.raises(hostaccess.HostAccessUnavailable, match="not a client host"):
+        hostaccess.agent_command(inv, inv.brokers[0], "cluster_status")
 
 
 def test_observers_avoid_the_drills_target_dc():
@@ -38,9 +46,9 @@ def test_observers_avoid_the_drills_target_dc():
     assert [h.name for h in hostaccess.observers(inv, avoid_dc="dc-a")] == ["c2.dc-b.lab", "c1.dc-a.lab"]
 
 
-def test_an_aws_stack_says_its_agents_are_not_built_rather_than_dial_from_the_runner():
+def test_a_connection_other_than_ssh_is_refused_naming_it():
     inv = inventory({"ansible_connection": "amazon.aws.aws_ssm"})
-    with pytest.raises(hostaccess.HostAccessUnavailable, match="amazon.aws.aws_ssm agents are not built yet"):
+    with pytest.raises(hostaccess.HostAccessUnavailable, match="not amazon.aws.aws_ssm"):
         hostaccess.call(inv, "cluster_status")
 
 

@@ -202,7 +202,11 @@ def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_pa
     from dcdrill.infra import ansible
     from dcdrill.infra.inventory import Inventory
 
+    from dcdrill.infra import agent_runtime
+
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
+    agent_runtime.wheels_dir(tmp_path).mkdir(parents=True)  # what setup downloads; nothing installs them here
+    (agent_runtime.wheels_dir(tmp_path) / ".complete").write_text("")
     d = stack.load_deployment("local-replicated")
     outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
     written = {}
