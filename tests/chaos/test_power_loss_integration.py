@@ -32,6 +32,11 @@ def _recovered(lab, dc: str) -> list[str]:
     return out
 
 
+# A lab of its own (FUSE disks under every data root): its bring-up and this drill took 4.2 min of
+# CI, whose 45 minutes the SSM plugin's build in setup now shares; the disks' cut is tested
+# without a lab (tests/infra/test_lab_disk.py) and a kill-dc drill on `local` runs in CI.
+@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 4 min): "
+                    "DCDRILL_SLOW_LABS=1 runs it")
 def test_a_kill_of_the_dc_loses_no_acknowledged_record(power_loss_lab, tmp_path):
     run = tmp_path / "kill"
     # Held past the failover (ZooKeeper session 18 s + request timeout 10 s): writes go on without dc-a.

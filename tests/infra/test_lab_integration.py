@@ -215,6 +215,20 @@ def test_hosts_admit_only_the_unprivileged_login_which_becomes_root(lab):
     assert subprocess.run(["getent", "hosts", host.address], capture_output=True).returncode != 0
 
 
+def test_agents_run_on_each_client_hosts_own_python(lab):
+    """roles/dcdrill_agent: every client host has its own virtualenv, with dcdrill's modules and the
+    packages they import installed there from what the control sent, as on an EC2 host; nothing
+    an agent runs comes from the control's Python."""
+    for host in lab.clients:
+        where = hostaccess.run(lab, host, [
+            f"{host.vars['dcdrill_agent_dir']}/venv/bin/python", "-c",
+            "import json, sys, dcdrill.infra.agent, confluent_kafka, kafka, pydantic; "
+            "print(json.dumps([sys.prefix, dcdrill.__file__, confluent_kafka.__file__, kafka.__file__, pydantic.__file__]))"])
+        paths = json.loads(where)
+        assert all(p.startswith(host.vars["dcdrill_agent_dir"] + "/") for p in paths), (host.name, paths)
+        assert not any(p.startswith(sys.prefix + "/") for p in paths), paths  # the control's virtualenv
+
+
 def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
     # The lab enforces the table AWS's security groups are rendered from (infra/flows.py): a flow
     # the code uses but the table lacks is dropped here as it would be there.
