@@ -105,3 +105,23 @@ def test_every_action_is_pinned_by_its_commit():
 
     uses = re.findall(r"uses:\s*(\S+)", (RECIPES / "github-actions.yml").read_text())
     assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+
+
+def test_the_github_workflow_drills_an_aws_stack_with_only_an_oidc_role():
+    """issue 40: from a hosted runner with no route into the VPC: the role comes from GitHub's OIDC
+    token (no stored keys), the drill runs without sudo (which would drop the credentials), and
+    the stack's state lives in the user's backend, not on the runner."""
+    wf = yaml.safe_load((RECIPES / "github-actions.yml").read_text())
+    assert wf["permissions"]["id-token"] == "write"
+    job = wf["jobs"]["drill"]
+    steps = job["steps"]
+    creds = next(s for s in steps if s.get("uses", "").startswith("aws-actions/configure-aws-credentials@"))
+    assert creds["if"] == "startsWith(env.STACK, 'aws-')" and "vars.DCDRILL_AWS_ROLE" in creds["with"]["role-to-assume"]
+    assert not any(k in creds["with"] for k in ("aws-access-key-id", "aws-secret-access-key"))
+    drill = next(s for s in steps if s.get("name") == "Drill")["run"]
+    aws_branch = next(line for line in drill.splitlines() if line.strip().startswith("aws-*)"))
+    assert "sudo" not in aws_branch and "dcdrill drill --stack" in aws_branch
+    assert "DCDRILL_PULUMI_BACKEND" in job["env"]["PULUMI_BACKEND_URL"]
+    down = next(s for s in steps if s.get("name", "").startswith("Tear the stack down"))
+    assert down["if"] == "always()" and '[ "$KEEP_UP" = true ] ||' in down["run"]
+    assert steps.index(creds) < steps.index(next(s for s in steps if s.get("name") == "Drill"))
