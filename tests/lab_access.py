@@ -15,11 +15,25 @@ def in_client(lab, dc: str, code: str, *args: str, timeout: float = 120) -> subp
 DIAL = ("import socket, sys\n"
         "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.5).close(); print('open')\n"
         "except ConnectionRefusedError: print('refused')\n"
+        "except socket.gaierror: print('unresolved')\n"
         "except OSError: print('dropped')\n")
 
 
+def lab_address(name: str) -> str:
+    """A lab host's address, from the lab's own hosts file: the names resolve on the lab's hosts
+    only, as a VPC's private zone does, never on the control."""
+    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.lab import layout
+
+    for line in (layout.lab_dir(cache_dir()) / "hosts.txt").read_text().splitlines():
+        if len(line.split()) >= 2 and line.split()[1] == name:
+            return line.split()[0]
+    raise KeyError(f"{name} is not in the lab's hosts file")
+
+
 def dial(ns: str | None, host: str, port: int) -> str:
-    """open / refused (the packet got through; nothing listens) / dropped (a firewall ate it)."""
+    """open / refused (the packet got through; nothing listens) / dropped (a firewall ate it) /
+    unresolved (the name means nothing where the dial starts)."""
     argv = (["ip", "netns", "exec", ns] if ns else []) + ["python3", "-c", DIAL, host, str(port)]
     return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout.strip()
 
@@ -34,5 +48,6 @@ def cluster_ports_from_the_control(stack: str) -> dict:
     ports = {}
     for f in flows.table(d):
         ports.setdefault(f.target, set()).add(f.port)
-    return {(h.name, port): dial(None, h.name, port) for h in d.hosts() for port in sorted(ports.get(h.role, ()))}
+    # By address: the control resolves no lab name (see lab_address), so a dial by name proves nothing.
+    return {(h.name, port): dial(None, lab_address(h.name), port) for h in d.hosts() for port in sorted(ports.get(h.role, ()))}
 

@@ -247,7 +247,7 @@ def host_address(short: str) -> str | None:
     return out[3].split("/")[0] if len(out) > 3 else None
 
 
-# -- names: the lab's /etc/hosts (shared by every lab namespace) and a block in the machine's -----
+# -- names: the lab's /etc/hosts, shared by every lab namespace and read by nothing else ----------
 def _rewrite_in_place(path: Path, transform) -> None:
     """Rewrite a file keeping its inode: namespaces see it through bind mounts of that inode."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,6 +288,15 @@ def _set_entries(text: str, entries: dict[str, str | None], managed_block: bool)
 
 
 def set_names(entries: dict[str, str | None], hosts_file: Path, machine_hosts: Path = Path("/etc/hosts")) -> None:
-    """Add (ip) or remove (None) lab names, in the lab's shared hosts file and the machine's."""
+    """Add (ip) or remove (None) lab names in the lab's hosts file, which only the lab's hosts read
+    (as only the VPC reads its private zone on AWS): the control resolves none of them. A block an
+    older lab wrote into the machine's own file is taken out."""
     _rewrite_in_place(hosts_file, lambda t: _set_entries(t, entries, managed_block=False))
-    _rewrite_in_place(machine_hosts, lambda t: _set_entries(t, entries, managed_block=True))
+    if machine_hosts.exists() and HOSTS_BEGIN in machine_hosts.read_text():
+        _rewrite_in_place(machine_hosts, lambda t: _set_entries(t, {n: None for n in _block_names(t)}, managed_block=True))
+
+
+def _block_names(text: str) -> list[str]:
+    lines = text.splitlines()
+    block = lines[lines.index(HOSTS_BEGIN) + 1:lines.index(HOSTS_END)]
+    return [ln.split()[1] for ln in block if len(ln.split()) >= 2 and not ln.startswith("#")]

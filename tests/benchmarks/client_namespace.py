@@ -16,3 +16,26 @@ def enter_client_namespace(inventory, dc: str | None = None) -> None:
             raise OSError(ctypes.get_errno(), f"setns into {ns}")
     finally:
         os.close(fd)
+    _resolve_lab_names()
+
+
+def _resolve_lab_names() -> None:
+    """The lab's names resolve on its hosts only (their /etc/hosts is the lab's file); a thread that
+    joined a client's network namespace still reads the control's. Python's clients (kafka-python)
+    look names up through socket.getaddrinfo: answer them from the lab's file, as a host would."""
+    import socket
+
+    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.lab import layout
+
+    if getattr(socket.getaddrinfo, "lab_names", False):
+        return
+    names = {ln.split()[1]: ln.split()[0] for ln in (layout.lab_dir(cache_dir()) / "hosts.txt").read_text().splitlines()
+             if len(ln.split()) >= 2 and not ln.startswith("#")}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        return real(names.get(host, host), *args, **kwargs)
+
+    getaddrinfo.lab_names = True
+    socket.getaddrinfo = getaddrinfo
