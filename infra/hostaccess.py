@@ -39,9 +39,11 @@ def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[s
     if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
         remote = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                   'mount -t tmpfs -o size=64k,mode=0755 not-on-this-host "$0" && exec "$@"', v["lab_control_state"], *remote]
-    if v.get("ansible_connection", "ssh") != "ssh":
-        raise HostAccessUnavailable(f"cluster {v.get('cluster_name')}: host access is ssh (on AWS through SSM), "
-                                    f"not {v.get('ansible_connection')}: write the inventory with `dcdrill lab up`")
+    if v.get("ansible_connection", "ssh") != "ssh" or "ansible_ssh_private_key_file" not in v:
+        # A stack's bare Pulumi outputs, read on a control that never wrote its inventory, name
+        # neither this control's key nor, on AWS, its tunnel (infra/ansible.py adds both).
+        raise HostAccessUnavailable(f"cluster {v.get('cluster_name')}: no ssh access from this control in its "
+                                    f"inventory ({v.get('ansible_connection', 'ssh')}): run `dcdrill lab up` here first")
     return ["ssh", "-i", v["ansible_ssh_private_key_file"], *shlex.split(v.get("ansible_ssh_common_args", "")),
             *shlex.split(host.vars.get("ansible_ssh_extra_args", "")), "-o", "BatchMode=yes",
             "-o", "ConnectTimeout=5", f"{v['ansible_user']}@{host.address}", shlex.join(["sudo", "-n", *remote])]

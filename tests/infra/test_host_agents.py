@@ -46,9 +46,13 @@ def test_observers_avoid_the_drills_target_dc():
     assert [h.name for h in hostaccess.observers(inv, avoid_dc="dc-a")] == ["c2.dc-b.lab", "c1.dc-a.lab"]
 
 
-def test_a_connection_other_than_ssh_is_refused_naming_it():
+def test_a_connection_other_than_ssh_or_without_this_controls_key_is_refused_naming_it():
     inv = inventory({"ansible_connection": "amazon.aws.aws_ssm"})
-    with pytest.raises(hostaccess.HostAccessUnavailable, match="not amazon.aws.aws_ssm"):
+    with pytest.raises(hostaccess.HostAccessUnavailable, match=r"\(amazon.aws.aws_ssm\)"):
+        hostaccess.call(inv, "cluster_status")
+    inv = inventory()  # an AWS stack's outputs as Pulumi left them, never written by `lab up` here
+    del inv.vars["ansible_ssh_private_key_file"]
+    with pytest.raises(hostaccess.HostAccessUnavailable, match="run `dcdrill lab up` here first"):
         hostaccess.call(inv, "cluster_status")
 
 
