@@ -17,7 +17,7 @@ from dcdrill.infra.constants import now_ms, write_json_atomically
 from dcdrill.record.contents import (AGENTS, AUDIT_END, COLLECTED, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
                                     JOURNAL, LEDGERS, MIRROR_EVENTS, MIRROR_WAITS, REPORT, SETTINGS, TOPOLOGY,
                                     checked, parses_as_json, check_audit_end, check_baseline, check_topology, experiment_name,
-                                    merge_faults, parse_agents, parse_collected, parse_coordination, parse_failovers, parse_faults,
+                                    parse_agents, parse_collected, parse_coordination, parse_failovers, parse_faults,
                                     parse_mirror_events, parse_mirror_waits)
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
