@@ -38,10 +38,14 @@ def wheels_dir(cache: Path) -> Path:
     return cache / "agent" / f"wheels-{key}"
 
 
+def downloaded(cache: Path) -> bool:
+    return (wheels_dir(cache) / ".complete").exists()
+
+
 def download(cache: Path) -> Path:
     """The wheels into the cache, once per set of versions (PyPI, as setup's other Python steps)."""
     out = wheels_dir(cache)
-    if (out / ".complete").exists():
+    if downloaded(cache):
         return out
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
@@ -81,11 +85,11 @@ def bundle(cache: Path) -> Path:
 
 def inventory_vars(cache: Path) -> dict:
     """What roles/dcdrill_agent copies to the client hosts (files on this control)."""
-    wheels = wheels_dir(cache)
-    if not (wheels / ".complete").exists():
-        raise FileNotFoundError(f"the client hosts' Python packages are not in {wheels}: run `dcdrill setup` "
-                                "(or `make setup` in a checkout)")
-    return {"dcdrill_agent_wheels": str(wheels), "dcdrill_agent_bundle": str(bundle(cache))}
+    if not downloaded(cache):
+        raise FileNotFoundError(f"the client hosts' Python packages are not in {wheels_dir(cache)}: run "
+                                "`dcdrill setup` (or `make setup` in a checkout)")
+    return {"dcdrill_agent_wheels": str(wheels_dir(cache)), "dcdrill_agent_bundle": str(bundle(cache)),
+            "dcdrill_agent_python_version": PYTHON_VERSION}  # the Python the wheels are for
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     from dcdrill.infra.constants import cache_dir
 
     if argv == ["check"]:
-        return 0 if (wheels_dir(cache_dir()) / ".complete").exists() else 1
+        return 0 if downloaded(cache_dir()) else 1
     print(download(cache_dir()))
     return 0
 

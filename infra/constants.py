@@ -32,11 +32,12 @@ def kafka_release(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-# The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
-# consumers form this group. The ACL rules check that the workload's user may use both.
 # The hosts' login user on both backends: unprivileged, it `become`s root through sudo (the lab's
 # infra/lab/sshd.py makes it; an AWS host's user data does, infra/aws/hosts.py).
 LOGIN_USER = "dcdrill"
+
+# The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
+# consumers form this group. The ACL rules check that the workload's user may use both.
 CANARY_TOPIC = "dcdrill-canary"
 WORKLOAD_GROUP = "dcdrill-verifier"
 DRILL_TOPIC_PREFIX = "dcdrill-"

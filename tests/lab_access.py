@@ -23,12 +23,9 @@ def lab_address(name: str) -> str:
     """A lab host's address, from the lab's own hosts file: the names resolve on the lab's hosts
     only, as a VPC's private zone does, never on the control."""
     from dcdrill.infra.constants import cache_dir
-    from dcdrill.infra.lab import layout
+    from dcdrill.infra.lab import layout, netns
 
-    for line in (layout.lab_dir(cache_dir()) / "hosts.txt").read_text().splitlines():
-        if len(line.split()) >= 2 and line.split()[1] == name:
-            return line.split()[0]
-    raise KeyError(f"{name} is not in the lab's hosts file")
+    return netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())[name]
 
 
 def dial(ns: str | None, host: str, port: int) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 ROUTER = "dcd-router"
 MGMT_DEV = "dcd-mgmt"
 NS_PREFIX = "dcd-"
+# The block older labs wrote into the machine's /etc/hosts (set_names takes it out).
 HOSTS_BEGIN = "# BEGIN dcdrill lab (managed by pulumi; removed by pulumi destroy)"
 HOSTS_END = "# END dcdrill lab"
 
@@ -260,43 +261,36 @@ def _rewrite_in_place(path: Path, transform) -> None:
         f.truncate()
 
 
-def _set_entries(text: str, entries: dict[str, str | None], managed_block: bool) -> str:
-    lines = text.splitlines()
-    if managed_block:
-        if HOSTS_BEGIN in lines:
-            b, e = lines.index(HOSTS_BEGIN), lines.index(HOSTS_END)
-            head, block, tail = lines[:b], lines[b + 1:e], lines[e + 1:]
-        else:
-            head, block, tail = lines, [], []
-    else:
-        head, block, tail = [], lines, []
-    current = {ln.split()[1]: ln.split()[0] for ln in block if len(ln.split()) >= 2 and not ln.startswith("#")}
+def names(text: str) -> dict[str, str]:
+    """A hosts file's {name: address} (each line's first name; the short alias is derived)."""
+    return {ln.split()[1]: ln.split()[0] for ln in text.splitlines() if len(ln.split()) >= 2 and not ln.startswith("#")}
+
+
+def _set_entries(text: str, entries: dict[str, str | None]) -> str:
+    current = {name: ip for name, ip in names(text).items() if name != "localhost"}
     for name, ip in entries.items():
         if ip is None:
             current.pop(name, None)
         else:
             current[name] = ip
+    # Every namespace shares the machine's hostname (no UTS namespace); it names loopback, as on
+    # Debian, so sudo (the login user's become) resolves it.
+    loopback = f"127.0.0.1\tlocalhost {socket.gethostname()}"
     body = [f"{ip}\t{name} {name.split('.')[0]}" for name, ip in sorted(current.items())]
-    if managed_block:
-        out = head + ([HOSTS_BEGIN, *body, HOSTS_END] if body else []) + tail
-    else:
-        # Every namespace shares the machine's hostname (no UTS namespace); it names loopback, as on
-        # Debian, so sudo (the login user's become) resolves it.
-        loopback = f"127.0.0.1\tlocalhost {socket.gethostname()}"
-        out = [loopback, *[b for b in body if "localhost" not in b]]
-    return "\n".join(out) + "\n"
+    return "\n".join([loopback, *body]) + "\n"
+
+
+def _without_block(text: str) -> str:
+    """The machine's hosts file without the block an older lab wrote into it."""
+    lines = text.splitlines()
+    b, e = lines.index(HOSTS_BEGIN), lines.index(HOSTS_END)
+    return "\n".join(lines[:b] + lines[e + 1:]) + "\n"
 
 
 def set_names(entries: dict[str, str | None], hosts_file: Path, machine_hosts: Path = Path("/etc/hosts")) -> None:
     """Add (ip) or remove (None) lab names in the lab's hosts file, which only the lab's hosts read
     (as only the VPC reads its private zone on AWS): the control resolves none of them. A block an
     older lab wrote into the machine's own file is taken out."""
-    _rewrite_in_place(hosts_file, lambda t: _set_entries(t, entries, managed_block=False))
+    _rewrite_in_place(hosts_file, lambda t: _set_entries(t, entries))
     if machine_hosts.exists() and HOSTS_BEGIN in machine_hosts.read_text():
-        _rewrite_in_place(machine_hosts, lambda t: _set_entries(t, {n: None for n in _block_names(t)}, managed_block=True))
-
-
-def _block_names(text: str) -> list[str]:
-    lines = text.splitlines()
-    block = lines[lines.index(HOSTS_BEGIN) + 1:lines.index(HOSTS_END)]
-    return [ln.split()[1] for ln in block if len(ln.split()) >= 2 and not ln.startswith("#")]
+        _rewrite_in_place(machine_hosts, _without_block)

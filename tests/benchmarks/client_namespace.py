@@ -26,12 +26,11 @@ def _resolve_lab_names() -> None:
     import socket
 
     from dcdrill.infra.constants import cache_dir
-    from dcdrill.infra.lab import layout
+    from dcdrill.infra.lab import layout, netns
 
     if getattr(socket.getaddrinfo, "lab_names", False):
         return
-    names = {ln.split()[1]: ln.split()[0] for ln in (layout.lab_dir(cache_dir()) / "hosts.txt").read_text().splitlines()
-             if len(ln.split()) >= 2 and not ln.startswith("#")}
+    names = netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())
     real = socket.getaddrinfo
 
     def getaddrinfo(host, *args, **kwargs):
