@@ -12,7 +12,7 @@ from chaoslib.exceptions import ActivityFailed
 
 from dcdrill.chaos import context
 from dcdrill.chaos.faults import recovery
-from dcdrill.chaos.faults.driver import FaultDriver, Undo
+from dcdrill.chaos.faults.driver import HEAL_GRACE_S, FaultDriver, Undo
 from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
@@ -32,7 +32,11 @@ def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriv
     """The stack's fault driver; `secrets`: the experiment's `aws` secrets (the AWS driver's
     credentials; empty values leave boto3's own chain)."""
     rd = (configuration or {}).get("run_dir")  # a probe may ask with no drill record at all
-    return recovery.stack_driver(context.stack_name(configuration), DrillRecord(rd) if rd else None, secrets)
+    d = recovery.stack_driver(context.stack_name(configuration), DrillRecord(rd) if rd else None, secrets)
+    hold = (configuration or {}).get("hold_s")
+    if hold is not None:  # the drill heals after its hold: a backend that can, undoes the fault itself later
+        d.fault_limit_s = float(hold) + HEAL_GRACE_S
+    return d
 
 
 def isr_snapshot(configuration) -> dict | None:

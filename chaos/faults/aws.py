@@ -3,10 +3,12 @@ inventory: instance ids as ansible_host, subnets in aws_subnet_ids); their tags 
 are a second check, never the only one, so another stack with the same tags is never touched.
 
 - kill a DC: every service SIGKILLed through SSM (the OS keeps its page cache, as on the lab);
-  stop a DC: StopInstances (a clean shutdown); power loss: StopInstances with SkipOsShutdown.
-- isolate a DC: its subnet moves onto a network ACL of its own. NACLs are stateless, so one
-  direction can be cut: `both` denies everything, `ingress` allows only outbound traffic,
-  `egress` only inbound.
+  stop a DC: FIS's stop-instances (a clean shutdown), which FIS undoes by itself after the
+  drill's hold and a grace (chaos/faults/aws_fis.py); power loss: StopInstances with
+  SkipOsShutdown, which FIS cannot do.
+- isolate a DC both ways: FIS's disrupt-connectivity on its subnet, undone by FIS in the same way.
+  One way only (FIS cannot): its subnet moves onto a network ACL of the driver's own. NACLs are
+  stateless, so `ingress` allows only outbound traffic, `egress` only inbound.
 - degrade a link: `tc netem` on the hosts of both DCs, for traffic to the other DC's subnet,
   through SSM Run Command (AWS-RunShellScript), every instance's result read; heal deletes that
   qdisc the same way.
@@ -21,11 +23,13 @@ from __future__ import annotations
 import shlex
 import time
 
+from dcdrill.chaos.faults import aws_fis
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from dcdrill.infra.aws.backend import given_credentials
 from dcdrill.infra.aws.plan import STACK_TAG
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
+from dcdrill.record.contents import ISOLATE_DC, STOP_DC
 
 RUN_SHELL = "AWS-RunShellScript"
 COMMENT = "dcdrill fault"
@@ -131,14 +135,6 @@ class AwsFaults(FaultDriver):
         return sn
 
     # -- processes ----------------------------------------------------------------------------
-    def _stop(self, dc: str, force: bool, undo: Undo, skip_os_shutdown: bool = False) -> dict:
-        ids = self._owned_instances(dc)
-        undo.add(region=self._region(dc), start=ids)
-        ec2 = self._client("ec2", self._region(dc))
-        ec2.stop_instances(InstanceIds=ids, Force=force, **({"SkipOsShutdown": True} if skip_os_shutdown else {}))
-        ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
-        return {"instances": ids}
-
     def kill_dc(self, dc: str, undo: Undo) -> dict:
         """SIGKILL every service of the DC through SSM, as the lab does: a forced StopInstances
         still lets the OS shut down, and Kafka with it, cleanly."""
@@ -148,11 +144,36 @@ class AwsFaults(FaultDriver):
         return {"instances": ids}
 
     def stop_dc(self, dc: str, undo: Undo) -> dict:
-        return self._stop(dc, False, undo)
+        ids, region = self._owned_instances(dc), self._region(dc)
+        sn = self._owned_subnet(dc)
+        ec2 = self._client("ec2", region)
+        arns = [f"arn:{ec2.meta.partition}:ec2:{region}:{sn['OwnerId']}:instance/{i}" for i in ids]
+        # If FIS fails to start them again, heal does (start: noted first).
+        exp = self._through_fis(region, STOP_DC, undo, aws_fis.stop_instances(arns, self.fault_limit_s), start=ids)
+        ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
+        return {"instances": ids, "fis_experiment": exp}
+
+    def _through_fis(self, region: str, fault: str, undo: Undo, targets_action: tuple[dict, dict], **noted) -> str:
+        """Run one fault as an FIS experiment of its own. Its token is noted before anything
+        exists, so heal finds the template and its experiment whatever step a crash stopped at."""
+        role = self.inventory.vars.get("aws_fis_role_arn", "")
+        if not role.startswith("arn:"):
+            raise ValueError("the stack's outputs name no FIS role (aws_fis_role_arn): run "
+                             "`dcdrill lab up` again, so that `pulumi up` creates it")
+        token = aws_fis.new_token()
+        undo.add(region=region, fis=[token], **noted)
+        request = aws_fis.template(fault, token, role, self._stack_tag, *targets_action)
+        return aws_fis.start(self._client("fis", region), request)
 
     def power_loss(self, dc: str, undo: Undo) -> dict:
-        """Without SkipOsShutdown, even a forced stop lets the OS shut down and flush its page cache."""
-        return self._stop(dc, True, undo, skip_os_shutdown=True)
+        """Without SkipOsShutdown, even a forced stop lets the OS shut down and flush its page
+        cache. FIS's stop-instances has no such option: the driver stops them itself."""
+        ids = self._owned_instances(dc)
+        undo.add(region=self._region(dc), start=ids)
+        ec2 = self._client("ec2", self._region(dc))
+        ec2.stop_instances(InstanceIds=ids, Force=True, SkipOsShutdown=True)
+        ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
+        return {"instances": ids}
 
     def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> str:
         """Run a shell script on one instance through SSM and wait for it; its output, or raise if it fails."""
@@ -218,6 +239,12 @@ class AwsFaults(FaultDriver):
         sn = self._owned_subnet(dc)
         ec2 = self._client("ec2", region)
         original = self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"]
+        if direction == "both":
+            # If FIS fails to put the subnet back on its own ACL, heal does (isolations: noted first).
+            iso = {"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}
+            exp = self._through_fis(region, ISOLATE_DC, undo, aws_fis.disrupt_subnet(sn["SubnetArn"], self.fault_limit_s),
+                                    isolations=[iso])
+            return {"direction": direction, "subnet": sn["SubnetId"], "fis_experiment": exp}
         # Noted before the first change: heal puts this ACL back and deletes every isolation ACL
         # made for the subnet (found by its tags), whatever step a crash stopped at.
         undo.add(region=region, isolations=[{"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}])
@@ -226,11 +253,9 @@ class AwsFaults(FaultDriver):
             {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]},
             *([{"Key": STACK_TAG, "Value": self._stack_tag}] if self._stack_tag else [])]}],
         )["NetworkAcl"]["NetworkAclId"]
-        # A new NACL denies everything both ways; a one-way cut allows the other direction back.
-        allowed = {"both": (), "ingress": (True,), "egress": (False,)}[direction]
-        for egress in allowed:
-            ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="-1", RuleAction="allow",
-                                         Egress=egress, CidrBlock="0.0.0.0/0")
+        # A new NACL denies everything both ways: a one-way cut allows the other direction back.
+        ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="-1", RuleAction="allow",
+                                     Egress=direction == "ingress", CidrBlock="0.0.0.0/0")
         self._associate(ec2, sn["SubnetId"], acl)
         return {"direction": direction, "subnet": sn["SubnetId"], "acl": acl}
 
@@ -266,7 +291,10 @@ class AwsFaults(FaultDriver):
         return {"sides": sorted(sides)}
 
     def undo(self, undo: dict) -> None:
-        """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next."""
+        """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next.
+        FIS's experiments end first: their own undo runs, and what it left is put back after."""
+        for token in undo.get("fis") or []:
+            aws_fis.end(self._client("fis", undo["region"]), token)
         for m in undo.get("mirrors") or []:
             self._run(undo["region"], m["instance"], f"starting MirrorMaker 2 on {m['host']}", START_MIRROR)
         if undo.get("services"):

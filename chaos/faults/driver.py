@@ -15,6 +15,8 @@ from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.topology import Topology
 
 DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
+FAULT_LIMIT_S = 1800.0  # a fault's limit when the experiment names no hold (a plain `chaos run`)
+HEAL_GRACE_S = 300.0  # beyond the hold: the drill's heal comes first, even on a slow runner
 
 
 def mirror_log_files(data_root: str) -> list[str]:
@@ -52,6 +54,9 @@ class FaultDriver(ABC):
         MirrorMaker 2's: infra.inventory.merged)."""
         self.topology, self.inventory, self.backend = topology, inventory, backend
         self.credentials: dict = {}  # the experiment's `aws` secrets, when given (chaos.faults.actions.driver)
+        # How long a fault may last if heal never comes: a backend that can (AWS, through FIS)
+        # undoes it by itself after that. chaos.faults.actions.driver sets it from the drill's hold.
+        self.fault_limit_s: float = FAULT_LIMIT_S
 
     @abstractmethod
     def kill_dc(self, dc: str, undo: Undo) -> dict:

@@ -134,7 +134,8 @@ def connection_vars(region: str) -> dict:
 
 def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
               bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-              stack: Deployment | None = None, stack_tag: str | None = None) -> inv.Inventory:
+              stack: Deployment | None = None, stack_tag: str | None = None,
+              fis_role: str | None = None) -> inv.Inventory:
     """One cluster's, in the same schema as the lab's; offline (`dcdrill plan`) instance and subnet
     ids are placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
     instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made;
@@ -143,7 +144,7 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
     ids = instance_ids or _placeholder_ids(whole)
     host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone,
                           **({"dcdrill_agent_dir": AGENT_DIR} if h.role == "client" else {})} for h in t.hosts()}
-    extra = {**_shared(whole, bucket, subnet_ids, stack_tag), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    extra = {**_shared(whole, bucket, subnet_ids, stack_tag, fis_role), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
     if stack is not None and stack.replicated:
         extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
     return inv.build(t, ids, CONNECTION, extra, host_vars)
@@ -151,27 +152,30 @@ def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = N
 
 def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
                      bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-                     stack_tag: str | None = None) -> inv.Inventory:
+                     stack_tag: str | None = None, fis_role: str | None = None) -> inv.Inventory:
     """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (Deployment.mirror_kafka_version)."""
     ids = instance_ids or _placeholder_ids(d)
     hosts = [h for h, _ in d.mirror_hosts()]
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
-    extra = {**_shared(d, bucket, subnet_ids, stack_tag), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
+    extra = {**_shared(d, bucket, subnet_ids, stack_tag, fis_role), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
              "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
     return inv.build_mirrors(d, ids, CONNECTION, extra, host_vars)
 
 
 def inventories(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
                 bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-                stack_tag: str | None = None) -> dict:
+                stack_tag: str | None = None, fis_role: str | None = None) -> dict:
     """The stack outputs, as the lab's (infra/lab/layout.build_inventories): `inventory` (the home
     cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`. `stack_tag`:
-    the STACK_TAG value every resource of the stack carries."""
+    the STACK_TAG value every resource of the stack carries; `fis_role`: the ARN of the role FIS
+    assumes for the stack's faults (program.FaultInjectionRole)."""
     if not d.replicated:
-        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids, stack_tag=stack_tag).data}
-    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d, stack_tag).data for c in d.clusters}
+        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids, stack_tag=stack_tag,
+                                       fis_role=fis_role).data}
+    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d, stack_tag, fis_role).data
+            for c in d.clusters}
     return {"inventory": each[d.home.name], "inventories": each,
-            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids, stack_tag).data}
+            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids, stack_tag, fis_role).data}
 
 
 def _placeholder_ids(t: Layout) -> dict[str, str]:
@@ -184,9 +188,11 @@ def _placeholder_ids(t: Layout) -> dict[str, str]:
 STACK_TAG = "dcdrill-stack"
 
 
-def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None) -> dict:
+def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None,
+            fis_role: str | None = None) -> dict:
     subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
     return {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
             "aws_bucket": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
             "aws_regions": {dc.name: dc.region for dc in t.datacenters},
+            "aws_fis_role_arn": fis_role or "<arn of the stack's FIS role>",
             **({"aws_stack_tag": stack_tag} if stack_tag else {})}

@@ -40,15 +40,35 @@ class StackBucket(pulumi.ComponentResource):
         self.register_outputs({"bucket": self.bucket.bucket})
 
 
+class FaultInjectionRole(pulumi.ComponentResource):
+    """The role AWS Fault Injection Service assumes to run the stack's stop-dc and isolate-dc
+    (chaos/faults/aws_fis.py): it may stop and start only this stack's instances and cut only its
+    subnets. FIS undoes each fault itself when its time is up, so a lost runner leaves nothing
+    broken for long."""
+
+    def __init__(self, name: str, stack_tag: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("dcdrill:aws:FaultInjectionRole", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        self.role = aws.iam.Role(name, description=f"AWS FIS, for dcdrill stack {stack_tag} only",
+                                 assume_role_policy=account.apply(lambda a: json.dumps(iam.fis_trust_policy(a))),
+                                 opts=child)
+        aws.iam.RolePolicy(f"{name}-policy", role=self.role.id,
+                           policy=json.dumps(iam.fis_role_policy(stack_tag), sort_keys=True), opts=child)
+        self.register_outputs({"arn": self.role.arn})
+
+
 class FaultDriverPolicy(pulumi.ComponentResource):
     """The IAM policy the fault driver's role needs for this stack and no other: attach it to the
     role your CI assumes (docs/aws.md). Its ARN is the stack output `faultDriverPolicyArn`."""
 
-    def __init__(self, name: str, stack_tag: str, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, stack_tag: str, fis_role_arn: pulumi.Input[str],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("dcdrill:aws:FaultDriverPolicy", name, None, opts)
+        policy = pulumi.Output.from_input(fis_role_arn).apply(
+            lambda arn: json.dumps(iam.fault_driver_policy(stack_tag, arn), sort_keys=True))
         self.policy = aws.iam.Policy(name, description=f"dcdrill's fault driver, for stack {stack_tag} only",
-                                     policy=json.dumps(iam.fault_driver_policy(stack_tag), sort_keys=True),
-                                     opts=pulumi.ResourceOptions(parent=self))
+                                     policy=policy, opts=pulumi.ResourceOptions(parent=self))
         pulumi.export("faultDriverPolicyArn", self.policy.arn)
         self.register_outputs({"arn": self.policy.arn})
 
@@ -91,7 +111,8 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
         provider=providers[r], elsewhere={role: [s.vpc_cidrs[o] for o in regions if o != r and role in held[o]]
                                           for role in flows.roles(d)})) for r in regions}
     ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
-    FaultDriverPolicy("fault-driver", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
+    fis = FaultInjectionRole("fis-role", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
+    FaultDriverPolicy("fault-driver", stack_tag, fis.role.arn, pulumi.ResourceOptions(provider=providers[home]))
     bucket = StackBucket("stack-bucket", d.name, pulumi.ResourceOptions(provider=providers[home]))
     amis = {r: s.ami.get(r) or aws.ec2.get_ami_output(
         most_recent=True, owners=[AMI_OWNER],
@@ -117,6 +138,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     names = list(ids)
     dcs = [dc.name for dc in d.datacenters]
     subnet_ids = [nets[d.dc(dc).region].subnets[dc].id for dc in dcs]
-    return pulumi.Output.all(bucket.bucket.bucket, *ids.values(), *subnet_ids).apply(
-        lambda vals: plan.inventories(d, config, dict(zip(names, vals[1:1 + len(names)])), bucket=vals[0],
-                                      subnet_ids=dict(zip(dcs, vals[1 + len(names):])), stack_tag=stack_tag))
+    return pulumi.Output.all(bucket.bucket.bucket, fis.role.arn, *ids.values(), *subnet_ids).apply(
+        lambda vals: plan.inventories(d, config, dict(zip(names, vals[2:2 + len(names)])), bucket=vals[0],
+                                      subnet_ids=dict(zip(dcs, vals[2 + len(names):])), stack_tag=stack_tag,
+                                      fis_role=vals[1]))

@@ -6,8 +6,10 @@ import json
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.fis.models import fis_backends
 
-from dcdrill.chaos.faults import actions
+from dcdrill.chaos.faults import actions, aws_fis
 from dcdrill.chaos.faults.aws import AwsFaults
 from dcdrill.infra import ansible, stack
 from dcdrill.infra.aws import plan
@@ -20,6 +22,53 @@ BUCKET = "stack-bucket-0a1b2c3"
 
 
 STACK_TAG = f"dcdrill/{STACK}"  # what the program's providers tag every resource with
+FIS_ROLE = "arn:aws:iam::123456789012:role/fis-role-0a1b2c3"  # program.FaultInjectionRole's, as outputs name it
+FIS_UNDO: dict = {}  # experiment id -> what FIS does when it ends
+
+
+def with_fis_effects(client, service: str, region: str):
+    """moto keeps FIS's templates and experiments but acts on nothing: here its two actions act on
+    moto's EC2 as AWS documents them. stop-instances stops the targets and starts them when the
+    experiment ends; disrupt-connectivity (scope all) swaps the subnet onto a deny-all ACL tagged
+    managedByFIS, and puts it back and deletes that ACL when the experiment ends."""
+    if service != "fis":
+        return client
+    ec2, fis = boto3.client("ec2", region_name=region), boto3.client("fis", region_name=region)
+
+    def started(parsed, **kw):
+        exp = parsed["experiment"]
+        # moto ends an experiment as soon as it runs; AWS holds it for the action's duration
+        # (minutes): here it runs until stopped.
+        fis_backends[DEFAULT_ACCOUNT_ID][region].experiments[exp["id"]]._transitions = [
+            ("pending", "initiating"), ("initiating", "running"), ("stopping", "stopped")]
+        t = fis.get_experiment_template(id=exp["experimentTemplateId"])["experimentTemplate"]
+        [action], [target] = t["actions"].values(), t["targets"].values()
+        ids = [arn.split("/")[-1] for arn in target["resourceArns"]]
+        if action["actionId"] == aws_fis.STOP_INSTANCES:
+            ec2.stop_instances(InstanceIds=ids)
+            FIS_UNDO[exp["id"]] = lambda: ec2.start_instances(InstanceIds=ids)
+            return
+        assert action["actionId"] == aws_fis.DISRUPT_CONNECTIVITY and action["parameters"]["scope"] == "all"
+        [subnet] = ids
+        vpc = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["VpcId"]
+        [own] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"]
+        cut = ec2.create_network_acl(VpcId=vpc, TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
+            {"Key": "managedByFIS", "Value": "true"}]}])["NetworkAcl"]["NetworkAclId"]
+
+        def swap(acl):
+            [now] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"]
+            assoc = next(a for a in now["Associations"] if a["SubnetId"] == subnet)["NetworkAclAssociationId"]
+            ec2.replace_network_acl_association(AssociationId=assoc, NetworkAclId=acl)
+
+        swap(cut)
+        FIS_UNDO[exp["id"]] = lambda: (swap(own["NetworkAclId"]), ec2.delete_network_acl(NetworkAclId=cut))
+
+    def stopped(parsed, **kw):
+        FIS_UNDO.pop(parsed["experiment"]["id"], lambda: None)()
+
+    client.meta.events.register("after-call.fis.StartExperiment", started)
+    client.meta.events.register("after-call.fis.StopExperiment", stopped)
+    return client
 
 
 def _build_stack(ec2, t, vpc, stack_tag=STACK_TAG):
@@ -61,11 +110,12 @@ def aws(monkeypatch, tmp_path):
     # No cluster here to ask for the ISR, nor to wait on between broker restarts.
     monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
     monkeypatch.setattr(actions, "wait_converged", lambda **kw: {"waited_s": 0})
+    monkeypatch.setattr(aws_fis, "POLL_S", 0.0)
     SENT.clear()
     real = AwsFaults._client
 
     def listened(self, service, region):
-        client = real(self, service, region)
+        client = with_fis_effects(real(self, service, region), service, region)
         client.meta.events.register("provide-client-params.ssm.SendCommand", _sent)
         prefix = client.meta.service_model.signing_name
         client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"{prefix}:{model.name}"))
@@ -83,7 +133,7 @@ def aws(monkeypatch, tmp_path):
         boto3.client("s3", region_name=REGION).create_bucket(  # the stack's bucket
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET,
-                             stack_tag=STACK_TAG)
+                             stack_tag=STACK_TAG, fis_role=FIS_ROLE)
         ansible.inventory_path(STACK).parent.mkdir(parents=True)
         ansible.inventory_path(STACK).write_text(inv.to_json())  # what `lab up` leaves for the drill
         cfg = {"stack": STACK, "run_dir": str(tmp_path / "run")}
@@ -96,7 +146,59 @@ def account(ec2) -> dict:
               for i in r["Instances"]}
     acls = ec2.describe_network_acls()["NetworkAcls"]
     assoc = {a["SubnetId"]: acl["NetworkAclId"] for acl in acls for a in acl["Associations"]}
-    return {"instances": states, "associations": assoc, "acls": sorted(a["NetworkAclId"] for a in acls)}
+    fis = boto3.client("fis", region_name=ec2.meta.region_name)
+    return {"instances": states, "associations": assoc, "acls": sorted(a["NetworkAclId"] for a in acls),
+            "fis_templates": sorted(t["id"] for t in fis.list_experiment_templates()["experimentTemplates"]),
+            "fis_running": sorted(e["id"] for e in fis.list_experiments()["experiments"]
+                                  if e["state"]["status"] not in aws_fis.ENDED)}
+
+
+def test_stop_dc_and_a_cut_both_ways_run_as_fis_experiments_that_fis_would_end_by_itself(aws):
+    """FIS holds each for the drill's hold plus a grace, so a runner lost mid-drill leaves the DC
+    down no longer than that; heal stops the experiment (FIS's own undo) and deletes its template."""
+    ec2, cfg, ids, subnets, _ = aws
+    before, fis = account(ec2), boto3.client("fis", region_name=REGION)
+    cfg = {**cfg, "hold_s": 40}
+    out = actions.stop_dc("dc-b", configuration=cfg)
+    [tmpl] = fis.list_experiment_templates()["experimentTemplates"]
+    t = fis.get_experiment_template(id=tmpl["id"])["experimentTemplate"]
+    dc_b = sorted(ids[n] for n in ids if ".dc-b." in n and not n.startswith("c"))
+    assert t["roleArn"] == FIS_ROLE and t["stopConditions"] == [{"source": "none"}]
+    assert t["actions"]["fault"]["actionId"] == "aws:ec2:stop-instances"
+    assert t["actions"]["fault"]["parameters"] == {"startInstancesAfterDuration": "PT6M"}  # 40 s + 300 s, in minutes
+    assert [a.split("/")[-1] for a in t["targets"]["instances"]["resourceArns"]] == dc_b == out["instances"]
+    assert all(a.startswith(f"arn:aws:ec2:{REGION}:123456789012:instance/") for a in t["targets"]["instances"]["resourceArns"])
+    assert t["tags"][plan.STACK_TAG] == STACK_TAG and t["tags"]["dcdrill"] == "stop-dc"
+    exp = fis.get_experiment(id=out["fis_experiment"])["experiment"]
+    assert exp["state"]["status"] == "running" and exp["tags"][plan.STACK_TAG] == STACK_TAG
+    assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == set(dc_b)
+    actions.heal(configuration=cfg)
+    assert fis.get_experiment(id=out["fis_experiment"])["experiment"]["state"]["status"] == "stopped"
+    assert account(ec2) == before
+
+    out = actions.isolate_dc("dc-a", direction="both", configuration={**cfg, "hold_s": 3600})
+    [tmpl] = fis.list_experiment_templates()["experimentTemplates"]
+    t = fis.get_experiment_template(id=tmpl["id"])["experimentTemplate"]
+    assert t["actions"]["fault"]["actionId"] == "aws:network:disrupt-connectivity"
+    assert t["actions"]["fault"]["parameters"] == {"duration": "PT65M", "scope": "all"}
+    [arn] = t["targets"]["subnet"]["resourceArns"]
+    assert arn.endswith(f"subnet/{subnets['dc-a']}") and out["subnet"] == subnets["dc-a"]
+    assert account(ec2)["associations"][subnets["dc-a"]] != before["associations"][subnets["dc-a"]]
+    actions.heal("dc-a", configuration=cfg)
+    assert account(ec2) == before
+
+
+def test_a_stack_whose_outputs_name_no_fis_role_is_told_to_run_pulumi_up_again(aws):
+    ec2, cfg, _, _, _ = aws
+    path = ansible.inventory_path(STACK)
+    data = json.loads(path.read_text())
+    del data["all"]["vars"]["aws_fis_role_arn"]  # a stack brought up before its FIS role existed
+    path.write_text(json.dumps(data))
+    before = account(ec2)
+    with pytest.raises(Exception, match=r"name no FIS role \(aws_fis_role_arn\): run `dcdrill lab up` again"):
+        actions.stop_dc("dc-a", configuration=cfg)
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
 
 
 SENT: list = []
@@ -201,8 +303,9 @@ def test_another_stacks_instance_with_the_same_cluster_tags_is_refused_by_its_st
 
 
 def test_an_isolation_acl_carries_the_stack_tag_its_policy_requires(aws):
+    """A one-way cut (FIS cuts both ways only) is the driver's own ACL."""
     ec2, cfg, ids, subnets, _ = aws
-    out = actions.isolate_dc("dc-a", configuration=cfg)
+    out = actions.isolate_dc("dc-a", direction="egress", configuration=cfg)
     [acl] = ec2.describe_network_acls(NetworkAclIds=[out["acl"]])["NetworkAcls"]
     assert {t["Key"]: t["Value"] for t in acl["Tags"]}[plan.STACK_TAG] == STACK_TAG
     actions.heal(configuration=cfg)
@@ -223,7 +326,7 @@ def test_a_fault_failing_halfway_is_still_healed_exactly(aws, monkeypatch):
 
     monkeypatch.setattr(AwsFaults, "_client", failing)
     with pytest.raises(Exception, match="throttled"):
-        actions.isolate_dc("dc-b", configuration=cfg)
+        actions.isolate_dc("dc-b", direction="ingress", configuration=cfg)
     monkeypatch.setattr(AwsFaults, "_client", real)
     assert len(account(ec2)["acls"]) == len(before["acls"]) + 1  # the new ACL exists, unassociated
     actions.heal(configuration=cfg)
@@ -277,24 +380,30 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkey
     CALLS.clear()
     test_every_fault_and_its_heal_leave_the_account_as_before(aws)
     test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws)
+    test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_starts_them(aws)
     _host_access_calls(monkeypatch)
     from dcdrill.infra.aws import iam
 
-    policy = iam.fault_driver_policy(STACK_TAG)
-    assert iam.PLACEHOLDER not in json.dumps(policy)
+    policy = iam.fault_driver_policy(STACK_TAG, FIS_ROLE)
+    assert iam.PLACEHOLDER not in json.dumps(policy) and iam.FIS_ROLE_PLACEHOLDER not in json.dumps(policy)
     allowed = set()
     for st in policy["Statement"]:
         assert st["Effect"] == "Allow" and "*" not in json.dumps(st["Action"])
         allowed |= {st["Action"]} if isinstance(st["Action"], str) else set(st["Action"])
         if st["Resource"] == "*":  # only reads may name every resource
-            assert all(a.split(":")[1].startswith(("Describe", "Get")) for a in st["Action"]), st["Sid"]
-        elif "instance/" in json.dumps(st["Resource"]) or "ec2:" in json.dumps(st["Resource"]):
-            # every change to EC2 (every command, key and session on an instance) is on this stack's
-            # tagged resources only
+            assert all(a.split(":")[1].startswith(("Describe", "Get", "List")) for a in st["Action"]), st["Sid"]
+        elif any(k in json.dumps(st["Resource"]) for k in ("instance/", "ec2:", "fis:")):
+            # every change to EC2 (every command, key and session on an instance) and every FIS
+            # template and experiment is on this stack's tagged resources only
             assert STACK_TAG in json.dumps(st.get("Condition")), st["Sid"]
-    # Tags given at creation need ec2:CreateTags, which boto3 does not call by name; the plugin
-    # (Go, not boto3) resumes a session whose stream dropped.
-    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set()) | {"ssm:ResumeSession"}
+        elif st["Action"] == "iam:PassRole":  # the stack's FIS role, to FIS only
+            assert st["Resource"] == FIS_ROLE and st["Condition"] == {
+                "StringEquals": {"iam:PassedToService": "fis.amazonaws.com"}}
+    # Tags given at creation need ec2:CreateTags and fis:TagResource, which boto3 does not call by
+    # name, nor iam:PassRole (FIS checks it when a template names the role); the plugin (Go, not
+    # boto3) resumes a session whose stream dropped.
+    fis = {"fis:TagResource", "iam:PassRole"} if "fis:CreateExperimentTemplate" in CALLS else set()
+    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set()) | fis | {"ssm:ResumeSession"}
     assert called == allowed, (sorted(called - allowed), sorted(allowed - called))
 
 
@@ -309,11 +418,12 @@ def aws_replicated(monkeypatch, tmp_path):
                  "AWS_DEFAULT_REGION": REGION, "DCDRILL_CACHE": str(tmp_path / "cache")}.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
+    monkeypatch.setattr(aws_fis, "POLL_S", 0.0)
     SENT.clear()
     real = AwsFaults._client
 
     def listened(self, service, region):
-        client = real(self, service, region)
+        client = with_fis_effects(real(self, service, region), service, region)
         client.meta.events.register("provide-client-params.ssm.SendCommand", _sent)
         return client
 
@@ -341,7 +451,7 @@ def aws_replicated(monkeypatch, tmp_path):
                             {"Key": "role", "Value": h.role}]}])["Instances"][0]["InstanceId"]
         home = plan.regions(d)[0]
         boto3.client("s3", region_name=home).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": home})
-        outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets, bucket=BUCKET)
+        outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets, bucket=BUCKET, fis_role=FIS_ROLE)
         for key, data in [(None, outs["inventory"]), ("west", outs["inventories"]["west"]),
                           (ansible.MIRRORS, outs["mirrors"])]:
             path = ansible.inventory_path(REPLICATED, key)
@@ -432,7 +542,8 @@ def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
 
 
 MUTATING = {"StopInstances", "StartInstances", "CreateNetworkAcl", "CreateNetworkAclEntry",
-            "ReplaceNetworkAclAssociation", "DeleteNetworkAcl", "SendCommand"}
+            "ReplaceNetworkAclAssociation", "DeleteNetworkAcl", "SendCommand",
+            "CreateExperimentTemplate", "StartExperiment", "StopExperiment", "DeleteExperimentTemplate"}
 
 
 class Crash(BaseException):
@@ -444,7 +555,7 @@ def crashing_at(monkeypatch, n: int) -> dict:
     real, seen = AwsFaults._client, {"calls": 0}
 
     def client(self, service, region):
-        c = real(self, service, region)
+        c = real(self, service, region)  # the fixture's: FIS acts on moto's EC2
 
         def count(model, **kw):
             if model.name in MUTATING:
@@ -459,7 +570,9 @@ def crashing_at(monkeypatch, n: int) -> dict:
 
 
 FAULTS = {"kill-dc": lambda cfg: actions.kill_dc("dc-a", configuration=cfg),
+          "stop-dc": lambda cfg: actions.stop_dc("dc-a", configuration=cfg),  # through FIS
           "isolate-dc": lambda cfg: actions.isolate_dc("dc-b", direction="ingress", configuration=cfg),
+          "isolate-dc-both": lambda cfg: actions.isolate_dc("dc-b", direction="both", configuration=cfg),  # FIS
           "slow-link": lambda cfg: actions.degrade_link("dc-a", "dc-b", latency_ms=20, configuration=cfg)}
 
 

@@ -10,6 +10,7 @@ from dcdrill.infra.topology import from_config
 from dcdrill.infra.ports import CLIENT_PORT, MIRROR_REST_PORT
 
 WORLD = "0.0.0.0/0"
+ACCOUNT = "123456789012"
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -24,6 +25,8 @@ class Mocks(pulumi.runtime.Mocks):
             outs["zoneId"] = "Z123"
         if args.typ == "aws:s3/bucket:Bucket":
             outs["bucket"] = "stack-bucket"
+        if args.typ == "aws:iam/role:Role":
+            outs["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{args.name}-0a1b2c3"
         self.resources.append(args)
         return [f"{args.name}-id", outs]
 
@@ -32,6 +35,8 @@ class Mocks(pulumi.runtime.Mocks):
             return {"id": "ami-0123"}
         if args.token == "aws:index/getAvailabilityZone:getAvailabilityZone":
             return {"name": args.args["name"], "zoneId": "az-" + args.args["name"]}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "AIDA0"}
         return {}
 
     def of(self, typ):
@@ -316,3 +321,32 @@ def test_every_resource_carries_the_stack_tag_and_the_fault_drivers_policy_is_co
     swap = next(st for st in doc["Statement"] if st["Action"] == "ec2:ReplaceNetworkAclAssociation")
     assert swap["Condition"] == {"StringEquals": {"aws:ResourceTag/dcdrill-stack": tag}}
     assert "${stackTag}" not in policy.inputs["policy"]
+
+
+@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-replicated"])
+def test_fis_gets_a_role_of_the_stacks_own_that_only_the_fault_driver_may_pass_to_it(name):
+    """stop-dc and a cut both ways run as FIS experiments (chaos/faults/aws_fis.py): FIS assumes a
+    role that may act on this stack's tagged instances and subnets only, with ACLs it tags itself."""
+    import json
+
+    mocks, _, outs = run_program(name, whole=True)
+    tag = f"dcdrill/{name}"
+    [role] = [r for r in mocks.of("aws:iam/role:Role") if r.name == "fis-role"]
+    arn = f"arn:aws:iam::{ACCOUNT}:role/fis-role-0a1b2c3"
+    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"] == [{
+        "Effect": "Allow", "Principal": {"Service": "fis.amazonaws.com"}, "Action": "sts:AssumeRole",
+        "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}}}]
+    [inline] = mocks.of("aws:iam/rolePolicy:RolePolicy")
+    for st in json.loads(inline.inputs["policy"])["Statement"]:
+        actions = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
+        if st["Resource"] == "*":
+            assert all(a.split(":")[1].startswith(("Describe", "Get")) or a == "kms:CreateGrant" for a in actions)
+        else:  # every change is to the stack's own resources, or to the ACLs FIS itself made
+            cond = json.dumps(st["Condition"])
+            assert tag in cond or '"aws:RequestTag/managedByFIS": "true"' in cond \
+                or '"aws:ResourceTag/managedByFIS": "true"' in cond, st["Sid"]
+    [policy] = mocks.of("aws:iam/policy:Policy")
+    [passing] = [st for st in json.loads(policy.inputs["policy"])["Statement"] if st["Action"] == "iam:PassRole"]
+    assert passing["Resource"] == arn
+    inventories = [outs["inventory"], *outs.get("inventories", {}).values(), *([outs["mirrors"]] if "mirrors" in outs else [])]
+    assert all(inv["all"]["vars"]["aws_fis_role_arn"] == arn for inv in inventories)

@@ -1,0 +1,105 @@
+"""Faults that AWS Fault Injection Service (FIS) runs for the AWS driver (chaos/faults/aws.py): a
+DC's clean stop and its isolation both ways. FIS holds each fault for a bounded time and then
+undoes it itself, so a runner lost mid-drill leaves nothing broken for longer than that; heal
+stops the experiment early, which runs FIS's own undo at once.
+
+An experiment needs a template. Each fault makes its own, tagged with the stack's tag and a token
+noted in the fault's undo before the template exists, so heal finds it (and its experiments)
+whatever step a crash stopped at, then deletes it.
+"""
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+from dcdrill.infra.aws.plan import STACK_TAG
+
+STOP_INSTANCES = "aws:ec2:stop-instances"
+DISRUPT_CONNECTIVITY = "aws:network:disrupt-connectivity"
+FAULT_TAG = "dcdrill-fault"  # the token a fault's template and experiment carry
+ENDED = ("completed", "stopped", "failed", "cancelled")
+POLL_S = 5.0
+WAIT_S = 600.0  # how long a start or a stop may take before the driver gives up
+# FIS's bounds on an action's duration (startInstancesAfterDuration, duration).
+MIN_MINUTES, MAX_MINUTES = 1, 12 * 60
+
+
+def duration(seconds: float) -> str:
+    """ISO 8601 in whole minutes, rounded up and within FIS's bounds: "PT15M"."""
+    minutes = min(MAX_MINUTES, max(MIN_MINUTES, math.ceil(seconds / 60)))
+    return f"PT{minutes}M"
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def template(fault: str, token: str, role_arn: str, stack_tag: str | None, targets: dict, action: dict) -> dict:
+    """CreateExperimentTemplate's request: one action on one target group, no stop condition
+    (heal is the stop), tagged so the driver's policy and heal can tell it is this stack's."""
+    tags = {FAULT_TAG: token, "dcdrill": fault, **({STACK_TAG: stack_tag} if stack_tag else {})}
+    return {"clientToken": token, "description": f"dcdrill {fault}", "roleArn": role_arn,
+            "stopConditions": [{"source": "none"}], "targets": targets, "actions": {"fault": action},
+            "tags": tags}
+
+
+def stop_instances(instance_arns: list[str], limit_s: float) -> tuple[dict, dict]:
+    """The targets and action of a clean stop that FIS undoes (starts the instances) after `limit_s`."""
+    return ({"instances": {"resourceType": "aws:ec2:instance", "resourceArns": sorted(instance_arns),
+                           "selectionMode": "ALL"}},
+            {"actionId": STOP_INSTANCES, "parameters": {"startInstancesAfterDuration": duration(limit_s)},
+             "targets": {"Instances": "instances"}})
+
+
+def disrupt_subnet(subnet_arn: str, limit_s: float) -> tuple[dict, dict]:
+    """The targets and action of a subnet cut both ways (FIS's `all` scope: a deny-all network ACL
+    swapped in, as the driver's own isolation does), undone after `limit_s`."""
+    return ({"subnet": {"resourceType": "aws:ec2:subnet", "resourceArns": [subnet_arn], "selectionMode": "ALL"}},
+            {"actionId": DISRUPT_CONNECTIVITY, "parameters": {"duration": duration(limit_s), "scope": "all"},
+             "targets": {"Subnets": "subnet"}})
+
+
+def start(fis, request: dict) -> str:
+    """Create the template and start its experiment; the experiment's id once its action runs.
+    A failed start raises RuntimeError with FIS's reason."""
+    tid = fis.create_experiment_template(**request)["experimentTemplate"]["id"]
+    exp = fis.start_experiment(clientToken=request["clientToken"], experimentTemplateId=tid,
+                               tags=request["tags"])["experiment"]["id"]
+    _wait(fis, exp, lambda e: e["state"]["status"] in ("running",) + ENDED)
+    state = fis.get_experiment(id=exp)["experiment"]["state"]
+    if state["status"] != "running":
+        raise RuntimeError(f"FIS experiment {exp} {state['status']}: {state.get('reason', '')}")
+    return exp
+
+
+def end(fis, token: str) -> None:
+    """Heal's half: stop every experiment of the fault's templates (FIS undoes each fault at once),
+    wait for them to end, and delete the templates. Each step is a no-op when already done."""
+    for tid in _templates(fis, token):
+        for exp in _experiments(fis, tid):
+            if exp["state"]["status"] not in ENDED:
+                fis.stop_experiment(id=exp["id"])
+            _wait(fis, exp["id"], lambda e: e["state"]["status"] in ENDED)
+        fis.delete_experiment_template(id=tid)
+
+
+def _templates(fis, token: str) -> list[str]:
+    pages = fis.get_paginator("list_experiment_templates").paginate()
+    return [t["id"] for page in pages for t in page["experimentTemplates"] if t.get("tags", {}).get(FAULT_TAG) == token]
+
+
+def _experiments(fis, template_id: str) -> list[dict]:
+    pages = fis.get_paginator("list_experiments").paginate(experimentTemplateId=template_id)
+    return [e for page in pages for e in page["experiments"]]
+
+
+def _wait(fis, exp: str, done) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        e = fis.get_experiment(id=exp)["experiment"]
+        if done(e):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"FIS experiment {exp} still {e['state']['status']} after {WAIT_S:.0f} s")
+        time.sleep(POLL_S)
