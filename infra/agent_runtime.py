@@ -83,12 +83,29 @@ def bundle(cache: Path) -> Path:
     return out
 
 
+def wheels_archive(cache: Path) -> Path:
+    """The wheels as one stored (uncompressed: wheels are zips already) zip beside their folder:
+    one copy per host instead of one per wheel (7.9 s against ~1 s on the lab). Written once."""
+    folder = wheels_dir(cache)
+    out = folder.with_suffix(".zip")
+    if not out.exists():
+        tmp = out.with_suffix(".tmp")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
+            for f in sorted(folder.glob("*.whl")):
+                info = zipfile.ZipInfo(f.name, FIXED_TIME)
+                info.external_attr = 0o644 << 16
+                z.writestr(info, f.read_bytes())
+        tmp.replace(out)
+    return out
+
+
 def inventory_vars(cache: Path) -> dict:
     """What roles/dcdrill_agent copies to the client hosts (files on this control)."""
     if not downloaded(cache):
         raise FileNotFoundError(f"the client hosts' Python packages are not in {wheels_dir(cache)}: run "
                                 "`dcdrill setup` (or `make setup` in a checkout)")
-    return {"dcdrill_agent_wheels": str(wheels_dir(cache)), "dcdrill_agent_bundle": str(bundle(cache)),
+    return {"dcdrill_agent_wheels": str(wheels_dir(cache)), "dcdrill_agent_wheels_archive": str(wheels_archive(cache)),
+            "dcdrill_agent_bundle": str(bundle(cache)),
             "dcdrill_agent_python_version": PYTHON_VERSION}  # the Python the wheels are for
 
 

@@ -125,3 +125,119 @@ def test_the_github_workflow_drills_an_aws_stack_with_only_an_oidc_role():
     down = next(s for s in steps if s.get("name", "").startswith("Tear the stack down"))
     assert down["if"] == "always()" and '[ "$KEEP_UP" = true ] ||' in down["run"]
     assert steps.index(creds) < steps.index(next(s for s in steps if s.get("name") == "Drill"))
+
+
+# What a hosted Ubuntu runner's sudo does (its sudoers): PATH becomes secure_path, whatever the
+# caller's; HOME becomes root's; little else of the environment survives.
+SECURE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
+STUB_SUDO = f"""#!/bin/sh
+case "$1" in --preserve-env*) shift ;; esac  # kept or not, PATH is secure_path's
+exec env -i PATH={SECURE_PATH} HOME="$DRY_ROOT_HOME" DRY_LOG="$DRY_LOG" DRY_ROOT_HOME="$DRY_ROOT_HOME" SUDO_USER=runner "$@"
+"""
+# python -m venv .venv makes a virtualenv whose pip and dcdrill only say how they were run.
+STUB_PYTHON = """#!/bin/sh
+[ "$1 $2" = "-m venv" ] || { echo 3.11; exit 0; }
+mkdir -p "$3/bin"
+for tool in pip dcdrill; do
+  cat > "$3/bin/$tool" <<'TOOL'
+#!/bin/sh
+echo "$(basename "$0") $* | root=${SUDO_USER:+yes} java=$(command -v java) go=$(command -v go) JAVA_HOME=$JAVA_HOME" >> "$DRY_LOG"
+TOOL
+  chmod +x "$3/bin/$tool"
+done
+printf '#!/bin/sh\\necho 7.0.0\\n' > "$3/bin/python"; chmod +x "$3/bin/python"
+"""
+
+
+def _dry_run_github(tmp_path, stack: str, workflow: str) -> list[str]:
+    """Each `run:` step of the workflow, in order, as the hosted runner runs it (bash -e, the
+    setup-* actions' tool folders on PATH, its sudo), with stand-ins for python's venv, pip,
+    dcdrill and pulumi that log how they were run. The lines they logged."""
+    wf = yaml.safe_load(workflow)
+    home, root_home, work, bins = (tmp_path / n for n in ("home", "root", "work", "bins"))
+    tools = {"python": tmp_path / "toolcache/Python/3.11/x64/bin", "go": tmp_path / "toolcache/go/1.26/x64/bin",
+             "java": tmp_path / "toolcache/Java_Temurin/21/x64/bin"}
+    for d in (home, root_home, work, bins, *tools.values()):
+        d.mkdir(parents=True, exist_ok=True)
+    for path, text in ((bins / "sudo", STUB_SUDO), (tools["python"] / "python", STUB_PYTHON),
+                       (tools["go"] / "go", "#!/bin/sh\n"), (tools["java"] / "java", "#!/bin/sh\n"),
+                       (home / ".cache/dcdrill/bin/pulumi", "#!/bin/sh\necho \"pulumi $*\" >> \"$DRY_LOG\"\n")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o755)
+    log = tmp_path / "log"
+    log.touch()
+    env = {"PATH": ":".join([str(bins), *map(str, tools.values()), "/usr/bin:/bin"]), "HOME": str(home),
+           "JAVA_HOME": str(tools["java"].parent), "DRY_LOG": str(log), "DRY_ROOT_HOME": str(root_home),
+           "STACK": stack, "EXPERIMENT": "kill-dc", "REPEAT": "1", "KEEP_UP": "false",
+           "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3"}
+    (work / "runs").mkdir()
+    for step in wf["jobs"]["drill"]["steps"]:
+        if "run" not in step or (step.get("if", "").startswith("startsWith(env.STACK, 'aws-')") and
+                                 not stack.startswith("aws-")):
+            continue
+        ran = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                             cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, (step.get("name"), ran.stderr)
+    return log.read_text().splitlines()
+
+
+def _check_github(tmp_path, stack: str, workflow: str) -> None:
+    lines = _dry_run_github(tmp_path, stack, workflow)
+    dcdrill = [line for line in lines if line.startswith("dcdrill ")]
+    assert [line.split(" |")[0] for line in dcdrill] == [
+        "dcdrill setup", f"dcdrill drill --stack {stack} --experiment kill-dc --repeat 1",
+        f"dcdrill lab down --stack {stack}"]
+    java = str(tmp_path / "toolcache/Java_Temurin/21/x64/bin/java")
+    setup = dcdrill[0]
+    assert "root=yes" in setup and f"go={tmp_path}/toolcache/go/1.26/x64/bin/go" in setup and f"java={java}" in setup
+    for line in dcdrill[1:]:
+        assert (f"java={java}" in line) and (("root=yes" in line) == (not stack.startswith("aws-"))), line
+    assert all("JAVA_HOME=" + str(tmp_path / "toolcache/Java_Temurin/21/x64") in line for line in dcdrill)
+    assert any(line.startswith("pulumi plugin install resource aws v7.0.0") for line in lines) == stack.startswith("aws-")
+
+
+@pytest.mark.parametrize("stack", ["local", "aws-3az-tiebreaker"])
+def test_each_github_step_runs_under_the_hosted_runners_path_and_sudo(tmp_path, stack):
+    """dcdrill setup finds Go and Java under sudo (secure_path would hide setup-go's and
+    setup-java's), the lab's drill runs as root and an AWS stack's as the runner, who keeps its
+    credentials."""
+    _check_github(tmp_path, stack, (RECIPES / "github-actions.yml").read_text())
+
+
+def test_the_dry_run_catches_sudo_dropping_path(tmp_path):
+    """`sudo --preserve-env=PATH` (what the recipe once said) keeps no PATH on the runner."""
+    broken = (RECIPES / "github-actions.yml").read_text().replace(
+        'sudo env "PATH=$PATH" "JAVA_HOME=$JAVA_HOME" .venv/bin/dcdrill setup', "sudo --preserve-env=PATH .venv/bin/dcdrill setup")
+    with pytest.raises(AssertionError, match="go="):
+        _check_github(tmp_path, "local", broken)
+
+
+def test_each_gitlab_line_runs_in_the_image_it_names(tmp_path):
+    """before_script, script and after_script as the job runs them (root, bash -e, the golang
+    image's PATH with its Go), with stand-ins for apt-get, the venv, pip and dcdrill: setup finds
+    that Go, and the drill and the teardown run on the stack the variables name."""
+    job = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())
+    image_go = tmp_path / "usr/local/go/bin"  # golang images: GOPATH/bin, then the toolchain
+    bins = tmp_path / "bins"
+    for d in (image_go, bins, tmp_path / "work"):
+        d.mkdir(parents=True)
+    for path, text in ((image_go / "go", "#!/bin/sh\n"), (bins / "apt-get", "#!/bin/sh\n"),
+                       (bins / "python3", STUB_PYTHON)):
+        path.write_text(text)
+        path.chmod(0o755)
+    log = tmp_path / "log"
+    log.touch()
+    variables = {k: v.replace("$CI_PROJECT_DIR", str(tmp_path / "work")) for k, v in job["variables"].items()}
+    env = {**variables, "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+           "PATH": f"{bins}:{image_go}:/usr/bin:/bin", "HOME": str(tmp_path), "DRY_LOG": str(log),
+           "CI_PROJECT_DIR": str(tmp_path / "work")}
+    d = job["dcdrill"]
+    for line in d["before_script"] + d["script"] + d["after_script"]:
+        ran = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", line], cwd=tmp_path / "work",
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, (line, ran.stderr)
+    runs = [line.split(" |")[0] for line in log.read_text().splitlines() if line.startswith("dcdrill ")]
+    assert runs == ["dcdrill setup", "dcdrill drill --stack local --experiment kill-dc --repeat 1",
+                    "dcdrill lab down --stack local"]
+    assert f"go={image_go}/go" in next(line for line in log.read_text().splitlines() if line.startswith("dcdrill setup"))

@@ -23,3 +23,20 @@ def test_the_wheels_are_pinned_to_the_controls_own_versions(tmp_path):
     assert pins["confluent-kafka"] == metadata.version("confluent-kafka")
     assert pins["kafka-python"] == metadata.version("kafka-python") and "pip" in pins
     assert agent_runtime.wheels_dir(tmp_path) == agent_runtime.wheels_dir(tmp_path)
+
+
+def test_the_wheels_travel_as_one_stored_zip_of_exactly_their_folder(tmp_path, monkeypatch):
+    """One copy per host (the role unpacks it there), the same bytes for the same wheels."""
+    monkeypatch.setattr(agent_runtime, "pins", lambda: ["a==1"])
+    for cache in (tmp_path / "a", tmp_path / "b"):
+        folder = agent_runtime.wheels_dir(cache)
+        folder.mkdir(parents=True)
+        for name in ("pip-25.0-py3-none-any.whl", "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"):
+            (folder / name).write_bytes(name.encode() * 100)
+        (folder / ".complete").write_text("a==1\n")
+    one, two = agent_runtime.wheels_archive(tmp_path / "a"), agent_runtime.wheels_archive(tmp_path / "b")
+    assert one.name == agent_runtime.wheels_dir(tmp_path / "a").name + ".zip" and one.read_bytes() == two.read_bytes()
+    with zipfile.ZipFile(one) as z:
+        assert sorted(z.namelist()) == ["pip-25.0-py3-none-any.whl", "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"]
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
+    assert agent_runtime.inventory_vars(tmp_path / "a")["dcdrill_agent_wheels_archive"] == str(one)

@@ -56,8 +56,11 @@ def test_the_roles_build_as_a_collection_installable_from_a_requirements_file(tm
     for role in ROLES:
         doc = run("ansible-doc", "-t", "role", f"dcdrill.kafka.{role}")
         assert doc.returncode == 0 and "ENTRY POINT: main" in doc.stdout.replace("\x1b[1m", "").replace("\x1b[0m", ""), doc.stderr
+    # Every role, its modules included (a collection's roles find them in its plugins/modules).
     (tmp_path / "play.yml").write_text("- hosts: kafka_broker\n  gather_facts: false\n"
-                                       "  roles: [dcdrill.kafka.java, dcdrill.kafka.kafka_broker, dcdrill.kafka.kafka_topics]\n")
-    (tmp_path / "hosts.ini").write_text("[kafka_broker]\nb1 ansible_connection=local\n")
+                                       "  roles: [dcdrill.kafka.java, dcdrill.kafka.kafka_broker]\n"
+                                       "- hosts: client\n  gather_facts: false\n"
+                                       "  roles: [dcdrill.kafka.kafka_topics, dcdrill.kafka.kafka_access]\n")
+    (tmp_path / "hosts.ini").write_text("[kafka_broker]\nb1 ansible_connection=local\n[client]\nc1 ansible_connection=local\n")
     checked = run("ansible-playbook", "--syntax-check", "-i", "hosts.ini", "play.yml")
     assert checked.returncode == 0, checked.stdout + checked.stderr
