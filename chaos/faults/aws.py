@@ -238,16 +238,16 @@ class AwsFaults(FaultDriver):
         region = self._region(dc)
         sn = self._owned_subnet(dc)
         ec2 = self._client("ec2", region)
-        original = self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"]
+        # Noted before the first change: heal puts the subnet back on this ACL (if FIS did not)
+        # and deletes every isolation ACL made for it (found by its tags), whatever step a crash
+        # stopped at.
+        iso = {"subnet": sn["SubnetId"], "vpc": sn["VpcId"],
+               "original_acl": self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"]}
         if direction == "both":
-            # If FIS fails to put the subnet back on its own ACL, heal does (isolations: noted first).
-            iso = {"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}
             exp = self._through_fis(region, ISOLATE_DC, undo, aws_fis.disrupt_subnet(sn["SubnetArn"], self.fault_limit_s),
                                     isolations=[iso])
             return {"direction": direction, "subnet": sn["SubnetId"], "fis_experiment": exp}
-        # Noted before the first change: heal puts this ACL back and deletes every isolation ACL
-        # made for the subnet (found by its tags), whatever step a crash stopped at.
-        undo.add(region=region, isolations=[{"subnet": sn["SubnetId"], "vpc": sn["VpcId"], "original_acl": original}])
+        undo.add(region=region, isolations=[iso])
         acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
             {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self._cluster(dc)},
             {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]},
