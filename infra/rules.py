@@ -135,12 +135,31 @@ def acked_loss_possible(t: Topology, dc: str) -> bool:
     return acked_loss(t, dc)[0]
 
 
+def holds_everything(t: Topology, dc: str) -> bool:
+    """The DC holds every broker, quorum voter and client of the cluster (one cluster of a
+    replicated stack, in one DC): cutting it off from the other DCs leaves the cluster whole."""
+    d = t.dc(dc)
+    return (d.brokers == t.total_brokers and t.voters_in(dc) == t.total_voters
+            and all(h.dc == dc for h in t.hosts_with_role("client")))
+
+
+def _cut_of_everything(dc: str) -> dict:
+    """What isolating a DC that holds the whole cluster does to it: nothing its own clients see."""
+    return {"quorum_survives": True, "writable": True, "acked_loss_possible": False,
+            "why": f"{dc} holds the whole cluster, its quorum and its clients: cut off from the other DCs, it "
+                   "loses no replica",
+            "writes_why": f"{dc} holds the whole cluster and its producers: a cut from the other DCs stops no write"}
+
+
 def predictions(t: Topology) -> dict:
     """Per DC: the quorum, writes and whether consumers see them while the DC is gone, and
     acknowledged loss after a kill, with `faults` giving the loss per way of losing the DC; each
-    with why."""
+    with why. A cut of a DC that holds the whole cluster (rules.holds_everything) is no loss of it."""
     def per_fault(dc: str) -> dict:
-        return {f: dict(zip(("acked_loss_possible", "why"), acked_loss(t, dc, f))) for f in FAULT_KINDS}
+        out = {f: dict(zip(("acked_loss_possible", "why"), acked_loss(t, dc, f))) for f in FAULT_KINDS}
+        if holds_everything(t, dc):
+            out["isolate-dc"] = _cut_of_everything(dc)
+        return out
 
     return {
         dc.name: {

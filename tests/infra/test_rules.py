@@ -293,3 +293,27 @@ def test_a_misplaced_kraft_quorum_blocks_unless_its_risk_is_accepted():
     accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss"])
     assert rules.blocking(accepted) == [] and head(rules.predictions(accepted)["dc-a"]) == {
         "quorum_survives": False, "writable": False, "acked_loss_possible": False}
+
+
+def test_a_cut_of_the_dc_that_holds_the_whole_cluster_loses_nothing_while_its_kill_loses_it_all():
+    """local-replicated's east cluster lives in dc-a with its clients: cut-mirror-link isolates
+    dc-a, and east keeps writing (the placement drills saw it every time), where losing dc-a to a
+    kill takes its quorum. The model said "writes stop" for both until this rule."""
+    from dcdrill.spark import verdict
+
+    east = next(c for c in stack.load_deployment("local-replicated").clusters if c.name == "east")
+    p = rules.predictions(east)["dc-a"]
+    assert rules.holds_everything(east, "dc-a")
+    assert (p["writable"], p["quorum_survives"]) == (False, False)  # the kill
+    cut = p["faults"]["isolate-dc"]
+    assert (cut["writable"], cut["quorum_survives"], cut["acked_loss_possible"]) == (True, True, False)
+    summary = {"faults": [{"fault": "isolate-dc", "target": "dc-a", "writes_continued": True, "held_ms": 20_000}],
+               "counts": {"acked_lost": 0}}
+    [check] = verdict.prediction_checks({"predictions": rules.predictions(east)}, summary)
+    assert check["as_predicted"] and check["predicted"]["writes_why"].startswith("dc-a holds the whole cluster")
+    killed = {**summary, "faults": [{**summary["faults"][0], "fault": "kill-dc", "writes_continued": False}]}
+    assert verdict.prediction_checks({"predictions": rules.predictions(east)}, killed)[0]["as_predicted"]
+    # A stretched cluster's DC never holds it all: its cut is its loss, as before.
+    local = stack.load("local")
+    assert not any(rules.holds_everything(local, dc.name) for dc in local.datacenters)
+    assert "writable" not in rules.predictions(local)["dc-a"]["faults"]["isolate-dc"]
