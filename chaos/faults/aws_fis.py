@@ -66,8 +66,7 @@ def start(fis, request: dict) -> str:
     tid = fis.create_experiment_template(**request)["experimentTemplate"]["id"]
     exp = fis.start_experiment(clientToken=request["clientToken"], experimentTemplateId=tid,
                                tags=request["tags"])["experiment"]["id"]
-    _wait(fis, exp, lambda e: e["state"]["status"] in ("running",) + ENDED)
-    state = fis.get_experiment(id=exp)["experiment"]["state"]
+    state = _wait(fis, exp, lambda e: e["state"]["status"] in ("running",) + ENDED)["state"]
     if state["status"] != "running":
         raise RuntimeError(f"FIS experiment {exp} {state['status']}: {state.get('reason', '')}")
     return exp
@@ -94,12 +93,13 @@ def _experiments(fis, template_id: str) -> list[dict]:
     return [e for page in pages for e in page["experiments"]]
 
 
-def _wait(fis, exp: str, done) -> None:
+def _wait(fis, exp: str, done) -> dict:
+    """The experiment as FIS last described it, once `done` holds for it."""
     deadline = time.monotonic() + WAIT_S
     while True:
         e = fis.get_experiment(id=exp)["experiment"]
         if done(e):
-            return
+            return e
         if time.monotonic() > deadline:
             raise TimeoutError(f"FIS experiment {exp} still {e['state']['status']} after {WAIT_S:.0f} s")
         time.sleep(POLL_S)
