@@ -42,6 +42,7 @@ def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WA
 
 CALLS = {
     **kafka_admin.CALLS,
+    "coordination_sample": lambda inv, a: status.coordination_sample_here(inv, float(a.get("timeout_s", 2.0))),
     "cluster_status": lambda inv, a: status.cluster_status_here(inv, float(a.get("timeout_s", 5.0))),
     "mirror_status": lambda inv, a: status.mirror_status_here(Inventory(a["mirrors"]), float(a.get("timeout_s", 2.0))),
 }

@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
+from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import PACKAGE, cache_dir, now_ms
+from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.infra.lab import disk, layout, netns, service, shaper
 
@@ -38,6 +40,9 @@ SESSION_GRACE_MS = 30_000
 # A broker started while its old ZooKeeper session lives exits once it has loaded its logs
 # (NodeExists): 5 to 15 s after its start on the lab, longer after a power loss's recovery.
 RESTART_SETTLE_S = 20.0
+# How long heal waits for the cluster to drop the killed brokers before it starts them anyway:
+# the session timeout, plus a ZooKeeper leader election's fresh one when the leader died too.
+DEREGISTER_WAIT_S = 45.0
 
 
 def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = RESTART_SETTLE_S) -> None:
@@ -139,13 +144,35 @@ class LabFaults(FaultDriver):
         service.stop(service.load(spec), signal.SIGTERM)
         start_service(host.name, spec, host.netns)
 
+    def _settle_s(self, undo: dict) -> float:
+        """How long the restarted services must be seen up. Only a broker killed less than a
+        session ago can exit at start (its old registration is still there: NodeExists on
+        ZooKeeper). Once the cluster no longer counts the killed brokers live, none can: they
+        start at once and need no settle. If nobody says so in time, the settle catches it."""
+        killed_ms = undo.get("killed_ms") or 0
+        if now_ms() - killed_ms >= SESSION_GRACE_MS:
+            return 0.0
+        if isinstance(self.topology, Deployment):  # several clusters in one inventory: no one to ask
+            return RESTART_SETTLE_S
+        names = {name for name, _, _ in undo["restart"]}
+        killed = [h for h in self.inventory.brokers if h.name in names]
+        ids, dcs = {h.node_id for h in killed}, sorted({h.dc for h in killed})
+        deadline = time.monotonic() + DEREGISTER_WAIT_S
+        while ids and time.monotonic() < deadline:
+            try:
+                sample = hostaccess.call(self.inventory, "coordination_sample", {}, dcs[0], timeout_s=15)
+            except Exception:  # noqa: BLE001 - an isolated or dead observer: the settle decides
+                break
+            if sample.get("answered") and not ids & set(sample.get("brokers") or []):
+                return 0.0
+            time.sleep(1.0)
+        return RESTART_SETTLE_S if ids else 0.0
+
     def undo(self, undo: dict) -> None:
         for short in undo.get("power") or []:  # the disks first: the services start on them
             disk.power(layout.lab_dir(cache_dir()), short)
         if undo.get("restart"):
-            # Only a broker killed less than a ZooKeeper session ago can exit at start (NodeExists).
-            recent = now_ms() - (undo.get("killed_ms") or 0) < SESSION_GRACE_MS
-            restart(undo["restart"], settle_s=RESTART_SETTLE_S if recent else 0.0)
+            restart(undo["restart"], settle_s=self._settle_s(undo))
         if undo.get("isolation"):
             netns.heal_isolation(undo["isolation"])
         if undo.get("links"):  # back to the stack's configured shapes, for the pairs the fault changed

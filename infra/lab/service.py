@@ -67,20 +67,26 @@ def stop(spec: dict, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> str:
         return "stopped"
     os.kill(pid, sig)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        _reap(pid)
-        time.sleep(0.2)
-    if Path(f"/proc/{pid}").exists():
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
         os.kill(pid, signal.SIGKILL)
     Path(spec["pidfile"]).unlink(missing_ok=True)
     return "stopped"
 
 
-def _reap(pid: int) -> None:
+def _alive(pid: int) -> bool:
+    """Running, not merely a zombie: a service's parent is init (start detaches it), which reaps
+    in its own time, and a dead process holds no port, file lock or ZooKeeper session."""
     try:
-        os.waitpid(pid, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)  # ours only when this process started it
     except ChildProcessError:
         pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def main(argv: list[str] | None = None) -> int:

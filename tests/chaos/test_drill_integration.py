@@ -186,7 +186,7 @@ def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
     run = tmp_path / "interrupted"
     # Chaos Toolkit plays the rollbacks once the running pause (the hold) ends: a short hold keeps
     # the test short, and the SIGINT still lands during the fault.
-    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "40",
+    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "20",
                                        "--run-dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     deadline = time.monotonic() + 180

@@ -38,3 +38,68 @@ def test_one_that_never_stays_up_fails_the_heal_naming_it(supervisor, monkeypatc
     monkeypatch.setattr(lab.service, "running_pid", lambda spec: False)
     with pytest.raises(RuntimeError, match="would not stay up within 2s: b1"):
         lab.restart([["b1", "b1", "ns-b1"]], within_s=2, settle_s=1)
+
+
+@pytest.fixture
+def driver(topo):
+    from dcdrill.infra import inventory
+
+    t = topo([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
+    inv = inventory.build(t, {h.name: h.name for h in t.hosts()})
+    return lab.LabFaults(t, inv, backend=None)  # the settle needs no backend
+
+
+def _undo(d, killed_ago_ms: int) -> dict:
+    return {"restart": [[h.name, "spec", "ns"] for h in d.inventory.in_dc("dc-a")],
+            "killed_ms": lab.now_ms() - killed_ago_ms}
+
+
+def test_heal_starts_killed_brokers_with_no_settle_once_the_cluster_dropped_them(driver, monkeypatch):
+    """A broker started while its old registration lives can exit at start (NodeExists): heal
+    asks a client host until the killed brokers are no longer live, then needs no settle."""
+    asked = []
+    killed = {h.node_id for h in driver.inventory.in_dc("dc-a", ("kafka_broker",))}
+
+    def call(inv, name, args, avoid_dc, timeout_s):
+        asked.append((name, avoid_dc))
+        return {"answered": True, "brokers": sorted(killed) + [3, 4] if len(asked) < 3 else [3, 4]}
+
+    monkeypatch.setattr(lab.hostaccess, "call", call)
+    monkeypatch.setattr(lab.time, "sleep", lambda s: None)
+    assert driver._settle_s(_undo(driver, 5_000)) == 0.0
+    assert asked == [("coordination_sample", "dc-a")] * 3  # observed from outside the killed DC
+    asked.clear()
+    assert driver._settle_s(_undo(driver, lab.SESSION_GRACE_MS + 1)) == 0.0 and not asked  # long dead
+
+
+def test_heal_keeps_the_settle_when_nobody_can_say(driver, monkeypatch):
+    def call(*a, **kw):
+        raise lab.hostaccess.HostUnreachable("no client host answered")
+
+    monkeypatch.setattr(lab.hostaccess, "call", call)
+    assert driver._settle_s(_undo(driver, 5_000)) == lab.RESTART_SETTLE_S
+
+
+def test_a_killed_service_counts_as_stopped_at_once_though_no_one_reaped_it(tmp_path, monkeypatch):
+    """The lab's services are children of init, which reaps in its own time: stop() must not wait
+    its whole timeout on a zombie. A grandchild whose parent never waits stands in for one."""
+    import os
+    import subprocess
+
+    pidfile = tmp_path / "pid"
+    holder = subprocess.Popen(["sh", "-c", f'sleep 300 & echo $! > {pidfile}; exec sleep 300'])
+    try:
+        deadline = time.monotonic() + 5
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = int(pidfile.read_text())
+        spec = {"pidfile": str(pidfile), "argv": ["sleep"], "match": "sleep"}
+        began = time.monotonic()
+        assert lab.service.stop(spec, 9, timeout_s=5) == "stopped"
+        assert time.monotonic() - began < 2
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        assert state == "Z"  # still there, unreaped: what the old wait took for alive
+        assert not lab.service._alive(pid) and not pidfile.exists()
+    finally:
+        holder.kill()
+        holder.wait()
