@@ -6,6 +6,7 @@ resource is registered, naming the rule and the numbers.
 import pulumi
 
 from dcdrill.infra import rules, stack
+from dcdrill.infra.pulumi_passwords import StackPasswords
 
 raw = pulumi.Config("dcdrill")
 OBJECTS = ("cluster", "clusters", "mirrors", "acceptRisks", "lab", "aws")
@@ -24,3 +25,5 @@ if problems:
 for name, value in backend.program(deployment).items():  # inventory (+ inventories, mirrors)
     pulumi.export(name, value)
 pulumi.export("topology", stack.resolved(deployment))
+# Secrets stay in Pulumi: the state holds them encrypted, `lab up` reads them with --show-secrets.
+pulumi.export("passwords", StackPasswords(deployment, raw.get_secret_object("passwords")).passwords)

@@ -40,11 +40,14 @@ def tls_dir(stack: str, cluster: str | None = None) -> Path:
     return inventory_path(stack, cluster).parent / "tls"
 
 
-def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None) -> Path:
+def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None,
+                    stack_passwords: dict | None = None) -> Path:
     """The inventory Ansible and the clients read. With TLS, the cluster's CA and broker key stores
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
-    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder). The MM2 hosts'
-    inventory names each cluster's instead (mirror_security); write the clusters' first."""
+    SASL, its users' passwords too (kafka_sasl_credentials, in the same folder), from
+    `stack_passwords`: the cluster's part of Pulumi's `passwords` output ({"sasl": {user: pw},
+    "zookeeper": {...}}). The MM2 hosts' inventory names each cluster's instead
+    (mirror_security); write the clusters' first."""
     av = inventory.vars
     if av.get("aws_regions"):  # EC2 hosts: ssh through an SSM session, with this control's own key
         from dcdrill.infra.aws import ssm_tunnel
@@ -58,11 +61,11 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
         hosts = {h.name: h.address for h in inventory.brokers + inventory.voters}
         av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack, cluster), av["cluster_name"], hosts))
     if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
-        av["zookeeper_credentials"] = str(passwords.ensure(tls_dir(stack, cluster) / "zookeeper-credentials.json",
-                                                           ["kafka", "quorum"]))
+        av["zookeeper_credentials"] = str(passwords.write(tls_dir(stack, cluster) / passwords.FILES["zookeeper"],
+                                                          _passwords(stack, av, stack_passwords, "zookeeper")))
     if av.get("kafka_sasl") and cluster != MIRRORS:
-        av["kafka_sasl_credentials"] = str(passwords.ensure(tls_dir(stack, cluster) / "credentials.json",
-                                                            av["kafka_sasl_users"]))
+        av["kafka_sasl_credentials"] = str(passwords.write(tls_dir(stack, cluster) / passwords.FILES["sasl"],
+                                                           _passwords(stack, av, stack_passwords, "sasl")))
     if inventory.kraft:  # one cluster id and one quorum, formatted once (infra/kraft.py)
         ids = kraft.ensure(inventory_path(stack, cluster).parent / "kraft.json", [h.name for h in inventory.controllers])
         av["kafka_cluster_id"] = ids["cluster_id"]
@@ -79,13 +82,25 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
     return path
 
 
+def _passwords(stack: str, av: dict, stack_passwords: dict | None, kind: str) -> dict[str, str]:
+    """One kind of the cluster's passwords, as Pulumi gave them: every user the inventory names."""
+    given = (stack_passwords or {}).get(kind) or {}
+    users = av["kafka_sasl_users"] if kind == "sasl" else list(passwords.ZOOKEEPER_USERS)
+    missing = [u for u in users if not given.get(u)]
+    if missing:
+        raise AnsibleFailed(f"cluster {av['cluster_name']}: the stack's Pulumi output `passwords` has no {kind} "
+                            f"password for {', '.join(missing)}: run `dcdrill lab up --stack {stack}` (its pulumi up "
+                            "makes them)")
+    return {u: given[u] for u in users}
+
+
 def mirror_security(stack: str, av: dict) -> None:
     """Each cluster MM2 joins, with that cluster's own CA (`tls_dir`) and the file holding MM2's
     password on it (`sasl_credentials`): MM2 reaches every cluster as that cluster's user."""
     for c in av["kafka_mirror_clusters"]:
         folder = tls_dir(stack, None if c["alias"] == av["cluster_name"] else c["alias"])
         c["tls_dir"] = str(folder) if av.get("kafka_tls") else ""
-        c["sasl_credentials"] = str(folder / "credentials.json") if av.get("kafka_sasl") else ""
+        c["sasl_credentials"] = str(folder / passwords.FILES["sasl"]) if av.get("kafka_sasl") else ""
         for needed in filter(None, (c["tls_dir"] and folder / "ca.pem", c["sasl_credentials"])):
             if not Path(needed).exists():
                 raise AnsibleFailed(f"{needed} is missing: MM2's inventory is written after its clusters' "

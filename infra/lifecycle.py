@@ -131,8 +131,9 @@ def up(stack: str, quiet: bool = False) -> dict:
     if d.replicated:
         parts += [(name, Inventory(outs["inventories"][name])) for name in d.cluster_names[1:]]
         parts.append((ansible.MIRRORS, Inventory(outs["mirrors"])))
+    made = outs.get("passwords") or {}  # secrets: Pulumi decrypted them for `stack output --show-secrets`
     for key, inv in parts:
-        ansible.write_inventory(stack, inv, key)
+        ansible.write_inventory(stack, inv, key, made.get(inv.vars["cluster_name"]))
     require_hosts_answer(stack)  # before Ansible, whose failure would name no host
     st = {}
     for key, inv in parts:

@@ -1,22 +1,26 @@
-"""The passwords of a stack's SASL users (`dcdrill:cluster.sasl`): one random password per user
-in credentials.json (0600), next to the stack's CA. Existing ones are kept, so a second
-`lab up` changes nothing. Child processes get the file's name, never the password.
+"""The passwords of a stack's SASL users (`dcdrill:cluster.sasl`) and of its ZooKeeper logins, as
+the roles and clients read them: one JSON file per cluster and kind (0600), next to the stack's
+CA. Pulumi keeps them, as secrets (infra/pulumi_passwords.py); `lab up` writes these files from
+its `passwords` output. Child processes get the file's name, never the password.
 """
 from __future__ import annotations
 
 import json
-import secrets
 from pathlib import Path
 
+FILES = {"sasl": "credentials.json", "zookeeper": "zookeeper-credentials.json"}  # in each cluster's tls folder
+ZOOKEEPER_USERS = ("kafka", "quorum")  # roles/zookeeper: the brokers' login, and the quorum peers'
 
-def ensure(path: Path, users: list[str]) -> Path:
-    """A random password per user in `path` (JSON, 0600); existing ones are kept."""
-    known = json.loads(path.read_text()) if path.exists() else {}
-    wanted = {u: known.get(u) or secrets.token_urlsafe(24) for u in sorted(users)}
-    if wanted != known:
+
+def write(path: Path, passwords: dict[str, str]) -> Path:
+    """`passwords` ({user: password}) in `path`, as JSON readable by its owner only; rewritten only
+    when they changed."""
+    text = json.dumps(dict(sorted(passwords.items())), indent=2, sort_keys=True) + "\n"
+    if not path.exists() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(mode=0o600)
-        path.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+        path.chmod(0o600)
+        path.write_text(text)
     return path
 
 

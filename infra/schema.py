@@ -323,6 +323,9 @@ class StackSpec(Spec):
     accept_risks: list[Literal[RISK_RULES]] = Field(default_factory=list, alias="dcdrill:acceptRisks")
     lab: LabSpec | None = Field(None, alias="dcdrill:lab")
     aws: AwsSpec | None = Field(None, alias="dcdrill:aws")
+    # SASL passwords the user chose, by cluster and user, each set with `pulumi config set --secret
+    # --path 'dcdrill:passwords.<cluster>.<user>'`: only Pulumi decrypts them (infra/pulumi_passwords.py).
+    passwords: dict[str, dict[str, dict[str, str]]] | None = Field(None, alias="dcdrill:passwords")
 
     @model_validator(mode="after")
     def _backend_settings(self):
@@ -348,6 +351,7 @@ class StackSpec(Spec):
                 owner[dc.name] = c.name
         self._check_mirrors(names)
         self._check_node_ids()
+        self._check_passwords()
         if self.lab is not None:
             known = list(owner)
             pairs: dict[frozenset, int] = {}
@@ -398,6 +402,23 @@ class StackSpec(Spec):
         if brokers >= NODE_ID_SPACE:
             raise ValueError(f"dcdrill:clusters: {brokers} brokers in all; broker ids must stay below "
                              f"{NODE_ID_SPACE}, where KRaft controllers' ids begin")
+
+    def _check_passwords(self) -> None:
+        """Each chosen password belongs to a SASL user of a cluster of this stack, and is a secret."""
+        clusters = {c.name: c for c in self.all_clusters}
+        for cluster, users in (self.passwords or {}).items():
+            c = clusters.get(cluster)
+            if c is None or c.sasl is None:
+                raise ValueError(f"dcdrill:passwords.{cluster}: " + (
+                    f"no such cluster (this stack's: {', '.join(clusters)})" if c is None else "that cluster has no sasl"))
+            known = {c.sasl.admin, c.sasl.client, *(a.principal for a in c.acls), *([MIRROR_USER] if self.mirrors else [])}
+            for user, value in users.items():
+                if user not in known:
+                    raise ValueError(f"dcdrill:passwords.{cluster}.{user}: no such SASL user (this cluster's: "
+                                     f"{', '.join(sorted(known))})")
+                if set(value) != {"secure"}:
+                    raise ValueError(f"dcdrill:passwords.{cluster}.{user}: not a secret; set it with `pulumi config set "
+                                     f"--secret --path 'dcdrill:passwords.{cluster}.{user}'`")
 
     @property
     def all_clusters(self) -> list[ClusterSpec]:

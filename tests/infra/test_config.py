@@ -210,17 +210,14 @@ def test_sasl_inventory_names_users_super_users_and_declared_acls():
         ("User:workload", "topic", "dcdrill", "prefixed"), ("User:workload", "group", "dcdrill", "prefixed")}
 
 
-def test_passwords_are_made_once_and_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
+def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     """A child process's settings travel on its command line: there the password is a file name."""
     from dcdrill.infra import passwords
     from dcdrill.validation import clients
 
-    path = passwords.ensure(tmp_path / "credentials.json", ["admin", "workload"])
-    first = json.loads(path.read_text())
-    assert sorted(first) == ["admin", "workload"] and len(set(first.values())) == 2
-    assert oct(path.stat().st_mode & 0o777) == "0o600"
-    passwords.ensure(path, ["admin", "workload"])
-    assert json.loads(path.read_text()) == first
+    first = {"admin": "a-Secret1", "workload": "w-Secret2"}
+    path = passwords.write(tmp_path / "credentials.json", first)
+    assert json.loads(path.read_text()) == first and oct(path.stat().st_mode & 0o777) == "0o600"
     inv = inventory.Inventory({"all": {"vars": {
         "kafka_tls": True, "kafka_tls_dir": "/x", "kafka_sasl": True, "kafka_sasl_admin": "admin",
         "kafka_sasl_client": "workload", "kafka_sasl_credentials": str(path)}}})

@@ -46,19 +46,22 @@ def test_the_lab_logs_in_unprivileged_by_an_id_only_ssh_resolves(name):
 def test_the_jars_come_from_this_controls_cache(tmp_path, monkeypatch):
     # An installed wheel has no .cache beside its playbook: the inventory names the control's.
     # So do the client hosts' Python packages (infra/agent_runtime.py), which setup downloads.
-    from dcdrill.infra import agent_runtime
+    from dcdrill.infra import agent_runtime, pulumi_passwords
 
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     d = stack.load_deployment("local-replicated")
     outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    made = {c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
+            for c, kinds in pulumi_passwords.wanted(d).items()}  # what the stack's Pulumi output holds
     with pytest.raises(FileNotFoundError, match="dcdrill setup"):
-        ansible.write_inventory("local-replicated", ansible.Inventory(outs["inventory"]))
+        ansible.write_inventory("local-replicated", ansible.Inventory(outs["inventory"]), None, made["east"])
     wheels = agent_runtime.wheels_dir(tmp_path)
     wheels.mkdir(parents=True)
     (wheels / ".complete").write_text("")
     for cluster, data in (("east", outs["inventory"]), ("west", outs["inventories"]["west"]),
                           (ansible.MIRRORS, outs["mirrors"])):
-        path = ansible.write_inventory("local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster)
+        path = ansible.write_inventory("local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster,
+                                       made.get(cluster))
         av = json.loads(path.read_text())["all"]["vars"]
         assert av["java_kafka_libs_source"] == str(tmp_path / KAFKA_VERSIONS[d.mirror_kafka_version] / "libs")
         if cluster != ansible.MIRRORS:  # MM2's hosts run no agent

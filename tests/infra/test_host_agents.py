@@ -89,7 +89,7 @@ def test_an_agent_gets_the_stacks_ca_and_passwords_in_its_request_and_reads_no_f
 
     tls = pki.ensure(tmp_path / "tls", "t", {"b1.dc-a.lab": "dcd-b1"})
     creds = tmp_path / "tls" / "credentials.json"
-    passwords.ensure(creds, ["admin", "workload"])
+    passwords.write(creds, {"admin": "a-secret", "workload": "w-secret"})
     inv = inventory({"kafka_tls": True, "kafka_sasl": True, "zookeeper_secure": True, "kafka_tls_dir": str(tls),
                      "kafka_sasl_credentials": str(creds), "kafka_sasl_admin": "admin", "kafka_sasl_client": "workload",
                      "lab_control_state": str(tmp_path)})

@@ -202,16 +202,19 @@ def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_pa
     from dcdrill.infra import ansible
     from dcdrill.infra.inventory import Inventory
 
-    from dcdrill.infra import agent_runtime
+    from dcdrill.infra import agent_runtime, pulumi_passwords
 
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     agent_runtime.wheels_dir(tmp_path).mkdir(parents=True)  # what setup downloads; nothing installs them here
     (agent_runtime.wheels_dir(tmp_path) / ".complete").write_text("")
     d = stack.load_deployment("local-replicated")
     outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    made = {c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
+            for c, kinds in pulumi_passwords.wanted(d).items()}  # what the stack's Pulumi output holds
     written = {}
     for key, data in ((None, outs["inventory"]), ("west", outs["inventories"]["west"]), (ansible.MIRRORS, outs["mirrors"])):
-        written[key] = Inventory.load(ansible.write_inventory("local-replicated", Inventory(data), key)).vars
+        written[key] = Inventory.load(ansible.write_inventory("local-replicated", Inventory(data), key,
+                                                              made.get(key or "east"))).vars
     east, west, mm = written[None], written["west"], written[ansible.MIRRORS]
     assert east["kafka_tls_dir"] != west["kafka_tls_dir"]
     cas = {(Path(v["kafka_tls_dir"]) / "ca.pem").read_bytes() for v in (east, west)}
