@@ -94,3 +94,24 @@ def test_every_service_runs_as_a_uid_of_its_own_that_cannot_read_another_service
     as_b2 = subprocess.run(["setpriv", f"--reuid={running[b2.name]}", f"--regid={running[b2.name]}", "--clear-groups",
                             "head", "-c", "10", key], capture_output=True, text=True)
     assert as_b2.returncode == 0 and as_b2.stdout.startswith("-----")
+
+
+def test_the_passwords_are_pulumi_secrets_that_lab_up_copied_for_the_roles(lab):
+    """Pulumi keeps them encrypted in the stack's state; its output, decrypted, is what the roles'
+    files hold; the stack file in the checkout holds none."""
+    from dcdrill.infra import ansible, pulumi_cli
+    from dcdrill.infra.passwords import FILES
+
+    made = pulumi_cli.outputs("local")["passwords"][lab.vars["cluster_name"]]
+    tls = ansible.tls_dir("local")
+    for kind, name in FILES.items():
+        assert json.loads((tls / name).read_text()) == made[kind], kind
+        assert oct((tls / name).stat().st_mode & 0o777) == "0o600"
+    state = json.loads(pulumi_cli.run("local", "stack", "export", capture=True))
+    kept = [r for r in state["deployment"]["resources"] if r["type"] == "pulumi-python:dynamic:Resource"
+            and r["urn"].endswith(("::main-sasl", "::main-zookeeper"))]
+    assert len(kept) == 2 and all("ciphertext" in json.dumps(r["outputs"]["passwords"]) for r in kept)
+    every = [pw for kind in made.values() for pw in kind.values()]
+    assert not [pw for pw in every if pw in json.dumps(state)]  # nowhere in the state in the clear
+    stack_file = (Path(__file__).resolve().parents[2] / "Pulumi.local.yaml").read_text()
+    assert not [pw for pw in every if pw in stack_file]
