@@ -181,4 +181,23 @@ def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> D
         if joined and c.sasl is not None:
             extra = {a for m in joined for a in mirror_acls(m.topic_prefix or DRILL_TOPIC_PREFIX, names)}
             clusters[i] = replace(c, acls=c.acls + tuple(sorted(extra - set(c.acls), key=repr)))
+    _check_passwords(spec.passwords, clusters, f"stack {stack}: " if stack else "")
     return Deployment(tuple(clusters), mirrors)
+
+
+def _check_passwords(chosen: dict | None, clusters: list[Topology], where: str) -> None:
+    """Each password the user chose (dcdrill:passwords) belongs to a SASL user of one of the
+    stack's clusters, as the model has them (MM2's included), and is a Pulumi secret."""
+    by_name = {c.name: c for c in clusters}
+    for cluster, users in (chosen or {}).items():
+        c = by_name.get(cluster)
+        if c is None or c.sasl is None:
+            raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}: " + (
+                f"no such cluster (this stack's: {', '.join(by_name)})" if c is None else "that cluster has no sasl"))
+        for user, value in users.items():
+            if user not in c.users:
+                raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}.{user}: no such SASL user (this "
+                                         f"cluster's: {', '.join(c.users)})")
+            if set(value) != {"secure"}:
+                raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}.{user}: not a secret; set it with "
+                                         f"`pulumi config set --secret --path 'dcdrill:passwords.{cluster}.{user}'`")

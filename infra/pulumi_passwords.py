@@ -23,6 +23,7 @@ from dcdrill.infra import ansible, passwords
 from dcdrill.infra.constants import cache_dir
 from dcdrill.infra.deployment import Deployment
 
+
 def _adopted(path: str) -> dict:
     """The passwords a file written before Pulumi kept them holds ({} when there is none)."""
     try:
@@ -84,11 +85,12 @@ def wanted(deployment: Deployment) -> dict[str, dict[str, list[str]]]:
 def merged(made: dict, given: dict | None) -> dict:
     """The made passwords, each replaced by the one the user set (dcdrill:passwords.<cluster>.<user>)
     for a SASL user of that cluster."""
-    given = given or {}
-    return {cluster: {kind: {u: (given.get(cluster) or {}).get(u) or pw if kind == "sasl" else pw
-                             for u, pw in sorted(users.items())}
-                      for kind, users in sorted(kinds.items())}
-            for cluster, kinds in sorted(made.items())}
+    out = {}
+    for cluster, kinds in sorted(made.items()):
+        chosen = (given or {}).get(cluster) or {}
+        out[cluster] = {kind: {u: (chosen.get(u) if kind == "sasl" else None) or pw for u, pw in sorted(users.items())}
+                        for kind, users in sorted(kinds.items())}
+    return out
 
 
 class StackPasswords(pulumi.ComponentResource):

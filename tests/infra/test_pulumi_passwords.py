@@ -65,9 +65,9 @@ def test_a_password_the_user_set_replaces_the_made_one_for_that_cluster_only():
 def test_a_chosen_password_names_a_user_of_a_cluster_and_is_a_secret(passwords, error):
     cfg = {**stack.load_config("local"), "dcdrill:passwords": passwords}
     with pytest.raises(schema.ConfigError) as exc:
-        schema.parse(cfg)
+        stack.deployment_of(cfg, "local")
     assert error in str(exc.value)
-    schema.parse({**stack.load_config("local"), "dcdrill:passwords": {"main": {"admin": {"secure": "v1:x"}}}})
+    stack.deployment_of({**stack.load_config("local"), "dcdrill:passwords": {"main": {"admin": {"secure": "v1:x"}}}})
 
 
 def test_the_program_exports_them_as_one_secret_output():
