@@ -94,6 +94,10 @@ def test_a_killed_service_counts_as_stopped_at_once_though_no_one_reaped_it(tmp_
             time.sleep(0.05)
         pid = int(pidfile.read_text())
         spec = {"pidfile": str(pidfile), "argv": ["sleep"], "match": "sleep"}
+        # $! is known at fork, before the child has exec'd sleep: until then it is not the service.
+        while lab.service.running_pid(spec) != pid and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lab.service.running_pid(spec) == pid
         began = time.monotonic()
         assert lab.service.stop(spec, 9, timeout_s=5) == "stopped"
         assert time.monotonic() - began < 2
