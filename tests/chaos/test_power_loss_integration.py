@@ -49,11 +49,10 @@ def test_a_kill_of_the_dc_loses_no_acknowledged_record(power_loss_lab, tmp_path)
     assert "after a kill (the hosts keep their page caches) they have every record" in check["predicted"]["why"]
 
 
-# One of its two full runs here ended before the verdict: 180 s after the heal, 2 of the 6
-# partitions still had only b2 in their ISR (wait-converged failed), not yet understood. CI runs
-# it only with DCDRILL_SLOW_LABS=1 until it is.
-@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a partition's ISR stayed [b2] after the heal in "
-                    "one run of two (not yet understood): DCDRILL_SLOW_LABS=1 runs it")
+# A lab of its own, as above. (A cut seconds after the leader changes could leave a follower loop
+# in Kafka, docs/evidence.md: the experiment now waits out the journal's commit first.)
+@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 5 min): "
+                    "DCDRILL_SLOW_LABS=1 runs it")
 def test_a_power_loss_after_the_isr_shrank_into_the_dc_loses_acknowledged_records(power_loss_lab, tmp_path):
     """dc-b is cut off, the ISR shrinks to dc-a's two replicas, dc-a keeps acknowledging alone,
     then loses power: its disks drop what was not flushed, and dc-a's replicas, still the ISR,

@@ -23,9 +23,9 @@ def mounted():
     top = Path(tempfile.mkdtemp(prefix="dcdrill-disk-"))
     top.chmod(0o711)
 
-    def mount(writeback_s: float = 3600.0):
+    def mount(writeback_s: float = 3600.0, journal_commit_s: float = 3600.0):
         lab, root = top / "lab", top / "lab" / "hosts" / "b1"
-        disk.start(lab, "b1", root, writeback_s)
+        disk.start(lab, "b1", root, writeback_s, journal_commit_s=journal_commit_s)
         mounts.append((lab, root))
         return lab, root
 
@@ -92,6 +92,20 @@ def test_a_shrink_of_synced_data_is_undone_and_mmap_writes_not_synced_are_lost(m
     disk.power(lab, "b1")
     data = (root / "index").read_bytes()
     assert len(data) == 8192 and data[:4] == b"SYNC" and data[4096:4100] == b"\0" * 4
+
+
+def test_a_truncate_the_journal_committed_survives_a_cut_and_what_was_written_after_it_does_not(mounted):
+    """A follower truncates its log to the new leader's offset, then appends. On ext4 the truncate
+    is durable at the journal's next commit, the appended data only at its write-back: a cut in
+    between brings back neither the truncated records nor the new ones."""
+    lab, root = mounted(journal_commit_s=1)
+    _write(root / "00.log", b"A" * 1000 + b"OLD" * 100, sync=True)
+    os.truncate(root / "00.log", 1000)
+    time.sleep(2.5)  # the journal has committed the shrink; its data write-back is 3600 s away
+    _write(root / "00.log", b"NEW" * 10)
+    assert disk.cut(lab, "b1") == {"files": 1, "bytes_lost": 30}
+    disk.power(lab, "b1")
+    assert (root / "00.log").read_bytes() == b"A" * 1000
 
 
 def test_what_the_kernel_wrote_back_survives_a_cut(mounted):

@@ -4,12 +4,14 @@
 // passing every operation through, and remembers what a power cut would take: for each file, its
 // size when its data was last durable and what each later write overwrote below that size. Data
 // is durable once fsync'd, or once the kernel would have written it back on its own (Linux's
-// dirty_expire_centisecs, 30 s by default; -writeback-after). A cut drops every later write,
+// dirty_expire_centisecs, 30 s by default; -writeback-after). A shrink (truncate) is metadata:
+// it is durable once the filesystem's journal commits it (ext4's commit interval, 5 s by default;
+// -journal-commit), as on the AWS hosts' ext4 data volume. A cut drops every later write,
 // rolls each file back to its durable content and drops the kernel's cached pages; power comes
 // back when the host restarts. Like LazyFS, it loses file data only: creating, renaming and
 // deleting files are passed through at once.
 //
-//	dcdrill-disk -backing DIR -mount DIR -control SOCKET [-writeback-after 30s]
+//	dcdrill-disk -backing DIR -mount DIR -control SOCKET [-writeback-after 30s] [-journal-commit 5s]
 //
 // The control socket takes one command per connection and answers one JSON line:
 //
@@ -44,13 +46,37 @@ type preImage struct {
 	data []byte
 }
 
+// shrink is a truncate not yet committed by the journal.
+type shrink struct {
+	size int64
+	at   time.Time
+}
+
 // dirty is one file's writes since its data was last durable.
 type dirty struct {
 	fd      int   // a read-write descriptor of the backing file, the daemon's own
 	durable int64 // the file's size when its data was last durable
 	since   time.Time
 	undo    []preImage
+	shrinks []shrink
 	written int64
+}
+
+// commitShrink makes a journaled truncate durable: the durable file ends at its size, so what
+// the undo would put back past it no longer exists on the disk either.
+func (f *dirty) commitShrink(size int64) {
+	if size >= f.durable {
+		return
+	}
+	f.durable = size
+	kept := f.undo[:0]
+	for _, p := range f.undo {
+		if p.off < size {
+			p.data = p.data[:min(int64(len(p.data)), size-p.off)]
+			kept = append(kept, p)
+		}
+	}
+	f.undo = kept
 }
 
 type disk struct {
@@ -59,10 +85,12 @@ type disk struct {
 	files        map[uint64]*dirty // by backing inode number
 	inodes       map[*fs.Inode]struct{}
 	writebackFor time.Duration
+	commitEvery  time.Duration
 }
 
-func newDisk(writebackAfter time.Duration) *disk {
-	return &disk{powered: true, files: map[uint64]*dirty{}, inodes: map[*fs.Inode]struct{}{}, writebackFor: writebackAfter}
+func newDisk(writebackAfter, journalCommit time.Duration) *disk {
+	return &disk{powered: true, files: map[uint64]*dirty{}, inodes: map[*fs.Inode]struct{}{},
+		writebackFor: writebackAfter, commitEvery: journalCommit}
 }
 
 func fstat(fd int) (syscall.Stat_t, error) {
@@ -118,8 +146,16 @@ func (d *disk) writeback() {
 	for range time.Tick(time.Second) {
 		d.mu.Lock()
 		for ino, f := range d.files {
-			if d.powered && time.Since(f.since) >= d.writebackFor {
+			if !d.powered {
+				break
+			}
+			if time.Since(f.since) >= d.writebackFor {
 				d.durable(ino)
+				continue
+			}
+			for len(f.shrinks) > 0 && time.Since(f.shrinks[0].at) >= d.commitEvery {
+				f.commitShrink(f.shrinks[0].size)
+				f.shrinks = f.shrinks[1:]
 			}
 		}
 		d.mu.Unlock()
@@ -254,7 +290,12 @@ func (f *file) truncating(fd int, size int64) syscall.Errno {
 		return fs.ToErrno(err)
 	}
 	if size < st.Size {
-		return f.disk.track(fd, f.inode, size, st.Size)
+		if errno := f.disk.track(fd, f.inode, size, st.Size); errno != 0 {
+			return errno
+		}
+		d := f.disk.files[st.Ino]
+		d.shrinks = append(d.shrinks, shrink{size, time.Now()})
+		return 0
 	}
 	return f.disk.track(fd, f.inode, st.Size, st.Size)
 }
@@ -369,12 +410,14 @@ func main() {
 	control := flag.String("control", "", "the control socket's path")
 	writebackAfter := flag.Duration("writeback-after", 30*time.Second,
 		"unsynced data older than this counts as written back by the kernel (Linux's dirty_expire_centisecs)")
+	journalCommit := flag.Duration("journal-commit", 5*time.Second,
+		"a truncate older than this is durable: the journal committed it (ext4's commit interval)")
 	flag.Parse()
 	if *backing == "" || *mount == "" || *control == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	d := newDisk(*writebackAfter)
+	d := newDisk(*writebackAfter, *journalCommit)
 	root := &fs.LoopbackRoot{Path: *backing}
 	var st syscall.Stat_t
 	if err := syscall.Stat(*backing, &st); err != nil {
