@@ -65,6 +65,9 @@ def register(sub) -> None:
     g.add_argument("--factor", type=bounded(1, MAX_FACTOR), metavar="N", help=f"replication factor (1 to {MAX_FACTOR})")
     g.add_argument("--min-insync", type=bounded(1, MAX_FACTOR), metavar="N", help="min.insync.replicas")
     g.add_argument("--unclean", choices=["on", "off"], help="unclean.leader.election.enable")
+    g.add_argument("--flush-each-write", action="store_true",
+                   help="flush.messages=1 on the drill's topic: every replica fsyncs each write (the control of a "
+                        "power loss, at a cost in produce latency)")
     g.add_argument("--profile", choices=["consistency-first", "availability-first"], help="the promise the verdict checks")
     g.add_argument("--matrix", action="store_true",
                    help="a drill (--repeat: N) for every acks x minInsync x unclean setting on the stack's factor that "

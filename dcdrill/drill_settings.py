@@ -1,5 +1,5 @@
 """What a drill runs with, beyond the stack: how long the fault is held, and the settings a drill
-may have of its own (`dcdrill drill --acks --factor --min-insync --unclean --profile`, or every
+may have of its own (`dcdrill drill --acks --factor --min-insync --unclean --flush-each-write --profile`, or every
 setting of the matrix with `--matrix`). dcdrill/drill.py runs the drills; Topology.with_settings()
 applies the settings; chaos/context.deployment() reads them back inside the experiment."""
 from __future__ import annotations
@@ -58,7 +58,8 @@ def hold(args, t) -> float:
 def given(args) -> dict:
     """The settings given on the command line, as Topology.with_settings() takes them."""
     values = {"profile": args.profile, "acks": args.acks, "factor": args.factor, "min_insync": args.min_insync,
-              "unclean_leader_election": None if args.unclean is None else args.unclean == "on"}
+              "unclean_leader_election": None if args.unclean is None else args.unclean == "on",
+              "flush_each_write": args.flush_each_write or None}
     return {k: v for k, v in values.items() if v is not None}
 
 

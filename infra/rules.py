@@ -121,6 +121,9 @@ def acked_loss(t: Topology, dc: str, fault: str = "kill-dc") -> tuple[bool, str]
     shrink = f"min.insync.replicas={m} <= {dc}'s {r_d} replicas: the ISR can shrink to {dc}'s alone and keep acknowledging"
     if t.replication.unclean_leader_election:
         return True, f"{shrink}; unclean election then elects an out-of-sync survivor"
+    if kind == "power" and t.replication.flush_each_write:
+        return False, (f"{shrink}; but flush.messages=1: each replica fsyncs a record before it counts as having "
+                       f"it, so a power loss takes nothing acknowledged")
     if kind == "power":
         elr_note = (" (4.1+ with ELR: brokers back from an unclean shutdown leave the ELR, KAFKA-15586, so the "
                     "partition may stay offline instead)") if elr(t) else ""
@@ -218,6 +221,7 @@ def resolved(t: Topology) -> dict:
         "replication_factor": t.replication.factor,
         "min_insync_replicas": t.replication.min_insync,
         "unclean_leader_election": t.replication.unclean_leader_election,
+        "flush_each_write": t.replication.flush_each_write,
         "acks": t.acks,
         "tls": t.tls,
         "sasl": t.sasl is not None,

@@ -15,7 +15,7 @@ from dcdrill.infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PR
 
 
 CONTROLLER_ID_BASE = schema.NODE_ID_SPACE  # ctl1 is node 1001: above every broker id (the schema checks)
-SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election")  # see with_settings()
+SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election", "flush_each_write")  # see with_settings()
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class Replication:
     factor: int
     min_insync: int
     unclean_leader_election: bool
+    # flush.messages=1: every replica fsyncs each write before it counts as having it. Kafka's
+    # default leaves flushing to the OS and relies on replicas; a drill may set it as the control
+    # of a power loss (`dcdrill drill --flush-each-write`).
+    flush_each_write: bool = False
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,7 @@ class Topology:
 
     def with_settings(self, settings: dict) -> Topology:
         """The same cluster under one drill's own settings (`dcdrill drill --acks --factor
-        --min-insync --unclean --profile`; keys: SETTINGS). They are the drill topic's settings
+        --min-insync --unclean --flush-each-write --profile`; keys: SETTINGS). They are the drill topic's settings
         and its producers', and every drill writes a fresh topic, so one lab serves them all."""
         unknown = sorted(set(settings) - set(SETTINGS))
         if unknown:
@@ -198,7 +202,8 @@ class Topology:
         return replace(self, profile=settings.get("profile", self.profile), acks=settings.get("acks", self.acks),
                        replication=Replication(settings.get("factor", r.factor),
                                                settings.get("min_insync", r.min_insync),
-                                               settings.get("unclean_leader_election", r.unclean_leader_election)))
+                                               settings.get("unclean_leader_election", r.unclean_leader_election),
+                                               settings.get("flush_each_write", r.flush_each_write)))
 
 
 def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> Topology:

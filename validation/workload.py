@@ -203,6 +203,8 @@ def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, 
         factor, configs = replication.factor, {
             "min.insync.replicas": str(replication.min_insync),
             "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
+        if replication.flush_each_write:
+            configs["flush.messages"] = "1"
     hostaccess.call(inventory, "create_topic", {
         "topic": spec.topic, "partitions": partitions, "factor": factor, "configs": configs, "create": create,
         "fresh": fresh, "timeout_ms": spec.bootstrap_timeout_ms})

@@ -15,8 +15,8 @@ from dcdrill.infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
-SHIPPED = ["cut-mirror-link", "isolate-dc", "isolate-then-power-loss", "kill-dc", "kill-mirror", "kill-source-dc",
-           "power-loss", "rolling-restart", "slow-link", "stop-dc", "tiebreaker-loss"]
+SHIPPED = ["cut-mirror-link", "isolate-dc", "isolate-then-kill", "isolate-then-power-loss", "isolate-then-stop", "kill-dc",
+           "kill-mirror", "kill-source-dc", "power-loss", "rolling-restart", "slow-link", "stop-dc", "tiebreaker-loss"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -94,7 +94,7 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
 def drill_args(**given):
     """`dcdrill drill` arguments as argparse gives them, with `given` changed."""
     defaults = dict(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1, force=False,
-                    acks=None, factor=None, min_insync=None, unclean=None, profile=None, matrix=False, check=False)
+                    acks=None, factor=None, min_insync=None, unclean=None, flush_each_write=False, profile=None, matrix=False, check=False)
     return argparse.Namespace(**{**defaults, **given})
 
 
@@ -229,7 +229,7 @@ def test_version_and_verify_without_the_lab_modules():
 
 def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
     """Refused by the preflight: no lab is brought up, nothing is written."""
-    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, isolate-then-power-loss, kill-dc"),
+    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, isolate-then-kill, isolate-then-power-loss"),
                          (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
         res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--run-dir",
                               str(tmp_path / "x"), *args], capture_output=True, text=True, timeout=60)

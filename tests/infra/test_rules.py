@@ -131,6 +131,14 @@ def test_a_power_loss_loses_what_an_isr_inside_the_dc_had_not_flushed_even_with_
     assert _loss(make(TWO_AND_A_HALF, min_insync=2), "dc-c") == dict.fromkeys(rules.FAULT_KINDS, False)
 
 
+def test_flushing_each_write_leaves_a_power_loss_nothing_acknowledged_to_take():
+    t = make(TWO_AND_A_HALF, min_insync=2, unclean=False).with_settings({"flush_each_write": True})
+    assert _loss(t, "dc-a")["power-loss"] is False
+    assert "flush.messages=1" in rules.predictions(t)["dc-a"]["faults"]["power-loss"]["why"]
+    # Unclean election still elects an out-of-sync survivor, flushed or not.
+    assert _loss(t.with_settings({"unclean_leader_election": True}), "dc-a")["power-loss"] is True
+
+
 def test_a_kraft_power_loss_names_what_eligible_leader_replicas_change():
     t = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
     t = replace(t, replication=replace(t.replication, min_insync=2))
