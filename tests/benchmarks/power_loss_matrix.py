@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from variant import project_with  # noqa: E402 - a sibling module
+from variant import project_with  # a sibling module: the script runs from its own folder
 
 ROOT = Path(__file__).resolve().parents[2]
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]

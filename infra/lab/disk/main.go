@@ -293,8 +293,8 @@ func (f *file) truncating(fd int, size int64) syscall.Errno {
 		if errno := f.disk.track(fd, f.inode, size, st.Size); errno != 0 {
 			return errno
 		}
-		d := f.disk.files[st.Ino]
-		d.shrinks = append(d.shrinks, shrink{size, time.Now()})
+		tracked := f.disk.files[st.Ino]
+		tracked.shrinks = append(tracked.shrinks, shrink{size, time.Now()})
 		return 0
 	}
 	return f.disk.track(fd, f.inode, st.Size, st.Size)
