@@ -190,9 +190,9 @@ def _matrix(stack: str, t, as_json: bool) -> int:
     print("Predictions assume the replicas were in sync when the DC went. The rules also cover the worst "
           "case: an ISR shrunk into the lost DC (without unclean election those partitions stop until it "
           "is back), and acks=all clients (availability-first keeps factor - minInsync >= replicas per DC "
-          "whatever acks the drill's producers use). UNREAD: acknowledged, but with ELR (KRaft formatted by "
-          "Kafka 4.1+) the high watermark waits for min.insync replicas, so no consumer reads those writes "
-          "until the DC is back.")
+          "whatever acks the drill's producers use). UNREAD: acknowledged, but since Kafka 3.7 (KAFKA-15583, "
+          "ZooKeeper and KRaft alike) the high watermark waits for min.insync replicas, so no consumer reads "
+          "those writes until the DC is back.")
     return 0
 
 

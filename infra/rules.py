@@ -78,22 +78,26 @@ def visible_after_loss(t: Topology, dc: str) -> tuple[bool, str]:
     """Do the records acknowledged while d is gone reach consumers before it is back, and why.
 
     acks=all acknowledges a record once the ISR has it, past the high watermark. acks=1 and 0
-    acknowledge from the leader alone; before ELR the high watermark follows the ISR whatever its
-    size, but with ELR (KIP-966, KRaft clusters formatted by 4.1 and later) it advances only while
-    the ISR has min.insync replicas: with fewer survivors, writes are accepted and stay invisible."""
+    acknowledge from the leader alone. Since Kafka 3.7 (KAFKA-15583, part of KIP-966 but not
+    gated by ELR: ZooKeeper and KRaft alike) the leader advances the high watermark only while
+    the ISR holds min(min.insync.replicas, factor) replicas: with fewer survivors, writes are
+    accepted and stay invisible. Before 3.7 the high watermark followed the ISR whatever its size."""
     left, m = t.replication.factor - t.replicas_in(dc), t.replication.min_insync
     if not writable_after_loss(t, dc):
         return False, f"no write is acknowledged while {dc} is gone"
     if t.acks == "all":
         return True, "acks=all acknowledges a record only once the high watermark has passed it"
-    if not elr(t):
-        return True, (f"acks={t.acks} on Kafka {t.kafka_version} {t.coordination} (no ELR): the high watermark "
-                      f"follows the ISR whatever its size")
-    if left >= m:
-        return True, f"acks={t.acks} with ELR: {left} surviving replicas meet min.insync.replicas={m}, so the high watermark advances"
-    return False, (f"acks={t.acks} on Kafka {t.kafka_version} KRaft with ELR (KIP-966): the high watermark advances only "
-                   f"while min.insync.replicas={m} replicas are in sync, and {left} survive outside {dc}: writes "
-                   f"are acknowledged but no consumer reads them until {dc}'s replicas are back in sync")
+    if kafka_release(t.kafka_version) < (3, 7):
+        return True, (f"acks={t.acks} on Kafka {t.kafka_version} (before 3.7): the high watermark follows the ISR "
+                      f"whatever its size")
+    effective = min(m, t.replication.factor)
+    if left >= effective:
+        return True, (f"acks={t.acks}: {left} surviving replicas meet min.insync.replicas={effective}, so the high "
+                      f"watermark advances")
+    return False, (f"acks={t.acks} on Kafka {t.kafka_version} (3.7+, KAFKA-15583; with or without ELR): "
+                   f"the high watermark advances only while min.insync.replicas={effective} replicas are in sync, "
+                   f"and {left} survive outside {dc}: writes are acknowledged but no consumer reads them until "
+                   f"{dc}'s replicas are back in sync")
 
 
 # How a DC can go, by the fault that takes it (record/contents.py names them): a kill or a cut

@@ -146,20 +146,33 @@ def test_a_kraft_power_loss_names_what_eligible_leader_replicas_change():
     assert rules.elr(t) and "leave the ELR, KAFKA-15586" in why
 
 
-def test_acks_1_writes_stay_unread_under_elr_and_are_read_on_zookeeper():
-    """KIP-966: on a KRaft cluster formatted by 4.1+, the high watermark waits for min.insync
-    replicas, so acks=1 writes go on but no consumer reads them while the survivors are fewer;
-    on 3.9 with ZooKeeper the high watermark follows the ISR, whatever its size."""
+def test_acks_1_writes_below_min_insync_stay_unread_on_3_9_zookeeper_and_on_4_3_kraft():
+    """KAFKA-15583 (3.7+): the leader advances the high watermark only while the ISR holds
+    min(min.insync, factor) replicas, on ZooKeeper as on KRaft, with or without ELR. So acks=1
+    writes go on but no consumer reads them while the survivors are fewer. The 3.9.1 broker's
+    Partition.maybeIncrementLeaderHW returns at once when isUnderMinIsr; an earlier model said
+    3.9's high watermark followed the ISR, and the elr_visibility drill saw it stand still."""
     kraft = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
     kraft = replace(kraft, acks="1", replication=replace(kraft.replication, min_insync=3))
     p = rules.predictions(kraft)["dc-a"]
-    assert p["writable"] and not p["visible"] and "KIP-966" in p["visible_why"] and "2 survive outside dc-a" in p["visible_why"]
+    assert p["writable"] and not p["visible"] and "KAFKA-15583" in p["visible_why"]
+    assert "2 survive outside dc-a" in p["visible_why"]
     assert rules.predictions(replace(kraft, replication=replace(kraft.replication, min_insync=2)))["dc-a"]["visible"]
     assert rules.predictions(replace(kraft, acks="all"))["dc-a"]["visible_why"].startswith("no write is acknowledged")
     zk = make(TWO_AND_A_HALF, min_insync=3, acks="1")
+    assert zk.kafka_version.startswith("3.9") and not rules.elr(zk)
     p = rules.predictions(zk)["dc-a"]
-    assert p["writable"] and p["visible"] and "no ELR" in p["visible_why"]
-    assert zk.kafka_version.startswith("3.") and not rules.elr(zk)
+    assert p["writable"] and not p["visible"] and "KAFKA-15583" in p["visible_why"]
+    assert rules.predictions(make(TWO_AND_A_HALF, min_insync=2, acks="1"))["dc-a"]["visible"]
+
+
+def test_the_effective_min_insync_is_capped_at_the_factor():
+    """Kafka compares the ISR with min(min.insync.replicas, factor): a topic whose min.insync
+    exceeds its factor still has a high watermark once every replica is in sync."""
+    t = make(TWO_AND_A_HALF, min_insync=3, acks="1")
+    t = replace(t, replication=replace(t.replication, factor=2, min_insync=3))
+    visible, why = rules.visible_after_loss(t, "dc-c")
+    assert visible and "min.insync.replicas=2" in why
 
 
 def test_the_writes_reason_names_kraft_s_unclean_election_cycle():
