@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from dcdrill.chaos import context
+from dcdrill.infra import broker_logs
 from dcdrill.infra import status as cluster
 
 __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
@@ -59,20 +60,29 @@ def cluster_healthy(configuration: dict = None, secrets: dict = None) -> bool:
     return cluster.healthy(cluster_now(configuration))
 
 
-def wait_until(condition, what: str, timeout_s: float, configuration) -> dict:
+def wait_until(condition, what: str, timeout_s: float, configuration, explain=None) -> dict:
+    """`explain(status)`: what to add to the timeout's message, from the last status seen."""
     start = time.monotonic()
     while True:
         st = cluster_now(configuration)
         if condition(st):
             return {"waited_s": round(time.monotonic() - start, 1), "condition": what}
         if time.monotonic() - start > timeout_s:
-            raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}")
+            why = explain(st) if explain else ""
+            raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}"
+                               + (f"\n{why}" if why else ""))
         time.sleep(2)
 
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
-    """Until every broker and every quorum voter is back and every ISR is full again."""
-    return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration)
+    """Until every broker and every quorum voter is back and every ISR is full again. On timeout
+    with every broker alive, the out-of-sync followers' logs are read for a truncation loop
+    (infra/broker_logs.py), which the error then names."""
+    def explain(st: dict) -> str:
+        loops = broker_logs.truncation_loops(context.inventory(configuration), st)
+        return f"what the followers' logs say:\n{broker_logs.describe(loops)}" if loops else ""
+
+    return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration, explain)
 
 
 def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
