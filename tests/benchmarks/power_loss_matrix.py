@@ -2,11 +2,14 @@
 each prediction of `dcdrill plan` beside what the drill measured.
 
     .venv/bin/python tests/benchmarks/power_loss_matrix.py [--out runs/power-loss-matrix]
-        [--stack local-power-loss --stack kraft] [--experiment isolate-then-kill ...] [--table-only]
+        [--stack local-power-loss --stack kraft --stack local] [--experiment isolate-then-kill ...]
+        [--table-only]
 
 The stack is `local-power-loss` (factor 4, minInsync 2: two replicas per DC, so the ISR can
 shrink into one DC and keep acknowledging; unclean election off; disks that can lose power), and
-`kraft`, the same on KRaft with a controller in each DC (a project of its own: variant.py). Each
+`kraft`, the same on KRaft with a controller in each DC (a project of its own: variant.py), and
+`local`, the shipped `local` stack on the same disks (minInsync 3: every acknowledged record has a
+replica outside either DC, so no way of losing one loses it; not run unless asked). Each
 experiment cuts dc-b off until the ISR has shrunk into dc-a, then loses dc-a: `isolate-then-kill`
 (SIGKILL: the hosts keep their page caches), `isolate-then-stop` (a clean stop) and
 `isolate-then-power-loss` (the disks drop what was not durable), and `flush` is the last with
@@ -39,6 +42,14 @@ def on_kraft(config: dict) -> None:
         dc["controllers"] = dc.pop("zookeepers")
 
 
+def on_disks(config: dict) -> None:
+    config.setdefault("dcdrill:lab", {})["powerLoss"] = True
+
+
+# Each variant's stack, and the edit of its project of its own (None: the checkout's stack as shipped).
+VARIANTS = {"local-power-loss": (STACK, None), "kraft": (STACK, on_kraft), "local": ("local", on_disks)}
+
+
 def drill(variant: str, experiment: str, out: Path, env: dict) -> None:
     folder = out / variant / experiment
     if (folder / "report" / "summary.json").exists():
@@ -46,7 +57,7 @@ def drill(variant: str, experiment: str, out: Path, env: dict) -> None:
         return
     shutil.rmtree(folder, ignore_errors=True)
     name = "isolate-then-power-loss" if experiment == "flush" else experiment
-    subprocess.run(DCDRILL + ["drill", "--stack", STACK, "--experiment", name, "--dc", "dc-a", "--other-dc", "dc-b",
+    subprocess.run(DCDRILL + ["drill", "--stack", VARIANTS[variant][0], "--experiment", name, "--dc", "dc-a", "--other-dc", "dc-b",
                               "--hold", "15", "--run-dir", str(folder), *EXPERIMENTS[experiment]], cwd=ROOT, env=env)
 
 
@@ -69,8 +80,8 @@ def row(variant: str, experiment: str, folder: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="runs/power-loss-matrix")
-    ap.add_argument("--stack", action="append", choices=["local-power-loss", "kraft"],
-                    help="default: both, local-power-loss first")
+    ap.add_argument("--stack", action="append", choices=list(VARIANTS),
+                    help="default: local-power-loss, then kraft")
     ap.add_argument("--experiment", action="append", choices=list(EXPERIMENTS), help="default: all four")
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
@@ -80,11 +91,12 @@ def main() -> None:
     if not args.table_only:
         for variant in variants:
             env = dict(os.environ)
-            if variant == "kraft":
-                env["DCDRILL_PROJECT"] = str(project_with(STACK, "dcdrill-kraft-power-loss-", on_kraft))
+            stack, edit = VARIANTS[variant]
+            if edit is not None:
+                env["DCDRILL_PROJECT"] = str(project_with(stack, f"dcdrill-{variant}-power-loss-", edit))
             for experiment in experiments:
                 drill(variant, experiment, out, env)
-            subprocess.run(DCDRILL + ["lab", "down", "--stack", STACK], cwd=ROOT, env=env)
+            subprocess.run(DCDRILL + ["lab", "down", "--stack", stack], cwd=ROOT, env=env)
     print("| stack | loss of dc-a after the ISR shrank into it | acked loss predicted | acked lost | verdict "
           "| as predicted |")
     print("| --- | --- | --- | --- | --- | --- |")
