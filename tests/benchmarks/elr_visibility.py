@@ -1,11 +1,13 @@
-"""acks=1 records acknowledged while a DC is gone: read at once on Kafka 3.9 (ZooKeeper), unread
-until the DC is back on Kafka 4.3 (KRaft, eligible leader replicas, KIP-966).
+"""acks=1 records acknowledged while fewer than min.insync replicas survive a DC's loss: unread
+until the DC is back, on Kafka 3.9 (ZooKeeper) as on 4.3 (KRaft, eligible leader replicas). Since
+3.7 (KAFKA-15583) the leader advances the high watermark only while the ISR holds min.insync
+replicas, with or without ELR.
 
 For each stack (`local`: 3.9 on ZooKeeper; `local-kraft`: 4.3.1 on KRaft, formatted by 4.3, so
 ELR is on), a project of its own gets the stack with producer acks=1 and min.insync.replicas 3
 (`consistency-acks` accepted: a consistency-first stack refuses acks=1 otherwise), and one
 `kill-dc` of dc-a runs on it (`dcdrill drill`). Losing dc-a leaves 2 of the 4 replicas, fewer than
-min.insync: `dcdrill plan` predicts writes go on both times, read on 3.9, UNREAD on 4.3.
+min.insync: `dcdrill plan` predicts writes go on and stay UNREAD both times.
 
 What "read" means here is the high watermark: beside the drill, this script asks the cluster for
 the drill topic's end offsets (ListOffsets, what a consumer may read up to) every second, from
@@ -51,32 +53,60 @@ def acks_1_min_insync_3(cfg: dict) -> None:
 
 class WatermarkWatch(threading.Thread):
     """The drill topic's end offsets, per partition, about once a second, while the drill runs.
-    Asked one partition at a time, from a fresh client after any failure: kafka-python keeps
-    asking a dead leader until its metadata expires."""
+    Asked one partition at a time by a sampler thread with a client of its own, a fresh one after
+    any failure: kafka-python keeps asking a dead leader until its metadata expires. A client can
+    also hang for a minute or more on a dead DC's brokers, so a sampler silent for STALL_S is left
+    behind and a new one started (each joins the client host's namespace: setns moves one thread)."""
+
+    STALL_S = 15.0  # a client's bootstrap on a saturated lab (TLS, SCRAM) can take several seconds
 
     def __init__(self, stack: str) -> None:
         super().__init__(daemon=True)
         self.stack, self.samples, self.done, self.errors = stack, {}, threading.Event(), {}
+        self.beat, self.generation, self.samplers = time.monotonic(), 0, 0
 
     def run(self) -> None:
+        from dcdrill.infra import lifecycle
+
+        while not self.done.wait(1.0):  # the drill brings the lab up first: its inventory comes later
+            try:
+                inv = lifecycle.inventory(self.stack)
+                break
+            except lifecycle.NotUp:
+                continue
+        else:
+            return
+        while not self.done.is_set():
+            if self.generation == 0 or time.monotonic() - self.beat > self.STALL_S:
+                self.generation += 1
+                self.samplers += 1
+                self.beat = time.monotonic()
+                threading.Thread(target=self._sample, args=(inv, self.generation), daemon=True).start()
+            self.done.wait(1.0)
+
+    def _sample(self, inv, generation: int) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
-        from dcdrill.infra import lifecycle
         from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
 
+        try:
+            enter_client_namespace(inv)  # a client host's view (the control dials nothing)
+        except OSError as exc:
+            self.errors[type(exc).__name__] = str(exc)[:200]
+            return
         consumer = None
-        enter_client_namespace(lifecycle.inventory(self.stack))  # a client host's view (the control dials nothing)
-        while not self.done.wait(1.0):
+        while not self.done.wait(1.0) and generation == self.generation:
             try:
                 if consumer is None:
-                    inv = lifecycle.inventory(self.stack)
                     consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=3000,
                                              **inv.client_security(admin=True))
                 topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX) and t != CANARY_TOPIC]
-            except Exception as exc:  # noqa: BLE001 - not up yet: try again
+            except Exception as exc:  # noqa: BLE001 - not up yet, or no broker answers: try again
                 self.errors[type(exc).__name__] = str(exc)[:200]
                 consumer = None
                 continue
+            finally:  # a call that returned, even with an error, is no stall
+                self.beat = time.monotonic()
             failed = False
             for tp in (TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())):
                 try:
@@ -85,10 +115,21 @@ class WatermarkWatch(threading.Thread):
                     self.errors[type(exc).__name__] = str(exc)[:200]
                     failed = True
                     continue
-                self.samples.setdefault(tp, []).append((int(time.time() * 1000), end))
+                finally:
+                    self.beat = time.monotonic()
+                if generation == self.generation:
+                    self.samples.setdefault(tp, []).append((int(time.time() * 1000), end))
             if failed:  # next round: fresh metadata (the client would keep asking the dead leader)
                 consumer.close()
                 consumer = None
+
+    def visible(self, start_ms: int, end_ms: int) -> bool | None:
+        """Whether any partition's end offset moved within [start_ms, end_ms): the drill's load
+        writes to every partition, so a high watermark that follows the writes moves on each.
+        None when no partition answered twice in the window."""
+        moves = [inside[-1] - inside[0] for s in self.samples.values()
+                 if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+        return any(moves) if moves else None
 
     def moved(self, start_ms: int, end_ms: int) -> str | None:
         """How far the end offsets moved within [start_ms, end_ms), summed over the partitions
@@ -129,6 +170,8 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
             "predicted_visible": predicted.get("visible"), "held_s": (end - start) / 1000,
             "acked_during": len(acked), "acked_after_failover": settled_acks,
             "hw_moved_after_failover": watch.moved(start + FAILOVER_MS, end) if watch else None,
+            "as_predicted": (None if watch is None or (seen := watch.visible(start + FAILOVER_MS, end)) is None
+                             else seen == predicted.get("visible")),
             "read_before_heal": len(before_heal), "read_at_all": len(first_read),
             "median_ack_to_read_s": round(statistics.median(delays) / 1000, 1) if delays else None,
             "verdict": summary["verdict"], "acked_lost": summary["counts"]["acked_lost"]}
@@ -136,7 +179,8 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "acked_after_failover",
-            "hw_moved_after_failover", "read_before_heal", "median_ack_to_read_s", "acked_lost", "verdict"]
+            "hw_moved_after_failover", "as_predicted", "read_before_heal", "median_ack_to_read_s", "acked_lost",
+            "verdict"]
     table = [[str(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
     for line in [cols] + table:
@@ -168,7 +212,8 @@ def main() -> None:
                 {f"{tp.topic}-{tp.partition}": s for tp, s in watches[stack].samples.items()}))
             subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
     for stack, w in watches.items():
-        print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples; errors seen: {w.errors or 'none'}")
+        print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples, {w.samplers} samplers "
+              f"(a new one after each stall); errors seen: {w.errors or 'none'}")
     rows = [row(stack, args.out / stack, watches.get(stack)) for stack in STACKS
             if (args.out / stack / "report" / "summary.json").exists()]
     print(f"\nkill-dc dc-a, acks=1, min.insync.replicas 3 (2 of 4 replicas survive), {args.hold:g} s hold:")

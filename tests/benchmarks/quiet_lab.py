@@ -123,15 +123,15 @@ def start_load(inv, cfg: dict, seconds: float, name: str) -> tuple[Path, wl.Work
     return run, wl.Workload(run, inv, spec).start()
 
 
-def warm(inv, cfg: dict, seconds: float) -> None:
-    """The same load, unmeasured."""
-    _, w = start_load(inv, cfg, seconds, "quiet-warm")
+def warm(inv, cfg: dict, seconds: float, start=start_load) -> None:
+    """The same load, unmeasured (`start`: how a benchmark starts its load, start_load's way)."""
+    _, w = start(inv, cfg, seconds, "quiet-warm")
     w.wait_producers(progress=False)
     w.stop()
 
 
-def measure(inv, name: str, cfg: dict, seconds: float, warmup: float) -> dict:
-    run, w = start_load(inv, cfg, seconds, "quiet")
+def measure(inv, name: str, cfg: dict, seconds: float, warmup: float, start=start_load) -> dict:
+    run, w = start(inv, cfg, seconds, "quiet")
     marks: dict[str, tuple] = {}
     timer = threading.Timer(warmup, lambda: marks.setdefault("a", (time.time(), cpu_ticks(), kind_ticks())))
     timer.start()
