@@ -19,22 +19,28 @@ def enter_client_namespace(inventory, dc: str | None = None) -> None:
     _resolve_lab_names()
 
 
+_NAMES: dict[str, str] = {}  # the lab's names as its hosts file says now (a lab rebuilt may differ)
+
+
 def _resolve_lab_names() -> None:
     """The lab's names resolve on its hosts only (their /etc/hosts is the lab's file); a thread that
     joined a client's network namespace still reads the control's. Python's clients (kafka-python)
-    look names up through socket.getaddrinfo: answer them from the lab's file, as a host would."""
+    look names up through socket.getaddrinfo: answer them from the lab's file, as a host would.
+    The file is read again on each call, so a process that outlives one lab resolves the next."""
     import socket
 
     from dcdrill.infra.constants import cache_dir
     from dcdrill.infra.lab import layout, netns
 
+    names = netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())
+    _NAMES.clear()
+    _NAMES.update(names)
     if getattr(socket.getaddrinfo, "lab_names", False):
         return
-    names = netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())
     real = socket.getaddrinfo
 
     def getaddrinfo(host, *args, **kwargs):
-        return real(names.get(host, host), *args, **kwargs)
+        return real(_NAMES.get(host, host), *args, **kwargs)
 
     getaddrinfo.lab_names = True
     socket.getaddrinfo = getaddrinfo

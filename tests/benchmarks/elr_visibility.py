@@ -66,38 +66,28 @@ class WatermarkWatch(threading.Thread):
         self.beat, self.generation, self.samplers = time.monotonic(), 0, 0
 
     def run(self) -> None:
-        from dcdrill.infra import lifecycle
-
-        while not self.done.wait(1.0):  # the drill brings the lab up first: its inventory comes later
-            try:
-                inv = lifecycle.inventory(self.stack)
-                break
-            except lifecycle.NotUp:
-                continue
-        else:
-            return
         while not self.done.is_set():
             if self.generation == 0 or time.monotonic() - self.beat > self.STALL_S:
                 self.generation += 1
                 self.samplers += 1
                 self.beat = time.monotonic()
-                threading.Thread(target=self._sample, args=(inv, self.generation), daemon=True).start()
+                threading.Thread(target=self._sample, args=(self.generation,), daemon=True).start()
             self.done.wait(1.0)
 
-    def _sample(self, inv, generation: int) -> None:
+    def _sample(self, generation: int) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
+        from dcdrill.infra import lifecycle
         from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
 
-        try:
-            enter_client_namespace(inv)  # a client host's view (the control dials nothing)
-        except OSError as exc:
-            self.errors[type(exc).__name__] = str(exc)[:200]
-            return
         consumer = None
         while not self.done.wait(1.0) and generation == self.generation:
             try:
                 if consumer is None:
+                    # The lab may be coming up, or have been rebuilt since: its inventory and its
+                    # namespace are read again, and joined again, for each new client.
+                    inv = lifecycle.inventory(self.stack)
+                    enter_client_namespace(inv)  # a client host's view (the control dials nothing)
                     consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=3000,
                                              **inv.client_security(admin=True))
                 topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX) and t != CANARY_TOPIC]
