@@ -32,11 +32,9 @@ def truncations(lines: Iterable[str], partition: str) -> Counter:
     logs twice, the fetcher's line and the log's; the fetcher's are counted where there are any."""
     fetcher: Counter = Counter()
     log: Counter = Counter()
+    named = re.compile(rf"(?<![\w.-]){re.escape(partition)}(?!\d)")  # t-4 is neither t-41 nor at-4
     for line in lines:
-        if partition not in line or "Truncat" not in line:
-            continue
-        at = line.find(partition) + len(partition)
-        if at < len(line) and line[at].isdigit():  # the name must end there: t-4 is not t-41
+        if "Truncat" not in line or not named.search(line):
             continue
         m = OFFSET.search(line)
         if m:

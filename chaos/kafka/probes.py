@@ -79,7 +79,10 @@ def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: 
     with every broker alive, the out-of-sync followers' logs are read for a truncation loop
     (infra/broker_logs.py), which the error then names."""
     def explain(st: dict) -> str:
-        loops = broker_logs.truncation_loops(context.inventory(configuration), st)
+        try:
+            loops = broker_logs.truncation_loops(context.inventory(configuration), st)
+        except Exception as exc:  # noqa: BLE001 - the timeout is the error; this only adds to it
+            return f"(the followers' logs could not be read: {type(exc).__name__}: {exc})"
         return f"what the followers' logs say:\n{broker_logs.describe(loops)}" if loops else ""
 
     return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration, explain)

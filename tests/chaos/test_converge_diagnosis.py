@@ -23,3 +23,18 @@ def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):
         probes.wait_converged(timeout_s=0, configuration={})
     assert "converged ISR not reached" in str(raised.value)
     assert "follower 1 (b1) truncated to offset 1856 400 times" in str(raised.value)
+
+
+def test_a_log_read_that_fails_leaves_the_timeout_as_the_error(monkeypatch):
+    status = {"brokers": [], "partitions": [], "quorum": {"kind": "zookeeper", "alive": 2, "total": 3, "quorum": True,
+                                                          "nodes": []},
+              "offline_partitions": 0, "under_replicated_partitions": 0, "off_preferred_leader": 0, "error": None}
+    monkeypatch.setattr(probes, "cluster_now", lambda configuration: status)
+
+    def no_inventory(configuration):
+        raise RuntimeError("no inventory")
+
+    monkeypatch.setattr(context, "inventory", no_inventory)
+    with pytest.raises(TimeoutError) as raised:
+        probes.wait_converged(timeout_s=0, configuration={})
+    assert "could not be read: RuntimeError: no inventory" in str(raised.value)

@@ -19,8 +19,10 @@ def log_line(partition: int, offset: int) -> str:  # UnifiedLog's own line for t
             f"offset {offset} (kafka.log.UnifiedLog)")
 
 
-def test_each_round_counts_once_and_a_longer_partition_name_is_not_this_one():
-    lines = [fetcher_line(4, 1856), log_line(4, 1856)] * 30 + [fetcher_line(41, 1856)] * 50 + [fetcher_line(4, 900)]
+def test_each_round_counts_once_and_another_partition_s_name_is_not_this_one():
+    other_topic = fetcher_line(4, 1856).replace(f"partition {TOPIC}", f"partition x{TOPIC}")
+    lines = ([fetcher_line(4, 1856), log_line(4, 1856)] * 30 + [fetcher_line(41, 1856)] * 50 + [other_topic] * 50
+             + [fetcher_line(4, 900)])
     counts = broker_logs.truncations(lines, f"{TOPIC}-4")
     assert counts == {1856: 30, 900: 1}
     assert broker_logs.loop_in(counts) == (1856, 30)
