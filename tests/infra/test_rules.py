@@ -149,9 +149,8 @@ def test_a_kraft_power_loss_names_what_eligible_leader_replicas_change():
 def test_acks_1_writes_below_min_insync_stay_unread_on_3_9_zookeeper_and_on_4_3_kraft():
     """KAFKA-15583 (3.7+): the leader advances the high watermark only while the ISR holds
     min(min.insync, factor) replicas, on ZooKeeper as on KRaft, with or without ELR. So acks=1
-    writes go on but no consumer reads them while the survivors are fewer. The 3.9.1 broker's
-    Partition.maybeIncrementLeaderHW returns at once when isUnderMinIsr; an earlier model said
-    3.9's high watermark followed the ISR, and the elr_visibility drill saw it stand still."""
+    writes go on but no consumer reads them while the survivors are fewer: the 3.9.1 broker's
+    Partition.maybeIncrementLeaderHW returns at once when isUnderMinIsr."""
     kraft = _kraft([("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)])
     kraft = replace(kraft, acks="1", replication=replace(kraft.replication, min_insync=3))
     p = rules.predictions(kraft)["dc-a"]
