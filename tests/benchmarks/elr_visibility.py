@@ -113,21 +113,24 @@ class WatermarkWatch(threading.Thread):
                 consumer.close()
                 consumer = None
 
+    def moves(self, start_ms: int, end_ms: int) -> list[int]:
+        """How far each partition's end offset moved within [start_ms, end_ms), for the
+        partitions sampled at least twice in it. A partition whose leader was just elected may
+        answer nothing: its new leader has no high watermark to give yet (KIP-207), and gets none
+        while the ISR is below min.insync (KAFKA-15583)."""
+        return [inside[-1] - inside[0] for s in self.samples.values()
+                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+
     def visible(self, start_ms: int, end_ms: int) -> bool | None:
-        """Whether any partition's end offset moved within [start_ms, end_ms): the drill's load
-        writes to every partition, so a high watermark that follows the writes moves on each.
-        None when no partition answered twice in the window."""
-        moves = [inside[-1] - inside[0] for s in self.samples.values()
-                 if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+        """Whether any partition's end offset moved in the window: the drill's load writes to
+        every partition, so a high watermark that follows the writes moves on each. None when no
+        partition answered twice in the window."""
+        moves = self.moves(start_ms, end_ms)
         return any(moves) if moves else None
 
     def moved(self, start_ms: int, end_ms: int) -> str | None:
-        """How far the end offsets moved within [start_ms, end_ms), summed over the partitions
-        sampled at least twice in it, and how many those were. A partition whose leader was
-        just elected may answer nothing: its new leader has no high watermark to give yet
-        (KIP-207), and under ELR it gets none while the ISR is short."""
-        moves = [inside[-1] - inside[0] for s in self.samples.values()
-                 if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+        """The moves summed, and how many partitions answered."""
+        moves = self.moves(start_ms, end_ms)
         return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
 
 

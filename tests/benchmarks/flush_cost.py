@@ -17,35 +17,18 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
-import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from quiet_lab import load_arguments, measure, print_table, warm  # noqa: E402 - a sibling module
 
-from dcdrill.infra import lifecycle  # noqa: E402
+from dcdrill.infra import lifecycle, stack  # noqa: E402
 from dcdrill.infra.constants import cache_dir  # noqa: E402
 from dcdrill.infra.lab import layout, shaper  # noqa: E402
-from dcdrill.infra.topology import Replication  # noqa: E402
-from dcdrill.validation import workload as wl  # noqa: E402
 
 SETTINGS = {"the OS flushes (Kafka's default)": False, "flush.messages=1 (fsync each write)": True}
-
-
-def replication_of(inv, flush: bool) -> Replication:
-    av = inv.vars
-    return Replication(factor=av["kafka_replication_factor"], min_insync=av["kafka_min_insync_replicas"],
-                       unclean_leader_election=bool(av["kafka_unclean_leader_election"]), flush_each_write=flush)
-
-
-def start_load(inv, cfg: dict, seconds: float, name: str):
-    """quiet_lab's load, on a topic made with this setting's flush.messages."""
-    spec = wl.WorkloadSpec(topic=f"dcdrill-{name}-{int(time.time())}", duration_s=seconds)
-    wl.ensure_topic(inv, spec, replication=replication_of(inv, cfg["flush"]))
-    run = Path(tempfile.mkdtemp(prefix=f"dcdrill-{name}-"))
-    return run, wl.Workload(run, inv, spec).start()
 
 
 def main() -> None:
@@ -53,17 +36,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="measured runs of each setting, alternating")
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
+    # The stack's own replication, as a drill's topic takes it, with or without the fsync per write.
+    setting = {flush: {"spec": {}, "replication": replace(stack.load(args.stack).replication, flush_each_write=flush)}
+               for flush in SETTINGS.values()}
     links = shaper.installed(layout.shaper_dir(cache_dir()))
     configured = links.current()
     links.apply({pair: shaper.LinkShape() for pair in configured})  # no added delay
     results = []
     try:
         if args.warm_load > 0:
-            warm(inv, {"flush": False}, args.warm_load, start_load)
+            warm(inv, setting[False], args.warm_load)
         for i in range(args.rounds):
             for name, flush in SETTINGS.items():
-                results.append(measure(inv, f"{name}, run {i + 1}", {"flush": flush}, args.seconds, args.warmup,
-                                       start_load))
+                results.append(measure(inv, f"{name}, run {i + 1}", setting[flush], args.seconds, args.warmup))
                 print(json.dumps(results[-1]), flush=True)
     finally:
         links.apply(configured)

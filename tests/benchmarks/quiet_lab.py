@@ -116,22 +116,23 @@ def wait_isr(inv, timeout_s: float = 120.0) -> None:
 
 
 def start_load(inv, cfg: dict, seconds: float, name: str) -> tuple[Path, wl.Workload]:
-    """The setting's workload for `seconds`, on a topic and in a record folder of its own."""
+    """The setting's workload for `seconds`, on a topic and in a record folder of its own; the
+    topic takes cfg["replication"] (infra.topology.Replication) where the setting names one."""
     spec = wl.WorkloadSpec(topic=f"dcdrill-{name}-{int(time.time())}", duration_s=seconds, **cfg["spec"])
-    wl.ensure_topic(inv, spec)
+    wl.ensure_topic(inv, spec, replication=cfg.get("replication"))
     run = Path(tempfile.mkdtemp(prefix=f"dcdrill-{name}-"))
     return run, wl.Workload(run, inv, spec).start()
 
 
-def warm(inv, cfg: dict, seconds: float, start=start_load) -> None:
-    """The same load, unmeasured (`start`: how a benchmark starts its load, start_load's way)."""
-    _, w = start(inv, cfg, seconds, "quiet-warm")
+def warm(inv, cfg: dict, seconds: float) -> None:
+    """The same load, unmeasured."""
+    _, w = start_load(inv, cfg, seconds, "quiet-warm")
     w.wait_producers(progress=False)
     w.stop()
 
 
-def measure(inv, name: str, cfg: dict, seconds: float, warmup: float, start=start_load) -> dict:
-    run, w = start(inv, cfg, seconds, "quiet")
+def measure(inv, name: str, cfg: dict, seconds: float, warmup: float) -> dict:
+    run, w = start_load(inv, cfg, seconds, "quiet")
     marks: dict[str, tuple] = {}
     timer = threading.Timer(warmup, lambda: marks.setdefault("a", (time.time(), cpu_ticks(), kind_ticks())))
     timer.start()
