@@ -18,6 +18,7 @@
 #      and its power-loss disk (infra/lab/disk, Go, go-fuse from the Go module proxy) -> cache/bin;
 #      skipped without Go (only the lab needs them)
 #   9. actionlint (the CI recipe's linter, docs/ci/; checkout only)                    Go module proxy
+# Steps 4 (the CLI's build), 4b, 8 and 9 compile Go; they run beside steps 2 to 7 (go_builds).
 # ROOT holds the layers' folders (infra/, spark/, ...): a checkout (with pyproject.toml), or the
 # installed dcdrill package, where `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the
 # Python dcdrill runs on). cd -P: in a checkout this script may be reached through dcdrill/infra.
@@ -60,6 +61,71 @@ with_progress() {
   wait "$pid"
 }
 
+# The Go builds (the Pulumi CLI, the session-manager-plugin, the lab's forwarder and disk,
+# actionlint) are CPU work, the Python and Maven steps mostly downloads: on a bare machine the
+# builds run beside them, their lines prefixed [go], and setup waits for both.
+go_builds() {
+  # 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------
+  GOMOD=$ROOT/infra/toolchain/pulumi-go
+  PULUMI_VERSION=$(sed -n 's/.*github.com\/pulumi\/pulumi\/pkg\/v3 \(v[0-9.]*\).*/\1/p' "$GOMOD/go.mod" | head -1)
+  key="$PULUMI_VERSION-$(sha256sum "$GOMOD/go.sum" | cut -c1-16)"
+  USER_PULUMI=$(command -v pulumi || true)
+  if [ -n "$USER_PULUMI" ] && [ -z "${DCDRILL_BUILD_PULUMI:-}" ]; then
+    step "Pulumi CLI: yours, $USER_PULUMI (DCDRILL_BUILD_PULUMI=1 builds one instead)"
+  elif ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
+    step "Pulumi CLI $PULUMI_VERSION from the Go module proxy (first build: ~10 min on 2 cores)"
+    need_go "the Pulumi CLI (or put your own pulumi on PATH)"
+    with_progress "building the Pulumi CLI" sh -c "cd '$GOMOD' && GOFLAGS=-mod=mod go build -trimpath \
+       -ldflags '-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION' \
+       -o '$CACHE/bin/pulumi' github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
+    stamp pulumi "$key"
+  fi
+  # 4b. AWS's session-manager-plugin: ssh reaches an AWS stack's hosts through SSM with it
+  # (infra/aws/ssm_tunnel.py). Yours if on PATH; without Go it is left out (only AWS stacks need it,
+  # and `dcdrill drill --check` on one names it).
+  key=$(cat "$ROOT"/infra/toolchain/ssm-plugin/go.mod "$ROOT"/infra/toolchain/ssm-plugin/go.sum | sha256sum | cut -c1-16)
+  if command -v session-manager-plugin >/dev/null; then
+    :
+  elif ! command -v go >/dev/null; then
+    step "session-manager-plugin: skipped, no Go here (AWS stacks need it: install Go >= 1.24 and run setup again)"
+  elif ! stamp_ok ssm-plugin "$key" || [ ! -x "$CACHE/bin/session-manager-plugin" ]; then
+    step "AWS session-manager-plugin from the Go module proxy -> $CACHE/bin (about 2 min the first time)"
+    with_progress "building the session-manager-plugin" sh -c "cd '$ROOT/infra/toolchain/ssm-plugin' && \
+       GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o '$CACHE/bin/session-manager-plugin' \
+       github.com/aws/session-manager-plugin/src/sessionmanagerplugin-main"
+    stamp ssm-plugin "$key"
+  fi
+
+  # 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
+  key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
+  if ! command -v go >/dev/null; then
+    step "lab forwarder and power-loss disk: skipped, no Go here (the lab needs them, an AWS stack does not: install Go >= 1.24 and run setup again)"
+  elif ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
+    step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
+    (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
+    stamp forwarder "$key"
+  fi
+  key=$(cat "$ROOT"/infra/lab/disk/go.mod "$ROOT"/infra/lab/disk/go.sum "$ROOT"/infra/lab/disk/*.go | sha256sum | cut -c1-16)
+  if command -v go >/dev/null && { ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; }; then
+    step "lab power-loss disk (infra/lab/disk) -> $CACHE/bin/dcdrill-disk"
+    (cd "$ROOT/infra/lab/disk" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-disk" .)
+    stamp disk "$key"
+  fi
+  # 9. actionlint: make test lints the GitHub Actions recipe (docs/ci/github-actions.yml) -----------
+  ACTIONLINT_VERSION=v1.7.12
+  if [ -n "$CHECKOUT" ] && { ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; }; then
+    step "actionlint $ACTIONLINT_VERSION from the Go module proxy -> $CACHE/bin/actionlint"
+    need_go "actionlint"
+    GOBIN="$CACHE/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+    stamp actionlint "$ACTIONLINT_VERSION"
+  fi
+}
+go_builds > >(sed -u 's/^/  [go] /') 2>&1 &
+GO_BUILDS=$!
+# A step that fails here ends setup: the builds beside it end with it.
+stop_go_builds() { pkill -TERM -P "$GO_BUILDS" 2>/dev/null || true; kill "$GO_BUILDS" 2>/dev/null || true; }
+trap stop_go_builds EXIT
+
 # 2. Python virtualenv (a checkout's; an installed dcdrill already has its Python packages) ------
 if [ -n "$CHECKOUT" ]; then
   key=$(cat "$ROOT/pyproject.toml" "$ROOT/requirements.lock" | sha256sum | cut -c1-16)
@@ -100,21 +166,7 @@ maven_libs kafka "Apache Kafka 3.9 + ZooKeeper jars"
 maven_libs kafka4 "Apache Kafka 4.x jars (KRaft)"
 maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
 
-# 4. Pulumi CLI from the Go module proxy ---------------------------------------------------------
-GOMOD=$ROOT/infra/toolchain/pulumi-go
-PULUMI_VERSION=$(sed -n 's/.*github.com\/pulumi\/pulumi\/pkg\/v3 \(v[0-9.]*\).*/\1/p' "$GOMOD/go.mod" | head -1)
-key="$PULUMI_VERSION-$(sha256sum "$GOMOD/go.sum" | cut -c1-16)"
-USER_PULUMI=$(command -v pulumi || true)
-if [ -n "$USER_PULUMI" ] && [ -z "${DCDRILL_BUILD_PULUMI:-}" ]; then
-  step "Pulumi CLI: yours, $USER_PULUMI (DCDRILL_BUILD_PULUMI=1 builds one instead)"
-elif ! stamp_ok pulumi "$key" || [ ! -x "$CACHE/bin/pulumi" ]; then
-  step "Pulumi CLI $PULUMI_VERSION from the Go module proxy (first build: ~10 min on 2 cores)"
-  need_go "the Pulumi CLI (or put your own pulumi on PATH)"
-  with_progress "building the Pulumi CLI" sh -c "cd '$GOMOD' && GOFLAGS=-mod=mod go build -trimpath \
-     -ldflags '-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION' \
-     -o '$CACHE/bin/pulumi' github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
-  stamp pulumi "$key"
-fi
+# 4. The Pulumi CLI's language host and dynamic-provider launchers (the CLI itself: go_builds)
 # The language host and the dynamic-provider launcher run on the Python of the dcdrill that runs
 # pulumi (infra/pulumi_cli.py sets DCDRILL_PYTHON), else the checkout's: an installed dcdrill's
 # setup writes them only when missing, so it never points a checkout's at another virtualenv.
@@ -128,22 +180,6 @@ EOS
 exec "\${DCDRILL_PYTHON:-$PY}" -u -m pulumi.dynamic "\$@"
 EOS
   chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
-fi
-
-# 4b. AWS's session-manager-plugin: ssh reaches an AWS stack's hosts through SSM with it
-# (infra/aws/ssm_tunnel.py). Yours if on PATH; without Go it is left out (only AWS stacks need it,
-# and `dcdrill drill --check` on one names it).
-key=$(cat "$ROOT"/infra/toolchain/ssm-plugin/go.mod "$ROOT"/infra/toolchain/ssm-plugin/go.sum | sha256sum | cut -c1-16)
-if command -v session-manager-plugin >/dev/null; then
-  :
-elif ! command -v go >/dev/null; then
-  step "session-manager-plugin: skipped, no Go here (AWS stacks need it: install Go >= 1.24 and run setup again)"
-elif ! stamp_ok ssm-plugin "$key" || [ ! -x "$CACHE/bin/session-manager-plugin" ]; then
-  step "AWS session-manager-plugin from the Go module proxy -> $CACHE/bin (about 2 min the first time)"
-  with_progress "building the session-manager-plugin" sh -c "cd '$ROOT/infra/toolchain/ssm-plugin' && \
-     GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o '$CACHE/bin/session-manager-plugin' \
-     github.com/aws/session-manager-plugin/src/sessionmanagerplugin-main"
-  stamp ssm-plugin "$key"
 fi
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------
@@ -163,27 +199,7 @@ fi
 else
   step "verifier kernels: skipped, no pyspark here (pip install 'dcdrill[verify]', then setup again)"
 fi
-# 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
-key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
-if ! command -v go >/dev/null; then
-  step "lab forwarder and power-loss disk: skipped, no Go here (the lab needs them, an AWS stack does not: install Go >= 1.24 and run setup again)"
-elif ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
-  step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
-  (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
-  stamp forwarder "$key"
-fi
-key=$(cat "$ROOT"/infra/lab/disk/go.mod "$ROOT"/infra/lab/disk/go.sum "$ROOT"/infra/lab/disk/*.go | sha256sum | cut -c1-16)
-if command -v go >/dev/null && { ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; }; then
-  step "lab power-loss disk (infra/lab/disk) -> $CACHE/bin/dcdrill-disk"
-  (cd "$ROOT/infra/lab/disk" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-disk" .)
-  stamp disk "$key"
-fi
-# 9. actionlint: make test lints the GitHub Actions recipe (docs/ci/github-actions.yml) -----------
-ACTIONLINT_VERSION=v1.7.12
-if [ -n "$CHECKOUT" ] && { ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; }; then
-  step "actionlint $ACTIONLINT_VERSION from the Go module proxy -> $CACHE/bin/actionlint"
-  need_go "actionlint"
-  GOBIN="$CACHE/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
-  stamp actionlint "$ACTIONLINT_VERSION"
-fi
+# The Go builds, started before step 2
+if ! wait "$GO_BUILDS"; then echo "setup: a Go build failed (its lines above, prefixed [go])" >&2; exit 1; fi
+trap - EXIT
 echo "setup: ok (python $PY, cache $CACHE)"
