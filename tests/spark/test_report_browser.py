@@ -104,7 +104,7 @@ def test_the_idle_share_is_read_from_proc_stat():
     assert before is not None and 0 <= before[0] <= before[1]
 
 
-def _settle(tmp_path, monkeypatch, idle_pct: float, latencies_ms: tuple[int, int]) -> dict:
+def _settle(tmp_path, monkeypatch, idle_pct: float, latencies_ms: tuple[int, int], first_ack_ago_ms: int = 2000) -> dict:
     """The latency-settled probe on a workload whose producers relayed acknowledgements with
     these medians in the last two windows, on a machine this idle (the lab stack `local`), with
     no time to wait."""
@@ -115,8 +115,8 @@ def _settle(tmp_path, monkeypatch, idle_pct: float, latencies_ms: tuple[int, int
     now = 1_800_000_000_000  # the probe's clock: no window waited for
     monkeypatch.setattr(probes, "time", SimpleNamespace(sleep=lambda s: None, time=lambda: now / 1000,
                                                         monotonic=time.monotonic))
-    acks = [(now - 1900 + 20 * k, latencies_ms[0]) for k in range(40)] + [(now - 900 + 20 * k, latencies_ms[1])
-                                                                          for k in range(40)]
+    acks = [(now - 2000 + 20 * k, latencies_ms[0]) for k in range(50) if 20 * k >= 2000 - first_ack_ago_ms] + [(now - 1000 + 20 * k, latencies_ms[1])
+                                                                          for k in range(50)]
     relayed = SimpleNamespace(acks_since=lambda since_ms: [a for a in acks if a[0] >= since_ms])
     monkeypatch.setattr(probes, "running_workload", lambda configuration: relayed)
     ticks = iter([(0, 0), (int(idle_pct), 100)])
@@ -134,3 +134,6 @@ def test_the_steady_state_waits_for_cpu_headroom_and_names_why_it_never_settled(
     moving = _settle(tmp_path / "moving", monkeypatch, 60, (8, 80))
     assert not moving["settled"] and moving["cause"] == "the median produce latency was still moving (8 ms, then 80 ms)"
     assert json.loads((tmp_path / "moving" / "run" / "baseline.json").read_text())["cause"] == moving["cause"]
+    # Two windows of acknowledgements end to end, or the first window is the workload's warm-up.
+    young = _settle(tmp_path / "young", monkeypatch, 60, (8, 8), first_ack_ago_ms=1900)
+    assert not young["settled"] and young["cause"] == "the workload had not been acknowledged for two whole windows"
