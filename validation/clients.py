@@ -110,6 +110,12 @@ def java_properties(security: dict) -> list[str]:
     return out
 
 
+def position_key(cluster: str | None, topic: str, partition: int) -> str:
+    """One partition's name in the producers' `acked_to` and the consumers' `read_to` (their status
+    snapshots): the drain compares them (validation/workload.py, caught_up)."""
+    return f"{cluster or ''}/{topic}/{partition}"
+
+
 def partition_for(key: str, partitions: int) -> int:
     """Explicit partition from the key, so the intended partition is known even when a send fails."""
     return zlib.crc32(key.encode()) % partitions

@@ -47,6 +47,11 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 
     consumer = None
     delivered = 0
+    read_to: dict[str, int] = {}  # clients.position_key -> highest offset delivered: the drain's measure
+
+    def report() -> None:
+        run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered,
+                                                            "read_to": dict(read_to)})
     last_report = 0.0
     while not stop:
         try:
@@ -70,6 +75,9 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if rows:
                 consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
                 delivered += len(rows)
+                for tp, records in filter(lambda item: item[1], batch.items()):
+                    key = clients.position_key(cfg.get("cluster"), tp.topic, tp.partition)
+                    read_to[key] = max(read_to.get(key, -1), records[-1].offset)
                 try:
                     consumer.commit()
                 except Exception as exc:  # noqa: BLE001 - a failed commit means redelivery later
@@ -79,14 +87,14 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if stop.wait(1.0):
                 break
         if time.monotonic() - last_report > 1.0:
-            run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered})
+            report()
             last_report = time.monotonic()
     if consumer is not None:
         try:
             consumer.close(autocommit=False)
         except Exception:  # noqa: BLE001
             pass
-    run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered})
+    report()
     consumed.close()
     events.close()
     return 0

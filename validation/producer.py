@@ -24,6 +24,7 @@ class SequencedProducer:
         run = self.record = DrillRecord(cfg["run_dir"])
         self.ledger = Ledger(run.produced(self.pid))
         self.counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
+        self.acked_to: dict[int, int] = {}  # partition -> highest acknowledged offset
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
         self.lock = threading.Lock()
         self.broken: str | None = None
@@ -53,8 +54,10 @@ class SequencedProducer:
             if sent is None:
                 return
             self.counts[status] += 1
-        send_ms, k = sent
-        key, partition = self.keys[k]
+            send_ms, k = sent
+            key, partition = self.keys[k]
+            if status == "ok" and offset > self.acked_to.get(partition, -1):
+                self.acked_to[partition] = offset
         # One produced-ledger row (RECORD.md), formatted by hand: this runs once per record.
         line = (f'{{"producer_id":{self.pid_json},"seq":{seq},"topic":{self.topic_json},"partition":{partition},'
                 f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
@@ -86,9 +89,13 @@ class SequencedProducer:
         headers = clients.identity_headers(self.pid, seq, self.cluster) if self.cluster else None
         self.client.send(self.topic, self.key_bytes[k], value, partition, seq, headers)
 
-    def _report(self) -> None:
+    def _report(self, final: bool = False) -> None:
+        """The status snapshot; `final` once nothing is in flight any more. `acked_to`: the highest
+        offset acknowledged per partition, which the drain waits for the consumers to read."""
         with self.lock:
-            snap = {**self.counts, "in_flight": len(self.pending), "dc": self.dc, "producer_id": self.pid}
+            snap = {**self.counts, "in_flight": len(self.pending), "dc": self.dc, "producer_id": self.pid,
+                    "acked_to": {clients.position_key(self.cluster, self.topic, p): o for p, o in self.acked_to.items()},
+                    "final": final}
         self.record.write_status(self.record.status_name("producer", self.pid), snap)
 
     def run(self) -> int:
@@ -117,7 +124,7 @@ class SequencedProducer:
             leftover = list(self.pending)
         for s in leftover:
             self._settle(s, "info", None, "unresolved when the producer stopped")
-        self._report()
+        self._report(final=True)
         try:
             self.ledger.close()
         except LedgerError as exc:

@@ -311,19 +311,22 @@ class Workload:
             print(file=sys.stderr)
 
     def drain_consumers(self, idle_s: float = 5.0, timeout_s: float = 90.0) -> None:
-        """After the producers stopped: let consumers catch up until they deliver nothing new for
-        idle_s (they poll every 0.5 s), or timeout_s passes. Not "delivered >= acknowledged": the
-        log also holds failed and indeterminate sends that were written, which consumers deliver
-        too, so that count is reached before the last acknowledged records arrive (measured: a
-        drill ended 0.5 s after its last ack with 5 acknowledged records not yet delivered)."""
+        """After the producers stopped: let consumers catch up, until they have read every
+        partition up to its last acknowledged offset (caught_up), or else until they deliver
+        nothing new for idle_s (they poll every 0.5 s), or timeout_s passes. Not "delivered >=
+        acknowledged": the log also holds failed and indeterminate sends that were written, which
+        consumers deliver too, so that count is reached before the last acknowledged records
+        arrive (measured: a drill ended 0.5 s after its last ack with 5 acknowledged records not
+        yet delivered)."""
         deadline = time.monotonic() + timeout_s
         last, last_change = -1, time.monotonic()
         while time.monotonic() < deadline:
-            st = self.status()
-            if time.monotonic() - last_change > idle_s:
+            snaps = self.record.statuses()
+            if caught_up(snaps) or time.monotonic() - last_change > idle_s:
                 return
-            if st["delivered"] != last:
-                last, last_change = st["delivered"], time.monotonic()
+            delivered = aggregate(snaps)["delivered"]
+            if delivered != last:
+                last, last_change = delivered, time.monotonic()
             time.sleep(0.5)
 
     def stop(self, timeout_s: float = 60.0) -> dict[str, int]:
@@ -346,6 +349,25 @@ class Workload:
                         p.wait()
         self.collect()
         return {name: p.returncode for name, p in self.procs}
+
+
+def caught_up(snaps: list[dict]) -> bool:
+    """Every producer is done (its final snapshot) and the consumers have read each partition up to
+    the last offset a producer had acknowledged there. A group reads a partition in offset order
+    from its committed offset, so every acknowledged record below that offset was delivered. A
+    producer that died without its final snapshot, or a partition read elsewhere (a failed-over
+    group reads another cluster's copy, at other offsets), leaves the drain to its idle wait."""
+    producers = [s for s in snaps if "producer_id" in s]
+    if not producers or not all(s.get("final") for s in producers):
+        return False
+    acked: dict[str, int] = {}
+    read: dict[str, int] = {}
+    for s in snaps:
+        for key, offset in (s.get("acked_to") or {}).items():
+            acked[key] = max(acked.get(key, -1), offset)
+        for key, offset in (s.get("read_to") or {}).items():
+            read[key] = max(read.get(key, -1), offset)
+    return bool(acked) and all(read.get(key, -1) >= offset for key, offset in acked.items())
 
 
 def aggregate(snaps: list[dict]) -> dict:

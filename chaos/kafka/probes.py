@@ -13,18 +13,31 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
            "coordination_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
 
 
-def cluster_now(configuration) -> dict:
+# A steady-state hypothesis asks its probes one after another; a status read this recently (from
+# the same stack and the same side of the drill's target) answers the next one too, so the
+# hypothesis reads the cluster once, not once per probe (each read is a host round trip, ~1 s on
+# the lab). Only the hypothesis's probes pass it: waits and actions always read afresh.
+HYPOTHESIS_SHARE_S = 3.0
+_last: dict[tuple, tuple[float, dict]] = {}
+
+
+def cluster_now(configuration, max_age_s: float = 0.0) -> dict:
     """infra.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
-    probe itself: __all__ lists those)."""
-    return cluster.cluster_status(context.inventory(configuration), avoid_dc=context.target_dc(configuration))
+    probe itself: __all__ lists those). `max_age_s`: a status read at most this long ago will do."""
+    key = (context.stack_name(configuration), context.target_dc(configuration))
+    if max_age_s > 0 and key in _last and time.monotonic() - _last[key][0] <= max_age_s:
+        return _last[key][1]
+    st = cluster.cluster_status(context.inventory(configuration), avoid_dc=key[1])
+    _last[key] = (time.monotonic(), st)
+    return st
 
 
 def offline_partitions(configuration: dict = None, secrets: dict = None) -> int:
-    return cluster_now(configuration)["offline_partitions"]
+    return cluster_now(configuration, HYPOTHESIS_SHARE_S)["offline_partitions"]
 
 
 def under_replicated_partitions(configuration: dict = None, secrets: dict = None) -> int:
-    return cluster_now(configuration)["under_replicated_partitions"]
+    return cluster_now(configuration, HYPOTHESIS_SHARE_S)["under_replicated_partitions"]
 
 
 def partitions_off_preferred_leader(configuration: dict = None, secrets: dict = None) -> int:
@@ -52,7 +65,7 @@ def controller_present(configuration: dict = None, secrets: dict = None) -> bool
 
 def coordination_quorum(configuration: dict = None, secrets: dict = None) -> bool:
     """The ZooKeeper ensemble, or the KRaft controller quorum, has a leader and a majority."""
-    return cluster_now(configuration)["quorum"]["quorum"]
+    return cluster_now(configuration, HYPOTHESIS_SHARE_S)["quorum"]["quorum"]
 
 
 def cluster_healthy(configuration: dict = None, secrets: dict = None) -> bool:

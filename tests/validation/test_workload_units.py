@@ -62,3 +62,22 @@ def test_identity_headers_round_trip_and_foreign_headers_are_ignored():
 def test_partition_is_a_pure_function_of_the_key():
     assert clients.partition_for("k1", 6) == clients.partition_for("k1", 6)
     assert {clients.partition_for(f"k{i}", 6) for i in range(100)} == set(range(6))
+
+
+def _producer(acked_to: dict, final: bool = True) -> dict:
+    return {"producer_id": "p", "ok": 1, "acked_to": acked_to, "final": final}
+
+
+def test_the_drain_ends_once_every_partition_is_read_to_its_last_acknowledged_offset():
+    from dcdrill.validation.workload import caught_up
+
+    a, b = clients.position_key(None, "t", 0), clients.position_key(None, "t", 1)
+    producers = [_producer({a: 40, b: 7}), _producer({a: 41})]
+    assert caught_up(producers + [{"consumer_id": "c1", "read_to": {a: 41}}, {"consumer_id": "c2", "read_to": {b: 9}}])
+    assert not caught_up(producers + [{"consumer_id": "c1", "read_to": {a: 40, b: 9}}])  # p2's 41 not read yet
+    assert not caught_up(producers + [{"consumer_id": "c1", "read_to": {a: 41}}])  # partition 1 not read at all
+    # A producer without its final snapshot (killed) may have acknowledged more than it said.
+    assert not caught_up([_producer({a: 40}), _producer({a: 41}, final=False), {"consumer_id": "c", "read_to": {a: 99}}])
+    # Another cluster's copy is another partition: a failed-over group's reads do not count.
+    assert not caught_up([_producer({a: 40}), {"consumer_id": "c", "read_to": {clients.position_key("west", "t", 0): 99}}])
+    assert not caught_up([{"consumer_id": "c", "read_to": {a: 1}}])  # no producer: nothing says what to wait for

@@ -1,0 +1,43 @@
+"""The steady-state hypothesis's cluster probes read the cluster once between them; waits read it
+afresh every time."""
+from __future__ import annotations
+
+from dcdrill.chaos import context
+from dcdrill.chaos.kafka import probes
+from dcdrill.infra import status as cluster
+
+
+def _counting(monkeypatch) -> list[int]:
+    reads: list[int] = []
+
+    def read(inventory, avoid_dc=None):
+        reads.append(1)
+        return {"offline_partitions": 0, "under_replicated_partitions": len(reads), "off_preferred_leader": 0,
+                "quorum": {"quorum": True}, "brokers": [], "partitions": []}
+
+    monkeypatch.setattr(cluster, "cluster_status", read)
+    monkeypatch.setattr(context, "inventory", lambda configuration: None)
+    monkeypatch.setattr(probes, "_last", {})
+    return reads
+
+
+def test_the_hypothesis_probes_share_one_read(monkeypatch):
+    reads = _counting(monkeypatch)
+    cfg = {"stack": "local"}
+    assert probes.offline_partitions(configuration=cfg) == 0
+    assert probes.under_replicated_partitions(configuration=cfg) == 1  # the first probe's read
+    assert probes.coordination_quorum(configuration=cfg) is True
+    assert len(reads) == 1
+    # Another drill target's side of the cluster is another read.
+    probes.offline_partitions(configuration={"stack": "local", "dc": "dc-a"})
+    assert len(reads) == 2
+
+
+def test_a_read_older_than_the_share_and_every_wait_read_afresh(monkeypatch):
+    reads = _counting(monkeypatch)
+    cfg = {"stack": "local"}
+    probes.offline_partitions(configuration=cfg)
+    key = next(iter(probes._last))
+    probes._last[key] = (probes._last[key][0] - probes.HYPOTHESIS_SHARE_S - 1, probes._last[key][1])
+    assert probes.under_replicated_partitions(configuration=cfg) == 2
+    assert probes.partitions_off_preferred_leader(configuration=cfg) == 0 and len(reads) == 3  # not the hypothesis's: afresh
