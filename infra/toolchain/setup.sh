@@ -120,10 +120,12 @@ go_builds() {
     stamp actionlint "$ACTIONLINT_VERSION"
   fi
 }
-go_builds > >(sed -u 's/^/  [go] /') 2>&1 &
+# Go's one line per module downloaded is left out: with_progress says every minute that a build goes on.
+go_builds > >(sed -u -e '/^go: downloading /d' -e 's/^/  [go] /') 2>&1 &
 GO_BUILDS=$!
 # A step that fails here ends setup: the builds beside it end with it.
-stop_go_builds() { pkill -TERM -P "$GO_BUILDS" 2>/dev/null || true; kill "$GO_BUILDS" 2>/dev/null || true; }
+kill_tree() { local c; for c in $(pgrep -P "$1"); do kill_tree "$c"; done; kill "$1" 2>/dev/null || true; }
+stop_go_builds() { kill_tree "$GO_BUILDS"; }
 trap stop_go_builds EXIT
 
 # 2. Python virtualenv (a checkout's; an installed dcdrill already has its Python packages) ------
