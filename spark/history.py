@@ -15,6 +15,8 @@ import json
 import statistics
 from pathlib import Path
 
+from dcdrill.record.contents import SATURATED_IDLE_PCT
+
 SETUP = ("coordination", "profile", "replication_factor", "min_insync_replicas", "unclean_leader_election", "acks")
 
 
@@ -75,8 +77,14 @@ def _group(setup: dict, faults: list[str], runs: list[dict]) -> dict:
         "with_acked_loss": sum(n > 0 for n in lost), "acked_lost": _spread(lost),
         "widest_loss_window_ms": max((s["data_loss_window"]["span_ms"] for s in runs if s.get("data_loss_window")),
                                      default=None),
+        "drills_with_faults": len(faulted),
         "recovery_ms": _spread([_recovery(s) for s in faulted]),
         "never_recovered": sum(_recovery(s) is None for s in faulted),
+        # Every recovery time goes with the machine's spare share before its fault (the report's
+        # rule): on a saturated lab a recovery is CPU queues as much as Kafka.
+        "idle_pct": _spread([_idle(s) for s in faulted]),
+        "saturated": sum((i := _idle(s)) is not None and i < SATURATED_IDLE_PCT for s in faulted),
+        "idle_unknown": sum(_idle(s) is None for s in faulted),
         "max_ack_gap_ms": _spread([s["counts"].get("max_ack_gap_ms") for s in runs]),
         "leader_change_ms": _spread([_coordination(s, "leader_change_ms") for s in faulted]),
         "fencing_ms": _spread([_coordination(s, "fencing_ms") for s in faulted]),
@@ -105,6 +113,20 @@ def _recovery(summary: dict) -> int | None:
     return max(values) if values and None not in values else None
 
 
+def _idle(summary: dict) -> float | None:
+    """The machine's idle share when the baseline was taken, just before the fault (baseline.json)."""
+    return (summary.get("baseline") or {}).get("machine_idle_pct")
+
+
+def _idle_text(g: dict) -> str:
+    """The idle share beside a group's recovery times: its spread, and how many drills it saturated."""
+    if g["idle_pct"] is None:
+        return "machine idle before the fault: not measured"
+    spread = "  ".join(f"{k} {g['idle_pct'][k]:g} %" for k in ("min", "median", "max"))
+    known = g["drills_with_faults"] - g["idle_unknown"]
+    return f"machine idle before the fault: {spread}; saturated (< {SATURATED_IDLE_PCT:g} %) in {g['saturated']}/{known}"
+
+
 def _coordination(summary: dict, key: str) -> int | None:
     """The slowest of a coordination time (spark/coordination.py) over the drill's faults."""
     values = [f["coordination"][key] for f in summary.get("faults") or [] if f.get("coordination")]
@@ -129,6 +151,7 @@ def render_text(gs: list[dict]) -> str:
                      if g["with_acked_loss"] else ""),
                   f"  recovery        {_ms(g['recovery_ms'])}"
                   + (f"  ({g['never_recovered']} never recovered)" if g["never_recovered"] else ""),
+                  *([f"                  ({_idle_text(g)})"] if g["drills_with_faults"] else []),
                   f"  max ack gap     {_ms(g['max_ack_gap_ms'])}"]
         if g["leader_change_ms"]:
             lines.append(f"  leader change   {_ms(g['leader_change_ms'])}")
@@ -159,6 +182,7 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
     fig.tight_layout()
     rows = [{"setup and faults": label(g), "drills": g["drills"], "passed": g["passed"],
              "with acked loss": g["with_acked_loss"], "recovery (s) min / median / max": _ms(g["recovery_ms"]),
+             "machine before the fault": _idle_text(g) if g["drills_with_faults"] else "-",
              "never recovered": g["never_recovered"], "max ack gap": _ms(g["max_ack_gap_ms"]),
              "leader change": _ms(g["leader_change_ms"]), "brokers fenced": _ms(g["fencing_ms"]),
              "prediction held": f"{g['as_predicted']}/{g['predictions_checked']}" if g["predictions_checked"] else "-"}
