@@ -325,10 +325,12 @@ def _loss_window(summary: dict) -> str:
     return text
 
 
-def _observed_writes(o: dict) -> str:
+def _observed_writes(o: dict, baseline: dict | None = None) -> str:
     if o["recovery_ms"] is None:
         return "stopped: some partition acknowledged nothing after the fault started"
-    again = f"every partition acknowledged again {o['recovery_ms'] / 1000:.1f} s after the start"
+    note = machine_note(baseline)
+    again = f"every partition acknowledged again {o['recovery_ms'] / 1000:.1f} s after the start" + (
+        f", {note}" if note else "")
     return f"continued ({again})" if o["writable"] else \
         f"stopped until the heal ({again}; the fault was held {o['held_ms'] / 1000:.1f} s)"
 
@@ -339,10 +341,11 @@ def _predicted(p: dict) -> str:
             + (f" ({p['why']})" if p.get("why") else ""))
 
 
-def prediction_text(p: dict) -> str:
-    """One line: the topology model's prediction for losing a DC against what the drill saw."""
+def prediction_text(p: dict, baseline: dict | None = None) -> str:
+    """One line: the topology model's prediction for losing a DC against what the drill saw;
+    `baseline` (the summary's): the machine's idle share beside the recovery time."""
     o = p["observed"]
-    return (f"predicted {_predicted(p['predicted'])}; observed writes {_observed_writes(o)}, "
+    return (f"predicted {_predicted(p['predicted'])}; observed writes {_observed_writes(o, baseline)}, "
             f"{'acknowledged records lost' if o['acked_loss'] else 'no acknowledged record lost'}: "
             f"{'as predicted' if p['as_predicted'] else 'NOT as predicted'}"
             + (f" ({p['caveat']})" if p.get("caveat") else ""))
@@ -354,7 +357,7 @@ def _predictions(summary: dict) -> str:
         return ""
     rows = "".join(f"<tr><td>{'✔' if p['as_predicted'] else '✘'}</td><td>{html.escape(p['fault'])}</td>"
                    f"<td>{html.escape(p['target'])}</td><td style='text-align:left'>"
-                   f"{html.escape(prediction_text(p))}</td></tr>" for p in checks)
+                   f"{html.escape(prediction_text(p, summary.get('baseline')))}</td></tr>" for p in checks)
     return ("<h2>Prediction vs observation</h2><p>What the topology model (<code>dcdrill plan</code>) said losing "
             "the DC would do, against what this drill saw. Not a verdict rule: it says whether the model of the "
             f"cluster was right.</p><table><tr><th></th><th>fault</th><th>DC</th><th></th></tr>{rows}</table>")

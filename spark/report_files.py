@@ -43,7 +43,7 @@ def one_screen(summary: dict) -> str:
         if f.get("coordination"):
             lines.append(f"    coordination: {report.coordination_text(f)}")
     for p in summary["prediction_checks"]:
-        lines.append(f"  losing {p['target']}: {report.prediction_text(p)}")
+        lines.append(f"  losing {p['target']}: {report.prediction_text(p, summary.get('baseline'))}")
     lines += mirror_report.text(summary)
     for v in summary["violations"]:
         lines.append(f"  VIOLATION [{v['rule']}] {v['message']}")

@@ -94,6 +94,13 @@ def test_every_recovery_time_has_the_machines_idle_share_beside_it(tmp_path, spa
     assert row["recovery"] == "43.1 s (machine 4.5 % idle before the fault: saturated)"
     screen = report_files.one_screen({**summary, "faults": [fault]})
     assert "recovery 43100 ms (machine 4.5 % idle before the fault: saturated)" in screen
+    # and in the prediction check's words, where the recovery time is said again
+    check = {"target": "dc-a", "fault": "kill-dc", "as_predicted": True,
+             "predicted": {"writable": False, "acked_loss_possible": False, "why": "minISR"},
+             "observed": {"writable": False, "acked_loss": False, "recovery_ms": 43_100, "held_ms": 30_000}}
+    screen = report_files.one_screen({**summary, "faults": [fault], "prediction_checks": [check]})
+    assert ("every partition acknowledged again 43.1 s after the start, machine 4.5 % idle before the fault: "
+            "saturated; the fault was held 30.0 s" in screen)
 
 
 def test_the_idle_share_is_read_from_proc_stat():
