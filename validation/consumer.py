@@ -75,9 +75,10 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             if rows:
                 consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
                 delivered += len(rows)
-                for tp, records in filter(lambda item: item[1], batch.items()):
-                    key = clients.position_key(cfg.get("cluster"), tp.topic, tp.partition)
-                    read_to[key] = max(read_to.get(key, -1), records[-1].offset)
+                for tp, records in batch.items():
+                    if records:
+                        key = clients.position_key(cfg.get("cluster"), tp.topic, tp.partition)
+                        read_to[key] = max(read_to.get(key, -1), records[-1].offset)
                 try:
                     consumer.commit()
                 except Exception as exc:  # noqa: BLE001 - a failed commit means redelivery later
