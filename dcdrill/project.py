@@ -50,8 +50,8 @@ class Scaffold:
 def _pulumi_yaml(target: Path) -> str:
     """The project file: dcdrill's name (the machine has one lab, and its state under the cache is
     one, whichever project brought it up), `main: program/`, and this Python's virtualenv when it
-    lives inside the project (the official language host uses it; outside, the program runs on
-    the `python` first on PATH, as dcdrill sets it)."""
+    lives inside the project (the official language host uses it for a `pulumi up` by hand;
+    dcdrill itself runs the program in its own process, through the Automation API)."""
     venv = Path(sys.prefix).resolve()
     lines = ["name: dcdrill",
              "description: \"Multi-datacenter Kafka drills (dcdrill); stacks are Pulumi.<stack>.yaml beside this file.\"",

@@ -1,14 +1,25 @@
-"""Driving the Pulumi CLI: the user's own when `pulumi` is on PATH (with their login, or
+"""Driving Pulumi: the user's own CLI when `pulumi` is on PATH (with their login, or
 PULUMI_BACKEND_URL), else the one `dcdrill setup` built from the Go module proxy (a local file
-backend under the cache, no plugin downloads)."""
+backend under the cache, no plugin downloads).
+
+What runs the program (`up`, `preview`, `refresh`, `destroy`) goes through Pulumi's Automation
+API: the project's `main:` runs in this process and the CLI reaches it with `--client`, so no
+language host is involved. The proxy here serves no `pulumi-language-python`, so the CLI that
+setup builds has none; a user's own CLI brings one for `pulumi up` by hand. The rest (stack
+init, config, outputs, export) are plain CLI commands.
+"""
 from __future__ import annotations
 
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
+
+import yaml
 
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import cache_dir, project_dir
@@ -28,7 +39,7 @@ def executable() -> Path:
 
 
 def is_built(exe: Path) -> bool:
-    """Whether `exe` is setup's own build, which brings its own language host and state folder."""
+    """Whether `exe` is setup's own build, which keeps its plugins and state under the cache."""
     return exe.parent.resolve() == (cache_dir() / "bin").resolve()
 
 
@@ -44,9 +55,8 @@ def _logged_in(e: dict) -> bool:
 def env(stack: str) -> dict:
     cache = cache_dir()
     e = dict(os.environ)
-    e["DCDRILL_PYTHON"] = sys.executable  # what setup's language-host launchers run
+    e["DCDRILL_PYTHON"] = sys.executable  # what setup's dynamic-provider launcher runs
     e["DCDRILL_PROJECT"] = str(project_dir())
-    e["DCDRILL_STACK"] = stack  # the language host lists the plugins this stack's program needs
     python_bin = str(Path(sys.executable).parent)
     built = is_built(executable())
     if built:
@@ -98,21 +108,80 @@ def ensure_stack(stack: str) -> None:
                               f"{(made.stderr or have.stderr).strip()}")
 
 
+def _program() -> None:
+    """The project's program, Pulumi.yaml's `main:` (dcdrill's own `infra/`, or `init`'s
+    `program/`), run as `pulumi up` by hand would run it."""
+    settings = yaml.safe_load((project_dir() / "Pulumi.yaml").read_text()) or {}
+    runpy.run_path(str(project_dir() / settings.get("main", ".")), run_name="__main__")
+
+
+def _command(exe: Path):
+    """The Automation API's handle on `exe`: it wants the folder that holds `bin/pulumi`."""
+    from pulumi import automation as auto
+
+    root = exe.parent.parent
+    if exe.parent.name != "bin" or exe.name != "pulumi":  # DCDRILL_PULUMI may name any file
+        root = cache_dir() / "pulumi-root"
+        (root / "bin").mkdir(parents=True, exist_ok=True)
+        link = root / "bin" / "pulumi"
+        link.unlink(missing_ok=True)
+        link.symlink_to(exe.resolve())
+    return auto.PulumiCommand(root=str(root), skip_version_check=True)
+
+
+def _automated(stack: str, operation: Callable, progress: bool) -> None:
+    """Run one Automation API operation on `stack`; with `progress`, Pulumi's own lines as they
+    come, else nothing unless it fails. PulumiError carries the CLI's own words on failure."""
+    from pulumi import automation as auto
+
+    ensure_stack(stack)
+    workspace = auto.LocalWorkspace(work_dir=str(project_dir()), program=_program,
+                                    pulumi_command=_command(installed()), env_vars=env(stack))
+    try:
+        operation(auto.Stack.select(stack, workspace), print if progress else None)
+    except auto.errors.CommandError as exc:
+        raise PulumiError(f"pulumi on stack {stack} failed:\n{_errors(str(exc))}") from None
+
+
+def _errors(said: str) -> str:
+    """Pulumi's `error:` lines, each once (the program's refusal appears in the progress, the
+    diagnostics and the unhandled-error line alike), else the output's last lines."""
+    found: dict[str, None] = {}
+    for line in said.splitlines():
+        if "error:" in line:
+            found.setdefault("error:" + line.split("error:", 1)[1].removeprefix(" an unhandled error occurred:"))
+    return "\n".join(f"  {e}" for e in found) or "\n".join(said.strip().splitlines()[-20:])
+
+
 def up(stack: str, progress: bool = False) -> None:
     """`pulumi up`; with `progress`, Pulumi's own line per resource as it goes (a lab's first up
-    takes a minute or more), else only its summary."""
-    ensure_stack(stack)
-    run(stack, "up", "--yes", "--skip-preview", "--suppress-outputs", *(() if progress else ("--suppress-progress",)))
+    takes a minute or more)."""
+    _automated(stack, lambda s, out: s.up(on_output=out, suppress_outputs=True, show_secrets=False,
+                                          suppress_progress=not progress), progress)
+
+
+def preview(stack: str) -> list[dict]:
+    """`pulumi preview`: the step it would take for each resource (unchanged ones included), as
+    {"urn", "op", "inputs"} with secrets left masked."""
+    steps: list[dict] = []
+
+    def step(event) -> None:
+        meta = event.resource_pre_event and event.resource_pre_event.metadata
+        if meta:
+            state = meta.new or meta.old
+            steps.append({"urn": meta.urn, "op": str(getattr(meta.op, "value", meta.op)),
+                          "inputs": dict(state.inputs or {}) if state else {}})
+
+    _automated(stack, lambda s, out: s.preview(on_event=step), False)
+    return steps
 
 
 def destroy(stack: str) -> None:
-    ensure_stack(stack)
-    run(stack, "destroy", "--yes", "--skip-preview", "--suppress-progress")
+    _automated(stack, lambda s, out: s.destroy(suppress_progress=True, show_secrets=False), False)
 
 
 def refresh(stack: str) -> None:
-    ensure_stack(stack)
-    run(stack, "refresh", "--yes", "--skip-preview", "--suppress-progress")
+    _automated(stack, lambda s, out: s.refresh(suppress_progress=True, show_secrets=False), False)
 
 
 def outputs(stack: str) -> dict:

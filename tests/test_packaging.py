@@ -127,10 +127,10 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     lost = _run(dcdrill, "plan", "--stack", "local", cwd=users)
     assert lost.returncode == 2 and "dcdrill init" in lost.stderr
     assert _run(dcdrill, "init", cwd=users).returncode == 0
-    shim = (cache_dir() / "bin" / "pulumi-language-python").read_text()
+    shim = (cache_dir() / "bin" / "pulumi-resource-pulumi-python").read_text()
     setup = _run(dcdrill, "setup", cwd=users, timeout=900)
     assert setup.returncode == 0, setup.stdout[-2000:] + setup.stderr[-2000:]
-    assert (cache_dir() / "bin" / "pulumi-language-python").read_text() == shim  # the checkout's stays its own
+    assert (cache_dir() / "bin" / "pulumi-resource-pulumi-python").read_text() == shim  # the checkout's stays its own
     plan = _run(dcdrill, "plan", "--stack", "local", cwd=users)
     assert plan.returncode == 0 and "losing one DC" in plan.stdout, plan.stderr
     # slow-link with a short hold: the wheel's roles and experiments drill from the user's folder as

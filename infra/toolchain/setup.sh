@@ -9,7 +9,7 @@
 #      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
 #      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
 #   4. Pulumi CLI -> cache/bin, unless `pulumi` is on PATH     Go module proxy (pulumi-go/go.mod)
-#      plus the Python language host and dynamic-provider launchers (see langhost.py)
+#      plus the dynamic-provider launcher (the program itself runs through the Automation API)
 #      and AWS's session-manager-plugin (SSH to EC2 hosts through SSM) -> cache/bin  Go module proxy (ssm-plugin/go.mod)
 #   5. Pulumi local file backend -> cache/pulumi-state
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
@@ -168,20 +168,19 @@ maven_libs kafka "Apache Kafka 3.9 + ZooKeeper jars"
 maven_libs kafka4 "Apache Kafka 4.x jars (KRaft)"
 maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
 
-# 4. The Pulumi CLI's language host and dynamic-provider launchers (the CLI itself: go_builds)
-# The language host and the dynamic-provider launcher run on the Python of the dcdrill that runs
-# pulumi (infra/pulumi_cli.py sets DCDRILL_PYTHON), else the checkout's: an installed dcdrill's
-# setup writes them only when missing, so it never points a checkout's at another virtualenv.
-if [ -n "$CHECKOUT" ] || [ ! -x "$CACHE/bin/pulumi-language-python" ]; then
-  cat > "$CACHE/bin/pulumi-language-python" <<EOS
-#!/bin/sh
-exec "\${DCDRILL_PYTHON:-$PY}" -u -m dcdrill.infra.toolchain.langhost "\$@"
-EOS
+# 4. The Pulumi CLI's dynamic-provider launcher (the CLI itself: go_builds) ----------------------
+# The program needs no language host: dcdrill runs it through the Automation API (infra/pulumi_cli.py).
+# Its dynamic resources are served by `pulumi-resource-pulumi-python`, as the official release's
+# two-line script does: the Python SDK's own provider, on the Python of the dcdrill that runs
+# pulumi (DCDRILL_PYTHON), else the checkout's. An installed dcdrill's setup writes it only when
+# missing, so it never points a checkout's at another virtualenv.
+rm -f "$CACHE/bin/pulumi-language-python"  # written by an earlier setup; its module is gone
+if [ -n "$CHECKOUT" ] || [ ! -x "$CACHE/bin/pulumi-resource-pulumi-python" ]; then
   cat > "$CACHE/bin/pulumi-resource-pulumi-python" <<EOS
 #!/bin/sh
 exec "\${DCDRILL_PYTHON:-$PY}" -u -m pulumi.dynamic "\$@"
 EOS
-  chmod +x "$CACHE/bin/pulumi-language-python" "$CACHE/bin/pulumi-resource-pulumi-python"
+  chmod +x "$CACHE/bin/pulumi-resource-pulumi-python"
 fi
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------

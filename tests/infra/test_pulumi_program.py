@@ -1,44 +1,21 @@
-"""The language host `make setup` installs for the Pulumi CLI it builds (infra/toolchain/langhost.py):
-`pulumi preview` ends without a traceback (the CLI ends its plugins with SIGINT), and `pulumi about`
-lists the program's packages (GetProgramDependencies)."""
+"""Pulumi drives the program through its Automation API (infra/pulumi_cli.py): the CLI setup
+builds has no language host, so the program runs in dcdrill's process and the CLI reaches it with
+`--client`. The same path serves a user's own CLI, and the stack files stay Pulumi's own."""
 import json
-import subprocess
-from pathlib import Path
+
+import pytest
 
 from dcdrill.infra import pulumi_cli
 from dcdrill.infra.constants import cache_dir
 from tests import ROOT
 
 
-def pulumi(*args: str) -> subprocess.CompletedProcess:
-    pulumi_cli.ensure_stack("local")
-    return subprocess.run([str(cache_dir() / "bin" / "pulumi"), *args], env=pulumi_cli.env("local"), cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-
-
-def test_preview_ends_without_a_traceback():
-    res = pulumi("preview", "--stack", "local", "--non-interactive")
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out[-3000:]
-    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
-
-
-def test_about_lists_the_programs_packages():
-    res = pulumi("about", "--stack", "local")
-    out = res.stdout + res.stderr
-    assert "not implemented" not in out.lower(), out[-3000:]
-    assert any(line.split()[:1] == ["pyspark"] for line in out.splitlines()), out[-3000:]
-
-
-def test_the_lab_is_grouped_in_components_and_its_inputs_name_no_checkout_path():
-    """`pulumi preview --json`: every lab resource sits under the Lab component (hosts, links and DC
-    namespaces under their DC's), and no input holds this checkout's path, so a checkout moved
-    elsewhere is the same lab, not a new one."""
-    import json
-
-    res = pulumi("preview", "--stack", "local", "--non-interactive", "--json", "--show-sames")  # the lab may be up
-    assert res.returncode == 0, res.stderr[-3000:]
-    steps = json.loads(res.stdout)["steps"]
+def test_setups_cli_has_no_language_host_and_previews_the_lab():
+    """`preview` runs the project's `main:` in this process: every lab resource sits under the Lab
+    component (hosts, links and DC namespaces under their DC's), and no input holds this
+    checkout's path, so a checkout moved elsewhere is the same lab, not a new one."""
+    assert not (cache_dir() / "bin" / "pulumi-language-python").exists()
+    steps = pulumi_cli.preview("local")  # the lab may be up: unchanged resources are listed too
     dynamic = [s for s in steps if s["urn"].split("::")[-2].endswith("pulumi-python:dynamic:Resource")]
     passwords = [s for s in dynamic if s["urn"].split("::")[-2].startswith("dcdrill:secrets:StackPasswords$")]
     assert sorted(s["urn"].split("::")[-1] for s in passwords) == ["main-sasl", "main-zookeeper"]
@@ -49,17 +26,37 @@ def test_the_lab_is_grouped_in_components_and_its_inputs_name_no_checkout_path()
         assert parents.startswith("dcdrill:lab:Lab$"), s["urn"]
         if name.startswith(("host-", "link-", "dc-")):
             assert "$dcdrill:lab:Datacenter$" in parents, s["urn"]
-        state = s.get("newState") or s.get("oldState") or {}
-        inputs = {k: v for k, v in state.get("inputs", {}).items() if k != "__provider"}  # shown as [secret]
+        inputs = {k: v for k, v in s["inputs"].items() if k != "__provider"}  # the pickled provider
         assert str(ROOT) not in json.dumps(inputs), (name, inputs)
 
 
+def test_a_program_error_reaches_the_user_in_pulumis_words(tmp_path, monkeypatch):
+    """The program's own refusal (a topology rule, with its numbers), from an init'd project's
+    `program/`, comes back as PulumiError."""
+    import yaml
+
+    from dcdrill import project
+
+    folder = tmp_path / "theirs"
+    project.init(folder)
+    doc = yaml.safe_load((folder / "Pulumi.local.yaml").read_text())
+    doc["config"]["dcdrill:cluster"]["replication"]["factor"] = 5  # 4 brokers
+    (folder / "Pulumi.local.yaml").write_text(yaml.safe_dump(doc))
+    monkeypatch.setenv("DCDRILL_PROJECT", str(folder))
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path / 'state'}")
+    with pytest.raises(pulumi_cli.PulumiError) as err:
+        pulumi_cli.preview("local")
+    said = str(err.value)
+    assert "factor-exceeds-brokers" in said and "replication factor 5 > 4 brokers" in said, said[-2000:]
+
+
 def _users_cli(tmp_path, monkeypatch):
-    """A `pulumi` on PATH laid out as the official release is (the CLI beside its language host
-    and dynamic-provider launcher): symlinks to setup's build, so the test needs no download."""
+    """A `pulumi` on PATH that is not setup's (a symlink to its build, so the test needs no
+    download), beside the dynamic-provider launcher the official release ships."""
     bin_dir = tmp_path / "their-bin"
     bin_dir.mkdir()
-    for name in ("pulumi", "pulumi-language-python", "pulumi-resource-pulumi-python"):
+    for name in ("pulumi", "pulumi-resource-pulumi-python"):
         (bin_dir / name).symlink_to(cache_dir() / "bin" / name)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.delenv("DCDRILL_PULUMI", raising=False)
@@ -88,30 +85,16 @@ def test_a_pulumi_on_path_is_used_with_the_users_login_or_backend(tmp_path, monk
 def test_the_users_pulumi_previews_the_lab(tmp_path, monkeypatch):
     _users_cli(tmp_path, monkeypatch)
     monkeypatch.setenv("PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION", "true")  # this machine: no downloads
-    out = pulumi_cli.run("local", "preview", "--json", capture=True)
-    assert json.loads(out)["steps"], out[-2000:]
+    assert pulumi_cli.preview("local")
 
 
-def test_required_plugins_are_the_stacks_providers_only(monkeypatch):
-    """GetRequiredPlugins: the AWS provider at pulumi_aws's own plugin version for an AWS stack,
-    nothing for a lab stack (dynamic resources), nothing without a stack named."""
-    import pulumi_aws
-    from pulumi.runtime.proto import language_pb2
-
-    from dcdrill.infra.toolchain import langhost
-
-    version = json.loads((Path(pulumi_aws.__file__).with_name("pulumi-plugin.json")).read_text())["version"]
-    host = langhost.ProjectLanguageServer("127.0.0.1:0")
-    asked = {}
-    for stack in ("aws-3az", "local", None):
-        if stack:
-            monkeypatch.setenv("DCDRILL_STACK", stack)
-        else:
-            monkeypatch.delenv("DCDRILL_STACK", raising=False)
-        res = host.GetRequiredPlugins(language_pb2.GetRequiredPluginsRequest(), None)
-        asked[stack] = [(p.name, p.kind, p.version) for p in res.plugins]
-    assert asked == {"aws-3az": [("aws", "resource", version)], "local": [], None: []}
-    assert pulumi_cli.env("local")["DCDRILL_STACK"] == "local"
+def test_dcdrill_pulumi_may_name_a_cli_outside_a_bin_folder(tmp_path, monkeypatch):
+    """The Automation API wants `<root>/bin/pulumi`; DCDRILL_PULUMI may be any file."""
+    exe = tmp_path / "pulumi-3.259"
+    exe.symlink_to(cache_dir() / "bin" / "pulumi")
+    monkeypatch.setenv("DCDRILL_PULUMI", str(exe))
+    assert pulumi_cli.executable() == exe
+    assert pulumi_cli.preview("local")
 
 
 def test_the_users_own_passphrase_and_secrets_work_on_a_new_project(tmp_path, monkeypatch):
@@ -138,11 +121,11 @@ def test_the_users_own_passphrase_and_secrets_work_on_a_new_project(tmp_path, mo
     doc = yaml.safe_load((folder / "Pulumi.local.yaml").read_text())
     assert "secure" in doc["config"]["myteam:token"]  # encrypted in the file
     assert stacks.load("local").datacenters  # dcdrill's own keys still read, the user's left alone
+    assert pulumi_cli.preview("local")  # and the init'd project's `program/` runs with their secret beside it
 
 
 def test_a_key_in_dcdrills_namespace_by_mistake_is_named_with_where_it_belongs():
     """`pulumi config set k v` in this project writes dcdrill:k; the refusal says where a key of one's own goes."""
-    import pytest
     import yaml
 
     from dcdrill.infra.schema import ConfigError, parse
