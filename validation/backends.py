@@ -18,14 +18,16 @@ from dcdrill.validation import clients, outcomes
 
 # settle(seq, status, offset, error): status ok | fail | info; called once per record.
 Settle = Callable[[int, str, "int | None", "str | None"], None]
+# answered(): called after a group of settle calls (one poll's answers): their rows are written then.
+Answered = Callable[[], None]
 
 
 class KafkaPythonClient:
-    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None]):
+    def __init__(self, cfg: dict, settle: Settle, answered: Answered, on_failure: Callable[[str], None]):
         # on_failure: the confluent client's; kafka-python's own I/O thread has no such failure
         from kafka import KafkaProducer
 
-        self.settle = settle
+        self.settle, self.answered = settle, answered
         self.retries = int(cfg["retries"])
         self.p = KafkaProducer(
             bootstrap_servers=cfg["bootstrap"], client_id=f"dcdrill-{cfg['producer_id']}",
@@ -48,15 +50,18 @@ class KafkaPythonClient:
             fut = self.p.send(topic, key=key, value=value, partition=partition, headers=headers)
         except Exception as exc:  # noqa: BLE001 - raised before the record left the client
             self.settle(seq, "fail" if "metadata" in str(exc).lower() else "info", None, outcomes.describe(exc))
+            self.answered()
             return
         fut.add_callback(self._ok, seq)
         fut.add_errback(self._err, seq)
 
-    def _ok(self, seq: int, metadata) -> None:
+    def _ok(self, seq: int, metadata) -> None:  # its I/O thread calls back one record at a time
         self.settle(seq, "ok", metadata.offset, None)
+        self.answered()
 
     def _err(self, seq: int, exc: BaseException) -> None:
         self.settle(seq, outcomes.classify(exc, self.retries), None, outcomes.describe(exc))
+        self.answered()
 
     def flush(self, timeout_s: float) -> None:
         self.p.flush(timeout=timeout_s)
@@ -66,10 +71,10 @@ class KafkaPythonClient:
 
 
 class ConfluentClient:
-    def __init__(self, cfg: dict, settle: Settle, on_failure: Callable[[str], None]):
+    def __init__(self, cfg: dict, settle: Settle, answered: Answered, on_failure: Callable[[str], None]):
         from confluent_kafka import Producer
 
-        self.settle, self.on_failure = settle, on_failure
+        self.settle, self.answered, self.on_failure = settle, answered, on_failure
         self.retries = int(cfg["retries"])
         self.p = Producer({
             "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
@@ -86,7 +91,8 @@ class ConfluentClient:
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs
         # (Message.latency() too is measured then). So one thread blocks in poll() and serves
-        # each answer as it arrives: polling every 64 sends put ~160 ms into every latency.
+        # each answer as it arrives: polling every 64 sends put ~160 ms into every latency. One
+        # poll serves a whole batch's answers; their rows go to the ledger in one write after it.
         self._closing = threading.Event()
         self._poller = threading.Thread(target=self._serve_answers, daemon=True, name="delivery reports")
         self._poller.start()
@@ -94,7 +100,8 @@ class ConfluentClient:
     def _serve_answers(self) -> None:
         try:
             while not self._closing.is_set():
-                self.p.poll(0.1)
+                if self.p.poll(0.1):
+                    self.answered()
         except BaseException as exc:  # a callback raised: no answer would ever be served again
             self.on_failure(f"serving librdkafka's answers failed: {type(exc).__name__}: {exc}")
             raise
@@ -121,15 +128,18 @@ class ConfluentClient:
                                headers=headers)
                 return
             except BufferError:  # local queue full: serve callbacks, then retry the same record
-                self.p.poll(0.05)
+                if self.p.poll(0.05):
+                    self.answered()
 
     def flush(self, timeout_s: float) -> None:
         self.p.flush(timeout_s)  # waits for the answers (either thread may serve the last ones)
+        self.answered()
 
     def close(self) -> None:
         self._closing.set()
         self._poller.join(timeout=1)
         self.p.flush(0)
+        self.answered()
 
 
 BACKENDS = {"kafka-python": KafkaPythonClient, "confluent": ConfluentClient}

@@ -28,7 +28,9 @@ class SequencedProducer:
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
         self.lock = threading.Lock()
         self.broken: str | None = None
-        self.client = BACKENDS[cfg.get("client", "confluent")](cfg, self._settle, self._client_failed)
+        self.unwritten: list[str] = []  # settled rows, written after each group of answers
+        self.client = BACKENDS[cfg.get("client", "confluent")](cfg, self._settle, self._write_settled,
+                                                               self._client_failed)
         self.partitions = self.client.partition_count(self.topic, cfg["bootstrap_timeout_ms"] / 1000)
         if not self.partitions:
             raise SystemExit(f"producer {self.pid}: topic {self.topic!r} has no partitions visible")
@@ -63,7 +65,17 @@ class SequencedProducer:
                 f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
                 f'"offset":{"null" if offset is None else offset},'
                 f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}' + self.tail)
-        self._write(line, 1)
+        with self.lock:  # not a bare append: _write_settled swaps the list under the lock
+            self.unwritten.append(line)
+
+    def _write_settled(self) -> None:
+        """The rows settled since the last call, in one write: one poll serves a batch's answers,
+        and a write per row cost the answering thread a system call each. A producer killed
+        before the write leaves those seqs to its intent log (info rows), as if unanswered."""
+        with self.lock:
+            lines, self.unwritten = self.unwritten, []
+        if lines:
+            self._write("".join(lines), len(lines))
 
     def _client_failed(self, why: str) -> None:
         """The client can no longer answer: stop sending, and exit 1 saying why."""
@@ -82,9 +94,11 @@ class SequencedProducer:
         key, partition = self.keys[k]
         send_ms = now_ms()
         self.intents.before_send(seq, send_ms)
-        with self.lock:
-            self.pending[seq] = (send_ms, k)
-            self.counts["sent"] += 1
+        # No lock on the sending path: one dict store is atomic under the GIL, and only this
+        # thread counts sends. Waiting for the answering thread's lock held this thread up to a
+        # fifth of its time at full speed.
+        self.pending[seq] = (send_ms, k)
+        self.counts["sent"] = seq + 1
         value = clients.encode_value(self.pid, seq, send_ms, self.cfg["record_size"])
         headers = clients.identity_headers(self.pid, seq, self.cluster) if self.cluster else None
         self.client.send(self.topic, self.key_bytes[k], value, partition, seq, headers)
@@ -124,6 +138,7 @@ class SequencedProducer:
             leftover = list(self.pending)
         for s in leftover:
             self._settle(s, "info", None, "unresolved when the producer stopped")
+        self._write_settled()
         self._report(final=True)
         try:
             self.ledger.close()

@@ -49,6 +49,9 @@ def main() -> None:
                               "--producer.config", str(java_config)],
                              capture_output=True, text=True, check=True).stdout
         runs["ProducerPerformance"].append(float(re.findall(r"([\d.]+) records/sec", out)[-1]))
+        # Each round's topics go once measured: left behind, their replicas' fetches load the
+        # brokers of every later round (and of whatever shares the lab next).
+        wl.delete_topic(inv, topic)
         for backend in ("kafka-python", "confluent"):
             spec = wl.WorkloadSpec(topic=f"dcdrill-bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
                                    rate=None, duration_s=None, count=args.records, record_size=100, acks="all",
@@ -58,6 +61,7 @@ def main() -> None:
             w = wl.Workload(run, inv, spec).start()
             w.wait_producers(progress=False)
             w.stop()
+            wl.delete_topic(inv, spec.topic)
             rows, _ = read(run / "produced" / "p1.jsonl")
             ok = [r for r in rows if r["status"] == "ok"]
             assert len(rows) == args.records, "every record has its ledger row"

@@ -102,8 +102,8 @@ def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
     from dcdrill.record.ledger import IntentLog, recover_in_flight
     intents = IntentLog(tmp_path / "intents.jsonl", {"producer_id": "p1", "topic": "t", "dc": "dc-a",
                                                      "keys": ["k0", "k1", "k2"], "partitions": [0, 1, 1]})
-    for seq in range(70):  # two blocks reserved: up to 128; the process is then "killed"
-        intents.before_send(seq, 5000 + seq)
+    for seq in range(70):  # two blocks reserved at a drill's pace: up to 128; the process is then "killed"
+        intents.before_send(seq, 5000 + 10 * seq)
     ledger = tmp_path / "p1.jsonl"
     rows = [_produced(s) for s in range(60) if s not in (7, 8)]  # 7 and 8 were still in flight
     ledger.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"producer_id": "p1", "seq": 60, "sta')  # torn
@@ -113,8 +113,31 @@ def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
     info = {r["seq"]: r for r in got if r["status"] == "info"}
     assert sorted(info) == [7, 8] + list(range(60, 128))
     assert (info[7]["partition"], info[7]["key"], info[7]["send_ms"], info[7]["offset"]) == (1, "k1", 5000, None)
-    assert info[100]["send_ms"] == 5064  # the second block was reserved when seq 64 was sent
+    assert info[100]["send_ms"] == 5640  # the second block was reserved when seq 64 was sent
     assert recover_in_flight(ledger, tmp_path / "intents.jsonl") == 0  # idempotent
+
+
+def test_the_intent_log_fsyncs_about_ten_times_a_second_at_any_rate(tmp_path):
+    """Blocks used up in under 0.1 s double, so 200,000 sends in 2 s reserve a few dozen blocks,
+    not 3,125; the sends of a drill's pace go back to blocks of 64."""
+    from dcdrill.record.ledger import IntentLog, parse
+
+    intents = IntentLog(tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"],
+                                               "partitions": [0]})
+    seq = 0
+    for seq in range(200_000):  # 100 records a millisecond
+        intents.before_send(seq, 1_000 + seq // 100)
+    marks = [m for m in parse((tmp_path / "i.jsonl").read_bytes(), "i")[0] if "reserved" in m]
+    assert 20 <= len(marks) <= 40 and marks[-1]["reserved"] > 200_000
+    assert intents.reserved - seq <= 2 * 100 * 200  # unsent but reserved: at most a block of ~0.2 s
+    now = 3_000
+    for seq in range(seq + 1, seq + 400_000):  # then 5 records a second... as the blocks shrink
+        if seq >= intents.reserved:
+            now += 1_000
+        intents.before_send(seq, now)
+        if intents.block == IntentLog.BLOCK:
+            break
+    assert intents.block == IntentLog.BLOCK
 
 
 def test_a_clean_stop_bounds_recovery_by_what_was_sent(tmp_path):
