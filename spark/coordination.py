@@ -5,7 +5,10 @@ For a fault with a target DC it gives
 - the quorum's leader before the fault and after it, and when a new leader was first seen
   (`leader_change_ms`, from the fault's start; null when the leader did not have to move);
 - how long the quorum had no leader, or a leader without a majority, during the fault
-  (`quorum_lost_ms`: metadata stalled);
+  (`quorum_lost_ms`: metadata stalled), and how much of that only DescribeQuorum went unanswered
+  while the brokers answered (`quorum_unanswered_ms`, KRaft): a broker forwards it to the
+  controller it last knew, and after that controller's DC is cut off the request waits out the
+  broker's forwarding timeout, with a new leader already elected (docs/evidence.md);
 - when each of the DC's brokers left the cluster's live brokers (`fenced_ms`: ZooKeeper
   session expiry, or the KRaft controller's fencing), and the slowest (`fencing_ms`);
 - in ZooKeeper mode, when the Kafka controller (a broker) moved, if it was in the DC.
@@ -40,6 +43,11 @@ def _has_quorum(sample: dict) -> bool:
     return sample["leader"] is not None and sample.get("quorum", True) is not False
 
 
+def _unanswered(sample: dict) -> bool:
+    """A KRaft sample the brokers answered whose DescribeQuorum did not (its error says why)."""
+    return sample["leader"] is None and sample.get("answered", True) and bool(sample.get("error"))
+
+
 def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict | None:
     """The coordination's moves for one fault (None: the fault is not a DC loss, or no samples
     reach both sides of its start)."""
@@ -58,10 +66,12 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
     new = next((s for s in during if _has_quorum(s) and s["leader"] != leader_before), None)
     # Time without quorum (no leader, or a leader without a majority serving), counted between
     # samples: each gap is charged to the earlier sample.
-    lost = 0
+    lost = unanswered = 0
     for a, b in zip(during, during[1:] + [{"at_ms": end or during[-1]["at_ms"]}]):
         if not _has_quorum(a):
             lost += b["at_ms"] - a["at_ms"]
+            if topology.get("coordination") == "kraft" and _unanswered(a):
+                unanswered += b["at_ms"] - a["at_ms"]
     live_before = set(last["brokers"] or [])
     fenced = {}
     for broker in _brokers_in(topology, target):
@@ -81,6 +91,7 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
         "leader_had_to_move": must_move,
         "leader_change_ms": None if new is None else new["at_ms"] - start,
         "quorum_lost_ms": lost,
+        "quorum_unanswered_ms": unanswered,
         "fenced_ms": fenced,
         "fencing_ms": max(fenced.values()) if fenced and None not in fenced.values() else None,
         "controller_change_ms": controller_change,

@@ -290,7 +290,10 @@ def coordination_text(f: dict) -> str:
         leader = f"leader {c['leader_before']} ({c['leader_before_dc']}) kept"
     parts = [leader]
     if c.get("quorum_lost_ms"):
-        parts.append(f"no quorum (no leader, or one without a majority) for {sec(c['quorum_lost_ms'])}")
+        unanswered = c.get("quorum_unanswered_ms") or 0
+        parts.append(f"no quorum (no leader, or one without a majority) for {sec(c['quorum_lost_ms'])}"
+                     + (f", {sec(unanswered)} of it only DescribeQuorum unanswered while the brokers answered"
+                        if unanswered else ""))
     if c["fenced_ms"]:
         slow = c["fencing_ms"]
         parts.append(f"{len(c['fenced_ms'])} broker(s) of {f['target']} out of the live brokers after "

@@ -48,6 +48,22 @@ def test_an_unanswered_kraft_sample_is_not_a_lost_quorum():
     assert fault_coordination(log, kill_a(), TOPOLOGY)["quorum_lost_ms"] == 1_000  # ZooKeeper's srvr answered
 
 
+def test_describe_quorum_unanswered_through_answering_brokers_is_counted_apart():
+    """KRaft: the brokers answer, DescribeQuorum through them times out (a broker forwarding to a
+    cut-off controller). It stays in quorum_lost_ms, and quorum_unanswered_ms says how much of it
+    was only that; the report's line says so too."""
+    from dcdrill.spark.report import coordination_text
+
+    timed_out = {**sample(11_000, None, [3, 4]), "answered": True, "error": "RequestTimedOutError: 7"}
+    log = [sample(9_000, "ctl2.dc-b.lab"), timed_out, {**timed_out, "at_ms": 20_000},
+           sample(37_000, "ctl3.dc-c.lab", [3, 4])]
+    kraft = {**TOPOLOGY, "coordination": "kraft"}
+    c = fault_coordination(log, kill_a(), kraft)
+    assert c["quorum_lost_ms"] == 26_000 and c["quorum_unanswered_ms"] == 26_000
+    assert "26.0 s of it only DescribeQuorum unanswered" in coordination_text({"target": "dc-a", "coordination": c})
+    assert fault_coordination(log, kill_a(), TOPOLOGY)["quorum_unanswered_ms"] == 0  # ZooKeeper: the nodes answer
+
+
 def test_a_leader_without_a_majority_is_no_quorum():
     alone = {**sample(11_000, "ctl3.dc-c.lab", [1, 2, 3, 4]), "quorum": False, "serving": 1}
     log = [sample(9_000, "ctl3.dc-c.lab"), alone, {**alone, "at_ms": 30_000}]
