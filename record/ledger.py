@@ -236,11 +236,10 @@ def in_flight(ledger: bytes, intents: bytes, intents_name: str) -> list[dict]:
     for seq in range(upper):
         if seq in have:
             continue
-        k = seq % len(keys)  # the producer's own rule (validation/producer.py)
         # The send time is unknown: the reservation's time bounds it from below.
         at_ms = next((at for r, at in reserved if r > seq), reserved[-1][1] if reserved else 0)
         out.append({"producer_id": header["producer_id"], "seq": seq, "topic": header["topic"],
-                    "partition": partitions[k], "key": keys[k], "send_ms": at_ms,
+                    "partition": partitions[seq % len(keys)], "key": keys[seq % len(keys)], "send_ms": at_ms,
                     "status": "info", "ack_ms": None, "offset": None,
                     "error": "the producer ended before this record's outcome was written (from its intent log)",
                     "dc": header.get("dc"), **({"cluster": header["cluster"]} if header.get("cluster") else {})})

@@ -87,7 +87,8 @@ def _launch(conf: dict):
             gateway = launch_gateway(conf=SparkConf(loadDefaults=False).setAll(conf.items()),
                                      popen_kwargs={"stderr": log})
         except PySparkRuntimeError:
-            said = os.pread(log.fileno(), 1 << 16, 0).decode(errors="replace").strip().splitlines()[-20:]
+            log.seek(0)  # the JVM has ended: nothing else moves the offset now
+            said = log.read().decode(errors="replace").strip().splitlines()[-20:]
             log.close()
             if attempt == 2:
                 raise
