@@ -1,6 +1,7 @@
 """The Ansible runner, the pipeline's step after Pulumi: inventory (the stack output) -> site.yml.
 
-Runs through ansible-runner from Python; by hand it is the same as
+Runs through ansible-runner from Python, with Mitogen's strategy (strategy_env); by hand it is
+the same as
     ansible-playbook -i .cache/stacks/<stack>/inventory.json site.yml
 """
 from __future__ import annotations
@@ -107,6 +108,22 @@ def mirror_security(stack: str, av: dict) -> None:
                                     f"(cluster {c['alias']} was never configured)")
 
 
+def strategy_env() -> dict:
+    """Mitogen's strategy: one Python per host for the whole play, where plain Ansible starts a
+    new interpreter for every task on every host and imports its module code from a zip, compiled
+    each time (0.2 to 0.3 s of CPU per task and host). On the 2-core lab the play is CPU-bound, so
+    this takes a re-converge of `local` from 54 s to 32 s (docs/benchmarks.md). The same
+    connection settings apply: SSH on the lab, SSH over SSM on AWS. DCDRILL_ANSIBLE_STRATEGY=linear
+    runs plain Ansible."""
+    name = os.environ.get("DCDRILL_ANSIBLE_STRATEGY", "mitogen_linear")
+    if not name.startswith("mitogen"):
+        return {"ANSIBLE_STRATEGY": name}
+    import ansible_mitogen
+
+    return {"ANSIBLE_STRATEGY": name,
+            "ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")}
+
+
 def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster: str | None = None) -> dict:
     """Run site.yml on the stack's inventory (`cluster`: inventory_path's); returns per-host stats
     {host: {"changed": n, "failures": n, ...}}."""
@@ -131,7 +148,8 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster:
         inventory=str(inventory_path(stack, cluster)), quiet=True, event_handler=progress, limit=limit,
         envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
                  "ANSIBLE_ROLES_PATH": str(SHIPPED / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
-                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False"},
+                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                 **strategy_env()},
     )
     stats = r.stats or {}
     per_host: dict[str, dict] = {}

@@ -1,6 +1,7 @@
 """Stack parsing, inventory and the roles' rendered config (rendered by Ansible itself)."""
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,8 +76,10 @@ def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
+    # Under the strategy run_site uses (Mitogen's), so the roles' templates are checked through it.
     res = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inv.json"),
-                          str(tmp / "render.yml")], capture_output=True, text=True)
+                          str(tmp / "render.yml")], capture_output=True, text=True,
+                         env={**os.environ, **ansible.strategy_env()})
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout
 
@@ -265,3 +268,12 @@ def test_topics_created_are_the_declared_ones_the_cluster_lacks_with_the_stacks_
         {"name": "dcdrill-canary", "partitions": 1, "replication_factor": 4, "min_insync": 3},
         {"name": "own", "partitions": 3, "replication_factor": 2, "min_insync": 1}]
     assert mod.missing(declared, {"dcdrill", "dcdrill-canary", "own", "other"}, 4, 3) == []
+
+
+def test_the_ansible_strategy_is_mitogens_unless_the_user_says_otherwise(monkeypatch):
+    monkeypatch.delenv("DCDRILL_ANSIBLE_STRATEGY", raising=False)
+    env = ansible.strategy_env()
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    monkeypatch.setenv("DCDRILL_ANSIBLE_STRATEGY", "linear")
+    assert ansible.strategy_env() == {"ANSIBLE_STRATEGY": "linear"}
