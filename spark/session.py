@@ -75,8 +75,8 @@ def _forward_stderr(log: int, proc) -> None:
 
 def _launch(conf: dict):
     """pyspark's launch_gateway, the JVM's stderr in a file forwarded to ours. A JVM that exits
-    before it answers (JAVA_GATEWAY_EXITED: once in a test run beside three labs, cause unseen in
-    a pipe) has its last words said, and is started once more."""
+    before it answers (JAVA_GATEWAY_EXITED) has its last words said, and is started once more.
+    That is how gRPC's fork handlers were caught aborting the forked child (dcdrill/__init__.py)."""
     from pyspark import SparkConf
     from pyspark.errors import PySparkRuntimeError
     from pyspark.java_gateway import launch_gateway
