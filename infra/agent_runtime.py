@@ -80,6 +80,11 @@ def bundle(cache: Path) -> Path:
                 info.external_attr = 0o644 << 16
                 z.writestr(info, f.read_bytes(), zipfile.ZIP_DEFLATED)
         tmp.replace(out)
+        # Earlier contents' zips go: a lab brought up again gets this one (its inventory is
+        # written anew), and each change of the modules would otherwise leave 2 MB behind.
+        for older in out.parent.glob("dcdrill-*.zip"):
+            if older != out:
+                older.unlink(missing_ok=True)
     return out
 
 

@@ -18,7 +18,13 @@ the heal), the records acknowledged and how far the high watermark moved, and fr
 how many acknowledged records a consumer read before the heal. One lab at a time; each is
 brought down after its drill.
 
-    python tests/benchmarks/elr_visibility.py [--hold 60] [--out runs/elr-visibility]
+ListOffsets may go unanswered for the whole window: a new leader whose high watermark has not
+reached its epoch's start answers nothing (KIP-207). So the script also reads the brokers' own
+record of it, each surviving broker's `replication-offset-checkpoint` (the high watermark of every
+replica it holds, written every 5 s), over host access every 2 s, and prints how far the highest
+checkpointed high watermark of each drill partition moved in the same window.
+
+    python tests/benchmarks/elr_visibility.py [--hold 60] [--stack local] [--out runs/elr-visibility]
     python tests/benchmarks/elr_visibility.py --table-only --out runs/elr-visibility
 """
 from __future__ import annotations
@@ -134,6 +140,55 @@ class WatermarkWatch(threading.Thread):
         return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
 
 
+class CheckpointWatch(threading.Thread):
+    """The surviving brokers' checkpointed high watermarks of the drill topic, every 2 s: per
+    partition, the highest any of them holds (a follower's is at most its leader's)."""
+
+    def __init__(self, stack: str, lost_dc: str) -> None:
+        super().__init__(daemon=True)
+        self.stack, self.lost_dc, self.done = stack, lost_dc, threading.Event()
+        self.samples: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.errors: dict[str, str] = {}
+
+    def run(self) -> None:
+        from dcdrill.infra import hostaccess, lifecycle
+        from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
+
+        while not self.done.wait(2.0):
+            try:
+                inv = lifecycle.inventory(self.stack)
+            except Exception as exc:  # noqa: BLE001 - not up yet
+                self.errors[type(exc).__name__] = str(exc)[:200]
+                continue
+            now, highest = int(time.time() * 1000), {}
+            for host in (h for h in inv.brokers if h.dc != self.lost_dc):
+                path = f"{host.vars['data_root']}/kafka/data/replication-offset-checkpoint"
+                try:
+                    text = hostaccess.run(inv, host, ["cat", path], timeout_s=10)
+                except Exception as exc:  # noqa: BLE001 - a host that does not answer this time
+                    self.errors[type(exc).__name__] = str(exc)[:200]
+                    continue
+                for line in text.splitlines()[2:]:  # version, count, then `topic partition offset`
+                    topic, partition, offset = line.split()
+                    if topic.startswith(DRILL_TOPIC_PREFIX) and topic != CANARY_TOPIC:
+                        key = (topic, int(partition))
+                        highest[key] = max(highest.get(key, -1), int(offset))
+            for key, offset in highest.items():
+                self.samples.setdefault(key, []).append((now, offset))
+
+    def moves(self, start_ms: int, end_ms: int) -> list[int]:
+        return [inside[-1] - inside[0] for s in self.samples.values()
+                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+
+    def visible(self, start_ms: int, end_ms: int) -> bool | None:
+        moves = self.moves(start_ms, end_ms)
+        return any(moves) if moves else None
+
+    def moved(self, start_ms: int, end_ms: int) -> str | None:
+        moves = self.moves(start_ms, end_ms)
+        return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
+
+
 def jsonl(folder: Path):
     for path in sorted(folder.glob("*.jsonl")):
         yield from read(path)[0]
@@ -142,7 +197,16 @@ def jsonl(folder: Path):
 FAILOVER_MS = 25_000  # leaders of the lost DC's partitions have failed over by then (ZooKeeper: an 18 s session)
 
 
-def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
+def _seen(watch: WatermarkWatch | None, checkpoints: CheckpointWatch | None, start_ms: int, end_ms: int) -> bool | None:
+    """Whether the high watermark moved in the window: ListOffsets' answers, else the brokers'
+    checkpoints (None: neither had two samples of a partition in it)."""
+    for source in (watch, checkpoints):
+        if source is not None and (seen := source.visible(start_ms, end_ms)) is not None:
+            return seen
+    return None
+
+
+def row(stack: str, run: Path, watch: WatermarkWatch | None, checkpoints: CheckpointWatch | None = None) -> dict:
     fault = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines() if line.strip()][-1]
     start, end = fault["start_ms"], fault["end_ms"]
     settled_acks = sum(1 for r in jsonl(run / "produced")
@@ -163,7 +227,8 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
             "predicted_visible": predicted.get("visible"), "held_s": (end - start) / 1000,
             "acked_during": len(acked), "acked_after_failover": settled_acks,
             "hw_moved_after_failover": watch.moved(start + FAILOVER_MS, end) if watch else None,
-            "as_predicted": (None if watch is None or (seen := watch.visible(start + FAILOVER_MS, end)) is None
+            "checkpointed_hw_moved": checkpoints.moved(start + FAILOVER_MS, end) if checkpoints else None,
+            "as_predicted": (None if (seen := _seen(watch, checkpoints, start + FAILOVER_MS, end)) is None
                              else seen == predicted.get("visible")),
             "read_before_heal": len(before_heal), "read_at_all": len(first_read),
             "median_ack_to_read_s": round(statistics.median(delays) / 1000, 1) if delays else None,
@@ -172,7 +237,7 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "acked_after_failover",
-            "hw_moved_after_failover", "as_predicted", "read_before_heal", "median_ack_to_read_s", "acked_lost",
+            "hw_moved_after_failover", "checkpointed_hw_moved", "as_predicted", "read_before_heal", "median_ack_to_read_s", "acked_lost",
             "verdict"]
     table = [[str(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
@@ -185,29 +250,40 @@ def main() -> None:
     ap.add_argument("--hold", type=float, default=60.0, help="seconds the fault is held")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "elr-visibility")
     ap.add_argument("--table-only", action="store_true", help="read the records already in --out")
+    ap.add_argument("--stack", action="append", choices=STACKS, help="one of the stacks (default: both)")
     args = ap.parse_args()
+    stacks = args.stack or list(STACKS)
     args.out = args.out.resolve()
     dcdrill = str(Path(sys.executable).with_name("dcdrill"))
     watches: dict[str, WatermarkWatch] = {}
-    for stack in STACKS if not args.table_only else ():
+    checkpoints: dict[str, CheckpointWatch] = {}
+    for stack in stacks if not args.table_only else ():
         os.environ["DCDRILL_PROJECT"] = str(variant.project_with(stack, f"dcdrill-elr-{stack}-", acks_1_min_insync_3))
         for other in STACKS:
             subprocess.run([dcdrill, "lab", "down", "--stack", other], check=True)
         watches[stack] = WatermarkWatch(stack)
         watches[stack].start()
+        checkpoints[stack] = CheckpointWatch(stack, "dc-a")
+        checkpoints[stack].start()
         try:
             subprocess.run([dcdrill, "drill", "--stack", stack, "--experiment", "kill-dc", "--dc", "dc-a",
                             "--hold", str(args.hold), "--run-dir", str(args.out / stack)])
         finally:
             watches[stack].done.set()
+            checkpoints[stack].done.set()
             (args.out / stack).mkdir(parents=True, exist_ok=True)  # the raw samples, to read again
             (args.out / stack / "watermarks.json").write_text(json.dumps(
                 {f"{tp.topic}-{tp.partition}": s for tp, s in watches[stack].samples.items()}))
+            (args.out / stack / "checkpointed-watermarks.json").write_text(json.dumps(
+                {f"{t}-{p}": s for (t, p), s in checkpoints[stack].samples.items()}))
             subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
     for stack, w in watches.items():
         print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples, {w.samplers} samplers "
               f"(a new one after each stall); errors seen: {w.errors or 'none'}")
-    rows = [row(stack, args.out / stack, watches.get(stack)) for stack in STACKS
+    for stack, c in checkpoints.items():
+        print(f"{stack}: {sum(map(len, c.samples.values()))} checkpointed watermark samples; errors seen: "
+              f"{c.errors or 'none'}")
+    rows = [row(stack, args.out / stack, watches.get(stack), checkpoints.get(stack)) for stack in stacks
             if (args.out / stack / "report" / "summary.json").exists()]
     print(f"\nkill-dc dc-a, acks=1, min.insync.replicas 3 (2 of 4 replicas survive), {args.hold:g} s hold:")
     print_table(rows)

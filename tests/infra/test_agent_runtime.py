@@ -40,3 +40,13 @@ def test_the_wheels_travel_as_one_stored_zip_of_exactly_their_folder(tmp_path, m
         assert sorted(z.namelist()) == ["pip-25.0-py3-none-any.whl", "x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"]
         assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
     assert agent_runtime.inventory_vars(tmp_path / "a")["dcdrill_agent_wheels_archive"] == str(one)
+
+
+def test_a_new_bundle_replaces_the_earlier_ones_on_the_control(tmp_path):
+    earlier = tmp_path / "agent" / "dcdrill-000000000000.zip"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_bytes(b"an earlier version's modules")
+    wheels = tmp_path / "agent" / "wheels-x.zip"
+    wheels.write_bytes(b"not a bundle")
+    bundle = agent_runtime.bundle(tmp_path)
+    assert sorted(p.name for p in bundle.parent.iterdir()) == sorted([bundle.name, wheels.name])
