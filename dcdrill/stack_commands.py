@@ -33,6 +33,9 @@ def register(sub) -> None:
     sp.add_argument("--matrix", action="store_true",
                     help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
                          "factor: what losing each DC does, and which profile's rules it meets")
+    sp.add_argument("--fault", choices=MATRIX_FAULTS, default=None,
+                    help="with --matrix: how the DC is lost, which decides what an ISR shrunk into it keeps "
+                         "(default kill-dc; `dcdrill drill --matrix --experiment power-loss` drills it)")
     sp.set_defaults(func=_plan)
 
     sp = sub.add_parser("schema", help="print the stack config's JSON Schema (docs/stack.schema.json), for editors")
@@ -63,7 +66,14 @@ def _init(args) -> int:
     return EXIT_PASS
 
 
+# How a DC can be lost, as the predictions tell them apart (infra/rules.py, each DC's "faults").
+MATRIX_FAULTS = ("kill-dc", "stop-dc", "isolate-dc", "power-loss")
+
+
 def _plan(args) -> int:
+    if args.fault and not args.matrix:
+        print("dcdrill: --fault goes with --matrix (the plan without it lists every fault)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     t = stacks.load(args.stack)
     violations = lifecycle.violations(args.stack)
     if args.matrix:
@@ -71,7 +81,7 @@ def _plan(args) -> int:
         shape = [v for v in violations if v.rule not in schema.RISK_RULES]
         for v in shape:
             print(f"dcdrill: [{v.rule}] {v.message}", file=sys.stderr)
-        return EXIT_BAD_INPUT if shape else _matrix(args.stack, t, args.json)
+        return EXIT_BAD_INPUT if shape else _matrix(args.stack, t, args.json, args.fault or "kill-dc")
     backend = stacks.backend(args.stack)
     d = stacks.load_deployment(args.stack)
     if d.replicated:
@@ -163,8 +173,9 @@ def _schema(args) -> int:
     return EXIT_PASS
 
 
-def _matrix(stack: str, t, as_json: bool) -> int:
-    """`dcdrill plan --matrix`: every acks x minInsync x unclean setting on this stack's layout."""
+def _matrix(stack: str, t, as_json: bool, fault: str) -> int:
+    """`dcdrill plan --matrix`: every acks x minInsync x unclean setting on this stack's layout, the
+    acknowledged loss as `fault` decides it (the JSON holds every fault's)."""
     rows = rules.matrix(t)
     if as_json:
         print(json.dumps(rows, indent=2, sort_keys=True))
@@ -174,11 +185,11 @@ def _matrix(stack: str, t, as_json: bool) -> int:
         if not p["quorum_survives"]:
             return "QUORUM LOST"
         writes = "STOP" if not p["writable"] else "continue" if p["visible"] else "continue UNREAD"
-        return f"{writes}, {'LOSS possible' if p['acked_loss_possible'] else 'no loss'}"
+        return f"{writes}, {'LOSS possible' if p['faults'][fault]['acked_loss_possible'] else 'no loss'}"
 
     dcs = t.dc_names
     print(f"stack {stack}: replication factor {t.replication.factor}, replicas per DC: "
-          + ", ".join(f"{d} {t.replicas_in(d)}" for d in dcs) + ". Losing one DC, for every setting "
+          + ", ".join(f"{d} {t.replicas_in(d)}" for d in dcs) + f". Losing one DC by {fault}, for every setting "
           "(* = the stack's own):")
     header = ["acks", "minInsync", "unclean"] + [f"losing {d}" for d in dcs] + ["meets the rules of"]
     table = [[("*" if r["current"] else " ") + r["acks"], str(r["min_insync"]),

@@ -186,6 +186,23 @@ def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
     assert own["profiles"] == ["availability-first"] and own["predictions"]["dc-a"]["acked_loss_possible"]
 
 
+def test_plan_matrix_by_fault_shows_what_a_power_loss_takes(capsys):
+    """local-power-loss: minInsync 2 fits in one DC's 2 replicas. A kill or a clean stop leaves that
+    DC its records; a power loss takes what it had not flushed."""
+    def own_row(*extra) -> list[str]:
+        assert cli.main(["plan", "--stack", "local-power-loss", "--matrix", *extra]) == 0
+        out = capsys.readouterr().out
+        [own] = [line for line in out.splitlines() if line.lstrip().startswith("*")]
+        return own.split()
+
+    assert own_row()[:7] == ["*all", "2", "off", "continue,", "no", "loss", "continue,"]
+    assert own_row("--fault", "stop-dc")[:6] == ["*all", "2", "off", "continue,", "no", "loss"]
+    assert own_row("--fault", "power-loss")[:7] == ["*all", "2", "off", "continue,", "LOSS", "possible", "continue,"]
+    assert cli.main(["plan", "--stack", "local", "--fault", "power-loss"]) == 2
+    assert "--fault goes with --matrix" in capsys.readouterr().err
+    assert run("plan", "--stack", "local", "--matrix", "--fault", "meteor").returncode == 2
+
+
 def test_unknown_stack_lists_the_valid_ones(capsys):
     assert cli.main(["plan", "--stack", "nope"]) == 2
     assert ("valid: aws-2region-replicated, aws-2region-tiebreaker, aws-3az, aws-3az-kraft, aws-3az-tiebreaker, local, local-3dc, local-availability, local-kraft, local-kraft-misplaced"
