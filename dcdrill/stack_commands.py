@@ -33,7 +33,7 @@ def register(sub) -> None:
     sp.add_argument("--matrix", action="store_true",
                     help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
                          "factor: what losing each DC does, and which profile's rules it meets")
-    sp.add_argument("--fault", choices=MATRIX_FAULTS, default=None,
+    sp.add_argument("--fault", choices=sorted(rules.FAULT_KINDS), default=None,
                     help="with --matrix: how the DC is lost, which decides what an ISR shrunk into it keeps "
                          "(default kill-dc; `dcdrill drill --matrix --experiment power-loss` drills it)")
     sp.set_defaults(func=_plan)
@@ -64,10 +64,6 @@ def _init(args) -> int:
           + "\nnext: dcdrill setup; dcdrill plan --stack local; "
           'sudo "$(command -v dcdrill)" drill --stack local (root for the lab; sudo resets PATH)')
     return EXIT_PASS
-
-
-# How a DC can be lost, as the predictions tell them apart (infra/rules.py, each DC's "faults").
-MATRIX_FAULTS = ("kill-dc", "stop-dc", "isolate-dc", "power-loss")
 
 
 def _plan(args) -> int:

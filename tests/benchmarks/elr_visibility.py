@@ -57,7 +57,33 @@ def acks_1_min_insync_3(cfg: dict) -> None:
     cfg["dcdrill:acceptRisks"] = sorted(set(cfg.get("dcdrill:acceptRisks", [])) | {"consistency-acks"})
 
 
-class WatermarkWatch(threading.Thread):
+class WindowMoves:
+    """A watch's samples, {partition: [(ms, high watermark), ...]}, read over a time window."""
+
+    samples: dict
+
+    def moves(self, start_ms: int, end_ms: int) -> list[int]:
+        """How far each partition's high watermark moved within [start_ms, end_ms), for the
+        partitions sampled at least twice in it. A partition whose leader was just elected may
+        answer nothing: its new leader has no high watermark to give yet (KIP-207), and gets none
+        while the ISR is below min.insync (KAFKA-15583)."""
+        return [inside[-1] - inside[0] for s in self.samples.values()
+                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+
+    def visible(self, start_ms: int, end_ms: int) -> bool | None:
+        """Whether any partition's high watermark moved in the window: the drill's load writes to
+        every partition, so a high watermark that follows the writes moves on each. None when no
+        partition was sampled twice in the window."""
+        moves = self.moves(start_ms, end_ms)
+        return any(moves) if moves else None
+
+    def moved(self, start_ms: int, end_ms: int) -> str | None:
+        """The moves summed, and how many partitions were sampled."""
+        moves = self.moves(start_ms, end_ms)
+        return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
+
+
+class WatermarkWatch(WindowMoves, threading.Thread):
     """The drill topic's end offsets, per partition, about once a second, while the drill runs.
     Asked one partition at a time by a sampler thread with a client of its own, a fresh one after
     any failure: kafka-python keeps asking a dead leader until its metadata expires. A client can
@@ -119,28 +145,9 @@ class WatermarkWatch(threading.Thread):
                 consumer.close()
                 consumer = None
 
-    def moves(self, start_ms: int, end_ms: int) -> list[int]:
-        """How far each partition's end offset moved within [start_ms, end_ms), for the
-        partitions sampled at least twice in it. A partition whose leader was just elected may
-        answer nothing: its new leader has no high watermark to give yet (KIP-207), and gets none
-        while the ISR is below min.insync (KAFKA-15583)."""
-        return [inside[-1] - inside[0] for s in self.samples.values()
-                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
-
-    def visible(self, start_ms: int, end_ms: int) -> bool | None:
-        """Whether any partition's end offset moved in the window: the drill's load writes to
-        every partition, so a high watermark that follows the writes moves on each. None when no
-        partition answered twice in the window."""
-        moves = self.moves(start_ms, end_ms)
-        return any(moves) if moves else None
-
-    def moved(self, start_ms: int, end_ms: int) -> str | None:
-        """The moves summed, and how many partitions answered."""
-        moves = self.moves(start_ms, end_ms)
-        return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
 
 
-class CheckpointWatch(threading.Thread):
+class CheckpointWatch(WindowMoves, threading.Thread):
     """The surviving brokers' checkpointed high watermarks of the drill topic, every 2 s: per
     partition, the highest any of them holds (a follower's is at most its leader's)."""
 
@@ -175,18 +182,6 @@ class CheckpointWatch(threading.Thread):
                         highest[key] = max(highest.get(key, -1), int(offset))
             for key, offset in highest.items():
                 self.samples.setdefault(key, []).append((now, offset))
-
-    def moves(self, start_ms: int, end_ms: int) -> list[int]:
-        return [inside[-1] - inside[0] for s in self.samples.values()
-                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
-
-    def visible(self, start_ms: int, end_ms: int) -> bool | None:
-        moves = self.moves(start_ms, end_ms)
-        return any(moves) if moves else None
-
-    def moved(self, start_ms: int, end_ms: int) -> str | None:
-        moves = self.moves(start_ms, end_ms)
-        return f"{sum(moves)} ({len(moves)} of {len(self.samples)} partitions)" if moves else None
 
 
 def jsonl(folder: Path):
@@ -237,8 +232,8 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None, checkpoints: Checkp
 
 def print_table(rows: list[dict]) -> None:
     cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "acked_after_failover",
-            "hw_moved_after_failover", "checkpointed_hw_moved", "as_predicted", "read_before_heal", "median_ack_to_read_s", "acked_lost",
-            "verdict"]
+            "hw_moved_after_failover", "checkpointed_hw_moved", "as_predicted", "read_before_heal",
+            "median_ack_to_read_s", "acked_lost", "verdict"]
     table = [[str(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
     for line in [cols] + table:
