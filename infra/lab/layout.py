@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dcdrill.infra import inventory
+from dcdrill.infra import inventory, java_archive
 from dcdrill.infra.constants import KAFKA_VERSIONS
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.lab import netns, shaper, sshd
@@ -93,11 +93,16 @@ def _connection(lab: Path) -> dict:
 
 
 def _services(version: str, cache: Path) -> dict:
+    libs = cache / KAFKA_VERSIONS[version] / "libs"
+    archive = java_archive.trained(libs)
     return {
         # The lab has no systemd: the roles start JVMs under dcdrill's small lab supervisor.
         "service_manager": "lab",
         "lab_service_python": sys.executable,
-        "kafka_libs_dir": str(cache / KAFKA_VERSIONS[version] / "libs"),
+        "kafka_libs_dir": str(libs),
+        # The hosts read the control's jar folder in place, so the archive setup trained on it
+        # matches (infra/java_archive.py); without one the JVMs load their classes themselves.
+        "java_class_archive": str(archive) if archive else "",
         # Services run unprivileged, each host's as a uid of its own (service_uid, a host var;
         # infra/lab/service.py starts them as it).
         "kafka_broker_service_user_create": False, "zookeeper_service_user_create": False,

@@ -8,6 +8,7 @@
 #   3. Apache Kafka 3.9.x + ZooKeeper jars -> cache/kafka/libs Maven Central (kafka-pom.xml)
 #      and Kafka 4.x (KRaft stacks) beside it -> cache/kafka4/libs (kafka4-pom.xml)
 #      and hadoop-aws + AWS SDK for s3a:// records -> cache/s3a/libs (s3a-pom.xml)
+#   3b. A class-data archive per Kafka version for the lab's JVMs -> cache/<folder>/cds-*.jsa (infra/java_archive.py)
 #   4. Pulumi CLI -> cache/bin, unless `pulumi` is on PATH     Go module proxy (pulumi-go/go.mod)
 #      plus the dynamic-provider launcher (the program itself runs through the Automation API)
 #      and AWS's session-manager-plugin (SSH to EC2 hosts through SSM) -> cache/bin  Go module proxy (ssm-plugin/go.mod)
@@ -167,6 +168,11 @@ maven_libs() {
 maven_libs kafka "Apache Kafka 3.9 + ZooKeeper jars"
 maven_libs kafka4 "Apache Kafka 4.x jars (KRaft)"
 maven_libs s3a "hadoop-aws + AWS SDK jars (s3a:// drill records)"
+
+# 3b. A class-data archive per Kafka version for the lab's JVMs (infra/java_archive.py): a broker
+# on loopback serves a short TLS + SCRAM load and dumps its classes as it stops. Named after the
+# JDK and the jars, so it is trained again only when either changes.
+(cd "$ROOT" && DCDRILL_CACHE="$CACHE" "$PY" -m dcdrill.infra.java_archive)
 
 # 4. The Pulumi CLI's dynamic-provider launcher (the CLI itself: go_builds) ----------------------
 # The program needs no language host: dcdrill runs it through the Automation API (infra/pulumi_cli.py).

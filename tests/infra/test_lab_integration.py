@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,18 @@ def test_lab_is_healthy_and_rack_aware(lab):
         (1, "dc-a", True), (2, "dc-a", True), (3, "dc-b", True), (4, "dc-b", True)]
     assert st["quorum"] | {"nodes": None, "leader": None} == {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": None, "leader": None}
     assert st["offline_partitions"] == 0 and st["under_replicated_partitions"] == 0
+
+
+def test_every_kafka_and_zookeeper_jvm_maps_the_class_data_archive_setup_trained(lab):
+    """The archive (infra/java_archive.py) matches only the JDK and jars it was dumped with, and a
+    JVM that finds it stale loads its classes itself without a word: a mapped file is the proof."""
+    archive = lab.vars["java_class_archive"]
+    assert archive and Path(archive).is_file(), archive
+    pids = [int(p) for p in subprocess.run(["pgrep", "-f", "kafka[.]Kafka|QuorumPeerMain"], capture_output=True,
+                                           text=True).stdout.split()]
+    assert len(pids) == 7, pids  # 4 brokers, 3 ZooKeeper nodes
+    unmapped = [pid for pid in pids if archive not in Path(f"/proc/{pid}/maps").read_text()]
+    assert not unmapped, unmapped
 
 
 def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):

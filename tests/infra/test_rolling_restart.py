@@ -1,7 +1,8 @@
 """A config change rolls through the brokers it changes (site.yml `serial: 1`, the kafka_broker
 role's handler): each restarts once, the next one only after the cluster has no under-replicated
 partition, so the cluster never has two brokers down, and a broker whose config did not change
-keeps running. Real lab, real site.yml."""
+keeps running. A change of the JVM's options alone rolls too (roles/jvm_service: the spec).
+Real lab, real site.yml."""
 import json
 import os
 import threading
@@ -14,6 +15,7 @@ from dcdrill.infra.lab import service
 
 pytestmark = pytest.mark.lab
 CHANGED = {"log.cleaner.backoff.ms": "15001"}  # harmless: the cleaner's idle wait
+JVM_OPTION = "-Ddcdrill.rolled=1"  # harmless: a system property nothing reads
 ROLLED_DC = "dc-a"  # the change goes to this DC's brokers: two restarts in a row, the others untouched
 
 
@@ -54,26 +56,27 @@ def _started_s(pid: int) -> float:
     return int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
-def _with_properties(stack: str, extra: dict, dc: str) -> tuple[str, set[str]]:
-    """The inventory with `extra` in the custom properties of `dc`'s brokers; returns the original
-    inventory and those brokers."""
+def _with_changes(stack: str, extra: dict, option: str, dc: str) -> tuple[str, str, str]:
+    """The inventory with `extra` in the custom properties of one of `dc`'s brokers and `option`
+    among the other's JVM options; returns the original inventory and the two brokers."""
     path = ansible.inventory_path(stack)
     original = path.read_text()
     inv = json.loads(original)
     base = inv["all"]["vars"].get("kafka_broker_custom_properties", {})
     hosts = inv["all"]["children"]["kafka_broker"]["hosts"]
-    rolled = {name for name, hv in hosts.items() if hv["dc"] == dc}
-    for name in rolled:
-        hosts[name]["kafka_broker_custom_properties"] = {**base, **extra}
+    by_config, by_jvm = sorted(name for name, hv in hosts.items() if hv["dc"] == dc)
+    hosts[by_config]["kafka_broker_custom_properties"] = {**base, **extra}
+    # the role's default options, as a host var, plus one
+    hosts[by_jvm]["kafka_broker_jvm_opts"] = ["-XX:+UseSerialGC", "-Djava.awt.headless=true", option]
     path.write_text(json.dumps(inv))
-    return original, rolled
+    return original, by_config, by_jvm
 
 
 def test_a_config_change_restarts_the_changed_brokers_one_at_a_time(lab):
     before = _pids(lab)
     assert all(before.values()), before
-    original, rolled = _with_properties("local", CHANGED, ROLLED_DC)
-    assert len(rolled) == 2, rolled
+    original, by_config, by_jvm = _with_changes("local", CHANGED, JVM_OPTION, ROLLED_DC)
+    rolled = {by_config, by_jvm}
     watch = Watch(lab)
     try:
         stats = ansible.run_site("local", quiet=True)
@@ -89,8 +92,10 @@ def test_a_config_change_restarts_the_changed_brokers_one_at_a_time(lab):
     assert all(stats[b].get("changed", 0) > 0 for b in rolled)
     for h in lab.brokers:
         changed = "log.cleaner.backoff.ms=15001" in (Path(h.vars["data_root"]) / "kafka" / "server.properties").read_text()
-        assert changed == (h.name in rolled), h.name
+        assert changed == (h.name == by_config), h.name
+    assert JVM_OPTION.encode() in Path(f"/proc/{after[by_jvm]}/cmdline").read_bytes().split(b"\0")
+    assert not [b for b in before if b != by_jvm and JVM_OPTION.encode() in Path(f"/proc/{after[b]}/cmdline").read_bytes()]
     assert status.cluster_status(lab)["under_replicated_partitions"] == 0
-    # The rolled brokers keep the changed setting (a cleaner backoff one millisecond longer, which
-    # nothing measures): rolling them back would be the same roll again, about 70 s of CI. The
+    # The rolled brokers keep the changed settings (a cleaner backoff one millisecond longer, a
+    # system property; nothing measures either): rolling them back would be the same roll again, about 70 s of CI. The
     # inventory is restored, so the next `lab up` rolls them back.
