@@ -4,12 +4,12 @@ on that version's jars (brokers, controllers, ZooKeeper, MirrorMaker 2 and the t
 
     python -m dcdrill.infra.java_archive        (make setup runs it once per JDK and jar set)
 
-Why: a Kafka broker loads some 9,000 classes before its first listener opens. Mapped from an
-archive (AppCDS, JDK 13+), they cost a broker about 2.1 s of CPU to its first listener in place
-of 3.4 s (docs/benchmarks.md), and a lab starts nine such JVMs and a dozen tool JVMs on two
-cores. The archive keeps the brokers' JDK (the machine's `java`, 17, as Corretto 17 on AWS);
-JDK 25's AOT cache (JEP 483 and 515) started a broker no faster and served the same cold load
-with about the same CPU, measured side by side.
+Why: a Kafka broker loads thousands of classes before its first listener opens. Mapped from an
+archive (AppCDS, JDK 13+), they cost a broker 1.6 s of CPU to its first listener in place of
+2.4 s (tests/benchmarks/broker_start.py), and a lab starts seven to ten such JVMs and several
+tool JVMs on two cores. The archive keeps the brokers' JDK (the machine's `java`, 17, as
+Corretto 17 on AWS): JDK 25's AOT cache (JEP 483 and 515), measured beside it, started a broker
+no faster and took 0.88x of JDK 17's CPU under the same cold load, where the archive took 0.94x.
 
 The JVM maps an archive only if the JDK and the classpath's jars (paths, sizes, times) are the
 ones it was dumped with, and otherwise silently loads classes itself: the name carries the JDK's
@@ -71,13 +71,15 @@ def trained(libs: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on now (the training broker's)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+def wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    """Until `port` accepts on loopback; exits naming why if `proc` ends or time runs out first."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         if proc.poll() is not None:
@@ -103,17 +105,18 @@ def _keystores(tmp: Path, java: str) -> None:
                     "-keystore", str(tmp / "trust.p12"), *common], check=True, capture_output=True)
 
 
-def _properties(path: Path, values: dict[str, str]) -> Path:
+def write_properties(path: Path, values: dict[str, str]) -> Path:
+    """A Java properties file, its keys sorted."""
     path.write_text("".join(f"{k}={v}\n" for k, v in sorted(values.items())))
     return path
 
 
 def _train(libs: Path, java: str, dump: Path, tmp: Path) -> None:
-    client, controller = _free_port(), _free_port()
+    client, controller = free_port(), free_port()
     _keystores(tmp, java)
     ssl = {"ssl.truststore.location": str(tmp / "trust.p12"), "ssl.truststore.password": PASSWORD,
            "ssl.truststore.type": "PKCS12"}
-    server = _properties(tmp / "server.properties", {
+    server = write_properties(tmp / "server.properties", {
         "process.roles": "broker,controller", "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{controller}",
         "listeners": f"CLIENT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
@@ -127,7 +130,7 @@ def _train(libs: Path, java: str, dump: Path, tmp: Path) -> None:
         "log.dirs": str(tmp / "data"), "offsets.topic.replication.factor": "1",
         "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
         "num.partitions": "3"})
-    login = _properties(tmp / "client.properties", {
+    login = write_properties(tmp / "client.properties", {
         "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{PASSWORD}";',
         **ssl})
@@ -145,7 +148,7 @@ def _train(libs: Path, java: str, dump: Path, tmp: Path) -> None:
                                *quiet, *cp, "kafka.Kafka", str(server)],
                               stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
     try:
-        _wait_port(client, broker)
+        wait_port(client, broker)
         subprocess.run([java, "-Xmx256m", *quiet, *cp, "org.apache.kafka.tools.ProducerPerformance",
                         "--topic", "training", "--num-records", str(TRAINING_RECORDS), "--record-size", "100",
                         "--throughput", "-1", "--producer.config", str(login), "--producer-props",

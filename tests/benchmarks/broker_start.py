@@ -41,8 +41,8 @@ def cpu_s(pid: int) -> float:
 def start(java: str, options: list[str], libs: Path, tmp: Path) -> tuple[subprocess.Popen, float, int]:
     """A formatted broker started cold; returns it, its CPU seconds when its port opened, its port."""
     shutil.rmtree(tmp / "data", ignore_errors=True)
-    port, controller = java_archive._free_port(), java_archive._free_port()
-    props = java_archive._properties(tmp / "server.properties", {
+    port, controller = java_archive.free_port(), java_archive.free_port()
+    props = java_archive.write_properties(tmp / "server.properties", {
         "process.roles": "broker,controller", "node.id": "1", "controller.quorum.voters": f"1@127.0.0.1:{controller}",
         "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
         "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
@@ -53,7 +53,7 @@ def start(java: str, options: list[str], libs: Path, tmp: Path) -> tuple[subproc
     out = open(tmp / "broker.out", "wb")
     proc = subprocess.Popen([java, "-Xms384m", "-Xmx384m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", *options,
                              "-cp", f"{libs}/*", "kafka.Kafka", str(props)], stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
-    java_archive._wait_port(port, proc)
+    java_archive.wait_port(port, proc)
     return proc, cpu_s(proc.pid), port
 
 
