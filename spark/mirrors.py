@@ -184,8 +184,11 @@ def mirror_loops(spark, record: DrillRecord, clusters: list[str], topic: str | N
         if a is None:
             continue
         named = F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")
+        # No coalesce around the origin's test: a null there drops the row all the same, and a bare
+        # comparison is pushed down to Parquet, whose row-group statistics then skip what holds
+        # no loop (usually all of it) unread.
         came_back = (F.col("origin") == c) & (F.col("topic") != F.lit(topic))
-        a = a.filter(named | F.coalesce(came_back, F.lit(False))).select(F.lit(c).alias("cluster"))
+        a = a.filter(named | came_back).select(F.lit(c).alias("cluster"))
         loops = a if loops is None else loops.unionByName(a)
     if loops is not None:  # one job for every cluster
         out.update({r["cluster"]: r["count"] for r in loops.groupBy("cluster").count().collect()})
