@@ -27,12 +27,14 @@ where the failed-over consumers got to, and never processed on either side; must
 """
 from __future__ import annotations
 
+import concurrent.futures
 import json
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from dcdrill.record import DrillRecord
+from dcdrill.spark.identities import COLUMNAR_SCAN
 from dcdrill.spark.ledgers import load
 
 ID = ["producer_id", "seq"]
@@ -43,9 +45,11 @@ ID = ["producer_id", "seq"]
 STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 
 
-def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> DataFrame:
+def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> tuple[DataFrame, DataFrame | None]:
+    """The cluster's audit rows with an identity, and its audit as read where that is plain Parquet."""
     df, info = load(spark, record, "audit", cluster)
-    return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(F.col("producer_id").isNotNull())
+    return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(F.col("producer_id").isNotNull()), \
+        info["plain"]
 
 
 def _consumed(spark: SparkSession, record: DrillRecord) -> DataFrame:
@@ -68,29 +72,44 @@ def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: 
     return own[0] if own else (lost[0] if lost else None)
 
 
+def narrow_side(df: DataFrame, name: str, ts: str | None, logged: bool) -> DataFrame:
+    """One side's rows as the JVM fold reads them (spark/jvm/MirrorFold.java names the columns and
+    the sides): a 64-bit hash for the producer id, the seq, which side the row is, its time
+    (acknowledgement, or append time in X or R; none for a consumed row), and for X and R its
+    offset and partition."""
+    fold = df.sparkSession._jvm.dcdrill.MirrorFold
+    none_long, none_int = F.lit(None).cast("long"), F.lit(None).cast("int")
+    cols = {"idh": F.xxhash64("producer_id"), "seq": F.col("seq").cast("long"),
+            "side": F.lit(list(fold.SIDES).index(name)).cast("byte"),
+            "ts": F.col(ts).cast("long") if ts else F.lit(0).cast("long"),
+            "offset": F.col("offset").cast("long") if logged else none_long,
+            "partition": F.col("partition").cast("int") if logged else none_int}
+    return df.select(*[cols[c].alias(c) for c in fold.COLUMNS])
+
+
 def narrow_flow(acked: DataFrame, src: DataFrame, dst: DataFrame, before: DataFrame | None = None,
                 after: DataFrame | None = None) -> DataFrame:
-    """The flow's rows as the JVM fold reads them (spark/jvm/MirrorFold.java names the columns and
-    the sides): a 64-bit hash for the producer id, the seq, which side the row is, its time
-    (acknowledgement, or append time in X or R), its offset and partition; with a failover, the
-    rows its group consumed `before` and `after` it."""
-    fold = acked.sparkSession._jvm.dcdrill.MirrorFold
-    sides = list(fold.SIDES)
-
-    def side(df: DataFrame, name: str, ts: str, offset, partition) -> DataFrame:
-        cols = {"idh": F.xxhash64("producer_id"), "seq": F.col("seq").cast("long"),
-                "side": F.lit(sides.index(name)).cast("byte"), "ts": F.col(ts).cast("long"),
-                "offset": offset, "partition": partition}
-        return df.select(*[cols[c].alias(c) for c in fold.COLUMNS])
-
-    none_long, none_int = F.lit(None).cast("long"), F.lit(None).cast("int")
-    out = side(acked, "acked", "ack_ms", none_long, none_int) \
-        .unionByName(side(src, "source", "timestamp_ms", F.col("offset").cast("long"), F.col("partition").cast("int"))) \
-        .unionByName(side(dst, "target", "timestamp_ms", F.col("offset").cast("long"), F.col("partition").cast("int")))
+    """The flow's narrowed rows in SQL (narrow_side), the reference the batch-by-batch reading of
+    plain ledgers (spark/jvm/MirrorBatches.java) is tested against; with a failover, the rows its
+    group consumed `before` and `after` it."""
+    out = narrow_side(acked, "acked", "ack_ms", False).unionByName(narrow_side(src, "source", "timestamp_ms", True)) \
+        .unionByName(narrow_side(dst, "target", "timestamp_ms", True))
     for name, rows in (("consumed_before", before), ("consumed_after", after)):
         if rows is not None:
-            out = out.unionByName(side(rows.withColumn("ts", F.lit(0).cast("long")), name, "ts", none_long, none_int))
+            out = out.unionByName(narrow_side(rows, name, None, False))
     return out
+
+
+def _packed(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, where: dict[str, list], partitions: int):
+    """One side's packed chunks for the fold: read batch by batch when its ledger is plain Parquet
+    (MirrorBatches.side, `where` its filter), else narrowed in SQL from `df`, filtered already."""
+    jvm = df.sparkSession._jvm.dcdrill
+    if plain is not None and df.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() != "false" \
+            and all(c in plain.columns for c in where):
+        chunks = jvm.MirrorBatches.side(plain._jdf, name, ts, where, partitions)
+        if chunks is not None:
+            return chunks
+    return jvm.MirrorFold.packed(narrow_side(df, name, ts, name in ("source", "target"))._jdf, partitions)
 
 
 # Seqs per task of the fold: about 128 of MirrorFold's 4096-seq blocks (~25 MB of arrays) each.
@@ -111,15 +130,17 @@ def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
 
 def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
                failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None,
-               rows: int = 0, C: DataFrame | None = None) -> dict:
+               rows: int = 0, C: DataFrame | None = None, P_plain: DataFrame | None = None,
+               C_plain: DataFrame | None = None) -> dict:
     """One flow's counts (module doc), folded per identity in the JVM (spark/jvm/MirrorFold.java):
     one shuffle of the acknowledgements, X and R by blocks of a producer's seqs, no join. Counts
     and the lag's percentiles are exact (the lags are whole milliseconds). `rows`: about how many
     records the drill produced, which sizes the fold's tasks. With `C` (the consumed rows), the
-    flow's first failover into R is folded in too: its counts come back under `failover`."""
+    flow's first failover into R is folded in too: its counts come back under `failover`. `P_plain`,
+    `C_plain`: the produced and consumed ledgers as read, where they are plain Parquet."""
     remote = flow["remote_topic_prefix"] + topic
-    src = _audit(spark, record, flow["source"]).filter(F.col("topic") == topic)
-    dst = _audit(spark, record, flow["target"]).filter(F.col("topic") == remote)
+    (src, src_plain), (dst, dst_plain) = (_audit(spark, record, flow[end]) for end in ("source", "target"))
+    src, dst = src.filter(F.col("topic") == topic), dst.filter(F.col("topic") == remote)
     acked = P.filter((F.col("status") == "ok") & F.col("dc").isin(*source_dcs) & F.col("ack_ms").isNotNull())
     start = faults[0]["start_ms"] if faults else None
     end = max((f.get("end_ms") or 0) for f in faults) if faults else None
@@ -129,12 +150,21 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
     partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-rows // ROWS_PER_TASK))
     fo = next((f for f in failovers if (f["from"], f["to"], f.get("topic")) == (flow["source"], flow["target"], remote)),
               None) if C is not None else None
-    before = after = reached = None
+    chunks = [_packed(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
+              _packed(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
+              _packed(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
+    reached = None
     if fo is not None:
         before, after, reached = _failover_rows(C, fo)
-    r = json.loads(spark._jvm.dcdrill.MirrorFold.run(
-        narrow_flow(acked, src, dst, before, after)._jdf,
-        {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end}, reached,
+        group = {"group": [fo["group"]]}
+        chunks.append(_packed(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]}
+                              if C_plain is not None and "cluster" in C_plain.columns else group, partitions))
+        chunks.append(_packed(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
+    packed = chunks[0]
+    for more in chunks[1:]:
+        packed = packed.union(more)
+    r = json.loads(spark._jvm.dcdrill.MirrorFold.fold(
+        packed, {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end}, reached,
         partitions))
     c = r["counts"]
     inversions = r["inversions"] if r["inversions"] is not None else _inversions_by_sort(src, dst)
@@ -220,7 +250,7 @@ def check_failover(spark, record: DrillRecord, fo: dict, C: DataFrame) -> dict:
     the copy below where the group got to) as bits of one flag in one aggregation."""
     BEFORE, AFTER, BELOW = 1, 2, 4
     before_rows, after_rows, reached = _failover_rows(C, fo)
-    copy = _audit(spark, record, fo["to"]).filter(F.col("topic") == fo["topic"])
+    copy = _audit(spark, record, fo["to"])[0].filter(F.col("topic") == fo["topic"])
     limit = F.lit(None).cast("long")
     for p, o in reached.items():  # a few partitions: a CASE, not a join
         limit = F.when(F.col("partition") == p, F.lit(o)).otherwise(limit)
@@ -252,24 +282,31 @@ def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> di
 
 
 def check(spark, record: DrillRecord, topology: dict, faults: list[dict], failovers: list[dict],
-          waits: list[dict] = (), events: list[dict] | None = None, rows: int = 0) -> dict:
-    """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record."""
+          waits: list[dict] = (), events: list[dict] | None = None, rows: int = 0, topic: str | None = None) -> dict:
+    """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record. `topic`:
+    the drill topic when the caller knows it (else the produced ledger's first row names it)."""
     start = faults[0]["start_ms"] if faults else None
-    P = load(spark, record, "produced")[0]  # every cluster's producers (verify.py's P: the home cluster's)
-    topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
-    topic = topic_row[0][0] if topic_row else None
+    P, P_info = load(spark, record, "produced")  # every cluster's producers (verify.py's P: the home cluster's)
+    if topic is None:
+        topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
+        topic = topic_row[0][0] if topic_row else None
     clusters = topology["clusters"]
     C = _consumed(spark, record) if failovers else None
+    C_plain = load(spark, record, "consumed")[1]["plain"] if failovers else None
     mirrors, folded = {}, {}
+    # The loops' job is mostly waiting (planning, row groups skipped unread): it runs beside the folds.
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    loops = pool.submit(mirror_loops, spark, record, sorted(clusters), topic)
+    pool.shutdown(wait=False)
     for name, flow in sorted(topology["mirrors"].items()):
         dcs = [dc["name"] for dc in clusters[flow["source"]]["datacenters"]]
         caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
         mirrors[name] = check_flow(spark, record, name, flow, topic, P, faults, failovers, dcs,
-                                   caught[-1] if caught else None, rows, C)
+                                   caught[-1] if caught else None, rows, C, P_info["plain"], C_plain)
         mirrors[name]["mm2"] = mm2_events(events, name, start)
         if (fo := mirrors[name].pop("failover")) is not None:
             folded[(fo["group"], fo["at_ms"])] = fo
-    return {"mirrors": mirrors, "mirror_loops": mirror_loops(spark, record, sorted(clusters), topic),
+    return {"mirrors": mirrors, "mirror_loops": loops.result(),
             "failovers": [folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, record, fo, C)
                           for fo in failovers]}
 

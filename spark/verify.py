@@ -161,8 +161,10 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     coordination.attach(summary["faults"], samples, topology)
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
     if home:
+        topics = {r["topic"] for r in summary["by_partition"]}  # the home cluster's producers'
         summary.update(mirrors.check(spark, record, topology, summary["faults"], record.failovers(),
-                                     record.mirror_waits(), record.mirror_events(), rows=summary["counts"]["produced"]))
+                                     record.mirror_waits(), record.mirror_events(), rows=summary["counts"]["produced"],
+                                     topic=topics.pop() if len(topics) == 1 else None))
     imgs = report.plots(summary)  # drawn while the examples' job runs (they are not plotted)
     summary["examples"] = named.result()
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)

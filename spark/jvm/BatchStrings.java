@@ -24,6 +24,7 @@ final class BatchStrings {
     private boolean[] hashed = new boolean[0];
     private UTF8String[] texts = new UTF8String[0];
     private byte[] kinds = new byte[0];  // status kind + 2 (none: 1); 0: not looked up yet
+    private byte[] matches = new byte[0];  // in(): 2 yes, 1 no, 0 not looked up yet
 
     void bind(ColumnVector column) {
         v = column;
@@ -41,6 +42,7 @@ final class BatchStrings {
                 Arrays.fill(hashed, false);
                 Arrays.fill(texts, null);
                 Arrays.fill(kinds, (byte) 0);
+                Arrays.fill(matches, (byte) 0);
             }
         }
     }
@@ -53,6 +55,7 @@ final class BatchStrings {
             hashed = Arrays.copyOf(hashed, size);
             texts = Arrays.copyOf(texts, size);
             kinds = Arrays.copyOf(kinds, size);
+            matches = Arrays.copyOf(matches, size);
         }
         return id;
     }
@@ -97,6 +100,19 @@ final class BatchStrings {
         int id = id(r);
         if (kinds[id] == 0) kinds[id] = (byte) (statusKind(v.getUTF8String(r)) + 2);
         return kinds[id] - 2;
+    }
+
+    /** Whether the value is one of `values` (always the same values for one column). */
+    boolean in(int r, UTF8String[] values) {
+        if (ids == null) return contains(values, v.getUTF8String(r));
+        int id = id(r);
+        if (matches[id] == 0) matches[id] = (byte) (contains(values, v.getUTF8String(r)) ? 2 : 1);
+        return matches[id] == 2;
+    }
+
+    private static boolean contains(UTF8String[] values, UTF8String s) {
+        for (UTF8String value : values) if (value.equals(s)) return true;
+        return false;
     }
 
     private static final UTF8String OK = UTF8String.fromString("ok"), FAIL = UTF8String.fromString("fail"),

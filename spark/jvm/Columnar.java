@@ -157,7 +157,7 @@ public final class Columnar {
     static DataType type(String column) {
         return switch (column) {
             case "partition" -> DataTypes.IntegerType;
-            case "producer_id", "topic", "status", "dc" -> DataTypes.StringType;
+            case "producer_id", "topic", "status", "dc", "group", "cluster" -> DataTypes.StringType;
             default -> DataTypes.LongType;
         };
     }

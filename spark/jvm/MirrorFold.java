@@ -12,6 +12,8 @@ import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
 import org.apache.spark.HashPartitioner;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -57,15 +59,28 @@ public final class MirrorFold {
 
     private MirrorFold() {}
 
-    /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover).
-     *  `reached`: the highest offset of R the failed-over group consumed, per partition; null when
-     *  no failover is folded here (then `failover` is null). */
+    /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover),
+     *  from its narrowed rows (spark/mirrors.py narrow_flow). See fold(). */
     public static String run(Dataset<Row> narrowed, Map<String, ? extends Number> instants,
                              Map<? extends Number, ? extends Number> reached, int partitions) {
+        return fold(packed(narrowed, partitions), instants, reached, partitions);
+    }
+
+    /** Narrowed rows as the fold's packed chunks, keyed by reducer. */
+    public static JavaRDD<Tuple2<Integer, long[]>> packed(Dataset<Row> narrowed, int partitions) {
         if (!Arrays.equals(narrowed.schema().fieldNames(), COLUMNS)) {
             throw new IllegalArgumentException("narrowed rows have columns " + Arrays.toString(narrowed.schema().fieldNames())
                     + ", the mirror fold reads " + Arrays.toString(COLUMNS));
         }
+        return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> pack(it, partitions));
+    }
+
+    /** The flow's counts as JSON from its sides' packed chunks (packed(), or MirrorBatches.side
+     *  for a plain Parquet ledger), with `partitions` reducers. `reached`: the highest offset of R
+     *  the failed-over group consumed, per partition; null when no failover is folded here (then
+     *  `failover` is null). */
+    public static String fold(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,
+                              Map<? extends Number, ? extends Number> reached, int partitions) {
         for (String name : INSTANTS) {
             if (!instants.containsKey(name)) throw new IllegalArgumentException("instant " + name + " missing");
         }
@@ -81,11 +96,10 @@ public final class MirrorFold {
                 upTo[e.getKey().intValue()] = e.getValue().longValue();
         }
         final long[] limits = upTo;
-        // Each task packs its rows into one array per reducer (a block's rows all go to one), and
-        // only those arrays are shuffled: Spark SQL's exchange of one row at a time took most of
+        // Each task packs its rows into chunks per reducer (a block's rows all go to one), and
+        // only those chunks are shuffled: Spark SQL's exchange of one row at a time took most of
         // a 10M-record fold.
-        List<Part> parts = narrowed.queryExecution().toRdd().toJavaRDD()
-                .mapPartitionsToPair(it -> pack(it, partitions))
+        List<Part> parts = JavaPairRDD.fromJavaRDD(packed)
                 .partitionBy(new HashPartitioner(partitions))
                 .mapPartitions(it -> {
                     Part p = new Part(at, limits);

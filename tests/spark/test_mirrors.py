@@ -90,6 +90,62 @@ def test_every_mirror_count_exactly(tmp_path, spark):
         in report_files.one_screen(s)
 
 
+def as_parquet(spark, run, dictionary: bool) -> None:
+    """The record's ledgers as Parquet of RECORD.md's types, each file's rows as they were, with
+    the replicated stack's own columns (cluster, origin) kept."""
+    from pyspark.sql import types as T
+
+    from dcdrill.spark.ledgers import SCHEMAS
+
+    extra = {"produced": ["cluster"], "consumed": ["cluster"], "audit": ["cluster", "origin"]}
+    for kind in ("produced", "consumed", "audit"):
+        for f in sorted((run / kind).glob("*.jsonl")):
+            rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+            schema = T.StructType([T.StructField(c, t) for c, t in SCHEMAS[kind].items()] +
+                                  [T.StructField(c, T.StringType()) for c in extra[kind]])
+            out = run / f"{kind}-{f.stem}.tmp"
+            spark.createDataFrame([tuple(r.get(c) for c in schema.names) for r in rows], schema).coalesce(1) \
+                .write.option("parquet.enable.dictionary", str(dictionary).lower()).parquet(str(out))
+            [part] = out.glob("part-*.parquet")
+            part.rename(run / kind / f"{f.stem}.parquet")
+            f.unlink()
+            for leftover in out.iterdir():
+                leftover.unlink()
+            out.rmdir()
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path, spark, dictionary):
+    """MirrorBatches reads a flow's sides from plain Parquet (its string tests and hashes per
+    dictionary entry, or per row without one); Spark's narrowing is the reference: both give the
+    counts worked out by hand above."""
+    from dcdrill.record import DrillRecord
+    from dcdrill.spark import identities
+    from dcdrill.spark.ledgers import load
+
+    run = replicated(tmp_path / "run")
+    as_parquet(spark, run, dictionary)
+    plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
+    assert spark._jvm.dcdrill.MirrorBatches.side(plain._jdf, "consumed_before", None, {"group": ["g"]}, 3) is not None
+    summaries = []
+    for batchwise in ("true", "false"):
+        spark.conf.set(identities.COLUMNAR_SCAN, batchwise)
+        try:
+            summaries.append(verified(str(run), spark=spark)[1])
+        finally:
+            spark.conf.unset(identities.COLUMNAR_SCAN)
+    for s in summaries:
+        m = s["mirrors"]["east->west"]
+        assert m["counts"] == {"acked": 10, "mirrored": 8, "not_mirrored": 2, "not_mirrored_by_phase": {"before": 1, "during": 1},
+                               "acked_absent_from_source": 0, "replication_duplicates": 1, "target_phantoms": 0,
+                               "target_order_violations": 1}
+        assert m["rpo"] == {"at_ms": 1900, "records": 2, "seconds": 0.1} and m["lag_ms"]["p50"] == 50
+        fo = s["failovers"][0]
+        assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
+        assert s["mirror_loops"] == {"east": 1, "west": 1}
+    assert summaries[0]["mirrors"] == summaries[1]["mirrors"] and summaries[0]["failovers"] == summaries[1]["failovers"]
+
+
 def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
     from dcdrill.chaos.mirror import events
     from dcdrill.record.contents import parse_mirror_events

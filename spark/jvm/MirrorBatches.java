@@ -1,0 +1,137 @@
+package dcdrill;
+
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.execution.FileSourceScanExec;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
+
+import scala.Tuple2;
+
+/**
+ * One side of a mirror flow (MirrorFold.SIDES) read from a plain Parquet ledger batch by batch
+ * and packed as MirrorFold.pack packs narrowed rows, for the same fold. Spark's narrowing of the
+ * same rows (spark/mirrors.py narrow_flow, the reference) filters on strings and hashes every
+ * row's producer id; here a string column's test and hash are taken once per dictionary entry
+ * (BatchStrings), and no row is built. tests/spark/test_mirrors.py checks both give the same
+ * counts.
+ */
+public final class MirrorBatches {
+    private MirrorBatches() {}
+
+    /** The side's rows of `plain` (the ledger as read, every column) as MirrorFold's packed
+     *  chunks: rows whose `where` columns each hold one of the listed values (a null in a list
+     *  lets a null through) and that have a producer id, a seq and a `ts`; `offset` and
+     *  `partition` go with the rows of X and R. null when Spark does not plan a plain columnar
+     *  scan of it (the caller then narrows in SQL). */
+    public static JavaRDD<Tuple2<Integer, long[]>> side(Dataset<Row> plain, String side, String ts,
+                                                        Map<String, List<String>> where, int partitions) {
+        int s = Arrays.asList(MirrorFold.SIDES).indexOf(side);
+        if (s < 0) throw new IllegalArgumentException("side " + side + " is none of " + Arrays.toString(MirrorFold.SIDES));
+        boolean logged = s == MirrorFold.SOURCE || s == MirrorFold.TARGET;
+        String[] tests = where.keySet().toArray(new String[0]);
+        // read: producer_id, seq, the time, the offset, the tests' columns, the partition (the
+        // offset and partition only for X and R); names: the same without repeats, for the scan
+        List<String> read = new java.util.ArrayList<>(List.of("producer_id", "seq", ts == null ? "seq" : ts,
+                logged ? "offset" : "seq"));  // a consumed row has no time: its seq stands in
+        read.addAll(Arrays.asList(tests));
+        read.add(logged ? "partition" : "seq");
+        String[] names = read.stream().distinct().toArray(String[]::new);
+        Dataset<Row> picked = plain.select(names[0], Arrays.copyOfRange(names, 1, names.length));
+        FileSourceScanExec scan = Columnar.plainScan(picked.queryExecution().executedPlan(), false);
+        int[] at = scan == null ? null : Columnar.columns(scan, names);
+        if (at == null) return null;
+        int[] cols = read.stream().mapToInt(c -> at[Arrays.asList(names).indexOf(c)]).toArray();
+        if (!logged) cols[cols.length - 1] = -1;
+        UTF8String[][] allowed = new UTF8String[tests.length][];
+        boolean[] nulls = new boolean[tests.length];
+        for (int i = 0; i < tests.length; i++) {
+            List<String> values = where.get(tests[i]);
+            allowed[i] = values.stream().filter(v -> v != null).map(UTF8String::fromString).toArray(UTF8String[]::new);
+            nulls[i] = values.contains(null);
+        }
+        return scan.executeColumnar().toJavaRDD()
+                .mapPartitions(batches -> new Packer(batches, s, logged, cols, allowed, nulls, partitions));
+    }
+
+    /** One task: its batches' rows of the side, tested, hashed and packed per reducer. */
+    static final class Packer implements Iterator<Tuple2<Integer, long[]>> {
+        private final Iterator<ColumnarBatch> batches;
+        private final int side, partitions;
+        private final boolean logged;
+        private final int[] cols;  // producer_id, seq, ts, offset, the tests' columns, partition (-1: none)
+        private final UTF8String[][] allowed;
+        private final boolean[] nulls;
+        private final BatchStrings producers = new BatchStrings();
+        private final BatchStrings[] tested;
+        private final MirrorFold.Chunk[] chunks;
+        private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
+        private boolean flushed;
+
+        Packer(Iterator<ColumnarBatch> batches, int side, boolean logged, int[] cols, UTF8String[][] allowed,
+               boolean[] nulls, int partitions) {
+            this.batches = batches;
+            this.side = side;
+            this.logged = logged;
+            this.cols = cols;
+            this.allowed = allowed;
+            this.nulls = nulls;
+            this.partitions = partitions;
+            this.chunks = new MirrorFold.Chunk[partitions];
+            this.tested = new BatchStrings[allowed.length];
+            for (int i = 0; i < tested.length; i++) tested[i] = new BatchStrings();
+        }
+
+        @Override public boolean hasNext() {
+            while (ready.isEmpty() && !flushed) fill();
+            return !ready.isEmpty();
+        }
+
+        @Override public Tuple2<Integer, long[]> next() {
+            if (!hasNext()) throw new NoSuchElementException();
+            return ready.poll();
+        }
+
+        private void fill() {
+            if (!batches.hasNext()) {
+                for (int p = 0; p < partitions; p++) {
+                    if (chunks[p] != null) ready.add(new Tuple2<>(p, chunks[p].done()));
+                }
+                flushed = true;
+                return;
+            }
+            ColumnarBatch b = batches.next();
+            ColumnVector id = b.column(cols[0]), seq = b.column(cols[1]), ts = b.column(cols[2]), off = b.column(cols[3]);
+            ColumnVector part = cols[cols.length - 1] < 0 ? null : b.column(cols[cols.length - 1]);
+            ColumnVector[] test = new ColumnVector[tested.length];
+            producers.bind(id);
+            for (int i = 0; i < tested.length; i++) tested[i].bind(test[i] = b.column(cols[4 + i]));
+            rows:
+            for (int r = 0, n = b.numRows(); r < n; r++) {
+                if (id.isNullAt(r) || seq.isNullAt(r) || ts.isNullAt(r)) continue;
+                for (int i = 0; i < test.length; i++) {
+                    if (test[i].isNullAt(r) ? !nulls[i] : !tested[i].in(r, allowed[i])) continue rows;
+                }
+                long idh = producers.hash(r), s = seq.getLong(r);
+                int p = LongPairMap.partition(idh, s >>> MirrorFold.BITS, partitions);
+                MirrorFold.Chunk c = chunks[p];
+                if (c == null) c = chunks[p] = new MirrorFold.Chunk();
+                c.add(idh, s, ts.getLong(r), logged && !off.isNullAt(r) ? off.getLong(r) : MirrorFold.NONE, side,
+                        part == null || part.isNullAt(r) ? -1 : part.getInt(r));
+                if (c.full()) {
+                    ready.add(new Tuple2<>(p, c.done()));
+                    chunks[p] = null;
+                }
+            }
+        }
+    }
+}
