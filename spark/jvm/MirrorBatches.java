@@ -1,11 +1,9 @@
 package dcdrill;
 
-import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
@@ -64,51 +62,32 @@ public final class MirrorBatches {
     }
 
     /** One task: its batches' rows of the side, tested, hashed and packed per reducer. */
-    static final class Packer implements Iterator<Tuple2<Integer, long[]>> {
+    static final class Packer extends MirrorFold.Packing {
         private final Iterator<ColumnarBatch> batches;
-        private final int side, partitions;
+        private final int side;
         private final boolean logged;
         private final int[] cols;  // producer_id, seq, ts, offset, the tests' columns, partition (-1: none)
         private final UTF8String[][] allowed;
         private final boolean[] nulls;
         private final BatchStrings producers = new BatchStrings();
         private final BatchStrings[] tested;
-        private final MirrorFold.Chunk[] chunks;
-        private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
-        private boolean flushed;
 
         Packer(Iterator<ColumnarBatch> batches, int side, boolean logged, int[] cols, UTF8String[][] allowed,
                boolean[] nulls, int partitions) {
+            super(partitions);
             this.batches = batches;
             this.side = side;
             this.logged = logged;
             this.cols = cols;
             this.allowed = allowed;
             this.nulls = nulls;
-            this.partitions = partitions;
-            this.chunks = new MirrorFold.Chunk[partitions];
             this.tested = new BatchStrings[allowed.length];
             for (int i = 0; i < tested.length; i++) tested[i] = new BatchStrings();
         }
 
-        @Override public boolean hasNext() {
-            while (ready.isEmpty() && !flushed) fill();
-            return !ready.isEmpty();
-        }
-
-        @Override public Tuple2<Integer, long[]> next() {
-            if (!hasNext()) throw new NoSuchElementException();
-            return ready.poll();
-        }
-
-        private void fill() {
-            if (!batches.hasNext()) {
-                for (int p = 0; p < partitions; p++) {
-                    if (chunks[p] != null) ready.add(new Tuple2<>(p, chunks[p].done()));
-                }
-                flushed = true;
-                return;
-            }
+        /** One batch's rows. */
+        @Override boolean fill() {
+            if (!batches.hasNext()) return false;
             ColumnarBatch b = batches.next();
             ColumnVector id = b.column(cols[0]), seq = b.column(cols[1]), ts = b.column(cols[2]), off = b.column(cols[3]);
             ColumnVector part = cols[cols.length - 1] < 0 ? null : b.column(cols[cols.length - 1]);
@@ -121,17 +100,11 @@ public final class MirrorBatches {
                 for (int i = 0; i < test.length; i++) {
                     if (test[i].isNullAt(r) ? !nulls[i] : !tested[i].in(r, allowed[i])) continue rows;
                 }
-                long idh = producers.hash(r), s = seq.getLong(r);
-                int p = LongPairMap.partition(idh, s >>> MirrorFold.BITS, partitions);
-                MirrorFold.Chunk c = chunks[p];
-                if (c == null) c = chunks[p] = new MirrorFold.Chunk();
-                c.add(idh, s, ts.getLong(r), logged && !off.isNullAt(r) ? off.getLong(r) : MirrorFold.NONE, side,
+                add(producers.hash(r), seq.getLong(r), ts.getLong(r),
+                        logged && !off.isNullAt(r) ? off.getLong(r) : MirrorFold.NONE, side,
                         part == null || part.isNullAt(r) ? -1 : part.getInt(r));
-                if (c.full()) {
-                    ready.add(new Tuple2<>(p, c.done()));
-                    chunks[p] = null;
-                }
             }
+            return true;
         }
     }
 }

@@ -125,47 +125,69 @@ public final class MirrorFold {
     static final int WIDE = 7, SEQ_BITS = 40, TS_BITS = 44, CHUNK = 1 << 16;
     static final long SEQ_MASK = (1L << SEQ_BITS) - 1, TS_MASK = (1L << TS_BITS) - 1;
 
-    /** One task's rows, packed into chunks per reducer (a block's rows all go to one) and handed
-     *  on as each fills, so a task never holds more than a chunk per reducer; rows without an
-     *  identity or a time are left out, as the fold would skip them. */
+    /** One task's narrowed rows, packed; rows without an identity or a time are left out, as the
+     *  fold would skip them. */
     static Iterator<Tuple2<Integer, long[]>> pack(Iterator<InternalRow> rows, int partitions) {
-        return new Iterator<>() {
-            private final Chunk[] chunks = new Chunk[partitions];
-            private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
-            private boolean flushed;
-
-            @Override public boolean hasNext() {
-                while (ready.isEmpty() && !flushed) fill();
-                return !ready.isEmpty();
-            }
-
-            @Override public Tuple2<Integer, long[]> next() {
-                if (!hasNext()) throw new NoSuchElementException();
-                return ready.poll();
-            }
-
-            private void fill() {
+        return new Packing(partitions) {
+            @Override boolean fill() {
                 while (rows.hasNext()) {
                     InternalRow r = rows.next();
                     if (r.isNullAt(IDH) || r.isNullAt(SEQ) || r.isNullAt(TS)) continue;
-                    long idh = r.getLong(IDH), seq = r.getLong(SEQ);
-                    int p = LongPairMap.partition(idh, seq >>> BITS, partitions);
-                    Chunk c = chunks[p];
-                    if (c == null) c = chunks[p] = new Chunk();
-                    c.add(idh, seq, r.getLong(TS), r.isNullAt(OFFSET) ? NONE : r.getLong(OFFSET), r.getByte(SIDE) & 0xFF,
-                            r.isNullAt(PART) ? -1 : r.getInt(PART));
-                    if (c.full()) {
-                        ready.add(new Tuple2<>(p, c.done()));
-                        chunks[p] = null;
-                        return;
-                    }
+                    add(r.getLong(IDH), r.getLong(SEQ), r.getLong(TS), r.isNullAt(OFFSET) ? NONE : r.getLong(OFFSET),
+                            r.getByte(SIDE) & 0xFF, r.isNullAt(PART) ? -1 : r.getInt(PART));
+                    if (packed()) return true;
                 }
-                for (int p = 0; p < partitions; p++) {
-                    if (chunks[p] != null) ready.add(new Tuple2<>(p, chunks[p].done()));
-                }
-                flushed = true;
+                return false;
             }
         };
+    }
+
+    /** A task's rows packed into chunks per reducer (a block's rows all go to one) and handed on
+     *  as each fills, so that a task never holds more than a chunk per reducer. */
+    abstract static class Packing implements Iterator<Tuple2<Integer, long[]>> {
+        private final int partitions;
+        private final Chunk[] chunks;
+        private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
+        private boolean flushed;
+
+        Packing(int partitions) {
+            this.partitions = partitions;
+            this.chunks = new Chunk[partitions];
+        }
+
+        /** Packs more rows (add()); false once the task has none left. */
+        abstract boolean fill();
+
+        void add(long idh, long seq, long ts, long offset, int side, int partition) {
+            int p = LongPairMap.partition(idh, seq >>> BITS, partitions);
+            Chunk c = chunks[p];
+            if (c == null) c = chunks[p] = new Chunk();
+            c.add(idh, seq, ts, offset, side, partition);
+            if (c.full()) {
+                ready.add(new Tuple2<>(p, c.done()));
+                chunks[p] = null;
+            }
+        }
+
+        /** Whether a full chunk is ready to hand on. */
+        boolean packed() { return !ready.isEmpty(); }
+
+        @Override public boolean hasNext() {
+            while (ready.isEmpty() && !flushed) {
+                if (!fill()) {
+                    for (int p = 0; p < partitions; p++) {
+                        if (chunks[p] != null) ready.add(new Tuple2<>(p, chunks[p].done()));
+                    }
+                    flushed = true;
+                }
+            }
+            return !ready.isEmpty();
+        }
+
+        @Override public Tuple2<Integer, long[]> next() {
+            if (!hasNext()) throw new NoSuchElementException();
+            return ready.poll();
+        }
     }
 
     /** A chunk being packed (the layout above), with its producer hashes' indexes. */
