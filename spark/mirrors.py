@@ -52,16 +52,19 @@ def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> tuple[Data
         info["plain"]
 
 
-def _consumed(spark: SparkSession, record: DrillRecord) -> DataFrame:
-    """Every consumed row with its cluster (null: the home cluster, as a stretched record has it)."""
+def _consumed(spark: SparkSession, record: DrillRecord) -> tuple[DataFrame, DataFrame | None]:
+    """Every consumed row with its cluster (null: the home cluster, as a stretched record has it),
+    and the consumed ledger as read where that is plain Parquet."""
     df, info = load(spark, record, "consumed")
     if info["empty"]:
-        return df.select("group", "topic", "partition", "offset", *ID).withColumn("cluster", F.lit(None).cast("string"))
+        return df.select("group", "topic", "partition", "offset", *ID).withColumn("cluster", F.lit(None).cast("string")), \
+            None
     if "cluster" not in df.columns:
         df = spark.read.json(info["files"]) if info["format"] == "jsonl" else spark.read.parquet(*info["files"])
         if "cluster" not in df.columns:
             df = df.withColumn("cluster", F.lit(None).cast("string"))
-    return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(F.col("producer_id").isNotNull())
+    return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(F.col("producer_id").isNotNull()), \
+        info["plain"]
 
 
 def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: list[str]) -> int | None:
@@ -104,6 +107,8 @@ def _packed(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, w
     """One side's packed chunks for the fold: read batch by batch when its ledger is plain Parquet
     (MirrorBatches.side, `where` its filter), else narrowed in SQL from `df`, filtered already."""
     jvm = df.sparkSession._jvm.dcdrill
+    if plain is not None:  # a column the ledger lacks is null on every row: a test that lets nulls through drops
+        where = {c: values for c, values in where.items() if c in plain.columns or None not in values}
     if plain is not None and df.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() != "false" \
             and all(c in plain.columns for c in where):
         chunks = jvm.MirrorBatches.side(plain._jdf, name, ts, where, partitions)
@@ -157,8 +162,8 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
     if fo is not None:
         before, after, reached = _failover_rows(C, fo)
         group = {"group": [fo["group"]]}
-        chunks.append(_packed(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]}
-                              if C_plain is not None and "cluster" in C_plain.columns else group, partitions))
+        chunks.append(_packed(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]},
+                              partitions))
         chunks.append(_packed(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
     packed = chunks[0]
     for more in chunks[1:]:
@@ -291,8 +296,7 @@ def check(spark, record: DrillRecord, topology: dict, faults: list[dict], failov
         topic_row = P.select("topic").filter(F.col("topic").isNotNull()).limit(1).collect()
         topic = topic_row[0][0] if topic_row else None
     clusters = topology["clusters"]
-    C = _consumed(spark, record) if failovers else None
-    C_plain = load(spark, record, "consumed")[1]["plain"] if failovers else None
+    C, C_plain = _consumed(spark, record) if failovers else (None, None)
     mirrors, folded = {}, {}
     # The loops' job is mostly waiting (planning, row groups skipped unread): it runs beside the folds.
     pool = concurrent.futures.ThreadPoolExecutor(1)
