@@ -31,7 +31,9 @@ def register(sub) -> None:
     p.add_argument("--retries", type=int, default=wl.WorkloadSpec.retries)
     p.add_argument("--delivery-timeout-ms", type=int, default=wl.WorkloadSpec.delivery_timeout_ms)
     p.add_argument("--linger-ms", type=int, default=wl.WorkloadSpec.linger_ms)
-    p.add_argument("--batch-size", type=int, default=wl.WorkloadSpec.batch_size)
+    p.add_argument("--batch-size", type=int, default=wl.WorkloadSpec.batch_size,
+                   help="bytes per batch (default: the client's own: kafka-python 16384 per partition, "
+                        "librdkafka 1000000 per request)")
     p.add_argument("--client", choices=["kafka-python", "confluent"], default=wl.WorkloadSpec.client,
                    help="producer backend (same ledger): confluent-kafka (librdkafka, the default) costs a "
                         "fraction of kafka-python's CPU per record")

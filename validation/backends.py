@@ -34,7 +34,7 @@ class KafkaPythonClient:
             acks=KAFKA_PYTHON_ACKS[str(cfg["acks"])], retries=self.retries,
             enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
             request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
-            batch_size=int(cfg["batch_size"]), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+            **({} if cfg.get("batch_size") is None else {"batch_size": int(cfg["batch_size"])}), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
             max_in_flight_requests_per_connection=int(cfg["max_in_flight"]), **clients.resolve_security(cfg))
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
@@ -81,7 +81,8 @@ class ConfluentClient:
             "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])], "retries": self.retries,
             "enable.idempotence": bool(cfg["idempotence"]), "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
             "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
-            "batch.size": int(cfg["batch_size"]), "max.in.flight": int(cfg["max_in_flight"]),
+            **({} if cfg.get("batch_size") is None else {"batch.size": int(cfg["batch_size"])}),
+            "max.in.flight": int(cfg["max_in_flight"]),
             "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
             # librdkafka leaves Nagle on; Kafka's Java client and kafka-python turn it off. Off
             # here too, so that no client holds a small request back for a TCP ack.

@@ -53,7 +53,13 @@ class WorkloadSpec:
     delivery_timeout_ms: int = 30000
     request_timeout_ms: int = 10000
     linger_ms: int = 5
-    batch_size: int = 16384
+    # None: the client's own default. The two mean different things by it: kafka-python (as Java)
+    # fills a batch of this many bytes per partition and sends many partitions' batches in one
+    # request; librdkafka sends one partition's batch per request, so its 1,000,000 bytes is
+    # what keeps a fast producer's requests as full as Java's (16,384 there gives a third of
+    # the records/s: docs/benchmarks.md, workload_vs_perftest.py). At the drill's rates linger_ms
+    # closes every batch long before either size.
+    batch_size: int | None = None
     max_in_flight: int = 5
     keys: int = 1000
     group: str = WORKLOAD_GROUP
@@ -68,7 +74,7 @@ class WorkloadSpec:
     fetch_max_wait_ms: int = 200
 
     def validate(self, inventory: Inventory) -> None:
-        for name in ("rate", "duration_s", "count", "record_size", "producers"):
+        for name in ("rate", "duration_s", "count", "record_size", "producers", "batch_size"):
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise ValueError(f"{name} must be > 0, got {v}")

@@ -160,6 +160,8 @@ def test_bad_workload_input_is_refused(lab):
         wl.WorkloadSpec(rate=-5).validate(lab)
     with pytest.raises(ValueError, match="record_size must be > 0"):
         wl.WorkloadSpec(record_size=0).validate(lab)
+    with pytest.raises(ValueError, match="batch_size must be > 0"):
+        wl.WorkloadSpec(batch_size=0).validate(lab)
     with pytest.raises(ValueError, match="does not exist"):
         wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-missing"), create=False)
     # A drill's topic must be new: one written before would mix two drills' records.
