@@ -70,25 +70,30 @@ class KafkaPythonClient:
         self.p.close(timeout=5)
 
 
+def librdkafka_settings(cfg: dict) -> dict:
+    """The workload's producer settings (validation/workload.py's names) in librdkafka's."""
+    return {
+        "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
+        "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])], "retries": int(cfg["retries"]),
+        "enable.idempotence": bool(cfg["idempotence"]), "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
+        "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
+        **({} if cfg.get("batch_size") is None else {"batch.size": int(cfg["batch_size"])}),
+        "max.in.flight": int(cfg["max_in_flight"]),
+        "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
+        # librdkafka leaves Nagle on; Kafka's Java client and kafka-python turn it off. Off
+        # here too, so that no client holds a small request back for a TCP ack.
+        "socket.nagle.disable": True,
+        **clients.librdkafka_security(cfg.get("security") or {}),
+    }
+
+
 class ConfluentClient:
     def __init__(self, cfg: dict, settle: Settle, answered: Answered, on_failure: Callable[[str], None]):
         from confluent_kafka import Producer
 
         self.settle, self.answered, self.on_failure = settle, answered, on_failure
         self.retries = int(cfg["retries"])
-        self.p = Producer({
-            "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
-            "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])], "retries": self.retries,
-            "enable.idempotence": bool(cfg["idempotence"]), "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
-            "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
-            **({} if cfg.get("batch_size") is None else {"batch.size": int(cfg["batch_size"])}),
-            "max.in.flight": int(cfg["max_in_flight"]),
-            "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
-            # librdkafka leaves Nagle on; Kafka's Java client and kafka-python turn it off. Off
-            # here too, so that no client holds a small request back for a TCP ack.
-            "socket.nagle.disable": True,
-            **clients.librdkafka_security(cfg.get("security") or {}),
-        })
+        self.p = Producer(librdkafka_settings(cfg))
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs
         # (Message.latency() too is measured then). So one thread blocks in poll() and serves

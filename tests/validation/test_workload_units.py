@@ -81,3 +81,25 @@ def test_the_drain_ends_once_every_partition_is_read_to_its_last_acknowledged_of
     # Another cluster's copy is another partition: a failed-over group's reads do not count.
     assert not caught_up([_producer({a: 40}), {"consumer_id": "c", "read_to": {clients.position_key("west", "t", 0): 99}}])
     assert not caught_up([{"consumer_id": "c", "read_to": {a: 1}}])  # no producer: nothing says what to wait for
+
+
+def _producer_cfg(**spec):
+    from dataclasses import asdict
+
+    from dcdrill.validation.workload import WorkloadSpec
+
+    return {**asdict(WorkloadSpec(**spec)), "bootstrap": ["127.0.0.1:1"], "security": {}, "producer_id": "p1"}
+
+
+def test_librdkafka_keeps_its_own_batch_size_unless_one_is_given():
+    """librdkafka sends one partition's batch per request: Java's 16384 there gave the workload a
+    third of its records/s (docs/benchmarks.md, workload_vs_perftest.py). librdkafka takes both."""
+    from confluent_kafka import Producer
+
+    from dcdrill.validation.backends import librdkafka_settings
+
+    default, given = librdkafka_settings(_producer_cfg()), librdkafka_settings(_producer_cfg(batch_size=65536))
+    assert "batch.size" not in default and given["batch.size"] == 65536
+    assert default["linger.ms"] == 5 and default["acks"] == "all" and default["max.in.flight"] == 5
+    for settings in (default, given):
+        Producer(settings).flush(0)  # an unknown or ill-typed key is refused here
