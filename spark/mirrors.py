@@ -59,8 +59,9 @@ def _consumed(spark: SparkSession, record: DrillRecord) -> tuple[DataFrame, Data
     if info["empty"]:
         return df.select("group", "topic", "partition", "offset", *ID).withColumn("cluster", F.lit(None).cast("string")), \
             None
-    if "cluster" not in df.columns:
-        df = spark.read.json(info["files"]) if info["format"] == "jsonl" else spark.read.parquet(*info["files"])
+    if "cluster" not in df.columns:  # read again with every column: plain Parquet has them already
+        df = info["plain"] if info["plain"] is not None else \
+            spark.read.json(info["files"]) if info["format"] == "jsonl" else spark.read.parquet(*info["files"])
         if "cluster" not in df.columns:
             df = df.withColumn("cluster", F.lit(None).cast("string"))
     return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(F.col("producer_id").isNotNull()), \
