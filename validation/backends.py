@@ -34,7 +34,8 @@ class KafkaPythonClient:
             acks=KAFKA_PYTHON_ACKS[str(cfg["acks"])], retries=self.retries,
             enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
             request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
-            **({} if cfg.get("batch_size") is None else {"batch_size": int(cfg["batch_size"])}), max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+            **({} if cfg.get("batch_size") is None else {"batch_size": int(cfg["batch_size"])}),
+            max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
             max_in_flight_requests_per_connection=int(cfg["max_in_flight"]), **clients.resolve_security(cfg))
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
