@@ -91,22 +91,11 @@ def narrow_side(df: DataFrame, name: str, ts: str | None, logged: bool) -> DataF
     return df.select(*[cols[c].alias(c) for c in fold.COLUMNS])
 
 
-def narrow_flow(acked: DataFrame, src: DataFrame, dst: DataFrame, before: DataFrame | None = None,
-                after: DataFrame | None = None) -> DataFrame:
-    """The flow's narrowed rows in SQL (narrow_side), the reference the batch-by-batch reading of
-    plain ledgers (spark/jvm/MirrorBatches.java) is tested against; with a failover, the rows its
-    group consumed `before` and `after` it."""
-    out = narrow_side(acked, "acked", "ack_ms", False).unionByName(narrow_side(src, "source", "timestamp_ms", True)) \
-        .unionByName(narrow_side(dst, "target", "timestamp_ms", True))
-    for name, rows in (("consumed_before", before), ("consumed_after", after)):
-        if rows is not None:
-            out = out.unionByName(narrow_side(rows, name, None, False))
-    return out
-
-
-def _packed(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, where: dict[str, list], partitions: int):
+def packed_side(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, where: dict[str, list],
+                partitions: int):
     """One side's packed chunks for the fold: read batch by batch when its ledger is plain Parquet
-    (MirrorBatches.side, `where` its filter), else narrowed in SQL from `df`, filtered already."""
+    (MirrorBatches.side, `where` its filter), else narrowed in SQL from `df`, filtered already
+    (narrow_side: the reference the batch-by-batch reading is tested against)."""
     jvm = df.sparkSession._jvm.dcdrill
     if plain is not None:  # a column the ledger lacks is null on every row: a test that lets nulls through drops
         where = {c: values for c, values in where.items() if c in plain.columns or None not in values}
@@ -116,6 +105,17 @@ def _packed(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, w
         if chunks is not None:
             return chunks
     return jvm.MirrorFold.packed(narrow_side(df, name, ts, name in ("source", "target"))._jdf, partitions)
+
+
+def fold_sides(spark, sides: list, instants: dict[str, int | None], reached: dict[int, int] | None,
+               partitions: int) -> dict:
+    """The flow's counts from its sides' packed chunks (packed_side), as spark/jvm/MirrorFold.java
+    folds them: `instants` start, end, at, steady_from and steady_to; `reached`, with a failover
+    folded in, the highest offset of R its group consumed per partition."""
+    packed = sides[0]
+    for more in sides[1:]:
+        packed = packed.union(more)
+    return json.loads(spark._jvm.dcdrill.MirrorFold.fold(packed, instants, reached, partitions))
 
 
 # Seqs per task of the fold: about 128 of MirrorFold's 4096-seq blocks (~25 MB of arrays) each.
@@ -156,22 +156,18 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
     partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-rows // ROWS_PER_TASK))
     fo = next((f for f in failovers if (f["from"], f["to"], f.get("topic")) == (flow["source"], flow["target"], remote)),
               None) if C is not None else None
-    chunks = [_packed(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
-              _packed(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
-              _packed(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
+    sides = [packed_side(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
+             packed_side(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
+             packed_side(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
     reached = None
     if fo is not None:
         before, after, reached = _failover_rows(C, fo)
         group = {"group": [fo["group"]]}
-        chunks.append(_packed(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]},
-                              partitions))
-        chunks.append(_packed(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
-    packed = chunks[0]
-    for more in chunks[1:]:
-        packed = packed.union(more)
-    r = json.loads(spark._jvm.dcdrill.MirrorFold.fold(
-        packed, {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end}, reached,
-        partitions))
+        sides.append(packed_side(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]},
+                                 partitions))
+        sides.append(packed_side(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
+    r = fold_sides(spark, sides, {"start": start, "end": end, "at": at, "steady_from": steady_start,
+                                  "steady_to": steady_end}, reached, partitions)
     c = r["counts"]
     inversions = r["inversions"] if r["inversions"] is not None else _inversions_by_sort(src, dst)
     stranded_by = {k: c[k] for k in ("before", "during") if c[k]}

@@ -18,7 +18,7 @@ import scala.Tuple2;
 /**
  * One side of a mirror flow (MirrorFold.SIDES) read from a plain Parquet ledger batch by batch
  * and packed as MirrorFold.pack packs narrowed rows, for the same fold. Spark's narrowing of the
- * same rows (spark/mirrors.py narrow_flow, the reference) filters on strings and hashes every
+ * same rows (spark/mirrors.py narrow_side, the reference) filters on strings and hashes every
  * row's producer id; here a string column's test and hash are taken once per dictionary entry
  * (BatchStrings), and no row is built. tests/spark/test_mirrors.py checks both give the same
  * counts.

@@ -32,7 +32,7 @@ import scala.Tuple2;
  * offset before it; otherwise `inversions` is null and the caller sorts instead.
  */
 public final class MirrorFold {
-    /** The narrowed rows' columns, by name and in order (spark/mirrors.py narrow_flow). */
+    /** The narrowed rows' columns, by name and in order (spark/mirrors.py narrow_side). */
     public static final String[] COLUMNS = {"idh", "seq", "side", "ts", "offset", "partition"};
     static final int IDH = 0, SEQ = 1, SIDE = 2, TS = 3, OFFSET = 4, PART = 5;
     /** What a row is, by its `side` value: an acknowledgement (ts: ack_ms), a row of X or R (ts:
@@ -59,13 +59,6 @@ public final class MirrorFold {
 
     private MirrorFold() {}
 
-    /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover),
-     *  from its narrowed rows (spark/mirrors.py narrow_flow). See fold(). */
-    public static String run(Dataset<Row> narrowed, Map<String, ? extends Number> instants,
-                             Map<? extends Number, ? extends Number> reached, int partitions) {
-        return fold(packed(narrowed, partitions), instants, reached, partitions);
-    }
-
     /** Narrowed rows as the fold's packed chunks, keyed by reducer. */
     public static JavaRDD<Tuple2<Integer, long[]>> packed(Dataset<Row> narrowed, int partitions) {
         if (!Arrays.equals(narrowed.schema().fieldNames(), COLUMNS)) {
@@ -75,8 +68,9 @@ public final class MirrorFold {
         return narrowed.queryExecution().toRdd().toJavaRDD().mapPartitions(it -> pack(it, partitions));
     }
 
-    /** The flow's counts as JSON from its sides' packed chunks (packed(), or MirrorBatches.side
-     *  for a plain Parquet ledger), with `partitions` reducers. `reached`: the highest offset of R
+    /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover) from
+     *  its sides' packed chunks (packed(), or MirrorBatches.side for a plain Parquet ledger), with
+     *  `partitions` reducers. `reached`: the highest offset of R
      *  the failed-over group consumed, per partition; null when no failover is folded here (then
      *  `failover` is null). */
     public static String fold(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,

@@ -169,9 +169,7 @@ def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path,
 def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(spark):
     """MirrorFold folds 4096 seqs per block: an inversion at a block's edge is counted when the
     blocks' runs of R follow each other, and overlapping runs make it hand the order to a sort."""
-    import json as _json
-
-    from dcdrill.spark.mirrors import _inversions_by_sort, narrow_flow
+    from dcdrill.spark.mirrors import _inversions_by_sort, fold_sides, packed_side
 
     def fold(src_off, dst_off):
         n = len(src_off)
@@ -180,8 +178,9 @@ def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(s
         dst = spark.createDataFrame([("p1", s, 0, dst_off[s], 1050 + s) for s in range(n)],
                                     "producer_id string, seq long, partition int, offset long, timestamp_ms long")
         acked = spark.createDataFrame([("p1", s, 1000 + s) for s in range(n)], "producer_id string, seq long, ack_ms long")
-        out = _json.loads(spark._jvm.dcdrill.MirrorFold.run(
-            narrow_flow(acked, src, dst)._jdf, {k: None for k in ("start", "end", "at", "steady_from", "steady_to")}, None, 3))
+        sides = [packed_side(acked, None, "acked", "ack_ms", {}, 3), packed_side(src, None, "source", "timestamp_ms", {}, 3),
+                 packed_side(dst, None, "target", "timestamp_ms", {}, 3)]
+        out = fold_sides(spark, sides, {k: None for k in ("start", "end", "at", "steady_from", "steady_to")}, None, 3)
         return out, _inversions_by_sort(src, dst)
 
     # RECORD.md: records R holds after one whose source offset is higher. A record copied six
@@ -212,9 +211,7 @@ def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
     """MirrorFold shuffles most rows in two to three longs (a seq below 2^40, an append time
     below 2^44, a partition below 2^19) and any other in five: a flow shifted out of those
     ranges gives the same counts, lags and failover as the same flow inside them."""
-    import json as _json
-
-    from dcdrill.spark.mirrors import narrow_flow
+    from dcdrill.spark.mirrors import fold_sides, packed_side
 
     def fold(seq0, ts0, partition):
         n = 6000
@@ -228,8 +225,11 @@ def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
         before = spark.createDataFrame([(f"p{s % 3}", seq0 + s) for s in range(0, n, 2)], "producer_id string, seq long")
         after = spark.createDataFrame([(f"p{s % 3}", seq0 + s) for s in range(1, n, 4)], "producer_id string, seq long")
         instants = {"start": ts0 + 3000, "end": ts0 + 4000, "at": ts0 + 3500, "steady_from": ts0, "steady_to": ts0 + 2000}
-        return _json.loads(spark._jvm.dcdrill.MirrorFold.run(
-            narrow_flow(acked, src, dst, before, after)._jdf, instants, {partition: 5000}, 3))
+        sides = [packed_side(acked, None, "acked", "ack_ms", {}, 3), packed_side(src, None, "source", "timestamp_ms", {}, 3),
+                 packed_side(dst, None, "target", "timestamp_ms", {}, 3),
+                 packed_side(before, None, "consumed_before", None, {}, 3),
+                 packed_side(after, None, "consumed_after", None, {}, 3)]
+        return fold_sides(spark, sides, instants, {partition: 5000}, 3)
 
     packed = fold(0, 1_700_000_000_000, 3)
     assert packed["counts"]["not_mirrored"] == 6 and packed["counts"]["dups"] == 1 and packed["failover"]["skipped"] > 0
