@@ -96,6 +96,24 @@ def test_every_service_runs_as_a_uid_of_its_own_that_cannot_read_another_service
     assert as_b2.returncode == 0 and as_b2.stdout.startswith("-----")
 
 
+def test_the_scram_program_and_its_users_file_are_roots_alone(lab):
+    """The SCRAM users' program (roles/kafka_broker/files/ScramUsers.java) runs as root from root's
+    own folder on one broker host: that broker's uid can neither read the users' passwords there
+    nor put another program in its place."""
+    [host] = [h for h in lab.brokers if (Path(h.vars["data_root"]) / "kafka-tools" / "scram-users").exists()]
+    tools, uid = Path(host.vars["data_root"]) / "kafka-tools", int(host.vars["kafka_broker_service_user"])
+
+    def as_broker(*command):
+        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command],
+                              capture_output=True, text=True)
+
+    for tried in (as_broker("cat", str(tools / "scram-users")), as_broker("touch", str(tools / "ScramUsers.java")),
+                  as_broker("touch", str(tools / "Other.java"))):
+        assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried
+    assert {f.name: (f.stat().st_uid, oct(f.stat().st_mode & 0o777)) for f in tools.iterdir()} == {
+        "ScramUsers.java": (0, "0o644"), "scram-users": (0, "0o600")}
+
+
 def test_the_passwords_are_pulumi_secrets_that_lab_up_copied_for_the_roles(lab):
     """Pulumi keeps them encrypted in the stack's state; its output, decrypted, is what the roles'
     files hold; the stack file in the checkout holds none."""

@@ -1,18 +1,17 @@
 // The SCRAM users a cluster lacks, created with Kafka's own ConfigCommand run in this one JVM.
-// Run as a single-file program (`java -cp <kafka libs>/* ScramUsers.java kafka.admin.ConfigCommand
-// <connection arguments>`), with the declared users on stdin, one "name password" per line. Prints
-// one JSON line: {"existing": [...], "created": [...]} (names only, never a password or a key).
+// Run as a single-file program (`java -cp <kafka libs>/* ScramUsers.java USERS_FILE
+// kafka.admin.ConfigCommand <connection arguments>`), USERS_FILE holding the declared users, one
+// "name password" per line. Prints one JSON line: {"existing": [...], "created": [...]} (names
+// only, never a password or a key).
 //
 // Why one JVM that ends with System.exit: each ConfigCommand JVM takes a second or more to start,
 // and over ZooKeeper's TLS (a Netty client) it then idles 2 s before it exits (Netty's graceful
 // shutdown has a fixed quiet period). The describe and the creations, each its own JVM, were the
 // longest step on `lab up`'s path.
 //
-// The passwords stay in this process: each reaches ConfigCommand through a 0600 file
-// (--add-config-file) removed once it is read, never a command line.
-import java.io.BufferedReader;
+// The passwords never go on a command line: each reaches ConfigCommand through a 0600 file
+// (--add-config-file) removed once it is read.
 import java.io.ByteArrayOutputStream;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -43,9 +42,9 @@ public final class ScramUsers {
     }
 
     private static void createMissing(String[] args) throws Exception {
-        String tool = args[0];
-        String[] connection = Arrays.copyOfRange(args, 1, args.length);
-        Map<String, String> declared = declared();
+        Map<String, String> declared = declared(Path.of(args[0]));
+        String tool = args[1];
+        String[] connection = Arrays.copyOfRange(args, 2, args.length);
 
         // ConfigCommand prints through Scala's Console, which keeps the System.out it first sees:
         // set the capture before its first call.
@@ -71,10 +70,9 @@ public final class ScramUsers {
         stdout.flush();
     }
 
-    private static Map<String, String> declared() throws Exception {
+    private static Map<String, String> declared(Path file) throws Exception {
         Map<String, String> users = new TreeMap<>();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null; ) {
+        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
             int space = line.indexOf(' ');
             if (space > 0) {
                 users.put(line.substring(0, space), line.substring(space + 1));
