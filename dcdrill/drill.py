@@ -123,16 +123,18 @@ def run(args) -> int:
     # first verify in a warm JVM, a fraction of the first's time. The idle JVM
     # between verifies costs memory (its heap), not CPU.
     plans = settings.plans(args, plan.topology)
-    with session.spark_scope(end_jvm=getattr(args, "own_process", False)):
+    own_process = getattr(args, "own_process", False)
+    with session.spark_scope(end_jvm=own_process):
         if args.repeat == 1 and not args.matrix:
-            return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve())
+            return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve(),
+                          last=own_process)
         kind = "matrix" if args.matrix else f"x{args.repeat}"
         series = (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}-{kind}").resolve()
         drills = [(name, own, i) for name, own in plans for i in range(1, args.repeat + 1)]
         codes = []
         for n, (name, own, i) in enumerate(drills, 1):
             lifecycle.say(f"drill {n} of {len(drills)}" + (f": {name}" if name else ""))
-            codes.append(_drill(args, plan, own, series / name / f"drill-{i}"))
+            codes.append(_drill(args, plan, own, series / name / f"drill-{i}", last=own_process and n == len(drills)))
             if codes[-1] >= EXIT_BAD_INPUT:
                 break
     _compare(series)
@@ -154,9 +156,10 @@ def _compare(series: Path) -> None:
     print(f"history: {series / 'history.html'}")
 
 
-def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
+def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> int:
     """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
-    checks, verify."""
+    checks, verify. `last`: the command's last use of Spark, whose JVM may end while the report
+    is drawn."""
     from dcdrill.spark import junit, memory, report_files, session, verify
 
     phases: dict[str, float] = {}
@@ -210,7 +213,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path) -> int:
     if fault_problem:
         return stop(EXIT_NO_FAULT, f"the drill proves nothing: {fault_problem}")
     try:
-        summary = verify.verify(record)
+        summary = verify.verify(record, when_spark_done=session.begin_ending_jvm if last else None)
     except verify.BadInput as exc:
         return stop(EXIT_BAD_INPUT, f"the drill record cannot be verified: {exc}")
     except Exception as exc:  # noqa: BLE001 - exit 1 would read as a verdict

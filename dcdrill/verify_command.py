@@ -56,14 +56,15 @@ def run(args: argparse.Namespace) -> int:
     conf = dict(args.conf)
     heap = session.heap_given(conf, plan)
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a dead JVM is reported below, in one line
-    with session.spark_scope(end_jvm=getattr(args, "own_process", False)):
+    own = getattr(args, "own_process", False)
+    with session.spark_scope(end_jvm=own):
         if any(d.startswith("s3a://") for d in args.run_dirs):  # one session serves every record:
             try:  # with the s3a jars if one needs them
                 session.session(conf=conf, s3a=True, plan=plan)
             except verify.BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 return EXIT_BAD_INPUT
-        for run_dir in args.run_dirs:
+        for n, run_dir in enumerate(args.run_dirs, 1):
             if len(args.run_dirs) > 1 and not args.quiet:
                 print(f"verify: {run_dir}", file=sys.stderr, flush=True)
             try:
@@ -73,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
                         codes.append(code)
                         continue
                 else:
-                    summary = verify.verify(run_dir, quiet=args.quiet, conf=conf, plan=plan)
+                    # The last record's JVM may end while its report is drawn: this process exits next.
+                    last = own and n == len(args.run_dirs)
+                    summary = verify.verify(run_dir, quiet=args.quiet, conf=conf, plan=plan,
+                                            when_spark_done=session.begin_ending_jvm if last else None)
             except verify.BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)

@@ -9,6 +9,7 @@ each file's tail, and on a mismatch the offending file and line are located and 
 from __future__ import annotations
 
 import json
+import weakref
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -149,8 +150,23 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
     return f"{kind}: a row could not be read (no file to blame)"
 
 
+# What load() returned, per record object: a replicated verify reads the home cluster's audit for
+# the stretched counts, its flow and its loops, and each load is a footer read and a plan.
+_LOADED: weakref.WeakKeyDictionary[DrillRecord, dict] = weakref.WeakKeyDictionary()
+
+
 def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None = None,
          copies: tuple[str, ...] = ()) -> tuple[DataFrame, dict]:
+    """_load() once per record object, session and arguments."""
+    loaded = _LOADED.setdefault(record, {})
+    key = (spark, kind, cluster, tuple(copies))
+    if key not in loaded:
+        loaded[key] = _load(spark, record, kind, cluster, tuple(copies))
+    return loaded[key]
+
+
+def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None,
+          copies: tuple[str, ...]) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty", "plain"}; the checker counts bad rows in its first pass.
     "plain": for Parquet ledgers whose columns have RECORD.md's types and of which no row is

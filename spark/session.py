@@ -26,6 +26,7 @@ class _Jvm:
     it reaches the JVM that spark-submit started, and nothing here ends that one."""
     gateway = None
     context_made = False
+    ending = False  # begin_ending_jvm() was called: no Spark call may follow
 
 
 _JVM = _Jvm()
@@ -107,8 +108,9 @@ def jvm_process():
 
 
 def jvm_ended() -> bool:
+    """Whether the JVM this process launched has ended, or is ending (begin_ending_jvm)."""
     proc = getattr(_JVM.gateway, "proc", None)
-    return proc is not None and proc.poll() is not None
+    return proc is not None and (_JVM.ending or proc.poll() is not None)
 
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
@@ -289,11 +291,16 @@ def spark_scope(end_jvm: bool = False):
             _remove_local_dirs()
 
 
-def _end_jvm() -> None:
+def begin_ending_jvm() -> None:
+    """Let the JVM this process launched end now, without waiting for it: for a command whose
+    last Spark job is done while it still draws and writes a report. The JVM's exit (Spark's
+    shutdown hook, its folders deleted, its heap unmapped) then takes the other core, and
+    spark_scope(end_jvm=True) only waits for what is left of it. No-op under spark-submit."""
     gateway = _JVM.gateway
     proc = getattr(gateway, "proc", None)
-    if proc is None:  # none launched, or spark-submit's (our parent)
+    if proc is None or _JVM.ending:  # none launched, spark-submit's (our parent), or ending already
         return
+    _JVM.ending = True
     # pyspark's accumulator server reads from the JVM until it closes: shut it first, as
     # SparkContext.stop() would, or the JVM's exit prints its EOFError traceback.
     from pyspark import SparkContext
@@ -306,7 +313,13 @@ def _end_jvm() -> None:
     with contextlib.suppress(Exception):
         gateway.shutdown()
     proc.stdin.close()  # pyspark's JVM ends when its stdin does
-    proc.wait(timeout=120)
+
+
+def _end_jvm() -> None:
+    begin_ending_jvm()
+    proc = getattr(_JVM.gateway, "proc", None)
+    if proc is not None:
+        proc.wait(timeout=120)
 
 
 def _active_session():

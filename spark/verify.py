@@ -29,6 +29,7 @@ import concurrent.futures
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from dcdrill.record import DrillRecord
 from dcdrill.spark import (checker, coordination, identities, memory, mirrors, report, report_files, session,
@@ -78,10 +79,12 @@ def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
 
 
 def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None,
-           plan: memory.Plan | None = None) -> dict:
+           plan: memory.Plan | None = None, when_spark_done: Callable[[], None] | None = None) -> dict:
     """The summary of the record (a DrillRecord, or where one is: a local folder or a Hadoop URI),
     its verdict included; the report is written beside the ledgers. BadInput (exit 2) names what
-    is wrong."""
+    is wrong. `when_spark_done`: called once the record's last Spark job has succeeded, while the
+    report is still being drawn (a command about to exit ends its JVM there); not for a remote
+    record, whose report is written through Spark."""
     t0 = time.monotonic()
     record = record if isinstance(record, DrillRecord) else DrillRecord(record)
     plan = plan or memory.plan([record.location])
@@ -165,6 +168,10 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
         summary.update(mirrors.check(spark, record, topology, summary["faults"], record.failovers(),
                                      record.mirror_waits(), record.mirror_events(), rows=summary["counts"]["produced"],
                                      topic=topics.pop() if len(topics) == 1 else None))
+    # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
+    summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
+    if when_spark_done is not None and not record.remote:  # no Spark call below this line
+        named.add_done_callback(lambda job: job.cancelled() or job.exception() or when_spark_done())
     imgs = report.plots(summary)  # drawn while the examples' job runs (they are not plotted)
     summary["examples"] = named.result()
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
@@ -172,7 +179,5 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     if home:
         summary["mirror_prediction_checks"] = verdict.mirror_prediction_checks(topology, summary)
     summary["verify_seconds"] = round(time.monotonic() - t0, 2)
-    # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
-    summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
     report_files.write(record, summary, imgs)
     return summary

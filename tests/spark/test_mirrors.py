@@ -263,3 +263,31 @@ def test_a_mirror_to_a_cluster_the_record_does_not_define_is_refused(tmp_path, s
     with pytest.raises(verify.BadInput, match=r"topology.json: mirrors.east->west.target: cluster 'north' is not one "
                                               r"of the record's clusters \(east, west\)"):
         verify.verify(str(run), spark=spark)
+
+
+def test_spark_is_let_go_once_its_last_job_is_done_and_before_the_report_is_written(tmp_path, spark):
+    """verify's when_spark_done (a command ends its JVM there): called once, after every Spark job
+    (the summary's counts are final), while the report is still to be drawn and written."""
+    run = replicated(tmp_path / "run")
+    calls = []
+    code, s = verified(str(run), spark=spark,
+                       when_spark_done=lambda: calls.append((run / "report" / "index.html").exists()))
+    assert calls == [False]
+    assert s["mirrors"]["east->west"]["counts"]["mirrored"] == 8 and s["examples"]
+    assert 'alt="mirror lag"' in (run / "report" / "index.html").read_text()
+
+
+def test_the_command_ends_its_jvm_while_the_report_is_drawn_and_says_nothing_more(tmp_path):
+    """`dcdrill verify` on a replicated record: the report (its mirror plot drawn after the JVM was
+    told to end) and the one-screen summary are whole, and nothing else reaches stderr."""
+    import subprocess
+    import sys
+
+    run = replicated(tmp_path / "run")
+    done = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == exits.EXIT_FAIL, done.stderr[-3000:]
+    assert done.stderr == ""
+    assert "mirror east->west: mirrored 8 of 10 acked" in done.stdout
+    assert 'alt="mirror lag"' in (run / "report" / "index.html").read_text()
+    assert json.loads((run / "report" / "summary.json").read_text())["spark"]["version"]
