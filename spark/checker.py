@@ -19,6 +19,7 @@ tests/spark/test_checker.py pins them on records with known anomalies.
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
@@ -153,10 +154,8 @@ def _batchwise(spark, ledger: str, plain: DataFrame | None, wanted: list[dict]):
     identities, JSON lines tagged with the ledger; None when the ledger is not plain."""
     if (columns := identities.batch_columns(plain, ledger)) is None:
         return None
-    idhs, seqs = (spark.sparkContext._gateway.new_array(spark._jvm.long, len(wanted)) for _ in range(2))
-    for i, e in enumerate(wanted):
-        idhs[i], seqs[i] = e["idh"], e["seq"]
-    return spark._jvm.dcdrill.Columnar.find(columns.filter(_near(ledger, wanted))._jdf, ledger, idhs, seqs)
+    pairs = struct.pack(f">{2 * len(wanted)}q", *(v for e in wanted for v in (e["idh"], e["seq"])))
+    return spark._jvm.dcdrill.Columnar.find(columns.filter(_near(ledger, wanted))._jdf, ledger, pairs)
 
 
 def _near(ledger: str, wanted: list[dict]):

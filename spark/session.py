@@ -301,15 +301,16 @@ def begin_ending_jvm() -> None:
     if proc is None or _JVM.ending:  # none launched, spark-submit's (our parent), or ending already
         return
     _JVM.ending = True
-    # pyspark's accumulator server reads from the JVM until it closes: shut it first, as
-    # SparkContext.stop() would, or the JVM's exit prints its EOFError traceback.
+    # pyspark's accumulator server reads the JVM's updates until their connection ends, which at
+    # the JVM's exit is an EOFError that socketserver prints. SparkContext.stop() avoids it with
+    # server.shutdown(), which waits for the handler's next one-second poll: 0 to 1 s of every
+    # command (0.02 to 0.3 s measured). The error is expected here; it is not printed instead.
     from pyspark import SparkContext
 
     server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
     if server is not None:
-        with contextlib.suppress(Exception):
-            server.shutdown()
-            server.server_close()
+        server.server_shutdown = True
+        server.handle_error = lambda request, client_address: None
     with contextlib.suppress(Exception):
         gateway.shutdown()
     proc.stdin.close()  # pyspark's JVM ends when its stdin does
