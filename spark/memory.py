@@ -109,7 +109,7 @@ def failure(exc: BaseException, heap: str | None, jvm: subprocess.Popen | None =
         return (f"the record does not fit in the verifier's memory ({given}): raise DCDRILL_SPARK_DRIVER_MEMORY "
                 "(or --conf spark.driver.memory=...; spark.executor.memory on a cluster), e.g. to twice that "
                 "(docs/verifier.md, Verifier memory)")
-    if ended is not None:
+    if ended:  # exit 0: a JVM this process let go once its Spark work was done (session.begin_ending_jvm)
         return (f"the verifier's JVM ended (exit {ended}) while verifying; if it ran out of memory, raise "
                 f"DCDRILL_SPARK_DRIVER_MEMORY (spark.driver.memory; it had {given})")
     return f"cannot be verified: {chain[0].splitlines()[0]}"

@@ -112,3 +112,17 @@ def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches
     counts = _verify(run)
     assert counts["acked_lost"] == counts["acked_unseen"] == 150_000
     assert counts["duplicates_in_log"] == counts["phantoms"] == counts["ack_offset_mismatch"] == 0
+
+
+def test_a_failure_blames_the_jvm_only_when_it_crashed():
+    """memory.failure: a JVM that exited 0 was let go once its Spark work was done (a command's
+    last record), so an error after that is the error's own; a crash or Spark's OOM exit is not."""
+    def ended(code: int) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"])
+        proc.wait()
+        return proc
+
+    error = KeyError("lag_ms")
+    assert memory.failure(error, "4g", ended(0)) == "cannot be verified: KeyError: 'lag_ms'"
+    assert memory.failure(error, "4g", ended(1)).startswith("the verifier's JVM ended (exit 1) while verifying")
+    assert memory.failure(error, "4g", ended(52)).startswith("the record does not fit in the verifier's memory (4g)")
