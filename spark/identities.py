@@ -91,36 +91,39 @@ COLUMNAR_SCAN = "spark.dcdrill.columnarScan"
 
 
 def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict],
-         plain: dict[str, DataFrame | None] | None = None):
+         plain: dict[str, DataFrame | None] | None = None, where: dict[str, dict] | None = None):
     """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept.
     `plain`: the ledgers as read, where ledgers.load found them plain Parquet; those are narrowed
     batch by batch in the JVM (spark/jvm/Columnar.java), the others in SQL (narrow_ledger).
+    `where`: per ledger, the tests that keep its rows of `plain` (ledgers.load's "where").
     Lazy: the screen runs it. Release it (`.release()`) when the identity pass is done."""
     from dcdrill.spark.rollup import WORD_MS
 
     rows = None
     for df, ledger in ((P, "produced"), (A, "audit"), (C, "consumed")):
-        some = ledger_rows(df, ledger, (plain or {}).get(ledger))
+        some = ledger_rows(df, ledger, (plain or {}).get(ledger), (where or {}).get(ledger) or {})
         rows = some if rows is None else rows.union(some)
     starts, ends = fault_bounds(P.sparkSession, faults)
     return P.sparkSession._jvm.dcdrill.Scan.run(rows, partitions, starts, ends, WORD_MS)
 
 
-def batch_columns(plain: DataFrame | None, ledger: str) -> DataFrame | None:
-    """The columns the JVM reads of a plain ledger batch by batch (Columnar.PRODUCED or LOGGED);
-    None when the ledger is not plain or COLUMNAR_SCAN is "false"."""
+def batch_columns(plain: DataFrame | None, ledger: str, where: dict | None = None) -> DataFrame | None:
+    """The columns the JVM reads of a plain ledger batch by batch (Columnar.PRODUCED or LOGGED,
+    then `where`'s); None when the ledger is not plain or COLUMNAR_SCAN is "false"."""
     if plain is None or plain.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() == "false":
         return None
     columnar = plain.sparkSession._jvm.dcdrill.Columnar
-    return plain.select(*(columnar.PRODUCED if ledger == "produced" else columnar.LOGGED))
+    read = list(columnar.PRODUCED if ledger == "produced" else columnar.LOGGED)
+    return plain.select(*read, *[c for c in (where or {}) if c not in read])
 
 
-def ledger_rows(df: DataFrame, ledger: str, plain: DataFrame | None):
+def ledger_rows(df: DataFrame, ledger: str, plain: DataFrame | None, where: dict | None = None):
     """One ledger's narrowed rows, as the JVM's RDD: from Parquet's column batches when the
-    ledger is plain and Spark plans a columnar scan of it, else from the SQL narrowing."""
+    ledger is plain and Spark plans a columnar scan of it (keeping the rows `where` keeps), else
+    from the SQL narrowing of `df`."""
     kernels = df.sparkSession._jvm.dcdrill
-    if (columns := batch_columns(plain, ledger)) is not None:
-        rows = kernels.Columnar.rows(columns._jdf, ledger)
+    if (columns := batch_columns(plain, ledger, where)) is not None:
+        rows = kernels.Columnar.rows(columns._jdf, ledger, where or {})
         if rows is not None:
             return rows
     return kernels.Scan.narrowedRows(narrow_ledger(df, ledger)._jdf)

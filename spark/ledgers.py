@@ -168,9 +168,10 @@ def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | Non
 def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None,
           copies: tuple[str, ...]) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
-    {"files", "format", "torn", "empty", "plain"}; the checker counts bad rows in its first pass.
-    "plain": for Parquet ledgers whose columns have RECORD.md's types and of which no row is
-    left out, the ledger as read (no cast, no added column); else None.
+    {"files", "format", "torn", "empty", "plain", "where"}; the checker counts bad rows in its first pass.
+    "plain": for Parquet ledgers whose columns have RECORD.md's types, the ledger as read (no
+    cast, no added column, every row); else None. "where": the string tests (column: allowed
+    values, None for null) that keep this `cluster`'s rows of "plain"; {} when it keeps them all.
 
     `cluster`: a replicated stack's cluster whose rows these are (RECORD.md): its own audit file,
     audit/<cluster>.*, and the produced and consumed rows of its own clients (records written to
@@ -183,7 +184,7 @@ def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | No
     if not files:
         empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
         return spark.createDataFrame([], empty), \
-            {"files": [], "format": fmt, "torn": 0, "empty": True, "plain": None}
+            {"files": [], "format": fmt, "torn": 0, "empty": True, "plain": None, "where": {}}
     # the rows' own `cluster` column, read only where a cluster's rows are picked out of others'
     by_cluster = bool(cluster) and kind in ("produced", "consumed")
     if fmt == "parquet":
@@ -199,10 +200,12 @@ def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | No
         picked = by_cluster and "cluster" in df.columns  # rows of other clusters are left out
         if picked:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
-        # Read as it is (no column cast, no row left out), the scan may read its column batches
-        # (identities.scan): `plain` keeps the uncast ledger for that.
-        plain = raw if not picked and not (copies and kind == "audit") and \
+        # Read as it is (no column cast), the scan may read its column batches (identities.scan):
+        # `plain` keeps the uncast ledger for that, and `where` which of its rows are this
+        # cluster's, tested as the batches are read.
+        plain = raw if not (copies and kind == "audit") and \
             all(raw.schema[c].dataType == t for c, t in schema.items()) else None
+        where = {"cluster": [None, cluster]} if picked and plain is not None else {}
         df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
         torn = 0
     else:
@@ -224,7 +227,8 @@ def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | No
         df = _with_in_flight(spark, record, df, cluster if by_cluster else None)
     if copies and kind == "audit":
         df = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
-    return df, {"files": files, "format": fmt, "torn": torn, "empty": False, "plain": plain}
+    return df, {"files": files, "format": fmt, "torn": torn, "empty": False, "plain": plain,
+                "where": where if fmt == "parquet" else {}}
 
 
 def _with_in_flight(spark: SparkSession, record: DrillRecord, df: DataFrame, cluster: str | None) -> DataFrame:

@@ -123,7 +123,8 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     progress("spark session and ledgers")
     # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
     plain = {kind: info["plain"] for kind, (_, info) in ledgers.items()}  # read batch by batch where they can be
-    scanned = identities.scan(P, A, C, partitions, faults, plain)
+    where = {kind: info["where"] for kind, (_, info) in ledgers.items()}  # a replicated record's home rows
+    scanned = identities.scan(P, A, C, partitions, faults, plain, where)
     # Jobs of their own, each submitted as soon as what it needs is known, so that one's driver
     # work (collecting, parsing) overlaps another's tasks: the single-ledger tables and the
     # identity pass read the scan's cache; the report's first lost or duplicated records are named
@@ -136,7 +137,7 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
                      f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
             ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
             ident = identities.identity_pass(scanned, C, scr, faults)
-            named = pool.submit(checker.examples, P, A, ident, plain)
+            named = pool.submit(checker.examples, P, A, ident, {k: v for k, v in plain.items() if not where[k]})
             lw = ledgerwise.result()
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # no job still reading the cache released below

@@ -38,6 +38,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The scan's narrowing (spark/identities.py narrow_ledger) done on Parquet's column batches, for
@@ -63,16 +64,26 @@ public final class Columnar {
      *  plain columnar Parquet scan (the caller then narrows in SQL). ledger: produced, audit or
      *  consumed; `rows` must select that ledger's columns above, with RECORD.md's types. */
     public static JavaRDD<InternalRow> rows(Dataset<Row> rows, String ledger) {
+        return rows(rows, ledger, Map.of());
+    }
+
+    /** The same for the rows that pass `where` (WhereTests; a replicated record's rows of the home
+     *  cluster: {"cluster": [null, home]}), whose columns `rows` selects after the ledger's. */
+    public static JavaRDD<InternalRow> rows(Dataset<Row> rows, String ledger, Map<String, List<String>> where) {
         FileSourceScanExec scan = plainScan(rows.queryExecution().executedPlan(), false);
         int[] at = scan == null ? null : columns(scan, ledger.equals("produced") ? PRODUCED : LOGGED);
         if (at == null) return null;
+        WhereTests filter = new WhereTests(where);
+        int[] tested = columns(scan, filter.columns);
+        if (tested == null) return null;
         int kind = switch (ledger) {
             case "produced" -> Screen.P_OK;
             case "audit" -> Screen.A_ROW;
             case "consumed" -> Screen.C_ROW;
             default -> throw new IllegalArgumentException("ledger " + ledger + " is none of produced, audit, consumed");
         };
-        return scan.executeColumnar().toJavaRDD().mapPartitions(batches -> new Rows(batches, kind, at));
+        return scan.executeColumnar().toJavaRDD()
+                .mapPartitions(batches -> new Rows(batches, kind, at, filter.columns.length == 0 ? null : filter.bound(), tested));
     }
 
     /** The rows of a plain produced or audit ledger that hold one of the identities (idhs[i],
@@ -198,31 +209,39 @@ public final class Columnar {
                 dcs = new BatchStrings();
         private ColumnVector c0, c1, c2, c3, c4, c5, c6, c7, c8;
         private int i, n;
+        private final WhereTests.Bound where;  // null: every row
+        private final int[] tested;
 
-        Rows(Iterator<ColumnarBatch> batches, int ledger, int[] at) {
+        Rows(Iterator<ColumnarBatch> batches, int ledger, int[] at, WhereTests.Bound where, int[] tested) {
             this.batches = batches;
             this.ledger = ledger;
             this.at = at;
+            this.where = where;
+            this.tested = tested;
         }
 
         @Override public boolean hasNext() {
-            while (i >= n) {
-                if (!batches.hasNext()) return false;
-                ColumnarBatch b = batches.next();
-                n = b.numRows();
-                i = 0;
-                ColumnVector[] v = new ColumnVector[at.length];
-                for (int k = 0; k < at.length; k++) v[k] = b.column(at[k]);
-                if (ledger == Screen.P_OK) {
-                    c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4]; c5 = v[5]; c6 = v[6]; c7 = v[7]; c8 = v[8];
-                    producers.bind(c0); topics.bind(c2); statuses.bind(c5); dcs.bind(c8);
-                    lastDc = lastTopic = -2;  // ids of another chunk may mean other values
-                } else {
-                    c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4];
-                    topics.bind(c0); producers.bind(c3);
+            while (true) {
+                while (i >= n) {
+                    if (!batches.hasNext()) return false;
+                    ColumnarBatch b = batches.next();
+                    n = b.numRows();
+                    i = 0;
+                    ColumnVector[] v = new ColumnVector[at.length];
+                    for (int k = 0; k < at.length; k++) v[k] = b.column(at[k]);
+                    if (ledger == Screen.P_OK) {
+                        c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4]; c5 = v[5]; c6 = v[6]; c7 = v[7]; c8 = v[8];
+                        producers.bind(c0); topics.bind(c2); statuses.bind(c5); dcs.bind(c8);
+                        lastDc = lastTopic = -2;  // ids of another chunk may mean other values
+                    } else {
+                        c0 = v[0]; c1 = v[1]; c2 = v[2]; c3 = v[3]; c4 = v[4];
+                        topics.bind(c0); producers.bind(c3);
+                    }
+                    if (where != null) where.bind(b, tested);
                 }
+                if (where == null || where.pass(i)) return true;
+                i++;  // a row the filter leaves out
             }
-            return true;
         }
 
         @Override public InternalRow next() {

@@ -36,7 +36,8 @@ public final class MirrorBatches {
         int s = Arrays.asList(MirrorFold.SIDES).indexOf(side);
         if (s < 0) throw new IllegalArgumentException("side " + side + " is none of " + Arrays.toString(MirrorFold.SIDES));
         boolean logged = s == MirrorFold.SOURCE || s == MirrorFold.TARGET;
-        String[] tests = where.keySet().toArray(new String[0]);
+        WhereTests filter = new WhereTests(where);
+        String[] tests = filter.columns;
         // read: producer_id, seq, the time, the offset, the tests' columns, the partition (the
         // offset and partition only for X and R); names: the same without repeats, for the scan
         List<String> read = new java.util.ArrayList<>(List.of("producer_id", "seq", ts == null ? "seq" : ts,
@@ -50,15 +51,8 @@ public final class MirrorBatches {
         if (at == null) return null;
         int[] cols = read.stream().mapToInt(c -> at[Arrays.asList(names).indexOf(c)]).toArray();
         if (!logged) cols[cols.length - 1] = -1;
-        UTF8String[][] allowed = new UTF8String[tests.length][];
-        boolean[] nulls = new boolean[tests.length];
-        for (int i = 0; i < tests.length; i++) {
-            List<String> values = where.get(tests[i]);
-            allowed[i] = values.stream().filter(v -> v != null).map(UTF8String::fromString).toArray(UTF8String[]::new);
-            nulls[i] = values.contains(null);
-        }
         return scan.executeColumnar().toJavaRDD()
-                .mapPartitions(batches -> new Packer(batches, s, logged, cols, allowed, nulls, partitions));
+                .mapPartitions(batches -> new Packer(batches, s, logged, cols, filter, partitions));
     }
 
     /** One task: its batches' rows of the side, tested, hashed and packed per reducer. */
@@ -67,22 +61,18 @@ public final class MirrorBatches {
         private final int side;
         private final boolean logged;
         private final int[] cols;  // producer_id, seq, ts, offset, the tests' columns, partition (-1: none)
-        private final UTF8String[][] allowed;
-        private final boolean[] nulls;
+        private final int[] tested;  // the tests' columns
+        private final WhereTests.Bound tests;
         private final BatchStrings producers = new BatchStrings();
-        private final BatchStrings[] tested;
 
-        Packer(Iterator<ColumnarBatch> batches, int side, boolean logged, int[] cols, UTF8String[][] allowed,
-               boolean[] nulls, int partitions) {
+        Packer(Iterator<ColumnarBatch> batches, int side, boolean logged, int[] cols, WhereTests tests, int partitions) {
             super(partitions);
             this.batches = batches;
             this.side = side;
             this.logged = logged;
             this.cols = cols;
-            this.allowed = allowed;
-            this.nulls = nulls;
-            this.tested = new BatchStrings[allowed.length];
-            for (int i = 0; i < tested.length; i++) tested[i] = new BatchStrings();
+            this.tested = Arrays.copyOfRange(cols, 4, 4 + tests.columns.length);
+            this.tests = tests.bound();
         }
 
         /** One batch's rows. */
@@ -91,15 +81,10 @@ public final class MirrorBatches {
             ColumnarBatch b = batches.next();
             ColumnVector id = b.column(cols[0]), seq = b.column(cols[1]), ts = b.column(cols[2]), off = b.column(cols[3]);
             ColumnVector part = cols[cols.length - 1] < 0 ? null : b.column(cols[cols.length - 1]);
-            ColumnVector[] test = new ColumnVector[tested.length];
             producers.bind(id);
-            for (int i = 0; i < tested.length; i++) tested[i].bind(test[i] = b.column(cols[4 + i]));
-            rows:
+            tests.bind(b, tested);
             for (int r = 0, n = b.numRows(); r < n; r++) {
-                if (id.isNullAt(r) || seq.isNullAt(r) || ts.isNullAt(r)) continue;
-                for (int i = 0; i < test.length; i++) {
-                    if (test[i].isNullAt(r) ? !nulls[i] : !tested[i].in(r, allowed[i])) continue rows;
-                }
+                if (id.isNullAt(r) || seq.isNullAt(r) || ts.isNullAt(r) || !tests.pass(r)) continue;
                 add(producers.hash(r), seq.getLong(r), ts.getLong(r),
                         logged && !off.isNullAt(r) ? off.getLong(r) : MirrorFold.NONE, side,
                         part == null || part.isNullAt(r) ? -1 : part.getInt(r));

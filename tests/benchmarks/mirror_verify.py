@@ -2,7 +2,8 @@
 
 Generates the verifier benchmark's drill record (tests/benchmarks/verifier_vs_duckdb.py: N
 produced records, Parquet) as a stretched record, then the same ledgers as a replicated record:
-the audit becomes east's (`audit/east.parquet`) and a copy of it in west (`audit/west.parquet`,
+the audit becomes east's (`audit/east.parquet`), the produced and consumed rows name east as
+their cluster, and a copy of the audit is in west (`audit/west.parquet`,
 topic `east.bench`, appended 200 ms later, every 2000th record not copied and every 5000th copied
 twice), with a failover 5 s into the fault. Times `dcdrill verify` (a fresh process each) on
 both, in turn, `--rounds` times, and prints the medians and their ratio; the issue's goal is at
@@ -44,6 +45,14 @@ def replicate(stretched: Path, run: Path) -> dict:
                 "(FORMAT parquet)")
     for f in parts:
         f.unlink()
+    # RECORD.md: a replicated record's produced and consumed rows name their cluster (here every
+    # producer and the group before its failover are east's); the home counts keep those rows.
+    for kind in ("produced", "consumed"):
+        files = sorted((run / kind).glob("*.parquet"))
+        con.execute(f"COPY (SELECT *, 'east' AS cluster FROM read_parquet({[str(f) for f in files]})) "
+                    f"TO '{run}/{kind}/east.parquet' (FORMAT parquet)")
+        for f in files:
+            f.unlink()
     src = f"read_parquet('{run}/audit/east.parquet')"
     con.execute(f"""COPY (
         SELECT 'east.' || topic AS topic, partition, "offset", producer_id, seq, timestamp_ms + 200 AS timestamp_ms

@@ -124,7 +124,15 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
     from dcdrill.spark.ledgers import load
 
     run = replicated(tmp_path / "run")
+    # west's own producer, which the home (east) counts must leave out, as they leave out c3's rows
+    with open(run / "produced" / "p9.jsonl", "w") as f:
+        f.writelines(json.dumps({**records.p("p9", i, "ok", 0, i, 1000 + 100 * i, dc="dc-b"), "cluster": "west"}) + "\n"
+                     for i in range(4))
     as_parquet(spark, run, dictionary)
+    # the home cluster's rows of both ledgers are read batch by batch, the other cluster's left out as they are read
+    for kind in ("produced", "consumed"):
+        info = load(spark, DrillRecord(str(run)), kind, "east")[1]
+        assert info["plain"] is not None and info["where"] == {"cluster": [None, "east"]}, kind
     plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
     assert spark._jvm.dcdrill.MirrorBatches.side(plain._jdf, "consumed_before", None, {"group": ["g"]}, 3) is not None
     summaries = []
@@ -143,7 +151,11 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
         fo = s["failovers"][0]
         assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
         assert s["mirror_loops"] == {"east": 1, "west": 1}
+        # east's own: its producer's 10 records, every one in its log; c1 read 0..4 (c3's reads on west are not east's)
+        assert (s["counts"]["produced"], s["counts"]["acked_lost"], s["counts"]["phantoms"]) == (10, 0, 0)
     assert summaries[0]["mirrors"] == summaries[1]["mirrors"] and summaries[0]["failovers"] == summaries[1]["failovers"]
+    for key in ("counts", "by_partition", "by_dc", "phases", "examples"):
+        assert summaries[0][key] == summaries[1][key], key
 
 
 def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path, spark):
