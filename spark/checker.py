@@ -114,19 +114,22 @@ def more_offset_mismatches(P: DataFrame, A: DataFrame, ident: Identities) -> int
     return acked.join(_rows_of(A, "audit", cand, cols), cols, "left_anti").count()
 
 
-def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None = None) -> list[dict]:
+def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None = None,
+             where: dict | None = None) -> list[dict]:
     """The first lost or duplicated records (the identity pass's examples, earliest send first)
     named as the report lists them: producer, seq, where it was acknowledged (topic, partition,
     offset) and the offsets the log holds it at. One more read of the produced and audit ledgers,
     which looks at a row's name only when its seq is an example's. `plain`: the ledgers as read,
     where they are plain Parquet (ledgers.load); those are read batch by batch in the JVM
-    (Columnar.find, cheaper cold than the same lookup planned in SQL)."""
+    (Columnar.find, cheaper cold than the same lookup planned in SQL), keeping the rows their
+    `where` (ledgers.load's) keeps."""
     if not ident.examples:
         return []
     spark = P.sparkSession
     found, batchwise = [], None
     for ledger, df in (("produced", P), ("audit", A)):
-        if (rows := _batchwise(spark, ledger, (plain or {}).get(ledger), ident.examples)) is not None:
+        if (rows := _batchwise(spark, ledger, (plain or {}).get(ledger), ident.examples,
+                               (where or {}).get(ledger) or {})) is not None:
             batchwise = rows if batchwise is None else batchwise.union(rows)  # one job for both
         else:
             found += [{**r, "ledger": ledger} for r in _holding(spark, ledger, df, ident.examples)]
@@ -149,13 +152,14 @@ def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None =
     return out
 
 
-def _batchwise(spark, ledger: str, plain: DataFrame | None, wanted: list[dict]):
-    """Columnar.find on a plain ledger: the JVM's lazy RDD of its rows that hold one of the `wanted`
-    identities, JSON lines tagged with the ledger; None when the ledger is not plain."""
-    if (columns := identities.batch_columns(plain, ledger)) is None:
+def _batchwise(spark, ledger: str, plain: DataFrame | None, wanted: list[dict], where: dict):
+    """Columnar.find on a plain ledger: the JVM's lazy RDD of its rows that pass `where` and hold
+    one of the `wanted` identities, JSON lines tagged with the ledger; None when the ledger is not
+    plain."""
+    if (columns := identities.batch_columns(plain, ledger, where)) is None:
         return None
     pairs = struct.pack(f">{2 * len(wanted)}q", *(v for e in wanted for v in (e["idh"], e["seq"])))
-    return spark._jvm.dcdrill.Columnar.find(columns.filter(_near(ledger, wanted))._jdf, ledger, pairs)
+    return spark._jvm.dcdrill.Columnar.find(columns.filter(_near(ledger, wanted))._jdf, ledger, pairs, where)
 
 
 def _near(ledger: str, wanted: list[dict]):

@@ -107,15 +107,30 @@ def packed_side(df: DataFrame, plain: DataFrame | None, name: str, ts: str | Non
     return jvm.MirrorFold.packed(narrow_side(df, name, ts, name in ("source", "target"))._jdf, partitions)
 
 
-def fold_sides(spark, sides: list, instants: dict[str, int | None], reached: dict[int, int] | None,
-               partitions: int) -> dict:
-    """The flow's counts from its sides' packed chunks (packed_side), as spark/jvm/MirrorFold.java
-    folds them: `instants` start, end, at, steady_from and steady_to; `reached`, with a failover
-    folded in, the highest offset of R its group consumed per partition."""
+def consumed_sides(C_plain: DataFrame | None, fo: dict, partitions: int):
+    """The failed-over group's consumed rows before and after its failover as the fold's two
+    consumed sides, read once batch by batch (MirrorBatches.consumed, which also finds how far
+    the group got in R): the JVM's Consumed, or None where the ledger is not plain Parquet with
+    `group` and `cluster` columns (the caller then narrows each side in SQL)."""
+    if C_plain is None or not {"group", "cluster"} <= set(C_plain.columns) \
+            or C_plain.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() == "false":
+        return None
+    return C_plain.sparkSession._jvm.dcdrill.MirrorBatches.consumed(
+        C_plain._jdf, fo["group"], [None, fo["from"]], [fo["to"]], partitions)
+
+
+def fold_sides(spark, sides: list, instants: dict[str, int | None], reached, partitions: int) -> dict:
+    """The flow's counts from its sides' packed chunks (packed_side, consumed_sides), as
+    spark/jvm/MirrorFold.java folds them: `instants` start, end, at, steady_from and steady_to;
+    `reached`, with a failover folded in, the highest offset of R its group consumed per
+    partition, or the JVM's Consumed that finds it while its chunks are read."""
     packed = sides[0]
     for more in sides[1:]:
         packed = packed.union(more)
-    return json.loads(spark._jvm.dcdrill.MirrorFold.fold(packed, instants, reached, partitions))
+    fold = spark._jvm.dcdrill.MirrorFold
+    if reached is not None and not isinstance(reached, dict):
+        return json.loads(fold.foldReaching(packed, instants, reached, partitions))
+    return json.loads(fold.fold(packed, instants, reached, partitions))
 
 
 # Seqs per task of the fold: about 128 of MirrorFold's 4096-seq blocks (~25 MB of arrays) each.
@@ -160,7 +175,9 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
              packed_side(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
              packed_side(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
     reached = None
-    if fo is not None:
+    if fo is not None and (reached := consumed_sides(C_plain, fo, partitions)) is not None:
+        sides.append(reached.chunks())
+    elif fo is not None:
         before, after, reached = _failover_rows(C, fo)
         group = {"group": [fo["group"]]}
         sides.append(packed_side(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]},
@@ -209,18 +226,43 @@ def _origins(spark, record: DrillRecord, cluster: str) -> DataFrame | None:
 def mirror_loops(spark, record: DrillRecord, clusters: list[str], topic: str | None) -> dict[str, int]:
     """Rows in a cluster's audit that started in that very cluster yet sit in a copy: by the copy's
     name (`<cluster>.…` or `….<cluster>.…`), or by the origin header MM2 copied with them (any
-    topic but the cluster's own drill topic)."""
+    topic but the cluster's own drill topic). A plain Parquet audit is read batch by batch
+    (MirrorBatches.loops), any other in SQL (loops_in_sql, the reference); one job each."""
+    out, in_sql, batchwise = dict.fromkeys(clusters, 0), [], None
+    for i, c in enumerate(clusters):
+        _, info = load(spark, record, "audit", c)
+        rows = None
+        if info["plain"] is not None and spark.conf.get(COLUMNAR_SCAN, "true").lower() != "false":
+            pruned = info["plain"].filter(_loop_test(c, topic, "origin" in info["plain"].columns))
+            rows = spark._jvm.dcdrill.MirrorBatches.loops(pruned._jdf, i, c, topic)
+        if rows is None:
+            in_sql.append(c)
+        else:
+            batchwise = rows if batchwise is None else batchwise.union(rows)
+    if batchwise is not None:
+        for index, n in batchwise.collect():
+            out[clusters[index]] += n
+    out.update(loops_in_sql(spark, record, in_sql, topic))
+    return out
+
+
+def _loop_test(cluster: str, topic: str | None, origins: bool):
+    """mirror_loops' test of an audit row, as a filter. No coalesce around the origin's test: a
+    null there drops the row all the same, and bare comparisons are pushed down to Parquet,
+    whose row-group statistics and dictionaries then skip what holds no loop (usually all of
+    it) unread."""
+    named = F.col("topic").startswith(f"{cluster}.") | F.col("topic").contains(f".{cluster}.")
+    return named | ((F.col("origin") == cluster) & (F.col("topic") != F.lit(topic))) if origins else named
+
+
+def loops_in_sql(spark, record: DrillRecord, clusters: list[str], topic: str | None) -> dict[str, int]:
+    """mirror_loops' counts for `clusters` in Spark SQL."""
     out, loops = dict.fromkeys(clusters, 0), None
     for c in clusters:
         a = _origins(spark, record, c)
         if a is None:
             continue
-        named = F.col("topic").startswith(f"{c}.") | F.col("topic").contains(f".{c}.")
-        # No coalesce around the origin's test: a null there drops the row all the same, and a bare
-        # comparison is pushed down to Parquet, whose row-group statistics then skip what holds
-        # no loop (usually all of it) unread.
-        came_back = (F.col("origin") == c) & (F.col("topic") != F.lit(topic))
-        a = a.filter(named | came_back).select(F.lit(c).alias("cluster"))
+        a = a.filter(_loop_test(c, topic, True)).select(F.lit(c).alias("cluster"))
         loops = a if loops is None else loops.unionByName(a)
     if loops is not None:  # one job for every cluster
         out.update({r["cluster"]: r["count"] for r in loops.groupBy("cluster").count().collect()})

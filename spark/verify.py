@@ -137,7 +137,7 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
                      f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
             ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
             ident = identities.identity_pass(scanned, C, scr, faults)
-            named = pool.submit(checker.examples, P, A, ident, {k: v for k, v in plain.items() if not where[k]})
+            named = pool.submit(checker.examples, P, A, ident, plain, where)
             lw = ledgerwise.result()
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # no job still reading the cache released below

@@ -110,6 +110,14 @@ final class BatchStrings {
         return matches[id] == 2;
     }
 
+    /** Whether the value passes `test` (always the same test for one column, and never in() too). */
+    boolean matches(int r, java.util.function.Predicate<UTF8String> test) {
+        if (ids == null) return test.test(v.getUTF8String(r));
+        int id = id(r);
+        if (matches[id] == 0) matches[id] = (byte) (test.test(v.getUTF8String(r)) ? 2 : 1);
+        return matches[id] == 2;
+    }
+
     private static boolean contains(UTF8String[] values, UTF8String s) {
         for (UTF8String value : values) if (value.equals(s)) return true;
         return false;

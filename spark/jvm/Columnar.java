@@ -86,10 +86,12 @@ public final class Columnar {
     }
 
     /** The rows of a plain produced or audit ledger that hold one of the identities (idhs[i],
-     *  seqs[i]), as JSON lines {idh, seq, producer_id, topic, partition, offset, ledger}, one string per
-     *  task: what the report names its examples with (spark/checker.py examples). Lazy; null when
-     *  the ledger is not plain. */
-    public static JavaRDD<String> find(Dataset<Row> rows, String ledger, byte[] identities) {
+     *  seqs[i]) and pass `where` (WhereTests, as rows() takes it; its columns selected after the
+     *  ledger's), as JSON lines {idh, seq, producer_id, topic, partition, offset, ledger}, one
+     *  string per task: what the report names its examples with (spark/checker.py examples). Lazy;
+     *  null when the ledger is not plain. */
+    public static JavaRDD<String> find(Dataset<Row> rows, String ledger, byte[] identities,
+                                       Map<String, List<String>> where) {
         // (idh, seq) pairs as big-endian longs: one py4j call, where filling two long arrays took
         // two per identity (about 0.2 s for 100 while the driver's other thread held Python's lock)
         java.nio.LongBuffer pairs = java.nio.ByteBuffer.wrap(identities).asLongBuffer();
@@ -98,18 +100,21 @@ public final class Columnar {
             idhs[i] = pairs.get();
             seqs[i] = pairs.get();
         }
-        return find(rows, ledger, idhs, seqs);
+        return find(rows, ledger, idhs, seqs, where);
     }
 
-    static JavaRDD<String> find(Dataset<Row> rows, String ledger, long[] idhs, long[] seqs) {
+    static JavaRDD<String> find(Dataset<Row> rows, String ledger, long[] idhs, long[] seqs,
+                                Map<String, List<String>> where) {
         FileSourceScanExec scan = plainScan(rows.queryExecution().executedPlan(), true);
         boolean produced = ledger.equals("produced");
         int[] at = scan == null ? null : columns(scan, produced ? PRODUCED : LOGGED);
-        if (at == null) return null;
+        WhereTests filter = new WhereTests(where);
+        int[] tested = scan == null ? null : columns(scan, filter.columns);
+        if (at == null || tested == null) return null;
         // producer_id, seq, topic, partition, offset, by their place in PRODUCED or LOGGED
         int[] pick = produced ? new int[] {at[0], at[1], at[2], at[3], at[7]} : new int[] {at[3], at[4], at[0], at[1], at[2]};
-        return scan.executeColumnar().toJavaRDD()
-                .mapPartitions(batches -> List.of(Finder.find(batches, ledger, pick, idhs, seqs)).iterator());
+        return scan.executeColumnar().toJavaRDD().mapPartitions(batches -> List.of(
+                Finder.find(batches, ledger, pick, idhs, seqs, filter.bound(), tested)).iterator());
     }
 
     /** Where each of `wanted` sits among the scan's columns, or null when one is missing or not of
@@ -179,7 +184,7 @@ public final class Columnar {
     static DataType type(String column) {
         return switch (column) {
             case "partition" -> DataTypes.IntegerType;
-            case "producer_id", "topic", "status", "dc", "group", "cluster" -> DataTypes.StringType;
+            case "producer_id", "topic", "status", "dc", "group", "cluster", "origin" -> DataTypes.StringType;
             default -> DataTypes.LongType;
         };
     }
@@ -341,7 +346,8 @@ public final class Columnar {
 
     /** One task of find(): a row's seq is looked up first, its producer id hashed only then. */
     static final class Finder {
-        static String find(Iterator<ColumnarBatch> batches, String ledger, int[] pick, long[] idhs, long[] seqs) {
+        static String find(Iterator<ColumnarBatch> batches, String ledger, int[] pick, long[] idhs, long[] seqs,
+                           WhereTests.Bound tests, int[] tested) {
             LongPairMap wanted = new LongPairMap(2, idhs.length);
             for (int i = 0; i < idhs.length; i++) wanted.at(idhs[i], seqs[i]);
             long[] sorted = Arrays.stream(seqs).distinct().sorted().toArray();
@@ -353,8 +359,10 @@ public final class Columnar {
                         partition = b.column(pick[3]), offset = b.column(pick[4]);
                 producers.bind(producer);
                 topics.bind(topic);
+                tests.bind(b, tested);
                 for (int r = 0, n = b.numRows(); r < n; r++) {
-                    if (seq.isNullAt(r) || Arrays.binarySearch(sorted, seq.getLong(r)) < 0 || producer.isNullAt(r)) continue;
+                    if (seq.isNullAt(r) || Arrays.binarySearch(sorted, seq.getLong(r)) < 0 || producer.isNullAt(r)
+                            || !tests.pass(r)) continue;
                     long idh = producers.hash(r), s = seq.getLong(r);
                     if (wanted.find(idh, s) < 0) continue;
                     out.append("{\"idh\":").append(idh).append(",\"seq\":").append(s)

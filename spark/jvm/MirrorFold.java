@@ -12,6 +12,7 @@ import java.util.NoSuchElementException;
 import java.util.TreeMap;
 
 import org.apache.spark.HashPartitioner;
+import org.apache.spark.ShuffleDependency;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
@@ -70,32 +71,54 @@ public final class MirrorFold {
 
     /** The flow's counts as JSON (keys: counts, lag, steady, timeline, inversions, failover) from
      *  its sides' packed chunks (packed(), or MirrorBatches.side for a plain Parquet ledger), with
-     *  `partitions` reducers. `reached`: the highest offset of R
-     *  the failed-over group consumed, per partition; null when no failover is folded here (then
-     *  `failover` is null). */
+     *  `partitions` reducers. `reached`: the highest offset of R the failed-over group consumed,
+     *  per partition; null when no failover is folded here (then `failover` is null). */
     public static String fold(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,
                               Map<? extends Number, ? extends Number> reached, int partitions) {
+        JavaPairRDD<Integer, long[]> shuffled = shuffled(packed, partitions);
+        return fold(shuffled, instants, reached == null ? null : limits(reached));
+    }
+
+    /** The same with the failed-over group's consumed rows among the sides as
+     *  MirrorBatches.consumed read them: how far the group got in R is known once that read is
+     *  done, so the shuffle's map stage runs first and the fold reads its outputs after. */
+    public static String foldReaching(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,
+                                      MirrorBatches.Consumed consumed, int partitions) {
+        JavaPairRDD<Integer, long[]> shuffled = shuffled(packed, partitions);
+        ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
+        try {
+            shuffled.context().submitMapStage(dependency).get();
+        } catch (org.apache.spark.SparkException e) {
+            throw new IllegalStateException("the mirror fold's map stage failed: " + e.getMessage(), e);
+        }
+        return fold(shuffled, instants, limits(consumed.reached()));
+    }
+
+    // Each task packs its rows into chunks per reducer (a block's rows all go to one), and only
+    // those chunks are shuffled: Spark SQL's exchange of one row at a time took most of a
+    // 10M-record fold.
+    private static JavaPairRDD<Integer, long[]> shuffled(JavaRDD<Tuple2<Integer, long[]>> packed, int partitions) {
+        return JavaPairRDD.fromJavaRDD(packed).partitionBy(new HashPartitioner(partitions));
+    }
+
+    private static long[] limits(Map<? extends Number, ? extends Number> reached) {
+        int size = 0;
+        for (Number p : reached.keySet()) size = Math.max(size, p.intValue() + 1);
+        long[] upTo = new long[size];
+        Arrays.fill(upTo, NONE);
+        for (Map.Entry<? extends Number, ? extends Number> e : reached.entrySet())
+            upTo[e.getKey().intValue()] = e.getValue().longValue();
+        return upTo;
+    }
+
+    private static String fold(JavaPairRDD<Integer, long[]> shuffled, Map<String, ? extends Number> instants,
+                               long[] limits) {
         for (String name : INSTANTS) {
             if (!instants.containsKey(name)) throw new IllegalArgumentException("instant " + name + " missing");
         }
         long[] at = new long[INSTANTS.length];
         for (int i = 0; i < at.length; i++) at[i] = instants.get(INSTANTS[i]) == null ? NONE : instants.get(INSTANTS[i]).longValue();
-        long[] upTo = null;
-        if (reached != null) {
-            int size = 0;
-            for (Number p : reached.keySet()) size = Math.max(size, p.intValue() + 1);
-            upTo = new long[size];
-            Arrays.fill(upTo, NONE);
-            for (Map.Entry<? extends Number, ? extends Number> e : reached.entrySet())
-                upTo[e.getKey().intValue()] = e.getValue().longValue();
-        }
-        final long[] limits = upTo;
-        // Each task packs its rows into chunks per reducer (a block's rows all go to one), and
-        // only those chunks are shuffled: Spark SQL's exchange of one row at a time took most of
-        // a 10M-record fold.
-        List<Part> parts = JavaPairRDD.fromJavaRDD(packed)
-                .partitionBy(new HashPartitioner(partitions))
-                .mapPartitions(it -> {
+        List<Part> parts = shuffled.mapPartitions(it -> {
                     Part p = new Part(at, limits);
                     while (it.hasNext()) p.addAll(it.next()._2());
                     return List.of(p.fold()).iterator();

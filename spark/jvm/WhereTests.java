@@ -25,7 +25,7 @@ final class WhereTests implements java.io.Serializable {
         for (int i = 0; i < columns.length; i++) {
             List<String> values = where.get(columns[i]);
             allowed[i] = values.stream().filter(v -> v != null).map(UTF8String::fromString).toArray(UTF8String[]::new);
-            nulls[i] = values.contains(null);
+            nulls[i] = values.stream().anyMatch(v -> v == null);  // List.of(...).contains(null) throws
         }
     }
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from dcdrill import exits
-from dcdrill.spark import report_files, verify
+from dcdrill.spark import mirrors, report_files, verify
 from tests import records
 from tests.records import TOPIC, verified
 
@@ -135,6 +135,10 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
         assert info["plain"] is not None and info["where"] == {"cluster": [None, "east"]}, kind
     plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
     assert spark._jvm.dcdrill.MirrorBatches.side(plain._jdf, "consumed_before", None, {"group": ["g"]}, 3) is not None
+    # the failed-over group's two sides in one read, and the loops: batch by batch too
+    assert mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3) is not None
+    audit = load(spark, DrillRecord(str(run)), "audit", "west")[1]["plain"]
+    assert spark._jvm.dcdrill.MirrorBatches.loops(audit._jdf, 0, "west", REMOTE) is not None
     summaries = []
     for batchwise in ("true", "false"):
         spark.conf.set(identities.COLUMNAR_SCAN, batchwise)
