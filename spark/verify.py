@@ -164,6 +164,10 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     samples = record.coordination()
     coordination.attach(summary["faults"], samples, topology)
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
+    # The plots need none of the mirror checks: drawn while the fold runs in the JVM.
+    drawing = concurrent.futures.ThreadPoolExecutor(1)
+    plotted = drawing.submit(report.plots, summary)
+    drawing.shutdown(wait=False)
     if home:
         topics = {r["topic"] for r in summary["by_partition"]}  # the home cluster's producers'
         summary.update(mirrors.check(spark, record, topology, summary["faults"], record.failovers(),
@@ -173,7 +177,7 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
     if when_spark_done is not None and not record.remote:  # no Spark call below this line
         named.add_done_callback(lambda job: job.cancelled() or job.exception() or when_spark_done())
-    imgs = report.plots(summary)  # drawn while the examples' job runs (they are not plotted)
+    imgs = plotted.result()
     summary["examples"] = named.result()
     summary["verdict"], summary["violations"], summary["rules"] = verdict.evaluate(topology, summary)
     summary["prediction_checks"] = verdict.prediction_checks(topology, summary)
