@@ -32,7 +32,7 @@ public final class MirrorBatches {
      *  lets a null through) and that have a producer id, a seq and a `ts`; `offset` and
      *  `partition` go with the rows of X and R. null when Spark does not plan a plain columnar
      *  scan of it (the caller then narrows in SQL). */
-    public static JavaRDD<Tuple2<Integer, long[]>> side(Dataset<Row> plain, String side, String ts,
+    public static JavaRDD<Tuple2<Integer, int[]>> side(Dataset<Row> plain, String side, String ts,
                                                         Map<String, List<String>> where, int partitions) {
         int s = Arrays.asList(MirrorFold.SIDES).indexOf(side);
         if (s < 0) throw new IllegalArgumentException("side " + side + " is none of " + Arrays.toString(MirrorFold.SIDES));
@@ -70,7 +70,7 @@ public final class MirrorBatches {
         if (cols == null) return null;
         WhereTests sideBefore = new WhereTests(where(group, before)), sideAfter = new WhereTests(where(group, after));
         CollectionAccumulator<long[]> reach = scan.session().sparkContext().collectionAccumulator("mirror fold reach");
-        JavaRDD<Tuple2<Integer, long[]>> chunks = scan.executeColumnar().toJavaRDD()
+        JavaRDD<Tuple2<Integer, int[]>> chunks = scan.executeColumnar().toJavaRDD()
                 .mapPartitions(batches -> new ConsumedPacker(batches, cols, sideBefore, sideAfter, reach, partitions));
         return new Consumed(chunks, reach);
     }
@@ -84,15 +84,15 @@ public final class MirrorBatches {
 
     /** consumed()'s chunks, and how far the group got in R once they have all been read. */
     public static final class Consumed {
-        private final JavaRDD<Tuple2<Integer, long[]>> chunks;
+        private final JavaRDD<Tuple2<Integer, int[]>> chunks;
         private final CollectionAccumulator<long[]> reach;
 
-        Consumed(JavaRDD<Tuple2<Integer, long[]>> chunks, CollectionAccumulator<long[]> reach) {
+        Consumed(JavaRDD<Tuple2<Integer, int[]>> chunks, CollectionAccumulator<long[]> reach) {
             this.chunks = chunks;
             this.reach = reach;
         }
 
-        public JavaRDD<Tuple2<Integer, long[]>> chunks() { return chunks; }
+        public JavaRDD<Tuple2<Integer, int[]>> chunks() { return chunks; }
 
         /** The highest offset per partition of the rows after the failover, from every task that
          *  read (a task run twice gives the same maxima). */

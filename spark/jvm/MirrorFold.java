@@ -61,7 +61,7 @@ public final class MirrorFold {
     private MirrorFold() {}
 
     /** Narrowed rows as the fold's packed chunks, keyed by reducer. */
-    public static JavaRDD<Tuple2<Integer, long[]>> packed(Dataset<Row> narrowed, int partitions) {
+    public static JavaRDD<Tuple2<Integer, int[]>> packed(Dataset<Row> narrowed, int partitions) {
         if (!Arrays.equals(narrowed.schema().fieldNames(), COLUMNS)) {
             throw new IllegalArgumentException("narrowed rows have columns " + Arrays.toString(narrowed.schema().fieldNames())
                     + ", the mirror fold reads " + Arrays.toString(COLUMNS));
@@ -73,18 +73,18 @@ public final class MirrorFold {
      *  its sides' packed chunks (packed(), or MirrorBatches.side for a plain Parquet ledger), with
      *  `partitions` reducers. `reached`: the highest offset of R the failed-over group consumed,
      *  per partition; null when no failover is folded here (then `failover` is null). */
-    public static String fold(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,
+    public static String fold(JavaRDD<Tuple2<Integer, int[]>> packed, Map<String, ? extends Number> instants,
                               Map<? extends Number, ? extends Number> reached, int partitions) {
-        JavaPairRDD<Integer, long[]> shuffled = shuffled(packed, partitions);
+        JavaPairRDD<Integer, int[]> shuffled = shuffled(packed, partitions);
         return fold(shuffled, instants, reached == null ? null : limits(reached));
     }
 
     /** The same with the failed-over group's consumed rows among the sides as
      *  MirrorBatches.consumed read them: how far the group got in R is known once that read is
      *  done, so the shuffle's map stage runs first and the fold reads its outputs after. */
-    public static String foldReaching(JavaRDD<Tuple2<Integer, long[]>> packed, Map<String, ? extends Number> instants,
+    public static String foldReaching(JavaRDD<Tuple2<Integer, int[]>> packed, Map<String, ? extends Number> instants,
                                       MirrorBatches.Consumed consumed, int partitions) {
-        JavaPairRDD<Integer, long[]> shuffled = shuffled(packed, partitions);
+        JavaPairRDD<Integer, int[]> shuffled = shuffled(packed, partitions);
         ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
         try {
             shuffled.context().submitMapStage(dependency).get();
@@ -97,7 +97,7 @@ public final class MirrorFold {
     // Each task packs its rows into chunks per reducer (a block's rows all go to one), and only
     // those chunks are shuffled: Spark SQL's exchange of one row at a time took most of a
     // 10M-record fold.
-    private static JavaPairRDD<Integer, long[]> shuffled(JavaRDD<Tuple2<Integer, long[]>> packed, int partitions) {
+    private static JavaPairRDD<Integer, int[]> shuffled(JavaRDD<Tuple2<Integer, int[]>> packed, int partitions) {
         return JavaPairRDD.fromJavaRDD(packed).partitionBy(new HashPartitioner(partitions));
     }
 
@@ -111,7 +111,7 @@ public final class MirrorFold {
         return upTo;
     }
 
-    private static String fold(JavaPairRDD<Integer, long[]> shuffled, Map<String, ? extends Number> instants,
+    private static String fold(JavaPairRDD<Integer, int[]> shuffled, Map<String, ? extends Number> instants,
                                long[] limits) {
         for (String name : INSTANTS) {
             if (!instants.containsKey(name)) throw new IllegalArgumentException("instant " + name + " missing");
@@ -132,19 +132,22 @@ public final class MirrorFold {
         return total.json(unpacked ? null : Run.join(parts));
     }
 
-    // A packed chunk: c[0] the end of its rows, c[1] how many producer hashes follow the rows; the
-    // rows from c[2]. A row starts with seq | side << 40 | (index of its producer hash) << 43 and
-    // carries only what its side needs: an acknowledgement adds its time; a row of X or R its time
-    // | (partition + 1) << 44, then its offset; a consumed row nothing more. A 10M-record flow
-    // shuffled 1.5 GB at 5 longs a row, and writing it was most of the fold's time. A row whose
-    // values do not fit (side WIDE) carries all five: producer hash, seq, time, offset (NONE: null),
-    // side | partition << 8 (partition -1: null).
-    static final int WIDE = 7, SEQ_BITS = 40, TS_BITS = 44, CHUNK = 1 << 16;
-    static final long SEQ_MASK = (1L << SEQ_BITS) - 1, TS_MASK = (1L << TS_BITS) - 1;
+    // A packed chunk, in 32-bit words: c[0] the end of its rows, c[1] how many blocks its table
+    // holds, c[2..3] the chunk's base time; the rows from c[4], then the table of the blocks they
+    // belong to (producer hash as two words, block number: seq >>> BITS). A row starts with
+    // seq & (SIZE - 1) | side << BITS | (its block's index in the table) << (BITS + 3) and
+    // carries only what its side needs: an acknowledgement adds its time less the base; a row of
+    // X or R that time, partition + 1 and its offset (unsigned; -1: none); a consumed row nothing
+    // more. Against five longs a row, 40M rows of a 10M-record flow shuffle 440 MB instead of
+    // 1.5 GB, and the fold finds a row's block from its chunk's table, not a lookup per row. A
+    // row whose values do not fit (side WIDE) carries them all: producer hash, seq, time and
+    // offset (NONE: null) as two words each, then side, then partition (-1: null).
+    static final int WIDE = 7, HEAD = 4, CHUNK = 1 << 17, WIDE_WORDS = 11;
+    static final long NO_OFFSET = 0xFFFFFFFFL;
 
     /** One task's narrowed rows, packed; rows without an identity or a time are left out, as the
      *  fold would skip them. */
-    static Iterator<Tuple2<Integer, long[]>> pack(Iterator<InternalRow> rows, int partitions) {
+    static Iterator<Tuple2<Integer, int[]>> pack(Iterator<InternalRow> rows, int partitions) {
         return new Packing(partitions) {
             @Override boolean fill() {
                 while (rows.hasNext()) {
@@ -161,10 +164,10 @@ public final class MirrorFold {
 
     /** A task's rows packed into chunks per reducer (a block's rows all go to one) and handed on
      *  as each fills, so that a task never holds more than a chunk per reducer. */
-    abstract static class Packing implements Iterator<Tuple2<Integer, long[]>> {
+    abstract static class Packing implements Iterator<Tuple2<Integer, int[]>> {
         private final int partitions;
         private final Chunk[] chunks;
-        private final ArrayDeque<Tuple2<Integer, long[]>> ready = new ArrayDeque<>();
+        private final ArrayDeque<Tuple2<Integer, int[]>> ready = new ArrayDeque<>();
         private boolean flushed;
 
         Packing(int partitions) {
@@ -201,54 +204,77 @@ public final class MirrorFold {
             return !ready.isEmpty();
         }
 
-        @Override public Tuple2<Integer, long[]> next() {
+        @Override public Tuple2<Integer, int[]> next() {
             if (!hasNext()) throw new NoSuchElementException();
             return ready.poll();
         }
     }
 
-    /** A chunk being packed (the layout above), with its producer hashes' indexes. */
+    /** A chunk being packed (the layout above), with its blocks' indexes. */
     static final class Chunk {
-        private final long[] c = new long[CHUNK];
-        private final LongPairMap ids = new LongPairMap(3, 64);
-        private int n = 2;
+        private final int[] c = new int[CHUNK];
+        private final LongPairMap blocks = new LongPairMap(3, 64);
+        private int n = HEAD;
+        private long base = NONE;
 
         void add(long idh, long seq, long ts, long offset, int side, int partition) {
-            boolean fits = seq >= 0 && seq <= SEQ_MASK && side < WIDE;
-            if (side == SOURCE || side == TARGET) fits &= ts >= 0 && ts <= TS_MASK && partition >= -1 && partition < (1 << 19);
+            boolean timed = side == ACKED || side == SOURCE || side == TARGET;
+            if (timed && base == NONE) base = ts;
+            boolean fits = seq >= 0 && (seq >>> BITS) <= Integer.MAX_VALUE && side < WIDE
+                    && (!timed || (ts - base == (int) (ts - base)));
+            if (side == SOURCE || side == TARGET) {
+                fits &= partition >= -1 && partition < Integer.MAX_VALUE
+                        && (offset == NONE || offset >= 0 && offset < NO_OFFSET);
+            }
             if (!fits) {
-                c[n] = (long) WIDE << SEQ_BITS;
-                c[n + 1] = idh;
-                c[n + 2] = seq;
-                c[n + 3] = ts;
-                c[n + 4] = offset;
-                c[n + 5] = side | (long) partition << 8;
-                n += 6;
+                c[n] = WIDE << BITS;
+                put(n + 1, idh);
+                put(n + 3, seq);
+                put(n + 5, ts);
+                put(n + 7, offset);
+                c[n + 9] = side;
+                c[n + 10] = partition;
+                n += WIDE_WORDS;
                 return;
             }
-            int o = ids.at(idh, 0);
-            if (ids.slots[o + 2] == 0) ids.slots[o + 2] = ids.size;  // index + 1
-            c[n++] = seq | (long) side << SEQ_BITS | (ids.slots[o + 2] - 1) << (SEQ_BITS + 3);
-            if (side == ACKED) c[n++] = ts;
-            else if (side == SOURCE || side == TARGET) {
-                c[n++] = ts | (long) (partition + 1) << TS_BITS;
-                c[n++] = offset;
+            int o = blocks.at(idh, seq >>> BITS);
+            if (blocks.slots[o + 2] == 0) blocks.slots[o + 2] = blocks.size;  // index + 1
+            c[n++] = (int) (seq & (SIZE - 1)) | side << BITS | (int) (blocks.slots[o + 2] - 1) << (BITS + 3);
+            if (timed) c[n++] = (int) (ts - base);
+            if (side == SOURCE || side == TARGET) {
+                c[n++] = partition + 1;
+                c[n++] = offset == NONE ? (int) NO_OFFSET : (int) offset;
             }
         }
 
-        boolean full() { return n + 6 > c.length; }
+        private void put(int at, long v) {
+            c[at] = (int) (v >>> 32);
+            c[at + 1] = (int) v;
+        }
 
-        /** The chunk as shuffled: its rows, then its producer hashes by index. */
-        long[] done() {
-            long[] out = Arrays.copyOf(c, n + ids.size);
+        boolean full() { return n + WIDE_WORDS > c.length; }
+
+        /** The chunk as shuffled: its rows, then its blocks by index. */
+        int[] done() {
+            int[] out = Arrays.copyOf(c, n + 3 * blocks.size);
             out[0] = n;
-            out[1] = ids.size;
-            long[] s = ids.slots;
+            out[1] = blocks.size;
+            out[2] = (int) (base >>> 32);
+            out[3] = (int) base;
+            long[] s = blocks.slots;
             for (int o = 0; o < s.length; o += 3) {
-                if (s[o + 2] != 0) out[n + (int) s[o + 2] - 1] = s[o];
+                if (s[o + 2] == 0) continue;
+                int at = n + 3 * (int) (s[o + 2] - 1);
+                out[at] = (int) (s[o] >>> 32);
+                out[at + 1] = (int) s[o];
+                out[at + 2] = (int) s[o + 1];
             }
             return out;
         }
+    }
+
+    static long word2(int[] c, int at) {
+        return (long) c[at] << 32 | (c[at + 1] & 0xFFFFFFFFL);
     }
 
     /** A block of 4096 seqs of one producer: what each ledger holds of each seq. */
@@ -326,38 +352,49 @@ public final class MirrorFold {
         }
 
         /** A chunk of packed rows (pack()). */
-        void addAll(long[] c) {
-            int end = (int) c[0];
-            for (int n = 2; n < end; ) {
-                long a = c[n++];
-                int side = (int) (a >>> SEQ_BITS) & 7;
+        void addAll(int[] c) {
+            int end = c[0], table = c[1];
+            long base = word2(c, 2);
+            Block[] in = new Block[table];
+            for (int k = 0; k < table; k++) {
+                int at = end + 3 * k;
+                in[k] = block(word2(c, at), c[at + 2] & 0xFFFFFFFFL);
+            }
+            for (int n = HEAD; n < end; ) {
+                int h = c[n++], side = (h >>> BITS) & 7;
                 if (side == WIDE) {
-                    add(c[n], c[n + 1], c[n + 2], c[n + 3], (int) (c[n + 4] & 0xFF), (int) (c[n + 4] >> 8));
-                    n += 5;
+                    long idh = word2(c, n), seq = word2(c, n + 2);
+                    add(block(idh, seq >>> BITS), (int) (seq & (SIZE - 1)), word2(c, n + 4), word2(c, n + 6),
+                            c[n + 8], c[n + 9]);
+                    n += WIDE_WORDS - 1;
                     continue;
                 }
-                long idh = c[end + (int) (a >>> (SEQ_BITS + 3))], seq = a & SEQ_MASK;
-                if (side == ACKED) add(idh, seq, c[n++], NONE, side, -1);
+                Block b = in[h >>> (BITS + 3)];
+                int i = h & (SIZE - 1);
+                if (side == ACKED) add(b, i, base + c[n++], NONE, side, -1);
                 else if (side == SOURCE || side == TARGET) {
-                    long b = c[n];
-                    add(idh, seq, b & TS_MASK, c[n + 1], side, (int) (b >>> TS_BITS) - 1);
-                    n += 2;
-                } else add(idh, seq, 0, NONE, side, -1);
+                    long offset = c[n + 2] & 0xFFFFFFFFL;
+                    add(b, i, base + c[n], offset == NO_OFFSET ? NONE : offset, side, c[n + 1] - 1);
+                    n += 3;
+                } else add(b, i, 0, NONE, side, -1);
             }
         }
 
-        void add(long idh, long seq, long ts, long offset, int side, int partition) {
+        /** The block of seqs `number` (seq >>> BITS) of a producer, made when first seen. */
+        Block block(long idh, long number) {
             if (index == null) {
                 index = new LongPairMap(3, 1024);
                 blocks = new ArrayList<>();
             }
-            int o = index.at(idh, seq >>> BITS);
+            int o = index.at(idh, number);
             if (index.slots[o + 2] == 0) {
-                blocks.add(new Block(idh, seq & ~(SIZE - 1L)));
+                blocks.add(new Block(idh, number << BITS));
                 index.slots[o + 2] = blocks.size();
             }
-            Block b = blocks.get((int) index.slots[o + 2] - 1);
-            int i = (int) (seq & (SIZE - 1));
+            return blocks.get((int) index.slots[o + 2] - 1);
+        }
+
+        void add(Block b, int i, long ts, long offset, int side, int partition) {
             switch (side) {
                 case ACKED -> b.ack[i] = Math.max(b.ack[i], ts);
                 case SOURCE -> {

@@ -224,18 +224,19 @@ def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(s
 
 
 def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
-    """MirrorFold shuffles most rows in two to three longs (a seq below 2^40, an append time
-    below 2^44, a partition below 2^19) and any other in five: a flow shifted out of those
-    ranges gives the same counts, lags and failover as the same flow inside them."""
+    """MirrorFold shuffles most rows in one to four 32-bit words (a seq below 2^43, a time within
+    2^31 ms of its chunk's first, an offset below 2^32 - 1) and any other in eleven: a flow
+    shifted out of those ranges gives the same counts, lags and failover as the same flow
+    inside them."""
     from dcdrill.spark.mirrors import fold_sides, packed_side
 
-    def fold(seq0, ts0, partition):
+    def fold(seq0, ts0, partition, off0=0):
         n = 6000
         logged = "producer_id string, seq long, partition int, offset long, timestamp_ms long"
-        src = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, s, ts0 + s) for s in range(n)], logged)
-        dst = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, s + (s % 7 == 0), ts0 + s + 40 + s % 5)
+        src = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, off0 + s, ts0 + s) for s in range(n)], logged)
+        dst = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, off0 + s + (s % 7 == 0), ts0 + s + 40 + s % 5)
                                      for s in range(n) if s % 1000 != 1] +
-                                    [("p1", seq0 + 4, partition, 9_000, ts0 + 900)], logged)
+                                    [("p1", seq0 + 4, partition, off0 + 9_000, ts0 + 900)], logged)
         acked = spark.createDataFrame([(f"p{s % 3}", seq0 + s, ts0 + s) for s in range(n)],
                                       "producer_id string, seq long, ack_ms long")
         before = spark.createDataFrame([(f"p{s % 3}", seq0 + s) for s in range(0, n, 2)], "producer_id string, seq long")
@@ -245,17 +246,18 @@ def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
                  packed_side(dst, None, "target", "timestamp_ms", {}, 3),
                  packed_side(before, None, "consumed_before", None, {}, 3),
                  packed_side(after, None, "consumed_after", None, {}, 3)]
-        return fold_sides(spark, sides, instants, {partition: 5000}, 3)
+        return fold_sides(spark, sides, instants, {partition: off0 + 5000}, 3)
 
     packed = fold(0, 1_700_000_000_000, 3)
     assert packed["counts"]["not_mirrored"] == 6 and packed["counts"]["dups"] == 1 and packed["failover"]["skipped"] > 0
-    for wide in (fold(1 << 41, 1_700_000_000_000, 3), fold(0, -1_000, 3), fold(0, 1_700_000_000_000, 1 << 20)):
-        assert {k: wide[k] for k in ("lag", "steady")} == {k: packed[k] for k in ("lag", "steady")}
-        assert wide["inversions"] in (packed["inversions"], None)  # None: a partition too large for the order's sort key
-        assert {k: v for k, v in wide["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")} == \
+    # tight still: a large seq, a time before 1970, a large partition; wide: a seq from 2^44 on,
+    # offsets from 2^33 on
+    for other in (fold(1 << 41, 1_700_000_000_000, 3), fold(0, -1_000, 3), fold(0, 1_700_000_000_000, 1 << 20),
+                  fold(1 << 44, 1_700_000_000_000, 3), fold(0, 1_700_000_000_000, 3, off0=1 << 33)):
+        assert {k: other[k] for k in ("lag", "steady", "failover")} == {k: packed[k] for k in ("lag", "steady", "failover")}
+        assert other["inversions"] in (packed["inversions"], None)  # None: a partition too large for the order's sort key
+        assert {k: v for k, v in other["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")} == \
                {k: v for k, v in packed["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")}
-    assert fold(0, 1_700_000_000_000, 1 << 20)["failover"] == packed["failover"]
-    assert fold(1 << 41, 1_700_000_000_000, 3)["failover"] == packed["failover"]
 
 
 def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_the_fold(tmp_path, spark):
