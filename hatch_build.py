@@ -5,6 +5,7 @@ build`) does not have: that wheel goes without them and compiles them on first u
 builds in the project's own environment (--no-isolation) and carries them."""
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,12 +15,13 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 class KernelsBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
+    kernels_dir: Path | None = None  # the compiled kernels' folder, removed once the wheel is written
 
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel":
             return
         sys.path.insert(0, self.root)  # the tree being built, not an installed dcdrill
-        out = Path(tempfile.mkdtemp(prefix="dcdrill-wheel-kernels-"))
+        out = self.kernels_dir = Path(tempfile.mkdtemp(prefix="dcdrill-wheel-kernels-"))
         try:
             from dcdrill.spark import kernels
 
@@ -30,3 +32,8 @@ class KernelsBuildHook(BuildHookInterface):
         (out / "dcdrill-kernel.key").write_text(key)
         for name in ("dcdrill-kernel.jar", "dcdrill-kernel.key"):
             build_data["force_include"][str(out / name)] = f"dcdrill/spark/{name}"
+
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        if self.kernels_dir is not None:
+            shutil.rmtree(self.kernels_dir, ignore_errors=True)
+            self.kernels_dir = None

@@ -84,9 +84,11 @@ def test_outside_any_project_an_installed_dcdrill_says_how_to_make_one(tmp_path,
 def installed(tmp_path_factory):
     """A fresh virtualenv outside the checkout with the built wheel (and its verify extra) in it."""
     tmp = tmp_path_factory.mktemp("installed")
+    (tmp / "build-tmp").mkdir()  # the build's temporary files, looked at below
     # As `make wheel` builds it: in this environment, whose pyspark compiles the kernels in.
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"),
-                    str(SOURCE)], check=True, capture_output=True, text=True, timeout=600)
+                    str(SOURCE)], check=True, capture_output=True, text=True, timeout=600,
+                   env={**os.environ, "TMPDIR": str(tmp / "build-tmp")})
     wheel = next((tmp / "dist").glob("dcdrill-*.whl"))
     venv.create(tmp / "venv", with_pip=True)
     pip = tmp / "venv" / "bin" / "pip"
@@ -99,6 +101,14 @@ def _run(dcdrill: Path, *args: str, cwd: Path, timeout: int = 120) -> subprocess
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DCDRILL_PROJECT", "VIRTUAL_ENV")}
     env["DCDRILL_CACHE"] = str(cache_dir())  # this machine's jars, Pulumi CLI and lab state
     return subprocess.run([str(dcdrill), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.lab
+def test_the_wheel_build_leaves_no_temporary_folder_behind(installed):
+    """hatch_build.py compiles the kernels in a temporary folder and removes it once the wheel is
+    written (every build left one in /tmp before)."""
+    _, _, tmp = installed
+    assert not list((tmp / "build-tmp").glob("dcdrill-wheel-kernels-*"))
 
 
 @pytest.mark.lab
