@@ -164,9 +164,10 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     samples = record.coordination()
     coordination.attach(summary["faults"], samples, topology)
     summary["coordination_timeline"] = coordination.timeline(samples, topology)
-    # The plots need none of the mirror checks: drawn while the fold runs in the JVM.
+    # The plots need neither the mirror checks nor the examples: drawn while their jobs run in the
+    # JVM, from a copy, since the summary grows meanwhile.
     drawing = concurrent.futures.ThreadPoolExecutor(1)
-    plotted = drawing.submit(report.plots, summary)
+    plotted = drawing.submit(report.plots, dict(summary))
     drawing.shutdown(wait=False)
     if home:
         topics = {r["topic"] for r in summary["by_partition"]}  # the home cluster's producers'

@@ -138,8 +138,8 @@ public final class MirrorFold {
     // seq & (SIZE - 1) | side << BITS | (its block's index in the table) << (BITS + 3) and
     // carries only what its side needs: an acknowledgement adds its time less the base; a row of
     // X or R that time, partition + 1 and its offset (unsigned; -1: none); a consumed row nothing
-    // more. Against five longs a row, 40M rows of a 10M-record flow shuffle 440 MB instead of
-    // 1.5 GB, and the fold finds a row's block from its chunk's table, not a lookup per row. A
+    // more. The 40M rows of a 10M-record flow shuffle 440 MB (one to three longs a row: 720 MB;
+    // five: 1.5 GB), and the fold finds a row's block from its chunk's table, not a lookup per row. A
     // row whose values do not fit (side WIDE) carries them all: producer hash, seq, time and
     // offset (NONE: null) as two words each, then side, then partition (-1: null).
     static final int WIDE = 7, HEAD = 4, CHUNK = 1 << 17, WIDE_WORDS = 11;
