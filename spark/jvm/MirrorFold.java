@@ -85,6 +85,7 @@ public final class MirrorFold {
     public static String foldReaching(JavaRDD<Tuple2<Integer, int[]>> packed, Map<String, ? extends Number> instants,
                                       MirrorBatches.Consumed consumed, int partitions) {
         JavaPairRDD<Integer, int[]> shuffled = shuffled(packed, partitions);
+        if (packed.getNumPartitions() == 0) return fold(shuffled, instants, limits(Map.of()));  // nothing read: no map stage
         ShuffleDependency<?, ?, ?> dependency = (ShuffleDependency<?, ?, ?>) shuffled.rdd().dependencies().head();
         try {
             shuffled.context().submitMapStage(dependency).get();

@@ -260,6 +260,23 @@ def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
                {k: v for k, v in packed["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")}
 
 
+def test_a_fold_with_nothing_to_read_still_counts_its_failover(tmp_path, spark):
+    """MirrorFold.foldReaching runs its shuffle's map stage before the fold (the group's reach is
+    known only then); with no partition to read there is no map stage to run, and the fold
+    gives zeros, not an error."""
+    from dcdrill.record import DrillRecord
+    from dcdrill.spark.ledgers import load
+
+    run = replicated(tmp_path / "run")
+    as_parquet(spark, run, True)
+    plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
+    consumed = mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3)
+    instants = dict.fromkeys(spark._jvm.dcdrill.MirrorFold.INSTANTS)
+    r = mirrors.fold_sides(spark, [spark.sparkContext._jsc.emptyRDD()], instants, consumed, 3)
+    assert r["counts"]["acked"] == 0 and r["failover"] == {"processed_before": 0, "processed_after": 0, "redelivered": 0,
+                                                           "skipped": 0, "unread": 0}
+
+
 def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_the_fold(tmp_path, spark):
     """The flow's fold takes its first failover; another into the same copy goes through Spark's
     own aggregation (check_failover), and the same rows give the same counts."""
