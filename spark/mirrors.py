@@ -119,17 +119,19 @@ def consumed_sides(C_plain: DataFrame | None, fo: dict, partitions: int):
         C_plain._jdf, fo["group"], [None, fo["from"]], [fo["to"]], partitions)
 
 
-def fold_sides(spark, sides: list, instants: dict[str, int | None], reached, partitions: int) -> dict:
+def fold_sides(spark, sides: list, instants: dict[str, int | None], reached: dict[int, int] | None,
+               partitions: int, consumed=None) -> dict:
     """The flow's counts from its sides' packed chunks (packed_side, consumed_sides), as
-    spark/jvm/MirrorFold.java folds them: `instants` start, end, at, steady_from and steady_to;
-    `reached`, with a failover folded in, the highest offset of R its group consumed per
-    partition, or the JVM's Consumed that finds it while its chunks are read."""
+    spark/jvm/MirrorFold.java folds them: `instants` start, end, at, steady_from and steady_to.
+    With a failover folded in, either `reached`, the highest offset of R its group consumed per
+    partition, or `consumed` (consumed_sides' Consumed, among the sides), which finds it as its
+    chunks are read."""
     packed = sides[0]
     for more in sides[1:]:
         packed = packed.union(more)
     fold = spark._jvm.dcdrill.MirrorFold
-    if reached is not None and not isinstance(reached, dict):
-        return json.loads(fold.foldReaching(packed, instants, reached, partitions))
+    if consumed is not None:
+        return json.loads(fold.foldReaching(packed, instants, consumed, partitions))
     return json.loads(fold.fold(packed, instants, reached, partitions))
 
 
@@ -174,9 +176,9 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
     sides = [packed_side(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
              packed_side(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
              packed_side(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
-    reached = None
-    if fo is not None and (reached := consumed_sides(C_plain, fo, partitions)) is not None:
-        sides.append(reached.chunks())
+    reached, consumed = None, consumed_sides(C_plain, fo, partitions) if fo is not None else None
+    if consumed is not None:
+        sides.append(consumed.chunks())
     elif fo is not None:
         before, after, reached = _failover_rows(C, fo)
         group = {"group": [fo["group"]]}
@@ -184,7 +186,7 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
                                  partitions))
         sides.append(packed_side(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
     r = fold_sides(spark, sides, {"start": start, "end": end, "at": at, "steady_from": steady_start,
-                                  "steady_to": steady_end}, reached, partitions)
+                                  "steady_to": steady_end}, reached, partitions, consumed)
     c = r["counts"]
     inversions = r["inversions"] if r["inversions"] is not None else _inversions_by_sort(src, dst)
     stranded_by = {k: c[k] for k in ("before", "during") if c[k]}

@@ -142,14 +142,14 @@ public final class MirrorBatches {
             before.bind(b, tested);
             after.bind(b, tested);
             for (int r = 0, n = b.numRows(); r < n; r++) {
-                if (id.isNullAt(r) || seq.isNullAt(r)) continue;
+                if (id.isNullAt(r)) continue;
                 int side;
                 if (before.pass(r)) side = MirrorFold.BEFORE;
-                else if (after.pass(r)) {
+                else if (after.pass(r)) {  // the reach counts every row with an identity, as the SQL reach does
                     side = MirrorFold.AFTER;
                     if (!part.isNullAt(r) && !off.isNullAt(r)) reached.merge(part.getInt(r), off.getLong(r), Math::max);
                 } else continue;
-                add(producers.hash(r), seq.getLong(r), 0, MirrorFold.NONE, side, -1);
+                if (!seq.isNullAt(r)) add(producers.hash(r), seq.getLong(r), 0, MirrorFold.NONE, side, -1);
             }
             return true;
         }
@@ -172,7 +172,8 @@ public final class MirrorBatches {
         String prefix = cluster + ".", infix = "." + cluster + ".";
         return scan.executeColumnar().toJavaRDD().mapPartitions(batches -> {
             UTF8String drill = topic == null ? null : UTF8String.fromString(topic), home = UTF8String.fromString(cluster);
-            java.util.function.Predicate<UTF8String> named = t -> t.toString().startsWith(prefix) || t.toString().contains(infix);
+            java.util.function.Predicate<UTF8String> named = t -> t.toString().startsWith(prefix) || t.toString().contains(infix),
+                    isHome = home::equals, notDrill = v -> !v.equals(drill);
             BatchStrings topics = new BatchStrings(), others = new BatchStrings(), from = new BatchStrings();
             long found = 0;
             while (batches.hasNext()) {
@@ -184,7 +185,7 @@ public final class MirrorBatches {
                 for (int r = 0, n = b.numRows(); r < n; r++) {
                     if (id.isNullAt(r) || t.isNullAt(r)) continue;
                     if (topics.matches(r, named) || origins && drill != null && !origin.isNullAt(r)
-                            && from.matches(r, home::equals) && others.matches(r, v -> !v.equals(drill))) found++;
+                            && from.matches(r, isHome) && others.matches(r, notDrill)) found++;
                 }
             }
             return List.of(new long[] {index, found}).iterator();

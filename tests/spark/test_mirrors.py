@@ -272,7 +272,7 @@ def test_a_fold_with_nothing_to_read_still_counts_its_failover(tmp_path, spark):
     plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
     consumed = mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3)
     instants = dict.fromkeys(spark._jvm.dcdrill.MirrorFold.INSTANTS)
-    r = mirrors.fold_sides(spark, [spark.sparkContext._jsc.emptyRDD()], instants, consumed, 3)
+    r = mirrors.fold_sides(spark, [spark.sparkContext._jsc.emptyRDD()], instants, None, 3, consumed)
     assert r["counts"]["acked"] == 0 and r["failover"] == {"processed_before": 0, "processed_after": 0, "redelivered": 0,
                                                            "skipped": 0, "unread": 0}
 
