@@ -119,12 +119,14 @@ def run(args) -> int:
     from dcdrill.spark import session  # the `verify` extra: only a drill that runs needs it
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    # One Spark session for the whole command, started by the first verify: the drills after the
-    # first verify in a warm JVM, a fraction of the first's time. The idle JVM
-    # between verifies costs memory (its heap), not CPU.
+    # One Spark session for the whole command, started at once in the background at the lowest
+    # CPU priority (session.start_early): the first verify finds it started, and the drills after
+    # the first verify in a warm JVM, a fraction of the first's time. The idle JVM between
+    # verifies costs memory (its heap), not CPU.
     plans = settings.plans(args, plan.topology)
     own_process = getattr(args, "own_process", False)
     with session.spark_scope(end_jvm=own_process):
+        session.start_early()  # while the lab comes up and the drill runs, at the lowest priority
         if args.repeat == 1 and not args.matrix:
             return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve(),
                           last=own_process)
@@ -212,6 +214,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
         return stop(EXIT_BAD_INPUT, bad)
     if fault_problem:
         return stop(EXIT_NO_FAULT, f"the drill proves nothing: {fault_problem}")
+    session.await_early()
     try:
         summary = verify.verify(record, when_spark_done=session.begin_ending_jvm if last else None)
     except verify.BadInput as exc:

@@ -22,14 +22,15 @@ from dcdrill.infra.inventory import Inventory
 WATCH_DEADLINE_S = 3600.0
 
 
-def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WATCH_DEADLINE_S) -> None:
+def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WATCH_DEADLINE_S,
+           topic: str | None = None) -> None:
     closed = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
     end = time.monotonic() + deadline_s
     while not closed.is_set() and time.monotonic() < end:
         began = time.monotonic()
         try:
-            sample = status.coordination_sample_here(inventory)
+            sample = status.coordination_sample_here(inventory, topic=topic)
         except Exception as exc:  # noqa: BLE001 - a missed sample is a gap in the log, said as such
             sample = {"agent_error": f"{type(exc).__name__}: {exc}"}
         try:
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     request = json.loads(sys.stdin.readline())
     inventory, args = Inventory(request["inventory"], secrets=request.get("secrets") or {}), request.get("args", {})
     if argv[0] == "watch":
-        _watch(inventory, float(args.get("interval_s", 1.0)), float(args.get("deadline_s", WATCH_DEADLINE_S)))
+        _watch(inventory, float(args.get("interval_s", 1.0)), float(args.get("deadline_s", WATCH_DEADLINE_S)),
+               args.get("topic"))
         return 0
     try:
         print(json.dumps(CALLS[argv[0]](inventory, args)))

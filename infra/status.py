@@ -186,7 +186,8 @@ def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     }
 
 
-def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3) -> dict:
+def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3,
+                             topic: str | None = None) -> dict:
     """A light look at the coordination alone, cheap enough to take every second of a drill:
     the quorum's leader (the ZooKeeper ensemble's, or the active KRaft controller) and its epoch,
     the voters serving, and the brokers the cluster counts as live: registered, and on KRaft not
@@ -198,7 +199,8 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
     says so (`answered` false) rather than passing for a quorum without a leader. A broker that
     answers while the KRaft quorum does not (no active controller) is a sample without quorum.
     `quorum`: a leader with a majority of the voters serving (a leader cut off from the others
-    has none)."""
+    has none). `topic`: also how many of its partitions have every replica in sync (`isr`), so a
+    fault's ISR snapshot is the last sample, with no call of its own on the way to the fault."""
     import random
 
     from kafka.admin import KafkaAdminClient
@@ -206,7 +208,7 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
     asked = now_ms()
     reachable = _reachable(inventory, 0.5)
     zk = None if inventory.kraft else zookeeper_quorum(inventory)
-    cluster = described = error = quorum_error = None
+    cluster = described = error = quorum_error = isr = None
     for _ in range(attempts if reachable else 0):
         random.shuffle(reachable)
         try:
@@ -230,6 +232,8 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
                     described = admin.describe_metadata_quorum()
                 except Exception as exc:  # noqa: BLE001
                     quorum_error = f"{type(exc).__name__}: {exc}"
+            if topic:
+                isr = _in_sync(admin, topic)
             break
         finally:
             admin.close()
@@ -241,7 +245,20 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
             "serving": quorum["alive"], "total": quorum["total"], "quorum": quorum["quorum"],
             # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
             "answered": error is None, "error": error or quorum_error, "brokers": live,
-            "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id")}
+            "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id"),
+            **({"isr": isr} if topic else {})}
+
+
+def _in_sync(admin, topic: str) -> dict | None:
+    """{partitions, in_sync} of `topic`: how many partitions have every replica in sync. None when
+    the topic is not there or the request failed (the sample goes on without it)."""
+    try:
+        parts = [p for t in admin.describe_topics([topic]) if t.get("error_code", 0) == 0 for p in t["partitions"]]
+    except Exception:  # noqa: BLE001
+        return None
+    if not parts:
+        return None
+    return {"partitions": len(parts), "in_sync": sum(len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in parts)}
 
 
 def mirror_status(inventory: Inventory, via: Inventory, timeout_s: float = 2.0) -> list[dict]:

@@ -66,12 +66,16 @@ def parse_faults(data: bytes, name: str) -> list[dict]:
         end = f.get("end_ms")
         if end is not None and (not _whole(end) or end < f["start_ms"]):
             raise ValueError(f"{where}: end_ms must be null or a whole number >= start_ms ({f['start_ms']}), got {end!r}")
-        isr = f.get("isr_at_start")
-        if isr is not None and not (isinstance(isr, dict) and _whole(isr.get("partitions")) and _whole(isr.get("in_sync"))
-                                    and isr["in_sync"] <= isr["partitions"]):
-            raise ValueError(f"{where}: isr_at_start must be {{partitions, in_sync}} with in_sync <= partitions, got {isr!r}")
+        _check_isr(f.get("isr_at_start"), where, "isr_at_start")
         rows.append(f)
     return merge_faults(rows)
+
+
+def _check_isr(isr, where: str, key: str) -> None:
+    """A drill topic's ISR count ({partitions, in_sync}), or null."""
+    if isr is not None and not (isinstance(isr, dict) and _whole(isr.get("partitions")) and _whole(isr.get("in_sync"))
+                                and isr["in_sync"] <= isr["partitions"]):
+        raise ValueError(f"{where}: {key} must be {{partitions, in_sync}} with in_sync <= partitions, got {isr!r}")
 
 
 def _objects(data: bytes, name: str, what: str):
@@ -195,6 +199,7 @@ def parse_coordination(data: bytes, name: str) -> list[dict]:
         for key in ("epoch", "serving", "total", "controller"):
             if row.get(key) is not None and not (_whole(row[key]) or (key == "controller" and row[key] == -1)):
                 raise ValueError(f"{where}: {key} must be a whole number or null, got {row[key]!r}")
+        _check_isr(row.get("isr"), where, "isr")
         rows.append(row)
     return sorted(rows, key=lambda r: r["at_ms"])
 

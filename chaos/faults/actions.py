@@ -13,6 +13,7 @@ from chaoslib.exceptions import ActivityFailed
 from dcdrill.chaos import context
 from dcdrill.chaos.faults import recovery
 from dcdrill.chaos.faults.driver import HEAL_GRACE_S, FaultDriver, Undo
+from dcdrill.chaos.kafka.actions import watched_isr
 from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
@@ -39,9 +40,16 @@ def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriv
     return d
 
 
+# The coordination watch samples once a second; a sample this recent is "just before the fault".
+ISR_SAMPLE_AGE_MS = 3_000
+
+
 def isr_snapshot(configuration) -> dict | None:
-    """How many of the drill topic's partitions had every replica in sync, taken just before a
-    fault. None when nobody answered: a missing snapshot must not stop the fault."""
+    """How many of the drill topic's partitions had every replica in sync, just before a fault:
+    the coordination watch's latest sample, else asked then (3 s at most on the way to the fault).
+    None when nobody answered: a missing snapshot must not stop the fault."""
+    if watched := watched_isr(configuration, ISR_SAMPLE_AGE_MS):
+        return watched
     try:
         st = status.cluster_status(context.inventory(configuration), timeout_s=3.0, avoid_dc=context.target_dc(configuration))
     except Exception:  # noqa: BLE001

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dcdrill.chaos import context
-from dcdrill.chaos.kafka.probes import cluster_now, wait_until
+from dcdrill.chaos.kafka.probes import HYPOTHESIS_SHARE_S, cluster_now, wait_until
 from dcdrill.chaos.kafka.watch import CoordinationWatch
 from dcdrill.infra import hostaccess
 
@@ -24,15 +24,16 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     started within those minutes would lose a DC that leads nothing, and the drills of a --repeat
     series would not be the same drill. Run before the workload starts: an election needs the
     preferred replica in sync, which the steady state has just checked."""
-    st = cluster_now(configuration)
-    before = st["off_preferred_leader"]
-    unanswered = False
-    if before:  # asked from a client host, outside the drill's target DC
-        unanswered = hostaccess.call(context.inventory(configuration), "elect_preferred_leaders",
-                                     {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
-                                     avoid_dc=context.target_dc(configuration))["unanswered"]
-    waited = wait_until(lambda now: now["off_preferred_leader"] == 0, "every partition on its preferred leader",
-                   float(timeout_s), configuration)
+    what = "every partition on its preferred leader"
+    # The hypothesis's status, read a moment ago, tells whether any leader is off its place.
+    before = cluster_now(configuration, HYPOTHESIS_SHARE_S)["off_preferred_leader"]
+    if not before:
+        return {"off_preferred_before": 0, "election_unanswered": False, "waited_s": 0.0, "condition": what}
+    # asked from a client host, outside the drill's target DC
+    unanswered = hostaccess.call(context.inventory(configuration), "elect_preferred_leaders",
+                                 {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
+                                 avoid_dc=context.target_dc(configuration))["unanswered"]
+    waited = wait_until(lambda now: now["off_preferred_leader"] == 0, what, float(timeout_s), configuration)
     return {"off_preferred_before": before, "election_unanswered": unanswered, **waited}
 
 
@@ -43,8 +44,16 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
     key = str(context.run_dir(configuration))
     if key not in _watching:
         _watching[key] = CoordinationWatch(context.record(configuration), context.inventory(configuration),
-                                           float(interval_s), context.target_dc(configuration)).start()
+                                           float(interval_s), context.target_dc(configuration),
+                                           context.drill_topic(configuration)).start()
     return {"watching": True, "interval_s": float(interval_s)}
+
+
+def watched_isr(configuration, max_age_ms: int) -> dict | None:
+    """The drill topic's {partitions, in_sync} from the running coordination watch's latest
+    sample, if one is at most `max_age_ms` old (not an activity: faults read it)."""
+    watch = _watching.get(str(context.run_dir(configuration)))
+    return watch.isr(max_age_ms) if watch else None
 
 
 def stop_watching_coordination(configuration: dict = None, secrets: dict = None) -> dict:

@@ -16,8 +16,11 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
 # A steady-state hypothesis asks its probes one after another; a status read this recently (from
 # the same stack and the same side of the drill's target) answers the next one too, so the
 # hypothesis reads the cluster once, not once per probe (each read is a host round trip, ~1 s on
-# the lab). Only the hypothesis's probes pass it: waits and actions always read afresh.
+# the lab). Only the hypothesis's probes pass it, and the leader balance just after them (which
+# acts only when that status shows a leader off its place): waits and faults read afresh.
 HYPOTHESIS_SHARE_S = 3.0
+# Between two reads of a wait: each read is itself a host round trip of about a second.
+WAIT_POLL_S = 1.0
 _last: dict[tuple, tuple[float, dict]] = {}
 
 
@@ -84,7 +87,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
             why = explain(st) if explain else ""
             raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}"
                                + (f"\n{why}" if why else ""))
-        time.sleep(2)
+        time.sleep(WAIT_POLL_S)
 
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:

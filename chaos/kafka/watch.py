@@ -1,6 +1,6 @@
-"""The coordination log: a thread that samples the quorum's leader and the cluster's live brokers
-about once a second from before the fault until after the heal, into the drill record
-(coordination.jsonl). The verifier reads from it when the leader moved and when the lost DC's
+"""The coordination log: a thread that samples the quorum's leader, the cluster's live brokers and
+the drill topic's in-sync partitions about once a second from before the fault until after the
+heal, into the drill record (coordination.jsonl). The verifier reads from it when the leader moved and when the lost DC's
 brokers were fenced (spark/coordination.py): the drill's own probe, so both coordinations are
 timed the same way."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import threading
 
 from dcdrill.infra import hostaccess
+from dcdrill.infra.constants import now_ms
 from dcdrill.infra.inventory import Inventory
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
@@ -18,9 +19,12 @@ class CoordinationWatch:
     """The samples come from a `watch` agent on a client host outside `avoid_dc` (the drill's
     target), one JSON line each (infra/agent.py); this thread writes them into the record."""
 
-    def __init__(self, record: DrillRecord, inventory: Inventory, interval_s: float = 1.0, avoid_dc: str | None = None):
+    def __init__(self, record: DrillRecord, inventory: Inventory, interval_s: float = 1.0, avoid_dc: str | None = None,
+                 topic: str | None = None):
         self.record, self.inventory, self.interval_s, self.avoid_dc = record, inventory, interval_s, avoid_dc
+        self.topic = topic  # the samples also count its in-sync partitions (`isr`)
         self.samples = 0
+        self.last_isr: tuple[int, dict] | None = None  # (at_ms, isr) of the latest sample that had one
         self.errors: list[str] = []
         self._agent = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="dcdrill coordination watch")
@@ -29,8 +33,8 @@ class CoordinationWatch:
         log = self.record.log("coordination-watch")
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
-            self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s}, self.avoid_dc,
-                                            log=stderr)
+            self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s, "topic": self.topic},
+                                            self.avoid_dc, log=stderr)
         self._thread.start()
         return self
 
@@ -43,6 +47,13 @@ class CoordinationWatch:
                     continue
                 log.write(sample)
                 self.samples += 1
+                if sample.get("isr"):
+                    self.last_isr = (sample["at_ms"], sample["isr"])
+
+    def isr(self, max_age_ms: int) -> dict | None:
+        """The latest sample's {partitions, in_sync} of the topic, if it is at most this old."""
+        last = self.last_isr
+        return last[1] if last and now_ms() - last[0] <= max_age_ms else None
 
     def stop(self) -> dict:
         try:

@@ -119,6 +119,14 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert all(ms is None or ms >= 10_000 for ms in moves["fenced_ms"].values()), moves
     if moves["leader_had_to_move"]:
         assert moves["leader_change_ms"] is not None and moves["leader_after_dc"] != "dc-a", moves
+    # The snapshot is the watch's last sample before the kill; the samples saw the ISR shrink
+    # while dc-a was down (every partition has a replica there).
+    samples = DrillRecord(run).coordination()
+    before = [x for x in samples if x["at_ms"] <= faults[0]["start_ms"]]
+    assert before and before[-1]["isr"] == faults[0]["isr_at_start"], before[-3:]
+    assert faults[0]["start_ms"] - before[-1]["at_ms"] <= 3_000, (before[-1], faults[0])
+    held = [x["isr"] for x in samples if faults[0]["start_ms"] < x["at_ms"] < faults[0]["end_ms"] and x.get("isr")]
+    assert held and min(i["in_sync"] for i in held) < 6, held
     assert status.healthy(status.cluster_status(lab))
     # The drill began on preferred leaders and deleted its topic once the audit had it.
     assert activity(run, "balance-leaders")["status"] == "succeeded"

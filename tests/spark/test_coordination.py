@@ -103,7 +103,7 @@ def test_no_samples_before_the_fault_or_no_dc_loss_gives_nothing():
 
 
 def test_log_lines_parse_and_a_torn_last_line_is_skipped():
-    rows = [sample(2, "a"), sample(1, None, None)]
+    rows = [{**sample(2, "a"), "isr": {"partitions": 6, "in_sync": 4}}, {**sample(1, None, None), "isr": None}]
     data = ("\n".join(json.dumps(r) for r in rows) + "\n" + '{"at_ms": 3, "lea').encode()
     assert [r["at_ms"] for r in parse_coordination(data, "c.jsonl")] == [1, 2]
 
@@ -116,6 +116,8 @@ def test_log_lines_parse_and_a_torn_last_line_is_skipped():
     ('{"at_ms": 1, "leader": null, "epoch": "x"}', "c.jsonl:1: epoch"),
     ('{"at_ms": 1, "leader": null, "answered": "no"}', "c.jsonl:1: answered"),
     ('{"at_ms": 1, "leader": "a", "quorum": 1}', "c.jsonl:1: quorum"),
+    ('{"at_ms": 1, "leader": "a", "isr": {"partitions": 6, "in_sync": 7}}', "c.jsonl:1: isr"),
+    ('{"at_ms": 1, "leader": "a", "isr": 6}', "c.jsonl:1: isr"),
 ])
 def test_a_bad_log_line_is_named(line, named):
     with pytest.raises(ValueError, match=named):
