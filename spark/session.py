@@ -45,8 +45,8 @@ def start_early(plan: memory.Plan | None = None) -> None:
         return
 
     def start() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)  # raising one's own: always allowed
         with contextlib.suppress(Exception):  # the verify's session() meets the same failure, and says it
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
             session(plan=plan)
 
     _JVM.early = threading.Thread(target=start, daemon=True, name="dcdrill spark start")

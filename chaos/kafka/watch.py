@@ -1,8 +1,9 @@
 """The coordination log: a thread that samples the quorum's leader, the cluster's live brokers and
 the drill topic's in-sync partitions about once a second from before the fault until after the
-heal, into the drill record (coordination.jsonl). The verifier reads from it when the leader moved and when the lost DC's
-brokers were fenced (spark/coordination.py): the drill's own probe, so both coordinations are
-timed the same way."""
+heal, into the drill record (coordination.jsonl). The verifier reads from it when the leader
+moved and when the lost DC's brokers were fenced (spark/coordination.py): the drill's own probe,
+so both coordinations are timed the same way. A DC loss takes its ISR snapshot from the last
+sample (chaos/faults/actions.py)."""
 from __future__ import annotations
 
 import json
