@@ -109,9 +109,11 @@ def attach(summary_faults: list[dict], samples: list[dict], topology: dict) -> N
 
 
 def timeline(samples: list[dict], topology: dict) -> list[dict]:
-    """The log as the report plots it: per sample, when, the leader's DC ("none": no quorum) and
-    how many brokers were live (None: no broker answered)."""
+    """The log as the report plots it: per sample, when, the leader's DC ("none": no quorum), how
+    many brokers were live (None: no broker answered) and how many of the drill topic's
+    partitions had every replica in sync (None: not sampled)."""
     dc_of = _dc_of(topology)
     return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if _has_quorum(s) else "none",
-             "live_brokers": None if s.get("brokers") is None else len(s["brokers"])}
+             "live_brokers": None if s.get("brokers") is None else len(s["brokers"]),
+             "in_sync": (s.get("isr") or {}).get("in_sync")}
             for s in _informative(samples, topology)]

@@ -78,8 +78,12 @@ def plots(summary: dict) -> dict[str, str]:
         nan = float("nan")
         top.step(xs, [nan if c["live_brokers"] is None else c["live_brokers"] for c in coord], where="post",
                  label="live brokers (registered, not fenced)")
-        top.set_ylim(bottom=0), top.set_ylabel("brokers"), top.legend(loc="lower left", fontsize=8)
-        top.set_title(f"Coordination ({summary['topology'].get('coordination', '')}): live brokers and the quorum's leader")
+        if any(c.get("in_sync") is not None for c in coord):  # records from before the watch sampled it have none
+            top.step(xs, [nan if c.get("in_sync") is None else c["in_sync"] for c in coord], where="post",
+                     label="drill topic's partitions with every replica in sync", color="tab:orange")
+        top.set_ylim(bottom=0), top.set_ylabel("count"), top.legend(loc="lower left", fontsize=8)
+        top.set_title(f"Coordination ({summary['topology'].get('coordination', '')}): live brokers, full ISRs "
+                      "and the quorum's leader")
         dcs = sorted({c["leader_dc"] for c in coord} - {"none"}) + ["none"]
         bottom.scatter(xs, [dcs.index(c["leader_dc"]) for c in coord], s=6,
                        c=["tab:red" if c["leader_dc"] == "none" else "tab:blue" for c in coord])

@@ -124,8 +124,11 @@ def test_a_bad_log_line_is_named(line, named):
         parse_coordination((line + "\n").encode(), "c.jsonl")
 
 
-def test_the_timeline_names_the_leaders_dc_and_counts_live_brokers():
+def test_the_timeline_names_the_leaders_dc_and_counts_live_brokers_and_full_isrs():
     unanswered = {**sample(3, None, None), "answered": False}
-    log = [sample(1, "ctl1.dc-a.lab"), sample(2, None, [3, 4]), unanswered]
+    log = [{**sample(1, "ctl1.dc-a.lab"), "isr": {"partitions": 6, "in_sync": 6}},
+           {**sample(2, None, [3, 4]), "isr": {"partitions": 6, "in_sync": 0}}, unanswered]
     assert timeline(log, {**TOPOLOGY, "coordination": "kraft"}) == [
-        {"at_ms": 1, "leader_dc": "dc-a", "live_brokers": 4}, {"at_ms": 2, "leader_dc": "none", "live_brokers": 2}]
+        {"at_ms": 1, "leader_dc": "dc-a", "live_brokers": 4, "in_sync": 6},
+        {"at_ms": 2, "leader_dc": "none", "live_brokers": 2, "in_sync": 0}]
+    assert timeline([sample(1, "ctl1.dc-a.lab")], {**TOPOLOGY, "coordination": "kraft"})[0]["in_sync"] is None

@@ -19,8 +19,13 @@ from dcdrill.spark import session
 os.setpriority(os.PRIO_PROCESS, 0, 10)  # the command's own priority: neither the default nor the lowest
 
 def nices(pid):
-    tasks = Path(f"/proc/{pid}/task").iterdir()
-    return sorted({int(t.joinpath("stat").read_text().rsplit(")", 1)[1].split()[16]) for t in tasks})
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.add(int(task.joinpath("stat").read_text().rsplit(")", 1)[1].split()[16]))
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return sorted(found)
 
 session.start_early()
 session._JVM.early.join()
