@@ -85,6 +85,11 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
         controller_change = None if moved is None else moved["at_ms"] - start
     gaps = [b["at_ms"] - a["at_ms"] for a, b in zip(samples, samples[1:])]
     after = new["leader"] if new else (during[-1]["leader"])
+    # The drill topic's ISRs (samples with `isr`): when the first one shrank after the start, and
+    # when all were full again after the heal.
+    shrunk = next((s for s in during if s.get("isr") and s["isr"]["in_sync"] < s["isr"]["partitions"]), None)
+    healed = [s for s in samples if end is not None and s["at_ms"] > end and s.get("isr")]
+    full = next((s for s in healed if s["isr"]["in_sync"] == s["isr"]["partitions"]), None)
     return {
         "leader_before": leader_before, "leader_before_dc": dc_of.get(leader_before),
         "leader_after": after, "leader_after_dc": dc_of.get(after),
@@ -95,6 +100,8 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
         "fenced_ms": fenced,
         "fencing_ms": max(fenced.values()) if fenced and None not in fenced.values() else None,
         "controller_change_ms": controller_change,
+        "isr_shrunk_ms": None if shrunk is None else shrunk["at_ms"] - start,
+        "isr_full_after_heal_ms": None if full is None else full["at_ms"] - end,
         "resolution_ms": round(median(gaps)) if gaps else None,
         "samples": len(during),
     }

@@ -304,6 +304,10 @@ def coordination_text(f: dict) -> str:
                      + (sec(slow) if slow is not None else "more than the fault lasted (some never)"))
     if c.get("controller_change_ms") is not None:
         parts.append(f"Kafka controller moved after {sec(c['controller_change_ms'])}")
+    if c.get("isr_shrunk_ms") is not None:
+        parts.append(f"the drill topic's first ISR shrank after {sec(c['isr_shrunk_ms'])}")
+    if c.get("isr_full_after_heal_ms") is not None:
+        parts.append(f"every ISR full again {sec(c['isr_full_after_heal_ms'])} after the heal")
     return "; ".join(parts) + f" (sampled every {(c['resolution_ms'] or 0) / 1000:.1f} s)"
 
 

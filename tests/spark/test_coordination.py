@@ -39,6 +39,24 @@ def test_leader_in_the_lost_dc_moves_and_its_brokers_are_fenced():
     assert c["samples"] == 5  # the one after the heal is not the fault's
 
 
+def test_the_isr_shrink_and_its_return_after_the_heal_are_timed():
+    from dcdrill.spark.report import coordination_text
+
+    def isr(at, in_sync):
+        return {**sample(at, "ctl2.dc-b.lab"), "isr": {"partitions": 6, "in_sync": in_sync}}
+
+    log = [isr(9_000, 6), isr(11_000, 6), isr(24_000, 3), isr(25_000, 0), isr(41_000, 4), isr(42_500, 6),
+           isr(43_500, 6)]
+    c = fault_coordination(log, kill_a(), TOPOLOGY)
+    assert c["isr_shrunk_ms"] == 14_000 and c["isr_full_after_heal_ms"] == 2_500
+    text = coordination_text({"target": "dc-a", "coordination": c})
+    assert "first ISR shrank after 14.0 s" in text and "every ISR full again 2.5 s after the heal" in text
+    # Samples without `isr` (records from before the watch counted it): nothing said.
+    old = fault_coordination([sample(9_000, "ctl2.dc-b.lab"), sample(11_000, "ctl2.dc-b.lab")], kill_a(), TOPOLOGY)
+    assert old["isr_shrunk_ms"] is None and old["isr_full_after_heal_ms"] is None
+    assert "ISR" not in coordination_text({"target": "dc-a", "coordination": old})
+
+
 def test_an_unanswered_kraft_sample_is_not_a_lost_quorum():
     unanswered = {**sample(11_000, None, None), "answered": False, "error": "NodeNotReadyError: 1"}
     log = [sample(9_000, "ctl2.dc-b.lab"), unanswered, sample(12_000, "ctl2.dc-b.lab", [3, 4])]
