@@ -34,12 +34,12 @@ _JVM = _Jvm()
 LOWEST_PRIORITY = 19  # nice
 
 
-def start_early(plan: memory.Plan | None = None) -> None:
+def start_early() -> None:
     """Start the verifier's JVM and Spark session in the background, at the lowest CPU priority:
     a drill's lab needs the CPUs until its verify, which then finds Spark started (a few seconds
     of `make drill`). The thread's priority is Linux's per thread, and the JVM forked from it
     inherits it; await_early() gives the JVM its normal priority back. A failed start is left
-    for the verify's own session() to meet again. `plan`: as for a small record (the plan's floor,
+    for the verify's own session() to meet again. Its plan is a small record's (the plan's floor,
     which a drill's record stays under)."""
     if _JVM.gateway is not None or _JVM.early is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
@@ -47,7 +47,7 @@ def start_early(plan: memory.Plan | None = None) -> None:
     def start() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)  # raising one's own: always allowed
         with contextlib.suppress(Exception):  # the verify's session() meets the same failure, and says it
-            session(plan=plan)
+            session()
 
     _JVM.early = threading.Thread(target=start, daemon=True, name="dcdrill spark start")
     _JVM.early.start()

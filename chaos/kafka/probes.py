@@ -19,10 +19,6 @@ __all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_
 # the lab). Only the hypothesis's probes pass it, and the leader balance just after them (which
 # acts only when that status shows a leader off its place): waits and faults read afresh.
 HYPOTHESIS_SHARE_S = 3.0
-# Between two reads of a wait; each read is itself a host round trip of about a second, and its
-# CPU is taken from a saturated lab: reading every second (convergence 11 to 16 s in 5 drills)
-# did not converge sooner than every 2 s (10.6 and 13 s).
-WAIT_POLL_S = 2.0
 _last: dict[tuple, tuple[float, dict]] = {}
 
 
@@ -89,7 +85,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
             why = explain(st) if explain else ""
             raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}"
                                + (f"\n{why}" if why else ""))
-        time.sleep(WAIT_POLL_S)
+        time.sleep(2)  # each read is a host round trip the saturated lab pays for: every 1 s converged no sooner
 
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
