@@ -12,8 +12,10 @@ import io
 # Text left, numbers right (td.num); the page as wide as a laptop shows, so tables are not cut.
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1320px;margin:2em auto;padding:0 1em;color:#222}"
          "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;"
-         "text-align:left}td.num{text-align:right;white-space:nowrap}th{background:#f3f3f3;white-space:nowrap}"
+         "text-align:left}td.num{text-align:right;white-space:nowrap}th{background:#f3f3f3}"
+         "table.wide{font-size:.85em}table.wide td,table.wide th{padding:2px 5px}"
          "img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
+WIDE = 8  # a table of more columns than this is set smaller, so that its columns fit the page
 SHORT = 24  # a one-word cell this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
 NOT_MEASURED = "–"  # a cell the record has no value for (never the word None)
 
@@ -42,9 +44,12 @@ def html_table(rows: list[dict], cols: list[str]) -> str:
     """A table of `cols`; a column no row has a value for is left out, and a missing value is
     NOT_MEASURED."""
     cols = [c for c in cols if any(r.get(c) is not None for r in rows)] if rows else cols
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    # A key like indeterminate_present may break after its underscores, so that the record's own
+    # names head the columns and a table of them still fits the page without scrolling.
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in cols)
     body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
-    return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"
+    wide = " class='wide'" if len(cols) > WIDE else ""
+    return f"<div class='scroll'><table{wide}><tr>{head}</tr>{body}</table></div>"
 
 
 def _cell(value) -> str:

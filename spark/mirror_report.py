@@ -103,7 +103,7 @@ def section(summary: dict, t0_ms: float | None) -> str:
             + (f"<p>Records back in their own cluster (mirror loops): "
                f"{html.escape(', '.join(f'{c} {n}' for c, n in loops.items()))}</p>" if loops else "")
             + ("<h3>Consumer failover</h3>" + html_table(fos, list(fos[0])) if fos else "")
-            + ("<h3>Prediction vs observation</h3><ul>" + "".join(
+            + ("<h3>Mirrors: prediction vs observation</h3><ul>" + "".join(
                 f"<li>{'✔' if p['as_predicted'] else '✘'} {html.escape(prediction_text(p))}</li>"
                 for p in summary.get("mirror_prediction_checks") or []) + "</ul>"
                if summary.get("mirror_prediction_checks") else "")

@@ -49,7 +49,8 @@ def plots(summary: dict) -> dict[str, str]:
     ax.plot(xs_all, [sends[s]["latency_p99_ms"] if s in sends and sends[s]["latency_p99_ms"] is not None else nan
                      for s in secs], label="p99")
     shade(ax, summary, t0)
-    ax.set_yscale("symlog"), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
+    # symlog, not log: a 0 ms latency is drawn; its autoscale's margin would reach below 0 ms
+    ax.set_yscale("symlog"), ax.set_ylim(bottom=0), ax.set_xlabel("seconds since the first send"), ax.set_ylabel("ms")
     ax.set_title("Produce latency (acknowledged records, by send second)"), ax.legend(fontsize=8)
     out["latency"] = png(fig)
 
@@ -139,6 +140,15 @@ RECORD_LINKS = {"journal.json": "Chaos Toolkit's journal", "chaos.log": "Chaos T
                 "experiment.json": "the composed experiment"}
 
 
+def datacenter_text(dc: dict, topo: dict) -> str:
+    """"dc-a (2 brokers, 1 ZK)", or with KRaft controllers where the cluster has no ZooKeeper."""
+    def n(count, word):
+        return f"{count} {word}{'' if count == 1 else 's'}"
+    if topo.get("coordination") == "kraft" or (not dc.get("zookeepers") and dc.get("controllers")):
+        return f"{dc['name']} ({n(dc['brokers'], 'broker')}, {n(dc.get('controllers', 0), 'KRaft controller')})"
+    return f"{dc['name']} ({n(dc['brokers'], 'broker')}, {dc.get('zookeepers', 0)} ZK)"
+
+
 def _record_links(present: set[str] | None) -> str:
     """Links to the record's files that are there (all of them when unknown), and the report's own."""
     names = [n for n in RECORD_LINKS if present is None or n in present]
@@ -181,7 +191,7 @@ on the {html.escape(str(topo.get('backend') or 'unrecorded'))} backend, experime
 <b>{html.escape(str(summary.get('experiment') or 'not recorded'))}</b>. Cluster <b>{html.escape(str(topo.get('cluster')))}</b>,
 profile <b>{html.escape(str(topo.get('profile')))}</b>: replication factor {topo.get('replication_factor')},
 min.insync.replicas {topo.get('min_insync_replicas')}, unclean election {'on' if topo.get('unclean_leader_election') else 'off'},
-acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['brokers']} brokers, {d['zookeepers']} ZK)" for d in topo.get('datacenters', [])))}.</p>
+acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(datacenter_text(d, topo) for d in topo.get('datacenters', [])))}.</p>
 {_record_links(present)}
 {_predicted_dcs(pred)}
 <h2>Rules</h2><table><tr><th></th><th>rule</th><th>promise</th><th>measured</th></tr>{rules}</table>
@@ -195,9 +205,19 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(f"{d['name']} ({d['
 {fig}
 <h2>By phase</h2>{html_table(summary['phases'], ['phase'] + cols)}
 <h2>By producer DC</h2>{html_table(summary['by_dc'], ['dc'] + cols)}
-<h2>By partition</h2>{html_table(summary['by_partition'], ['topic', 'partition'] + cols + ['max_ack_gap_ms', 'reordered', 'divergent_offsets'])}
+{_by_partition(summary['by_partition'], cols)}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _by_partition(rows: list[dict], cols: list[str]) -> str:
+    """The partitions' table; a drill's one topic is named in the heading, not in every row."""
+    cols = cols + ["max_ack_gap_ms", "reordered", "divergent_offsets"]
+    topics = sorted({r.get("topic") for r in rows})
+    if len(topics) == 1:
+        return (f"<h2>By partition of {html.escape(str(topics[0]))}</h2>"
+                + html_table(rows, ["partition"] + cols))
+    return "<h2>By partition</h2>" + html_table(rows, ["topic", "partition"] + cols)
 
 
 EXAMPLE_COLUMNS = ["record", "producer", "seq", "topic", "partition", "acknowledged offset", "in the log at",
@@ -235,7 +255,10 @@ def _latency(summary: dict) -> str:
     acks = "1" if topo.get("acks") in ("0", "1") else "all"
     predicted = (topo.get("produce_latency") or {}).get("range_ms", {}).get(acks)
     parts = []
-    if predicted:
+    if predicted and not any(predicted):
+        parts.append("the stack adds no delay at its links (one DC, or none set): the latency is the brokers' "
+                     "and the machine's own")
+    elif predicted:
         parts.append(f"the network adds {predicted[0]:g} to {predicted[1]:g} ms at the stack's own links "
                      f"(acks={acks}: a round trip to the leader{', plus one or two from it to its farthest replica' if acks == 'all' else ''}; "
                      "producers write to leaders in every DC)")

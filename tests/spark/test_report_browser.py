@@ -1,6 +1,7 @@
 """The report as a person sees it: index.html rendered by headless Chromium (Debian's, installed by
-`make setup`) in a 1400 px window must not scroll sideways, and every image must load. A probe
-script, appended to a copy of the page, reads the layout once the page has loaded."""
+`make setup`) in a 1400 px window must not scroll sideways, nor any of its tables inside its own
+box, and every image must load. A probe script, appended to a copy of the page, reads the layout
+once the page has loaded."""
 import html
 import json
 import re
@@ -17,6 +18,8 @@ window.addEventListener('load', () => {
   const imgs = [...document.images];
   document.body.setAttribute('data-probe', JSON.stringify({
     overflow_px: document.documentElement.scrollWidth - window.innerWidth,
+    tables_scrolling: [...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > d.clientWidth)
+      .map(d => (d.previousElementSibling || {}).textContent || '?'),
     images: imgs.length, broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).length}));
 });
 </script>"""
@@ -41,14 +44,17 @@ def test_the_report_fits_1400px_and_every_image_loads(tmp_path, spark):
     seen = rendered(run / "report" / "index.html")
     assert seen["images"] >= 5 and seen["broken"] == 0, seen
     assert seen["overflow_px"] <= 0, seen
+    assert seen["tables_scrolling"] == [], seen  # each table read in one pass, not scrolled sideways
 
 
-def test_the_probe_sees_overflow_and_broken_images(tmp_path):
-    page = tmp_path / "index.html"  # the probe itself can fail: a page that does both
+def test_the_probe_sees_overflow_scrolling_tables_and_broken_images(tmp_path):
+    page = tmp_path / "index.html"  # the probe itself can fail: a page that does all three
     page.write_text('<html><body><div style="width:3000px">wide</div>'
+                    '<h2>wide table</h2><div class="scroll" style="max-width:100px;overflow-x:auto">'
+                    '<table><tr><td style="white-space:nowrap">' + "x" * 200 + '</td></tr></table></div>'
                     '<img src="data:image/png;base64,AAAA"></body></html>')
     seen = rendered(page)
-    assert seen["overflow_px"] > 0 and seen["broken"] == 1, seen
+    assert seen["overflow_px"] > 0 and seen["broken"] == 1 and seen["tables_scrolling"] == ["wide table"], seen
 
 
 def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(tmp_path, spark):
@@ -144,3 +150,35 @@ def test_the_steady_state_waits_for_cpu_headroom_and_names_why_it_never_settled(
     # Two windows of acknowledgements end to end, or the first window is the workload's warm-up.
     young = _settle(tmp_path / "young", monkeypatch, 60, (8, 8), first_ack_ago_ms=1900)
     assert not young["settled"] and young["cause"] == "the workload had not been acknowledged for two whole windows"
+
+
+def test_a_drills_one_topic_heads_the_partition_table_and_several_keep_their_column():
+    from dcdrill.spark import report
+
+    row = {"partition": 0, "produced": 5, "acked": 5}
+    one = report._by_partition([{**row, "topic": "t1"}, {**row, "partition": 1, "topic": "t1"}], ["produced", "acked"])
+    assert one.startswith("<h2>By partition of t1</h2>") and "<th>topic</th>" not in one
+    two = report._by_partition([{**row, "topic": "t1"}, {**row, "topic": "t2"}], ["produced", "acked"])
+    assert two.startswith("<h2>By partition</h2>") and "<th>topic</th>" in two and ">t2<" in two
+
+
+def test_each_dc_is_described_with_the_coordination_its_cluster_has():
+    from dcdrill.spark.report import datacenter_text
+
+    zk = {"coordination": "zookeeper"}
+    assert datacenter_text({"name": "dc-c", "brokers": 0, "zookeepers": 1}, zk) == "dc-c (0 brokers, 1 ZK)"
+    kraft = {"coordination": "kraft"}  # a KRaft cluster's DC has controllers, never "0 ZK"
+    assert (datacenter_text({"name": "dc-a", "brokers": 2, "zookeepers": 0, "controllers": 1}, kraft)
+            == "dc-a (2 brokers, 1 KRaft controller)")
+
+
+def test_the_latency_plot_has_no_negative_milliseconds(tmp_path, spark, monkeypatch):
+    """Drawn on symlog (a 0 ms latency has a place), whose autoscale margin went below 0 ms."""
+    from dcdrill.spark import report
+
+    summary = verify.verify(str(records.anomalies(tmp_path / "run")), spark=spark)
+    drawn = {}
+    monkeypatch.setattr(report, "png", lambda fig: drawn.setdefault(fig.axes[0].get_title(), fig.axes[0].get_ylim()))
+    report.plots(summary)
+    low, high = drawn["Produce latency (acknowledged records, by send second)"]
+    assert low == 0 < high

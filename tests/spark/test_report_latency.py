@@ -20,3 +20,10 @@ def test_an_acks_all_baseline_over_twice_the_network_names_the_queue():
     assert "over twice the network&#x27;s part" in text and "max.in.flight 1" in text
     # acks=1 waits for no replication round: no such note, however slow
     assert "queue" not in report._latency(summary("1", 130))
+
+
+def test_a_stack_with_no_delay_says_so_not_0_to_0_ms():
+    s = summary("all", 30)
+    s["topology"]["produce_latency"]["range_ms"]["all"] = [0.0, 0.0]
+    text = report._latency(s)
+    assert "the stack adds no delay at its links" in text and "0 to 0 ms" not in text
