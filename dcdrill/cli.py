@@ -11,6 +11,10 @@ import sys
 from dcdrill import exits, verify_command
 
 
+DESCRIPTION = ("Drills a multi-datacenter Kafka cluster: lose a DC while a workload runs, then check what "
+               "producers were told against what the cluster kept and consumers saw. The stack (a Pulumi "
+               "stack) is set up by Pulumi and Ansible on the local lab or AWS, the fault is a Chaos Toolkit "
+               "experiment, and the verifier is Spark. Start with `dcdrill drill --stack local`.")
 SIGPIPE_EXIT = 128 + signal.SIGPIPE  # what a shell reports for a writer whose reader went away
 
 
@@ -29,7 +33,7 @@ def build_parser(verifier_only: bool = False) -> argparse.ArgumentParser:
     """Every subcommand, in the order --help lists them. `verifier_only`: verify and history alone,
     so that `dcdrill verify` imports neither the lab's nor the drill's modules (pydantic, Pulumi,
     Ansible: a noticeable share of a small verify's time)."""
-    p = argparse.ArgumentParser(prog="dcdrill", description=__doc__.split(":")[0] + ".",
+    p = argparse.ArgumentParser(prog="dcdrill", description=DESCRIPTION,
                                 epilog=f"Exit codes: {exits.MEANINGS}.")
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
