@@ -19,7 +19,8 @@
 #      and its power-loss disk (infra/lab/disk, Go, go-fuse from the Go module proxy) -> cache/bin;
 #      skipped without Go (only the lab needs them)
 #   9. actionlint (the CI recipe's linter, docs/ci/; checkout only)                    Go module proxy
-# Steps 4 (the CLI's build), 4b, 8 and 9 compile Go; they run beside steps 2 to 7 (go_builds).
+# Steps 4 (the CLI's build), 8, 4b and 9 compile Go, in that order; they run beside steps 2 to 7
+# (go_builds). DCDRILL_SETUP_LAB_FIRST=1 leaves 4b and 9 (not the lab's) for the next setup.
 # ROOT holds the layers' folders (infra/, spark/, ...): a checkout (with pyproject.toml), or the
 # installed dcdrill package, where `dcdrill setup` passes DCDRILL_CACHE and DCDRILL_PYTHON (the
 # Python dcdrill runs on). cd -P: in a checkout this script may be reached through dcdrill/infra.
@@ -81,6 +82,29 @@ go_builds() {
        -o '$CACHE/bin/pulumi' github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
     stamp pulumi "$key"
   fi
+  # 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
+  key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
+  if ! command -v go >/dev/null; then
+    step "lab forwarder and power-loss disk: skipped, no Go here (the lab needs them, an AWS stack does not: install Go >= 1.24 and run setup again)"
+  elif ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
+    step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
+    (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
+    stamp forwarder "$key"
+  fi
+  key=$(cat "$ROOT"/infra/lab/disk/go.mod "$ROOT"/infra/lab/disk/go.sum "$ROOT"/infra/lab/disk/*.go | sha256sum | cut -c1-16)
+  if command -v go >/dev/null && { ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; }; then
+    step "lab power-loss disk (infra/lab/disk) -> $CACHE/bin/dcdrill-disk"
+    (cd "$ROOT/infra/lab/disk" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-disk" .)
+    stamp disk "$key"
+  fi
+  # What only AWS stacks and the unit tests need comes last. `make test` sets DCDRILL_SETUP_LAB_FIRST
+  # so that the lab tests start without it, and builds it in the setup its unit tests run first.
+  if [ -n "${DCDRILL_SETUP_LAB_FIRST:-}" ]; then
+    [ -x "$CACHE/bin/actionlint" ] && { command -v session-manager-plugin >/dev/null \
+      || [ -x "$CACHE/bin/session-manager-plugin" ]; } \
+      || step "session-manager-plugin and actionlint: left for the next setup (DCDRILL_SETUP_LAB_FIRST)"
+    return 0
+  fi
   # 4b. AWS's session-manager-plugin: ssh reaches an AWS stack's hosts through SSM with it
   # (infra/aws/ssm_tunnel.py). Yours if on PATH; without Go it is left out (only AWS stacks need it,
   # and `dcdrill drill --check` on one names it).
@@ -97,21 +121,6 @@ go_builds() {
     stamp ssm-plugin "$key"
   fi
 
-  # 8. The lab's userspace forwarder: inter-DC delay on kernels without sch_netem -----------------
-  key=$(cat "$ROOT"/infra/lab/forwarder/go.mod "$ROOT"/infra/lab/forwarder/*.go | sha256sum | cut -c1-16)
-  if ! command -v go >/dev/null; then
-    step "lab forwarder and power-loss disk: skipped, no Go here (the lab needs them, an AWS stack does not: install Go >= 1.24 and run setup again)"
-  elif ! stamp_ok forwarder "$key" || [ ! -x "$CACHE/bin/dcdrill-forwarder" ]; then
-    step "lab forwarder (infra/lab/forwarder) -> $CACHE/bin/dcdrill-forwarder"
-    (cd "$ROOT/infra/lab/forwarder" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-forwarder" .)
-    stamp forwarder "$key"
-  fi
-  key=$(cat "$ROOT"/infra/lab/disk/go.mod "$ROOT"/infra/lab/disk/go.sum "$ROOT"/infra/lab/disk/*.go | sha256sum | cut -c1-16)
-  if command -v go >/dev/null && { ! stamp_ok disk "$key" || [ ! -x "$CACHE/bin/dcdrill-disk" ]; }; then
-    step "lab power-loss disk (infra/lab/disk) -> $CACHE/bin/dcdrill-disk"
-    (cd "$ROOT/infra/lab/disk" && go vet . && go build -trimpath -o "$CACHE/bin/dcdrill-disk" .)
-    stamp disk "$key"
-  fi
   # 9. actionlint: make test lints the GitHub Actions recipe (docs/ci/github-actions.yml) -----------
   ACTIONLINT_VERSION=v1.7.12
   if [ -n "$CHECKOUT" ] && { ! stamp_ok actionlint "$ACTIONLINT_VERSION" || [ ! -x "$CACHE/bin/actionlint" ]; }; then
