@@ -55,10 +55,12 @@ def producer_pass(scanned) -> dict[str, list[dict]]:
     range (seqs, for the dense-seq check). Folded per task as the scan
     streams the rows, merged on the driver (spark/jvm/ProducerPass.java); no shuffle, no join:
     anomalies come from the identity pass."""
-    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": [], "seqs": []}
+    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": [], "group_latency": [],
+                                     "seqs": []}
     for r in map(json.loads, scanned.producerTables().splitlines()):
-        kind = "latency" if "latency" in r else "timelines" if "words" in r else "acks" if "ack_sec" in r \
-            else "seqs" if "producer_idh" in r else "fine"
+        kind = "latency" if "latency" in r else "group_latency" if "group_latency_ms" in r \
+            else "timelines" if "words" in r else "acks" if "ack_sec" in r else "seqs" if "producer_idh" in r \
+            else "fine"
         tables[kind].append(r)
     return tables
 
@@ -242,10 +244,15 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         for key in (("phase", r["phase"]), ("send_sec", r["send_sec"])):
             h = hist.setdefault(key, {})
             h[r["latency"]] = h.get(r["latency"], 0) + r["produced"]
+    for r in tables["group_latency"]:  # per (phase, DC and topic, partition): the DC and partition splits
+        for key in (("dc", r["dc"]), (("topic", "partition"), (r["topic"], r["partition"]))):
+            h = hist.setdefault(key, {})
+            h[r["group_latency_ms"]] = h.get(r["group_latency_ms"], 0) + r["acked"]
 
     def with_latency(rows, key):
         for g in rows:
-            g["latency_p50_ms"], g["latency_p99_ms"] = rollup.percentiles(hist.get((key, g[key]), {}))
+            value = tuple(g[k] for k in key) if isinstance(key, tuple) else g[key]
+            g["latency_p50_ms"], g["latency_p99_ms"] = rollup.percentiles(hist.get((key, value), {}))
         return rows
 
     order = {label: i for i, label in enumerate(labels)}
@@ -253,11 +260,11 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         "counts": counts,
         "phases": sorted(_table(with_latency(rollup.roll(fine, ("phase",)), "phase"), ("phase",)),
                          key=lambda r: order[r["phase"]]),
-        "by_dc": sorted(_table(rollup.roll(fine, ("dc",)), ("dc",)), key=lambda r: str(r["dc"])),
+        "by_dc": sorted(_table(with_latency(rollup.roll(fine, ("dc",)), "dc"), ("dc",)), key=lambda r: str(r["dc"])),
         "by_partition": [{**_table([r], ("topic", "partition"))[0],
                           **{k: int(part_rows.get((r["topic"], r["partition"]), {}).get(k) or 0)
                              for k in ("max_ack_gap_ms", "reordered", "divergent_offsets")}}
-                         for r in sorted(rollup.roll(fine, ("topic", "partition")),
+                         for r in sorted(with_latency(rollup.roll(fine, ("topic", "partition")), ("topic", "partition")),
                                          key=lambda r: (str(r["topic"]), r["partition"]))],
         "faults": fault_stats,
         "data_loss_window": _loss_window(total, faults),

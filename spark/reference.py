@@ -83,5 +83,23 @@ def counts(run_dir: str | Path) -> dict:
     }
 
 
+def latencies(run_dir: str | Path) -> dict:
+    """The produce latency (ack_ms - send_ms of each acknowledged record) as nearest-rank
+    [p50, p99], by producer DC and by (topic, partition): the summary's by_dc and by_partition
+    latency columns."""
+    P, _ = _ledger(DrillRecord(run_dir), "produced")
+    by: dict[str, dict] = {"by_dc": defaultdict(list), "by_partition": defaultdict(list)}
+    for r in P:
+        if r["status"] == "ok" and r.get("ack_ms") is not None:
+            by["by_dc"][r.get("dc")].append(r["ack_ms"] - r["send_ms"])
+            by["by_partition"][(r["topic"], r["partition"])].append(r["ack_ms"] - r["send_ms"])
+
+    def nearest_rank(values: list[int], percent: int) -> int:  # the ceil(percent/100 * n)-th smallest
+        return sorted(values)[max(1, -(-len(values) * percent // 100)) - 1]
+
+    return {split: {key: [nearest_rank(v, 50), nearest_rank(v, 99)] for key, v in groups.items()}
+            for split, groups in by.items()}
+
+
 if __name__ == "__main__":
     print(json.dumps(counts(sys.argv[1]), indent=2))

@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.InternalRow;
 /**
  * The producer pass (spark/checker.py explains its tables): the produced rows, folded per task
  * as the scan streams them (Scan.java) into counts per (phase, DC and topic, partition, second,
- * acknowledgement word) with the word's bitmap, and a latency histogram per (phase, second). The
+ * acknowledgement word) with the word's bitmap, a latency histogram per (phase, second) and one
+ * per (phase, DC and topic, partition) group, for the report's DC and partition splits. The
  * tables are small (a row per partition and 50 ms at most), so tasks hand them to the driver
  * whole; no shuffle. The driver rolls the words away (merge).
  */
@@ -28,17 +29,19 @@ public final class ProducerPass {
         final List<Group> groups = new ArrayList<>();
         long[] fine;      // FINE_WIDTH longs per row: group index, second, word, counts, mask
         long[] latency;   // phase, second, latency, count
+        long[] groupLatency;  // group index, latency, count
         long[] seqs;      // producer idh, 0, rows, largest seq + 1, Long.MAX_VALUE - smallest seq
     }
 
     /** The tasks' tables merged, as JSON lines: counts per (phase, DC and topic, partition, second),
      *  each partition's acknowledgement timeline ("words" and "masks"), acks per second ("ack_sec")
-     *  and the latency histogram ("latency"). */
+     *  the latency histogram ("latency") and each group's ("group_latency_ms"). */
     static String merge(List<Tables> parts, int wordMs) {
         Map<Group, Integer> groups = new HashMap<>();
         List<Group> order = new ArrayList<>();
         LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
         LongPairMap latency = new LongPairMap(3, 1 << 8);
+        LongPairMap groupLatency = new LongPairMap(3, 1 << 8);
         LongPairMap seqs = new LongPairMap(SEQS_WIDTH, 64);
         for (Tables t : parts) {
             for (int i = 0; i < t.seqs.length; i += SEQS_WIDTH) {
@@ -62,6 +65,10 @@ public final class ProducerPass {
             for (int i = 0; i < t.latency.length; i += 3) {
                 int o = latency.at(t.latency[i], t.latency[i + 1]);
                 latency.slots[o + 2] += t.latency[i + 2];
+            }
+            for (int i = 0; i < t.groupLatency.length; i += 3) {
+                int o = groupLatency.at(global[(int) t.groupLatency[i]], t.groupLatency[i + 1]);
+                groupLatency.slots[o + 2] += t.groupLatency[i + 2];
             }
         }
         // The acknowledgement words only serve the timelines: rolled away here, the driver gets a row
@@ -133,6 +140,15 @@ public final class ProducerPass {
             b.append("{\"phase\":").append(l[o] >>> 32).append(",\"send_sec\":").append(l[o] & 0xFFFFFFFFL)
              .append(",\"latency\":").append(l[o + 1]).append(",\"produced\":").append(l[o + 2]).append("}\n");
         }
+        long[] gl = groupLatency.slots;
+        for (int i = 0; i < groupLatency.used.length; i++) {
+            if (!groupLatency.used[i]) continue;
+            int o = i * 3;
+            Group g = order.get((int) gl[o]);
+            b.append("{\"phase\":").append(g.phase()).append(",\"dc\":").append(quote(g.dc()))
+             .append(",\"topic\":").append(quote(g.topic())).append(",\"partition\":").append(g.partition())
+             .append(",\"group_latency_ms\":").append(gl[o + 1]).append(",\"acked\":").append(gl[o + 2]).append("}\n");
+        }
         return b.toString();
     }
 
@@ -144,6 +160,7 @@ public final class ProducerPass {
         private final LongPairMap groups = new LongPairMap(3, 64);   // (dt, partition << 8 | phase) -> index
         private final LongPairMap fine = new LongPairMap(FINE_WIDTH, 1 << 12);
         private final LongPairMap latency = new LongPairMap(3, 1 << 8);
+        private final LongPairMap groupLatency = new LongPairMap(3, 1 << 8);  // (group, latency): count
         private final LongPairMap seqs = new LongPairMap(SEQS_WIDTH, 64);
         private long lastIdh = 0;
         private int lastSeqs = -1;  // the slot of the previous row's producer: rows come in runs
@@ -180,12 +197,15 @@ public final class ProducerPass {
                 s[o + MASK] |= 1L << Math.floorMod(ack, wordMs);
                 int lo = latency.at(((long) phase << 32) | (sec & 0xFFFFFFFFL), ack - send);
                 latency.slots[lo + 2]++;
+                int gl = groupLatency.at(group, ack - send);
+                groupLatency.slots[gl + 2]++;
             }
         }
 
         Tables done() {
             t.fine = fine.states();
             t.latency = latency.states();
+            t.groupLatency = groupLatency.states();
             t.seqs = seqs.states();
             return t;
         }

@@ -1,5 +1,5 @@
 """`dcdrill verify` against the plain reference checker (spark/reference.py) on random drill
-records: every count of RECORD.md, on records with random loss, duplicates, reordering,
+records: every count of RECORD.md and the DC and partition latencies, on records with random loss, duplicates, reordering,
 divergence, phantoms, torn lines and failed and indeterminate sends."""
 import json
 import subprocess
@@ -27,6 +27,13 @@ def test_every_count_equals_the_reference_on_random_records(tmp_path):
         got = {k: summary["counts"][k] for k in want}
         if got != want:
             wrong.append((run.name, {k: (got[k], want[k]) for k in want if got[k] != want[k]}))
+        want = reference.latencies(run)  # the DC and partition tables' latency columns
+        got = {"by_dc": {r["dc"]: [r["latency_p50_ms"], r["latency_p99_ms"]] for r in summary["by_dc"]
+                         if r["latency_p50_ms"] is not None},
+               "by_partition": {(r["topic"], r["partition"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
+                                for r in summary["by_partition"] if r["latency_p50_ms"] is not None}}
+        if got != want:
+            wrong.append((run.name, "latency", got, want))
     assert not wrong, wrong[:5]
     # The records are not all clean: every count is non-zero somewhere.
     totals = {k: sum(s["counts"][k] for s in summaries) for k in summaries[0]["counts"]}
