@@ -207,7 +207,7 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     for r in ident.by_split:
         r["dc"], r["topic"] = dc_topics[r["dt"]]
     fine = tables["fine"] + ident.by_split
-    for r in fine + tables["latency"]:
+    for r in fine + tables["latency"] + tables["group_latency"]:
         r["phase"] = labels[r["phase"]]
     part_rows: dict[tuple, dict] = {}
     for k, n in lw.reordered.items():
@@ -245,7 +245,8 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
             h = hist.setdefault(key, {})
             h[r["latency"]] = h.get(r["latency"], 0) + r["produced"]
     for r in tables["group_latency"]:  # per (phase, DC and topic, partition): the DC and partition splits
-        for key in (("dc", r["dc"]), (("topic", "partition"), (r["topic"], r["partition"]))):
+        for key in (("dc", r["dc"]), (("dc", "phase"), (r["dc"], r["phase"])),
+                    (("topic", "partition"), (r["topic"], r["partition"]))):
             h = hist.setdefault(key, {})
             h[r["group_latency_ms"]] = h.get(r["group_latency_ms"], 0) + r["acked"]
 
@@ -261,6 +262,9 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         "phases": sorted(_table(with_latency(rollup.roll(fine, ("phase",)), "phase"), ("phase",)),
                          key=lambda r: order[r["phase"]]),
         "by_dc": sorted(_table(with_latency(rollup.roll(fine, ("dc",)), "dc"), ("dc",)), key=lambda r: str(r["dc"])),
+        # Whether the surviving DC's producers kept writing during a DC's loss, and at what latency
+        "by_dc_phase": sorted(_table(with_latency(rollup.roll(fine, ("dc", "phase")), ("dc", "phase")), ("dc", "phase")),
+                              key=lambda r: (str(r["dc"]), order[r["phase"]])),
         "by_partition": [{**_table([r], ("topic", "partition"))[0],
                           **{k: int(part_rows.get((r["topic"], r["partition"]), {}).get(k) or 0)
                              for k in ("max_ack_gap_ms", "reordered", "divergent_offsets")}}

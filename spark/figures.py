@@ -16,7 +16,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1320px;margin:2em auto
          "table.wide{font-size:.85em}table.wide td,table.wide th{padding:2px 5px}"
          "img{max-width:100%}.scroll{max-width:100%;overflow-x:auto}")
 WIDE = 8  # a table of more columns than this is set smaller, so that its columns fit the page
-SHORT = 24  # a one-word cell this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
+SHORT = 24  # a word this long or shorter keeps its hyphens unbroken ("kill-dc", not "kill-/dc")
 NOT_MEASURED = "–"  # a cell the record has no value for (never the word None)
 
 
@@ -58,6 +58,6 @@ def _cell(value) -> str:
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if number:
         return f"<td class='num'>{value}</td>"
-    text = html.escape(str(value))
-    token = len(str(value)) <= SHORT and not any(ch.isspace() for ch in str(value))  # a name like kill-dc
-    return f"<td>{text.replace('-', '&#8209;') if token else text}</td>"
+    # A short word keeps its hyphens unbroken, alone or in a phrase ("during kill-dc dc-a")
+    words = html.escape(str(value)).split(" ")
+    return "<td>" + " ".join(w.replace("-", "&#8209;") if len(w) <= SHORT else w for w in words) + "</td>"

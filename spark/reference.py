@@ -85,13 +85,28 @@ def counts(run_dir: str | Path) -> dict:
 
 def latencies(run_dir: str | Path) -> dict:
     """The produce latency (ack_ms - send_ms of each acknowledged record) as nearest-rank
-    [p50, p99], by producer DC and by (topic, partition): the summary's by_dc and by_partition
-    latency columns."""
+    [p50, p99], by producer DC, by producer DC and phase, and by (topic, partition): the summary's
+    by_dc, by_dc_phase and by_partition latency columns."""
     P, _ = _ledger(DrillRecord(run_dir), "produced")
-    by: dict[str, dict] = {"by_dc": defaultdict(list), "by_partition": defaultdict(list)}
+    faults = [json.loads(line) for line in (Path(run_dir) / "faults.jsonl").read_text().splitlines() if line.strip()]
+
+    def phase(send_ms: int) -> str:  # before the first fault, during one, or after it (to the next)
+        label = "before" if faults else "no fault"
+        for f in faults:
+            name = f"{f['fault']} {f['target']}"
+            if send_ms < f["start_ms"]:
+                return label
+            if f.get("end_ms") is None or send_ms < f["end_ms"]:
+                return f"during {name}"
+            label = f"after {name}"
+        return label
+
+    by: dict[str, dict] = {"by_dc": defaultdict(list), "by_dc_phase": defaultdict(list),
+                           "by_partition": defaultdict(list)}
     for r in P:
         if r["status"] == "ok" and r.get("ack_ms") is not None:
             by["by_dc"][r.get("dc")].append(r["ack_ms"] - r["send_ms"])
+            by["by_dc_phase"][(r.get("dc"), phase(r["send_ms"]))].append(r["ack_ms"] - r["send_ms"])
             by["by_partition"][(r["topic"], r["partition"])].append(r["ack_ms"] - r["send_ms"])
 
     def nearest_rank(values: list[int], percent: int) -> int:  # the ceil(percent/100 * n)-th smallest

@@ -204,10 +204,19 @@ acks={topo.get('acks')}. Datacenters: {html.escape(', '.join(datacenter_text(d, 
 {_examples(summary)}
 {fig}
 <h2>By phase</h2>{html_table(summary['phases'], ['phase'] + cols)}
-<h2>By producer DC</h2>{html_table(summary['by_dc'], ['dc'] + cols)}
+{_by_dc(summary, cols)}
 {_by_partition(summary['by_partition'], cols)}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _by_dc(summary: dict, cols: list[str]) -> str:
+    """Each producer DC's counts, split by phase when the drill had a fault (whether the surviving
+    DC's producers kept writing is the question a DC loss asks)."""
+    rows = summary.get("by_dc_phase")
+    if rows and len(summary["phases"]) > 1:
+        return "<h2>By producer DC and phase</h2>" + html_table(rows, ["dc", "phase"] + cols)
+    return "<h2>By producer DC</h2>" + html_table(summary["by_dc"], ["dc"] + cols)
 
 
 def _by_partition(rows: list[dict], cols: list[str]) -> str:

@@ -1,5 +1,5 @@
 """`dcdrill verify` against the plain reference checker (spark/reference.py) on random drill
-records: every count of RECORD.md and the DC and partition latencies, on records with random loss, duplicates, reordering,
+records: every count of RECORD.md and the latencies by DC (also by phase) and by partition, on records with random loss, duplicates, reordering,
 divergence, phantoms, torn lines and failed and indeterminate sends."""
 import json
 import subprocess
@@ -30,6 +30,8 @@ def test_every_count_equals_the_reference_on_random_records(tmp_path):
         want = reference.latencies(run)  # the DC and partition tables' latency columns
         got = {"by_dc": {r["dc"]: [r["latency_p50_ms"], r["latency_p99_ms"]] for r in summary["by_dc"]
                          if r["latency_p50_ms"] is not None},
+               "by_dc_phase": {(r["dc"], r["phase"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
+                               for r in summary["by_dc_phase"] if r["latency_p50_ms"] is not None},
                "by_partition": {(r["topic"], r["partition"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
                                 for r in summary["by_partition"] if r["latency_p50_ms"] is not None}}
         if got != want:

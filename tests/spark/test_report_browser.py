@@ -59,8 +59,8 @@ def test_the_probe_sees_overflow_scrolling_tables_and_broken_images(tmp_path):
 
 def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(tmp_path, spark):
     """A record from plain `dcdrill workload` (no journal, no experiment, no predictions): the
-    report links only what exists, says there is nothing predicted, leaves out the latency
-    columns no producer DC or partition has, writes no "None", and keeps "kill-dc" whole."""
+    report links only what exists, says there is nothing predicted, splits its one producer DC by
+    phase, writes no "None", and keeps "kill-dc" whole."""
     run = records.anomalies(tmp_path / "run")
     topo = json.loads((run / "topology.json").read_text())
     topo.pop("predictions", None)
@@ -75,9 +75,10 @@ def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(
     assert 'href="../journal.json"' in page and 'href="../experiment.json"' in page
     assert 'href="../chaos.log"' not in page  # not in this record
     assert "This record holds no predictions" in page
-    by_dc = page.split("<h2>By producer DC</h2>")[1].split("</table>")[0]
-    assert "latency_p50_ms" not in by_dc and "<td class='num'>" in by_dc
-    assert "kill&#8209;dc" in page
+    by_dc = page.split("<h2>By producer DC and phase</h2>")[1].split("</table>")[0]  # the record has a fault
+    assert by_dc.count("<tr>") == 1 + len(summary["phases"]) and "latency_<wbr>p50_<wbr>ms" in by_dc
+    assert "<td class='num'>" in by_dc
+    assert "kill&#8209;dc" in page and "<td>during kill&#8209;dc dc&#8209;a</td>" in page  # in a phrase too
     from dcdrill.spark import report_files
     assert "recovery None" not in report_files.one_screen(summary)
 
