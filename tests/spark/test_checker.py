@@ -79,7 +79,7 @@ def test_report_files(tmp_path, spark):
     assert "Verdict: FAIL" in html and html.count("data:image/png;base64,") >= 3
     assert f"Verified by Spark {summary['spark']['version']} (local[2]" in html
     # Clock times and seconds for a reader; summary.json keeps the epoch milliseconds.
-    assert "<td>1970-01-01 00:00:01.500</td><td>1.0 s</td>" in html
+    assert "<td>1970&#8209;01&#8209;01 00:00:01.500</td><td>1.0 s</td>" in html  # a date never breaks
     w = summary["data_loss_window"]
     assert f"{w['span_ms'] / 1000:.3f} s wide, from 1970-01-01" in html and "+0.190 s to +0.390 s from the first fault" in html
 
