@@ -173,11 +173,13 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
     for ax, (title, pick) in zip(axes, (
             ("recovery (s): fault start to every partition acknowledging again", _recovery),
             ("longest acknowledgement gap (s)", lambda s: s["counts"].get("max_ack_gap_ms")))):
+        right = 0.0
         for y, g in enumerate(gs):
             xs = [v / 1000 for s in summaries if s["run"] in g["runs"] and (v := pick(s)) is not None]
             ax.scatter(xs, [y] * len(xs), alpha=0.6)
+            right = max([right] + xs)
         ax.set_title(title, fontsize=9)
-        ax.set_xlim(left=0)
+        ax.set_xlim(0, right * 1.08 or 1)  # past the slowest drill, so that its dot is drawn whole
     axes[0].set_yticks(range(len(gs)), [_short(g) for g in gs], fontsize=8)
     fig.tight_layout()
     rows = [{"setup and faults": label(g), "drills": g["drills"], "passed": g["passed"],

@@ -93,3 +93,16 @@ def test_nothing_to_summarise_or_an_unreadable_summary_exits_2_naming_it(tmp_pat
     (bad / "summary.json").write_text('{"counts": ')
     assert cli.main(["history", str(tmp_path / "runs")]) == 2
     assert "x/report/summary.json: not a verifier summary" in capsys.readouterr().err
+
+
+def test_the_slowest_drills_dot_is_inside_the_plot(tmp_path, monkeypatch):
+    from dcdrill.spark import figures
+
+    runs = fleet(tmp_path)
+    limits = []
+    monkeypatch.setattr(figures, "png", lambda fig: limits.extend(ax.get_xlim() for ax in fig.axes) or "data:,")
+    summaries = history.load([str(runs)])
+    history.render_html(history.groups(summaries), summaries)
+    (left, recovery_right), (_, gap_right) = limits
+    # a margin of the axis, not of the data's spread: the slowest (44 s, and a 60 s gap) drawn whole
+    assert left == 0 and recovery_right >= 44.0 * 1.05 and gap_right >= 60.0 * 1.05
