@@ -239,36 +239,41 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         stats.update(fault=f.get("fault"), target=f.get("target"), start_ms=f["start_ms"], end_ms=f.get("end_ms"),
                      isr_at_start=f.get("isr_at_start"))
 
+    # {(columns, their values): {latency_ms: records}}, for each split the summary gives latency in
     hist: dict[tuple, dict[int, int]] = {}
-    for r in tables["latency"]:
-        for key in (("phase", r["phase"]), ("send_sec", r["send_sec"])):
-            h = hist.setdefault(key, {})
-            h[r["latency"]] = h.get(r["latency"], 0) + r["produced"]
-    for r in tables["group_latency"]:  # per (phase, DC and topic, partition): the DC and partition splits
-        for key in (("dc", r["dc"]), (("dc", "phase"), (r["dc"], r["phase"])),
-                    (("topic", "partition"), (r["topic"], r["partition"]))):
-            h = hist.setdefault(key, {})
-            h[r["group_latency_ms"]] = h.get(r["group_latency_ms"], 0) + r["acked"]
 
-    def with_latency(rows, key):
+    def count(columns: tuple, r: dict, latency_ms: int, n: int) -> None:
+        h = hist.setdefault((columns, tuple(r[c] for c in columns)), {})
+        h[latency_ms] = h.get(latency_ms, 0) + n
+
+    for r in tables["latency"]:
+        for columns in (("phase",), ("send_sec",)):
+            count(columns, r, r["latency"], r["produced"])
+    for r in tables["group_latency"]:  # per (phase, DC and topic, partition): the DC and partition splits
+        for columns in (("dc",), ("dc", "phase"), ("topic", "partition")):
+            count(columns, r, r["group_latency_ms"], r["acked"])
+
+    def rolled(columns: tuple) -> list[dict]:
+        """The fine rows summed up to `columns`, with their latency percentiles."""
+        rows = rollup.roll(fine, columns)
         for g in rows:
-            value = tuple(g[k] for k in key) if isinstance(key, tuple) else g[key]
-            g["latency_p50_ms"], g["latency_p99_ms"] = rollup.percentiles(hist.get((key, value), {}))
+            hist_key = (columns, tuple(g[c] for c in columns))
+            g["latency_p50_ms"], g["latency_p99_ms"] = rollup.percentiles(hist.get(hist_key, {}))
         return rows
 
     order = {label: i for i, label in enumerate(labels)}
     return {
         "counts": counts,
-        "phases": sorted(_table(with_latency(rollup.roll(fine, ("phase",)), "phase"), ("phase",)),
+        "phases": sorted(_table(rolled(("phase",)), ("phase",)),
                          key=lambda r: order[r["phase"]]),
-        "by_dc": sorted(_table(with_latency(rollup.roll(fine, ("dc",)), "dc"), ("dc",)), key=lambda r: str(r["dc"])),
+        "by_dc": sorted(_table(rolled(("dc",)), ("dc",)), key=lambda r: str(r["dc"])),
         # Whether the surviving DC's producers kept writing during a DC's loss, and at what latency
-        "by_dc_phase": sorted(_table(with_latency(rollup.roll(fine, ("dc", "phase")), ("dc", "phase")), ("dc", "phase")),
+        "by_dc_phase": sorted(_table(rolled(("dc", "phase")), ("dc", "phase")),
                               key=lambda r: (str(r["dc"]), order[r["phase"]])),
         "by_partition": [{**_table([r], ("topic", "partition"))[0],
                           **{k: int(part_rows.get((r["topic"], r["partition"]), {}).get(k) or 0)
                              for k in ("max_ack_gap_ms", "reordered", "divergent_offsets")}}
-                         for r in sorted(with_latency(rollup.roll(fine, ("topic", "partition")), ("topic", "partition")),
+                         for r in sorted(rolled(("topic", "partition")),
                                          key=lambda r: (str(r["topic"]), r["partition"]))],
         "faults": fault_stats,
         "data_loss_window": _loss_window(total, faults),
@@ -276,7 +281,7 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
             "send": sorted(({"sec": r["send_sec"], **{k: r[k] for k in ("acked", "failed", "indeterminate",
                                                                          "acked_lost", "duplicates_in_log")},
                              "latency_p50_ms": r["latency_p50_ms"], "latency_p99_ms": r["latency_p99_ms"]}
-                            for r in with_latency(rollup.roll(fine, ("send_sec",)), "send_sec")),
+                            for r in rolled(("send_sec",))),
                            key=lambda r: r["sec"]),
             "acks": [{"sec": r["ack_sec"], "acked": r["acked"]}
                      for r in sorted(tables["acks"], key=lambda r: r["ack_sec"])],

@@ -1,6 +1,7 @@
 """`dcdrill verify` against the plain reference checker (spark/reference.py) on random drill
-records: every count of RECORD.md and the latencies by DC (also by phase) and by partition, on records with random loss, duplicates, reordering,
-divergence, phantoms, torn lines and failed and indeterminate sends."""
+records: every count of RECORD.md and the latencies by DC (also by phase) and by partition, on
+records with random loss, duplicates, reordering, divergence, phantoms, torn lines and failed and
+indeterminate sends."""
 import json
 import subprocess
 import sys
