@@ -6,7 +6,7 @@ DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup lab lab-down status plan check drill test unit bench lock clean wheel
+.PHONY: setup lab lab-down status plan check drill test unit style bench lock clean wheel
 
 setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
@@ -35,8 +35,11 @@ ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --pr
 wheel: setup  ## dist/dcdrill-<version>-py3-none-any.whl, what `pip install 'dist/...whl[verify]'` installs
 	$(BIN)/python -m build --wheel --no-isolation --outdir dist .  # in .venv: its pyspark compiles the kernels in
 
-# What needs no lab: the import layers, ansible-lint (production) and every test not marked `lab`
-UNIT := $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra -m "not lab" -p no:cacheprovider tests
+# The style: ruff's rules and formatter (pyproject.toml's [tool.ruff]) and shellcheck on the shell scripts
+STYLE := $(BIN)/ruff check -q . && $(BIN)/ruff format -q --check . && shellcheck infra/toolchain/setup.sh .ci/run
+
+# What needs no lab: the style, the import layers, ansible-lint (production) and every test not marked `lab`
+UNIT := $(STYLE) && $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra -m "not lab" -p no:cacheprovider tests
 
 # The lab tests start once what the lab needs is installed; the rest of setup (AWS's
 # session-manager-plugin, actionlint: Go builds) runs beside them, niced, before the unit tests.
@@ -48,6 +51,9 @@ test:  ## the lab tests on the real lab and, beside them at nice 19 so the lab k
 	echo "== beside the lab tests (.cache/unit-tests.log): lint-imports, ansible-lint, the tests that need no lab"; \
 	wait $$unit; unit=$$?; cat .cache/unit-tests.log; \
 	echo "== lab tests: exit $$lab; beside them: exit $$unit"; test $$lab = 0 && test $$unit = 0
+
+style: setup  ## ruff check, ruff format --check and shellcheck
+	$(STYLE)
 
 unit: setup  ## everything but the lab tests (marked `lab`)
 	$(UNIT)

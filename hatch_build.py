@@ -3,6 +3,7 @@ so an installed `dcdrill verify` needs a Java runtime and no JDK. They are compi
 building environment's pyspark, which an isolated build (pip from a git URL, plain `python -m
 build`) does not have: that wheel goes without them and compiles them on first use. `make wheel`
 builds in the project's own environment (--no-isolation) and carries them."""
+
 from __future__ import annotations
 
 import shutil

@@ -5,6 +5,7 @@ lists them (through dcdrill.discover); the experiments in chaos/experiments/ use
 __version__ = "0.1.0"
 __all__ = ["discover"]
 
+
 def activity_modules() -> dict[str, list[str]]:
     """Every `actions` and `probes` module under this package (chaos/<target>/actions.py and
     probes.py, the Chaos Toolkit extension layout), found by walking it: a new target is

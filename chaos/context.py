@@ -7,6 +7,7 @@ Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
 A drill's own settings, where they differ from the stack's (`dcdrill drill --acks ...`), are in
 the record's settings.json: a file, because `chaos run --var` only sets keys an experiment declares.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ into a complete experiment here. A new fault is a file of a few lines.
 drill` writes it into the drill record (experiment.json) and runs that. `preflight` is the check
 `dcdrill drill --check` makes before anything starts.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,8 +43,12 @@ def compose(name: str) -> dict:
     mirrored = part.get(MIRRORED)
     if mirrored:  # a replicated stack's fault: from a mirror that keeps up, until it caught up again
         fault = [waits["before"], *fault, waits["after"]]
-    out = {"version": shape.pop("version"), "title": part["title"], "description": part["description"],
-           **copy.deepcopy(shape)}
+    out = {
+        "version": shape.pop("version"),
+        "title": part["title"],
+        "description": part["description"],
+        **copy.deepcopy(shape),
+    }
     out["configuration"] = {**shape["configuration"], **part.get("configuration", {})}
     method = []
     for activity in shape["method"]:
@@ -57,7 +62,12 @@ def compose(name: str) -> dict:
 
 
 SECRETS = "aws"  # the experiment's secrets target the fault actions read (_drill.json)
-MIRROR_FUNCS = {"fail_over_consumers", "kill_mirror", "wait_mirrored", "record_mirror_events"}  # only a replicated stack has what they act on
+MIRROR_FUNCS = {
+    "fail_over_consumers",
+    "kill_mirror",
+    "wait_mirrored",
+    "record_mirror_events",
+}  # only a replicated stack has what they act on
 
 
 def needs_mirrors(experiment: dict) -> bool:
@@ -71,8 +81,9 @@ def fault_activities(experiment: dict) -> list[dict]:
     return [a for a in every if a.get("provider", {}).get("module") == FAULT_MODULE]
 
 
-def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
-              dc_names: list[str] | None = None) -> list[str]:
+def preflight(
+    experiment: dict, t: Topology, backend: Backend, variables: dict, dc_names: list[str] | None = None
+) -> list[str]:
     """What stops this experiment on this stack, as sentences; empty: it can run. Starts nothing.
 
     Chaos Toolkit's own validation (every module, function and argument resolves), then: every
@@ -93,8 +104,12 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
         func = a["provider"]["func"]
         need = actions.NEEDS.get(func)
         method = getattr(drv, need, None) if need else None
-        if (method is None or getattr(method, "__isabstractmethod__", False)
-                or method is getattr(FaultDriver, need, None) and need not in FaultDriver.__abstractmethods__):
+        if (
+            method is None
+            or getattr(method, "__isabstractmethod__", False)
+            or method is getattr(FaultDriver, need, None)
+            and need not in FaultDriver.__abstractmethods__
+        ):
             problems.append(f"fault {func!r} does not exist on the {backend.name} backend's driver ({drv.__name__})")
             continue
         if why := backend.cannot(need):
@@ -107,14 +122,22 @@ def preflight(experiment: dict, t: Topology, backend: Backend, variables: dict,
             if key == "direction" and value not in DIRECTIONS:
                 problems.append(f"{a['name']}: direction {value!r}; valid: {', '.join(DIRECTIONS)}")
         target = _substitute(a["provider"].get("arguments", {}).get("dc"), config)
-        if func == "power_loss" and target in t.dc_names and not rules.quorum_survives(t, target) \
-                and "quorum-dc-loss" not in t.accept_risks:
-            problems.append(f"{a['name']}: a power loss of {target} takes the {t.voter_noun}' majority with it, and "
-                            "with it what they had not flushed; list quorum-dc-loss in dcdrill:acceptRisks to drill it")
+        if (
+            func == "power_loss"
+            and target in t.dc_names
+            and not rules.quorum_survives(t, target)
+            and "quorum-dc-loss" not in t.accept_risks
+        ):
+            problems.append(
+                f"{a['name']}: a power loss of {target} takes the {t.voter_noun}' majority with it, and "
+                "with it what they had not flushed; list quorum-dc-loss in dcdrill:acceptRisks to drill it"
+            )
         if func == "kill_tiebreaker" and not rules.tiebreakers(t):
             suffix = "ctl" if t.kraft else "zk"
-            problems.append(f"{a['name']}: the stack has no tiebreaker DC (one with {t.voter_noun} and no brokers; "
-                            f"DCs: {', '.join(f'{d.name} {d.brokers}b/{t.voters_in(d.name)}{suffix}' for d in t.datacenters)})")
+            problems.append(
+                f"{a['name']}: the stack has no tiebreaker DC (one with {t.voter_noun} and no brokers; "
+                f"DCs: {', '.join(f'{d.name} {d.brokers}b/{t.voters_in(d.name)}{suffix}' for d in t.datacenters)})"
+            )
     return problems
 
 

@@ -1,6 +1,7 @@
 """The `dcdrill` command: init, setup, plan, schema, lab, status, workload, verify, history,
 experiment, drill. Each subcommand's options live in the module named after it; this one builds
 the parser and turns the layers' errors into the shared exit codes (dcdrill/exits.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,11 +11,12 @@ import sys
 
 from dcdrill import exits, verify_command
 
-
-DESCRIPTION = ("Drills a multi-datacenter Kafka cluster: lose a DC while a workload runs, then check what "
-               "producers were told against what the cluster kept and consumers saw. The stack (a Pulumi "
-               "stack) is set up by Pulumi and Ansible on the local lab or AWS, the fault is a Chaos Toolkit "
-               "experiment, and the verifier is Spark. Start with `dcdrill drill --stack local`.")
+DESCRIPTION = (
+    "Drills a multi-datacenter Kafka cluster: lose a DC while a workload runs, then check what "
+    "producers were told against what the cluster kept and consumers saw. The stack (a Pulumi "
+    "stack) is set up by Pulumi and Ansible on the local lab or AWS, the fault is a Chaos Toolkit "
+    "experiment, and the verifier is Spark. Start with `dcdrill drill --stack local`."
+)
 SIGPIPE_EXIT = 128 + signal.SIGPIPE  # what a shell reports for a writer whose reader went away
 
 
@@ -33,8 +35,7 @@ def build_parser(verifier_only: bool = False) -> argparse.ArgumentParser:
     """Every subcommand, in the order --help lists them. `verifier_only`: verify and history alone,
     so that `dcdrill verify` imports neither the lab's nor the drill's modules (pydantic, Pulumi,
     Ansible: a noticeable share of a small verify's time)."""
-    p = argparse.ArgumentParser(prog="dcdrill", description=DESCRIPTION,
-                                epilog=f"Exit codes: {exits.MEANINGS}.")
+    p = argparse.ArgumentParser(prog="dcdrill", description=DESCRIPTION, epilog=f"Exit codes: {exits.MEANINGS}.")
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if verifier_only:
@@ -86,12 +87,21 @@ def _main(argv: list[str], own_process: bool) -> int:
     from dcdrill.infra.hostaccess import HostAccessUnavailable, HostUnreachable
     from dcdrill.infra.lab.netns import LabUnavailable
     from dcdrill.infra.pulumi_cli import PulumiError
+
     try:
         return args.func(args)
-    except (ValueError, LabUnavailable, HostAccessUnavailable) as exc:  # ConfigError, BadInput and the rules' refusals are ValueErrors
+    except (
+        ValueError,
+        LabUnavailable,
+        HostAccessUnavailable,
+    ) as exc:  # ConfigError, BadInput and the rules' refusals are ValueErrors
         print(f"dcdrill: {exc}", file=sys.stderr)
         return exits.EXIT_BAD_INPUT
-    except (AnsibleFailed, PulumiError, HostUnreachable) as exc:  # the stack could not be built: its logs or hosts are named
+    except (
+        AnsibleFailed,
+        PulumiError,
+        HostUnreachable,
+    ) as exc:  # the stack could not be built: its logs or hosts are named
         print(f"dcdrill: {exc}", file=sys.stderr)
         return exits.EXIT_FAIL
 

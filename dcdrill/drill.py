@@ -7,6 +7,7 @@ Exit: 0 verdict pass, 1 verdict fail, 2 bad input, 3 fault not injected or heal 
 4 steady state not met before the fault. With --repeat N or --matrix: the worst of the drills'
 exit codes (the series stops at the first 2, 3 or 4: the setup is wrong, not the cluster).
 """
+
 from __future__ import annotations
 
 import signal
@@ -47,7 +48,9 @@ class Plan:
         self.leader_dc = args.dc == QUORUM_LEADER  # resolved per drill (_quorum_leader_dc); checked as any DC here
         self.dc = None if self.leader_dc else args.dc or (broker_dcs[0] if broker_dcs else None)
         self.other = args.other_dc or next((d for d in broker_dcs if d != self.dc), None)
-        self.variables = {k: v for k, v in (("dc", self.dc or self.topology.dc_names[0]), ("other_dc", self.other)) if v}
+        self.variables = {
+            k: v for k, v in (("dc", self.dc or self.topology.dc_names[0]), ("other_dc", self.other)) if v
+        }
         into = [f.target for f in self.deployment.flows if f.source == self.topology.name]
         if "failover_to" in self.experiment["configuration"] and into:
             self.variables["failover_to"] = args.failover_to or into[0]
@@ -67,15 +70,20 @@ class Plan:
         if d.replicated and "failover_to" in self.variables:
             out += mirror_rules.failover_problems(d, self.variables["failover_to"])
         if not d.replicated and experiment.needs_mirrors(self.experiment):
-            out.append(f"{args.experiment} drills a replicated stack (dcdrill:clusters joined by dcdrill:mirrors); "
-                       f"{args.stack} is one stretched cluster")
+            out.append(
+                f"{args.experiment} drills a replicated stack (dcdrill:clusters joined by dcdrill:mirrors); "
+                f"{args.stack} is one stretched cluster"
+            )
         out += experiment.preflight(self.experiment, t, self.backend, self.variables, d.dc_names)
         if self.leader_dc and args.experiment not in DC_LOSSES:
-            out.append(f"--dc {QUORUM_LEADER} is for the loss of a DC ({', '.join(sorted(DC_LOSSES))}), "
-                       f"not {args.experiment}")
+            out.append(
+                f"--dc {QUORUM_LEADER} is for the loss of a DC ({', '.join(sorted(DC_LOSSES))}), not {args.experiment}"
+            )
         if args.experiment in TARGETS_A_DC and broker_dcs == [self.dc] and not args.force and not d.replicated:
-            out.append(f"{self.dc} holds every broker: the drill would take the whole cluster down "
-                       "(pass --force to do it anyway)")
+            out.append(
+                f"{self.dc} holds every broker: the drill would take the whole cluster down "
+                "(pass --force to do it anyway)"
+            )
         if args.repeat < 1:
             out.append(f"--repeat must be at least 1, got {args.repeat}")
         if len(d.datacenters) < 2 and not args.force:
@@ -83,7 +91,9 @@ class Plan:
         if args.hold is not None and args.hold <= 0:
             out.append(f"--hold must be > 0 seconds, got {args.hold:g}")
         if args.matrix and own:
-            out.append("--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile")
+            out.append(
+                "--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile"
+            )
         return out
 
 
@@ -96,8 +106,10 @@ def check(args) -> int:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     if plan.backend.name == "aws":
         plan.backend.require_support()
-    print(f"dcdrill: {args.experiment} can run on stack {args.stack} ({plan.backend.name} backend)"
-          + (f", target {plan.dc or 'the DC of the quorum leader'}" if args.experiment in TARGETS_A_DC else ""))
+    print(
+        f"dcdrill: {args.experiment} can run on stack {args.stack} ({plan.backend.name} backend)"
+        + (f", target {plan.dc or 'the DC of the quorum leader'}" if args.experiment in TARGETS_A_DC else "")
+    )
     return 0
 
 
@@ -105,8 +117,9 @@ def _require_verifier() -> None:
     """The verdict needs the checker (pyspark and friends, the `verify` extra): say so before any
     fault, not after."""
     if missing := missing_extras("verify"):
-        raise ValueError(f"the drill's verdict needs the verifier ({', '.join(missing)} missing): "
-                         "pip install 'dcdrill[verify]'")
+        raise ValueError(
+            f"the drill's verdict needs the verifier ({', '.join(missing)} missing): pip install 'dcdrill[verify]'"
+        )
 
 
 def run(args) -> int:
@@ -128,8 +141,13 @@ def run(args) -> int:
     with session.spark_scope(end_jvm=own_process):
         session.start_early()  # while the lab comes up and the drill runs, at the lowest priority
         if args.repeat == 1 and not args.matrix:
-            return _drill(args, plan, plans[0][1], (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve(),
-                          last=own_process)
+            return _drill(
+                args,
+                plan,
+                plans[0][1],
+                (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}").resolve(),
+                last=own_process,
+            )
         kind = "matrix" if args.matrix else f"x{args.repeat}"
         series = (args.run_dir or Path("runs") / f"{stamp}-{args.experiment}-{kind}").resolve()
         drills = [(name, own, i) for name, own in plans for i in range(1, args.repeat + 1)]
@@ -177,8 +195,9 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
     def stop(code: int, message: str) -> int:
         """Exit before a verdict: say why, and leave CI a junit.xml with the drill in error."""
         print(f"dcdrill: {message}", file=sys.stderr)
-        record.write_report_file("junit.xml", junit.error_xml(args.stack, args.experiment, code, message,
-                                                              time.monotonic() - started))
+        record.write_report_file(
+            "junit.xml", junit.error_xml(args.stack, args.experiment, code, message, time.monotonic() - started)
+        )
         return code
 
     if own:  # read by chaos/context.deployment() inside the experiment
@@ -208,8 +227,11 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
     if journal is None:
         return stop(EXIT_NO_FAULT, f"chaos run left no journal (exit {code}); see {record.file(CHAOS_LOG)}")
     if not journal.get("steady_states", {}).get("before", {}).get("steady_state_met", False):
-        return stop(EXIT_NOT_STEADY, "steady state not met before the fault; nothing was injected. Cluster now:\n"
-                    + status.render(status.cluster_status(lifecycle.inventory(args.stack))))
+        return stop(
+            EXIT_NOT_STEADY,
+            "steady state not met before the fault; nothing was injected. Cluster now:\n"
+            + status.render(status.cluster_status(lifecycle.inventory(args.stack))),
+        )
     if bad := _bad_input(journal):
         return stop(EXIT_BAD_INPUT, bad)
     if fault_problem:
@@ -238,10 +260,25 @@ def _quorum_leader_dc(stack: str) -> str | None:
 
 def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
     chaos = Path(sys.executable).parent / "chaos"
-    argv = [str(chaos), "--no-version-check", "--log-file", str(record.file(CHAOS_LOG)), "run",
-            "--journal-path", str(record.file(JOURNAL)),
-            "--var", f"stack={args.stack}", "--var", f"run_dir={record.path}", "--var", f"hold_s:int={int(hold)}",
-            "--var", f"rate:float={args.rate}", "--var", f"keep_topic={str(args.keep_topic).lower()}"]
+    argv = [
+        str(chaos),
+        "--no-version-check",
+        "--log-file",
+        str(record.file(CHAOS_LOG)),
+        "run",
+        "--journal-path",
+        str(record.file(JOURNAL)),
+        "--var",
+        f"stack={args.stack}",
+        "--var",
+        f"run_dir={record.path}",
+        "--var",
+        f"hold_s:int={int(hold)}",
+        "--var",
+        f"rate:float={args.rate}",
+        "--var",
+        f"keep_topic={str(args.keep_topic).lower()}",
+    ]
     for key, value in variables.items():
         argv += ["--var", f"{key}:float={value}" if key in LINK_SHAPE else f"{key}={value}"]
     argv.append(str(record.file(EXPERIMENT)))
@@ -271,7 +308,7 @@ def _bad_input(journal: dict) -> str | None:
         text = "".join(r.get("exception") or [])
         for mark in BAD_INPUT_MARKS:
             if r.get("status") != "succeeded" and mark in text:
-                return text[text.index(mark):].splitlines()[0]
+                return text[text.index(mark) :].splitlines()[0]
     return None
 
 
@@ -281,8 +318,11 @@ def _fault_problem(record: DrillRecord) -> str | None:
     if not faults:
         return "faults.jsonl records no fault: the fault action did not run or failed"
     journal = record.journal() or {}
-    failed = [r["activity"]["name"] for r in journal.get("run", []) + journal.get("rollbacks", [])
-              if r.get("status") != "succeeded"]
+    failed = [
+        r["activity"]["name"]
+        for r in journal.get("run", []) + journal.get("rollbacks", [])
+        if r.get("status") != "succeeded"
+    ]
     if failed:
         return f"activities failed: {', '.join(failed)} (see {record.file(JOURNAL)})"
     open_faults = [f"{f['fault']} {f['target']}" for f in faults if not f.get("end_ms")]

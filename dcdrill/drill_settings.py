@@ -2,6 +2,7 @@
 may have of its own (`dcdrill drill --acks --factor --min-insync --unclean --flush-each-write --profile`, or every
 setting of the matrix with `--matrix`). dcdrill/drill.py runs the drills; Topology.with_settings()
 applies the settings; chaos/context.deployment() reads them back inside the experiment."""
+
 from __future__ import annotations
 
 import sys
@@ -14,8 +15,10 @@ HOLD_S = 30.0  # consistency-first: writes stop; 30 s shows that they do and tha
 
 # What tells the cluster a broker is gone (roles/kafka_broker/defaults): its ZooKeeper session
 # expiring, or in KRaft mode the controllers fencing it.
-LIVENESS_TIMEOUT = {"zookeeper": ("kafka_broker_zookeeper_mode_properties", "zookeeper.session.timeout.ms"),
-                    "kraft": ("kafka_broker_kraft_properties", "broker.session.timeout.ms")}
+LIVENESS_TIMEOUT = {
+    "zookeeper": ("kafka_broker_zookeeper_mode_properties", "zookeeper.session.timeout.ms"),
+    "kraft": ("kafka_broker_kraft_properties", "broker.session.timeout.ms"),
+}
 # KRaft also elects an out-of-sync leader only on its cycle (roles/kafka_broker/defaults).
 UNCLEAN_CYCLE = {"kraft": "kafka_broker_kraft_unclean_election_interval_ms"}
 
@@ -48,18 +51,26 @@ def hold(args, t) -> float:
     if args.hold is None:
         return default_hold(t)
     if t.profile == "availability-first" and args.hold < 2 * failover_s(t.coordination):
-        print(f"dcdrill: warning: a {args.hold:g} s hold is short for availability-first: failing over takes up "
-              f"to ~{failover_s(t.coordination):.0f} s here (the dead brokers' session expiry, then the producers' "
-              f"request timeout), and writes that resume only after the heal fail the writes-continued rule "
-              f"(default hold {default_hold(t):.0f} s)", file=sys.stderr)
+        print(
+            f"dcdrill: warning: a {args.hold:g} s hold is short for availability-first: failing over takes up "
+            f"to ~{failover_s(t.coordination):.0f} s here (the dead brokers' session expiry, then the producers' "
+            f"request timeout), and writes that resume only after the heal fail the writes-continued rule "
+            f"(default hold {default_hold(t):.0f} s)",
+            file=sys.stderr,
+        )
     return args.hold
 
 
 def given(args) -> dict:
     """The settings given on the command line, as Topology.with_settings() takes them."""
-    values = {"profile": args.profile, "acks": args.acks, "factor": args.factor, "min_insync": args.min_insync,
-              "unclean_leader_election": None if args.unclean is None else args.unclean == "on",
-              "flush_each_write": args.flush_each_write or None}
+    values = {
+        "profile": args.profile,
+        "acks": args.acks,
+        "factor": args.factor,
+        "min_insync": args.min_insync,
+        "unclean_leader_election": None if args.unclean is None else args.unclean == "on",
+        "flush_each_write": args.flush_each_write or None,
+    }
     return {k: v for k, v in values.items() if v is not None}
 
 
@@ -73,8 +84,19 @@ def plans(args, t) -> list[tuple[str, dict]]:
     for row in rules.matrix(t):
         if row["profiles"]:
             profile = t.profile if t.profile in row["profiles"] else row["profiles"][0]
-            name = (f"acks-{row['acks']}_min-insync-{row['min_insync']}_"
-                    f"unclean-{'on' if row['unclean_leader_election'] else 'off'}")
-            out.append((name, {"profile": profile, "acks": row["acks"], "min_insync": row["min_insync"],
-                               "unclean_leader_election": row["unclean_leader_election"]}))
+            name = (
+                f"acks-{row['acks']}_min-insync-{row['min_insync']}_"
+                f"unclean-{'on' if row['unclean_leader_election'] else 'off'}"
+            )
+            out.append(
+                (
+                    name,
+                    {
+                        "profile": profile,
+                        "acks": row["acks"],
+                        "min_insync": row["min_insync"],
+                        "unclean_leader_election": row["unclean_leader_election"],
+                    },
+                )
+            )
     return out

@@ -1,5 +1,6 @@
 """The exit codes every `dcdrill` command shares, and the extras (pyproject.toml) that bring the
 heavy modules: a missing one is named with the line that installs it."""
+
 from __future__ import annotations
 
 EXIT_PASS = 0  # verdict pass, or the command did what it was asked
@@ -9,8 +10,10 @@ EXIT_NO_FAULT = 3  # the fault was not injected, or its heal failed: the drill p
 EXIT_NOT_STEADY = 4  # the steady state was not met before the fault
 
 # What each exit code means, for --help epilogs.
-MEANINGS = ("0 ok / verdict pass, 1 verdict fail, 2 bad input, 3 fault not injected or heal failed, "
-            "4 steady state not met before the fault")
+MEANINGS = (
+    "0 ok / verdict pass, 1 verdict fail, 2 bad input, 3 fault not injected or heal failed, "
+    "4 steady state not met before the fault"
+)
 
 # The modules each extra brings.
 EXTRAS = {"pyspark": "verify", "matplotlib": "verify", "junitparser": "verify", "pulumi_aws": "aws", "boto3": "aws"}

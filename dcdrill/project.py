@@ -5,6 +5,7 @@ A project is a folder with a Pulumi.yaml whose program is dcdrill's (a two-line 
 that runs the installed `dcdrill.infra` package), its stacks (Pulumi.<stack>.yaml) and a CI
 recipe. infra.constants.project_dir() finds it from the current folder, as `pulumi` does.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ from dcdrill.infra.constants import IN_CHECKOUT, PACKAGE, PROJECT_FILE, SHIPPED,
 # Where the shipped files sit: a checkout keeps them where it uses them; a wheel under SHIPPED.
 EXAMPLES = SHIPPED if IN_CHECKOUT else SHIPPED / "examples"
 CI_RECIPES = SHIPPED / "docs" / "ci" if IN_CHECKOUT else SHIPPED / "ci"
-CI_TARGETS = {"github": ("github-actions.yml", ".github/workflows/dcdrill.yml"),
-              "gitlab": ("gitlab-ci.yml", "ci/dcdrill.gitlab-ci.yml")}  # include: it from .gitlab-ci.yml
+CI_TARGETS = {
+    "github": ("github-actions.yml", ".github/workflows/dcdrill.yml"),
+    "gitlab": ("gitlab-ci.yml", "ci/dcdrill.gitlab-ci.yml"),
+}  # include: it from .gitlab-ci.yml
 
 PROGRAM = '''"""This project's Pulumi program is dcdrill's own, installed with it: it reads the dcdrill:
 settings of Pulumi.<stack>.yaml and builds the lab or the AWS stack they describe."""
@@ -43,6 +46,7 @@ class ProjectExists(ValueError):
 @dataclass(frozen=True)
 class Scaffold:
     """One file of a new project: where it goes (relative to the project) and what it holds."""
+
     path: str
     text: str
 
@@ -53,9 +57,12 @@ def _pulumi_yaml(target: Path) -> str:
     lives inside the project (the official language host uses it for a `pulumi up` by hand;
     dcdrill itself runs the program in its own process, through the Automation API)."""
     venv = Path(sys.prefix).resolve()
-    lines = ["name: dcdrill",
-             "description: \"Multi-datacenter Kafka drills (dcdrill); stacks are Pulumi.<stack>.yaml beside this file.\"",
-             "runtime:", "  name: python"]
+    lines = [
+        "name: dcdrill",
+        'description: "Multi-datacenter Kafka drills (dcdrill); stacks are Pulumi.<stack>.yaml beside this file."',
+        "runtime:",
+        "  name: python",
+    ]
     if sys.prefix != sys.base_prefix and venv.is_relative_to(target.resolve()):
         lines += ["  options:", f"    virtualenv: {venv.relative_to(target.resolve())}"]
     return "\n".join([*lines, "main: program/", ""])
@@ -95,8 +102,10 @@ def scaffold(target: Path, ci: str = "github") -> list[Scaffold]:
     """Every file of a new project, in the order init writes them."""
     files = [Scaffold(PROJECT_FILE, _pulumi_yaml(target)), Scaffold("program/__main__.py", PROGRAM)]
     # No salt: Pulumi makes the user's own at their first `stack init`, from their passphrase.
-    files += [Scaffold(p.name, re.sub(r"(?m)^encryptionsalt:.*\n?", "", p.read_text()))
-              for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))]
+    files += [
+        Scaffold(p.name, re.sub(r"(?m)^encryptionsalt:.*\n?", "", p.read_text()))
+        for p in sorted(EXAMPLES.glob("Pulumi.*.yaml"))
+    ]
     recipe, where = CI_TARGETS[ci]
     files.append(Scaffold(where, _recipe((CI_RECIPES / recipe).read_text(), install_spec())))
     # The stacks name it for editors (`# yaml-language-server: $schema=docs/stack.schema.json`).
@@ -111,8 +120,9 @@ def init(target: Path, ci: str = "github", force: bool = False) -> list[Path]:
     files = scaffold(target, ci)
     clashes = [f.path for f in files if (target / f.path).exists() and (target / f.path).read_text() != f.text]
     if clashes and not force:
-        raise ProjectExists(f"{target.resolve()}: {', '.join(clashes)} already there with other content "
-                            "(--force overwrites them)")
+        raise ProjectExists(
+            f"{target.resolve()}: {', '.join(clashes)} already there with other content (--force overwrites them)"
+        )
     written = []
     for f in files:
         path = target / f.path

@@ -1,5 +1,6 @@
 """`dcdrill init`, `setup`, `plan`, `schema`, `lab` and `status`: the project and its stacks,
 before and after they exist."""
+
 from __future__ import annotations
 
 import json
@@ -13,29 +14,46 @@ from dcdrill.infra import stack as stacks
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("init", help="make a dcdrill project here: Pulumi.yaml, the example stacks, a CI recipe",
-                        description="Writes Pulumi.yaml (dcdrill's program), one Pulumi.<stack>.yaml per shipped "
-                                    "example, a CI recipe and a .gitignore. Then: dcdrill setup; dcdrill plan --stack local.")
+    sp = sub.add_parser(
+        "init",
+        help="make a dcdrill project here: Pulumi.yaml, the example stacks, a CI recipe",
+        description="Writes Pulumi.yaml (dcdrill's program), one Pulumi.<stack>.yaml per shipped "
+        "example, a CI recipe and a .gitignore. Then: dcdrill setup; dcdrill plan --stack local.",
+    )
     sp.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the project folder (default: this one)")
-    sp.add_argument("--ci", choices=sorted(project.CI_TARGETS), default="github",
-                    help="the CI recipe: github (.github/workflows/dcdrill.yml) or gitlab (ci/dcdrill.gitlab-ci.yml)")
+    sp.add_argument(
+        "--ci",
+        choices=sorted(project.CI_TARGETS),
+        default="github",
+        help="the CI recipe: github (.github/workflows/dcdrill.yml) or gitlab (ci/dcdrill.gitlab-ci.yml)",
+    )
     sp.add_argument("--force", action="store_true", help="overwrite files that are there with other content")
     sp.set_defaults(func=_init)
 
-    sp = sub.add_parser("setup", help="install what the lab and verifier need (apt, Maven jars, Pulumi CLI, kernels)",
-                        description="Idempotent; the Pulumi CLI is built from the Go module proxy only when no "
-                                    "`pulumi` is on PATH. Needs root for apt-get on a bare machine.")
+    sp = sub.add_parser(
+        "setup",
+        help="install what the lab and verifier need (apt, Maven jars, Pulumi CLI, kernels)",
+        description="Idempotent; the Pulumi CLI is built from the Go module proxy only when no "
+        "`pulumi` is on PATH. Needs root for apt-get on a bare machine.",
+    )
     sp.set_defaults(func=lambda _args: project.setup())
 
     sp = sub.add_parser("plan", help="check a stack against the multi-DC rules and predict each DC loss (offline)")
     sp.add_argument("--stack", required=True, help=f"stack name; one of: {', '.join(stacks.stack_names())}")
     sp.add_argument("--json", action="store_true", help="print {inventory, violations, predictions} as JSON")
-    sp.add_argument("--matrix", action="store_true",
-                    help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
-                         "factor: what losing each DC does, and which profile's rules it meets")
-    sp.add_argument("--fault", choices=sorted(rules.FAULT_KINDS), default=None,
-                    help="with --matrix: how the DC is lost, which decides what an ISR shrunk into it keeps "
-                         "(default kill-dc; `dcdrill drill --matrix --experiment power-loss` drills it)")
+    sp.add_argument(
+        "--matrix",
+        action="store_true",
+        help="every acks x minInsync x unclean-election setting on this stack's DCs and replication "
+        "factor: what losing each DC does, and which profile's rules it meets",
+    )
+    sp.add_argument(
+        "--fault",
+        choices=sorted(rules.FAULT_KINDS),
+        default=None,
+        help="with --matrix: how the DC is lost, which decides what an ISR shrunk into it keeps "
+        "(default kill-dc; `dcdrill drill --matrix --experiment power-loss` drills it)",
+    )
     sp.set_defaults(func=_plan)
 
     sp = sub.add_parser("schema", help="print the stack config's JSON Schema (docs/stack.schema.json), for editors")
@@ -58,11 +76,16 @@ def _init(args) -> int:
     for path in written:
         print(f"wrote {path}")
     if project.install_spec() is None:
-        print(f"note: set DCDRILL_PIP in {project.CI_TARGETS[args.ci][1]} to where CI installs dcdrill from (a git URL "
-              "at a commit, or a wheel's URL): this one came from a local path or an index pip did not record")
-    print(f"dcdrill project in {args.dir.resolve()}" + ("" if written else " (nothing to change)")
-          + "\nnext: dcdrill setup; dcdrill plan --stack local; "
-          'sudo "$(command -v dcdrill)" drill --stack local (root for the lab; sudo resets PATH)')
+        print(
+            f"note: set DCDRILL_PIP in {project.CI_TARGETS[args.ci][1]} to where CI installs dcdrill from (a git URL "
+            "at a commit, or a wheel's URL): this one came from a local path or an index pip did not record"
+        )
+    print(
+        f"dcdrill project in {args.dir.resolve()}"
+        + ("" if written else " (nothing to change)")
+        + "\nnext: dcdrill setup; dcdrill plan --stack local; "
+        'sudo "$(command -v dcdrill)" drill --stack local (root for the lab; sudo resets PATH)'
+    )
     return EXIT_PASS
 
 
@@ -84,17 +107,24 @@ def _plan(args) -> int:
         return _plan_replicated(args, d, violations)
     inv = backend.inventory(t)
     one_way = backend.one_way_ms(t)
-    out = {"inventory": inv.data, "violations": [v.as_dict() for v in violations], "predictions": rules.predictions(t),
-           "produce_latency": rules.produce_latency(t, one_way) if one_way is not None else None}
+    out = {
+        "inventory": inv.data,
+        "violations": [v.as_dict() for v in violations],
+        "predictions": rules.predictions(t),
+        "produce_latency": rules.produce_latency(t, one_way) if one_way is not None else None,
+    }
     blocking = rules.blocking(t, violations)
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        print(f"stack {args.stack}: {t.backend}, Kafka {t.kafka_version} on {t.coordination}"
-              + (f" ({rules.quorum_summary(t)})" if t.total_voters else "") + f", {t.profile}, factor {t.replication.factor}, "
-              f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}, "
-              f"listeners {'TLS' if t.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if t.sasl else ''}"
-              + (f", {len(t.acls)} ACLs" if t.acls else ""))
+        print(
+            f"stack {args.stack}: {t.backend}, Kafka {t.kafka_version} on {t.coordination}"
+            + (f" ({rules.quorum_summary(t)})" if t.total_voters else "")
+            + f", {t.profile}, factor {t.replication.factor}, "
+            f"minInsync {t.replication.min_insync}, unclean {t.replication.unclean_leader_election}, acks {t.acks}, "
+            f"listeners {'TLS' if t.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if t.sasl else ''}"
+            + (f", {len(t.acls)} ACLs" if t.acls else "")
+        )
         for h in t.hosts():
             print(f"  {h.role:<16} {h.name}")
         print("rules:" + (" all pass" if not violations else ""))
@@ -103,10 +133,14 @@ def _plan(args) -> int:
             print(f"  [{v.rule}] {v.message}{waived}")
         print("losing one DC (acked loss after a kill, a clean stop, a power loss):")
         for dc, p in out["predictions"].items():
-            loss = " / ".join("POSSIBLE" if p["faults"][f]["acked_loss_possible"] else "impossible"
-                              for f in ("kill-dc", "stop-dc", "power-loss"))
-            print(f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
-                  f"writes {'continue' if p['writable'] else 'STOP':<9} acked loss {loss}")
+            loss = " / ".join(
+                "POSSIBLE" if p["faults"][f]["acked_loss_possible"] else "impossible"
+                for f in ("kill-dc", "stop-dc", "power-loss")
+            )
+            print(
+                f"  {dc:<8} quorum {'survives' if p['quorum_survives'] else 'LOST':<9} "
+                f"writes {'continue' if p['writable'] else 'STOP':<9} acked loss {loss}"
+            )
             print(f"           writes: {p['writes_why']}")
             if p["writable"] and not p["visible"]:
                 print(f"           INVISIBLE while {dc} is gone: {p['visible_why']}")
@@ -126,17 +160,31 @@ def _plan_replicated(args, d, violations) -> int:
     resolved = stacks.resolved(d)
     blocking = rules.blocking(d.home, violations)
     if args.json:
-        print(json.dumps({"violations": [v.as_dict() for v in violations], "clusters": resolved["clusters"],
-                          "mirrors": resolved["mirrors"]}, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "violations": [v.as_dict() for v in violations],
+                    "clusters": resolved["clusters"],
+                    "mirrors": resolved["mirrors"],
+                },
+                indent=2,
+                sort_keys=True,
+            )
+        )
         return EXIT_BAD_INPUT if blocking else EXIT_PASS
     print(f"stack {args.stack}: {d.home.backend}, {d.home.profile}, {len(d.clusters)} replicated clusters")
     for c in d.clusters:
-        print(f"  cluster {c.name}: {', '.join(c.dc_names)}; Kafka {c.kafka_version} on {c.coordination}, "
-              f"{c.total_brokers} brokers, factor {c.replication.factor}, minInsync {c.replication.min_insync}, "
-              f"acks {c.acks}, listeners {'TLS' if c.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if c.sasl else ''}")
+        print(
+            f"  cluster {c.name}: {', '.join(c.dc_names)}; Kafka {c.kafka_version} on {c.coordination}, "
+            f"{c.total_brokers} brokers, factor {c.replication.factor}, minInsync {c.replication.min_insync}, "
+            f"acks {c.acks}, listeners {'TLS' if c.tls else 'PLAINTEXT'}{' + SASL/SCRAM' if c.sasl else ''}"
+        )
     for name, m in resolved["mirrors"].items():
-        print(f"  mirror {name}: MirrorMaker 2 ({m['mode']}) on {m['host']} ({m['placement']} DC), topics "
-              f"{m['topics']!r} -> {m['remote_topic_prefix']}<topic>, offset syncs at the {m['offset_syncs_topic_location']}")
+        print(
+            f"  mirror {name}: MirrorMaker 2 ({m['mode']}) on {m['host']} ({m['placement']} DC), topics "
+            f"{m['topics']!r} -> {m['remote_topic_prefix']}<topic>, "
+            f"offset syncs at the {m['offset_syncs_topic_location']}"
+        )
     for h in d.hosts():
         print(f"  {h.role:<16} {h.name}")
     print("rules:" + (" all pass" if not violations else ""))
@@ -145,9 +193,11 @@ def _plan_replicated(args, d, violations) -> int:
     print("faults, per mirror flow:")
     for name, m in resolved["mirrors"].items():
         for fault, p in m["predictions"].items():
-            print(f"  {name:<12} {fault:<15} source writes {'continue' if p['source_writable'] else 'STOP':<9} "
-                  f"target writable {'yes' if p['target_writable'] else 'NO':<4} "
-                  f"acked records missing from the target {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}")
+            print(
+                f"  {name:<12} {fault:<15} source writes {'continue' if p['source_writable'] else 'STOP':<9} "
+                f"target writable {'yes' if p['target_writable'] else 'NO':<4} "
+                f"acked records missing from the target {'POSSIBLE' if p['acked_loss_possible'] else 'impossible'}"
+            )
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
 
 
@@ -157,11 +207,15 @@ def _print_latency(latency: dict | None) -> None:
         return
     print("produce latency the network adds (round trips; jitter, queueing and the brokers' own time on top):")
     for lead, ms in latency["acks_all_adds_ms"].items():
-        print(f"  leader in {lead:<8} acks=all adds {ms:g} to {2 * ms:g} ms over acks=1 (one or two round trips "
-              "to its farthest replica)")
+        print(
+            f"  leader in {lead:<8} acks=all adds {ms:g} to {2 * ms:g} ms over acks=1 (one or two round trips "
+            "to its farthest replica)"
+        )
     for r in latency["routes"]:
-        print(f"  producer in {r['producer_dc']:<6} -> leader in {r['leader_dc']:<6} acks=1 {r['acks_1_ms']:g} ms, "
-              f"acks=all {r['acks_all_ms']:g} to {r['acks_all_max_ms']:g} ms")
+        print(
+            f"  producer in {r['producer_dc']:<6} -> leader in {r['leader_dc']:<6} acks=1 {r['acks_1_ms']:g} ms, "
+            f"acks=all {r['acks_all_ms']:g} to {r['acks_all_max_ms']:g} ms"
+        )
 
 
 def _schema(args) -> int:
@@ -184,22 +238,34 @@ def _matrix(stack: str, t, as_json: bool, fault: str) -> int:
         return f"{writes}, {'LOSS possible' if p['faults'][fault]['acked_loss_possible'] else 'no loss'}"
 
     dcs = t.dc_names
-    print(f"stack {stack}: replication factor {t.replication.factor}, replicas per DC: "
-          + ", ".join(f"{d} {t.replicas_in(d)}" for d in dcs) + f". Losing one DC by {fault}, for every setting "
-          "(* = the stack's own):")
+    print(
+        f"stack {stack}: replication factor {t.replication.factor}, replicas per DC: "
+        + ", ".join(f"{d} {t.replicas_in(d)}" for d in dcs)
+        + f". Losing one DC by {fault}, for every setting "
+        "(* = the stack's own):"
+    )
     header = ["acks", "minInsync", "unclean"] + [f"losing {d}" for d in dcs] + ["meets the rules of"]
-    table = [[("*" if r["current"] else " ") + r["acks"], str(r["min_insync"]),
-              "on" if r["unclean_leader_election"] else "off", *[cell(r["predictions"][d]) for d in dcs],
-              ", ".join(r["profiles"]) or "-"] for r in rows]
+    table = [
+        [
+            ("*" if r["current"] else " ") + r["acks"],
+            str(r["min_insync"]),
+            "on" if r["unclean_leader_election"] else "off",
+            *[cell(r["predictions"][d]) for d in dcs],
+            ", ".join(r["profiles"]) or "-",
+        ]
+        for r in rows
+    ]
     widths = [max(len(x) for x in col) for col in zip(header, *table)]
     for line in [header] + table:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip())
-    print("Predictions assume the replicas were in sync when the DC went. The rules also cover the worst "
-          "case: an ISR shrunk into the lost DC (without unclean election those partitions stop until it "
-          "is back), and acks=all clients (availability-first keeps factor - minInsync >= replicas per DC "
-          "whatever acks the drill's producers use). UNREAD: acknowledged, but since Kafka 3.7 (KAFKA-15583, "
-          "ZooKeeper and KRaft alike) the high watermark waits for min.insync replicas, so no consumer reads "
-          "those writes until the DC is back.")
+    print(
+        "Predictions assume the replicas were in sync when the DC went. The rules also cover the worst "
+        "case: an ISR shrunk into the lost DC (without unclean election those partitions stop until it "
+        "is back), and acks=all clients (availability-first keeps factor - minInsync >= replicas per DC "
+        "whatever acks the drill's producers use). UNREAD: acknowledged, but since Kafka 3.7 (KAFKA-15583, "
+        "ZooKeeper and KRaft alike) the high watermark waits for min.insync replicas, so no consumer reads "
+        "those writes until the DC is back."
+    )
     return 0
 
 
@@ -230,7 +296,9 @@ def _status(args) -> int:
         print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
         return EXIT_PASS if status.healthy(st) else EXIT_FAIL
     clusters = {name: status.cluster_status(inv) for name, inv in lifecycle.inventories(args.stack).items()}
-    mirrors = status.mirror_status(lifecycle.inventory(args.stack, ansible.MIRRORS), via=lifecycle.inventory(args.stack))
+    mirrors = status.mirror_status(
+        lifecycle.inventory(args.stack, ansible.MIRRORS), via=lifecycle.inventory(args.stack)
+    )
     if args.json:
         print(json.dumps({"clusters": clusters, "mirrors": mirrors}, indent=2, sort_keys=True))
     else:

@@ -5,6 +5,7 @@ The same file is spark-submit's entry, for a Spark cluster of the user's:
     spark-submit --jars <the kernel jar> dcdrill/verify_command.py RUN_DIR...
 Importing this module costs nothing: the options are spark/options.py's, Spark is imported by run().
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,23 +19,31 @@ from dcdrill.exits import EXIT_BAD_INPUT, verdict_code  # noqa: E402
 from dcdrill.spark.options import add_arguments  # noqa: E402
 
 COMMANDS = ("verify", "history")
-VERIFY_HELP = ("Counts loss, duplication, reordering and divergence in a drill record, splits them by fault "
-               "phase, and gives a verdict against the topology.")
+VERIFY_HELP = (
+    "Counts loss, duplication, reordering and divergence in a drill record, splits them by fault "
+    "phase, and gives a verdict against the topology."
+)
 VERIFY_EPILOG = "Exit 0 = verdict pass, 1 = verdict fail, 2 = bad input; with several records, the worst of theirs."
 
 
 def register(sub) -> None:
-    p = sub.add_parser("verify", help="verify a drill record with Spark and write its report",
-                       description=VERIFY_HELP + " Same code as `spark-submit dcdrill/verify_command.py RUN_DIR`.",
-                       epilog=VERIFY_EPILOG)
+    p = sub.add_parser(
+        "verify",
+        help="verify a drill record with Spark and write its report",
+        description=VERIFY_HELP + " Same code as `spark-submit dcdrill/verify_command.py RUN_DIR`.",
+        epilog=VERIFY_EPILOG,
+    )
     add_arguments(p)
     p.set_defaults(func=run)
-    h = sub.add_parser("history", help="repeated drills side by side: pass rate, loss, recovery spread",
-                       description="Groups verified drill records by the topology's promise and the faults "
-                                   "injected, and shows per group how many passed, how many lost "
-                                   "acknowledged records, and the recovery time and longest acknowledgement "
-                                   "gap as min / median / max. Reads each record's report/summary.json.",
-                       epilog="Exit 0 = summarised, 2 = nothing to summarise or an unreadable summary.")
+    h = sub.add_parser(
+        "history",
+        help="repeated drills side by side: pass rate, loss, recovery spread",
+        description="Groups verified drill records by the topology's promise and the faults "
+        "injected, and shows per group how many passed, how many lost "
+        "acknowledged records, and the recovery time and longest acknowledgement "
+        "gap as min / median / max. Reads each record's report/summary.json.",
+        epilog="Exit 0 = summarised, 2 = nothing to summarise or an unreadable summary.",
+    )
     h.add_argument("runs", nargs="*", default=["runs"], help="runs folders or drill records (default: runs)")
     h.add_argument("--json", action="store_true", help="print the groups as JSON")
     h.add_argument("--html", metavar="FILE", help="also write a self-contained page with each drill as a dot")
@@ -76,8 +85,13 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     # The last record's JVM may end while its report is drawn: this process exits next.
                     last = own and n == len(args.run_dirs)
-                    summary = verify.verify(run_dir, quiet=args.quiet, conf=conf, plan=plan,
-                                            when_spark_done=session.begin_ending_jvm if last else None)
+                    summary = verify.verify(
+                        run_dir,
+                        quiet=args.quiet,
+                        conf=conf,
+                        plan=plan,
+                        when_spark_done=session.begin_ending_jvm if last else None,
+                    )
             except verify.BadInput as exc:
                 print(f"verify: bad input: {exc}", file=sys.stderr)
                 codes.append(EXIT_BAD_INPUT)
@@ -86,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
                 # Exit 1 would read as a verdict. Anything unforeseen in a record is bad input for
                 # that record, named; the other records of the call are still verified. Running
                 # out of memory names the setting to raise.
-                print(f"verify: bad input: {run_dir}: {memory.failure(exc, heap, session.jvm_process())}", file=sys.stderr)
+                print(
+                    f"verify: bad input: {run_dir}: {memory.failure(exc, heap, session.jvm_process())}", file=sys.stderr
+                )
                 codes.append(EXIT_BAD_INPUT)
                 continue
             codes.append(verdict_code(summary))
@@ -105,8 +121,16 @@ def _in_a_new_process(run_dir: str, args) -> tuple[int, dict | None]:
     import json
     import subprocess
 
-    argv = [sys.executable, "-m", "dcdrill.cli", "verify", run_dir, "--json",
-            *(["--quiet"] if args.quiet else []), *[x for k, v in args.conf for x in ("--conf", f"{k}={v}")]]
+    argv = [
+        sys.executable,
+        "-m",
+        "dcdrill.cli",
+        "verify",
+        run_dir,
+        "--json",
+        *(["--quiet"] if args.quiet else []),
+        *[x for k, v in args.conf for x in ("--conf", f"{k}={v}")],
+    ]
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True)
     if done.returncode >= EXIT_BAD_INPUT or not done.stdout.strip():
         return done.returncode, None
@@ -117,6 +141,7 @@ def _history(args) -> int:
     import json
 
     from dcdrill.spark import history
+
     summaries = history.load(args.runs)  # BadHistory is a ValueError: dcdrill exits 2 naming it
     groups = history.groups(summaries)
     print(json.dumps(groups, indent=2) if args.json else history.render_text(groups))
@@ -129,8 +154,9 @@ def _history(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """spark-submit's entry: the options of `dcdrill verify`."""
-    p = argparse.ArgumentParser(prog="spark-submit dcdrill/verify_command.py", description=VERIFY_HELP,
-                                epilog=VERIFY_EPILOG)
+    p = argparse.ArgumentParser(
+        prog="spark-submit dcdrill/verify_command.py", description=VERIFY_HELP, epilog=VERIFY_EPILOG
+    )
     add_arguments(p)
     return run(p.parse_args(argv))
 

@@ -1,4 +1,5 @@
 """`dcdrill workload ...`: run the workload against a stack by hand (the drill uses the same API)."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,19 +12,32 @@ from dcdrill.validation import workload as wl
 
 
 def register(sub) -> None:
-    p = sub.add_parser("workload", help="sequenced producers, a live consumer group and the final audit",
-                       description="Runs the workload against a stack and writes the drill record's ledgers "
-                                   "(RECORD.md documents them).")
-    p.add_argument("action", choices=["run", "produce", "audit"],
-                   help="run: producers + consumers + audit; produce: producers only; audit: read the whole log")
+    p = sub.add_parser(
+        "workload",
+        help="sequenced producers, a live consumer group and the final audit",
+        description="Runs the workload against a stack and writes the drill record's ledgers "
+        "(RECORD.md documents them).",
+    )
+    p.add_argument(
+        "action",
+        choices=["run", "produce", "audit"],
+        help="run: producers + consumers + audit; produce: producers only; audit: read the whole log",
+    )
     p.add_argument("--stack", default="local")
     p.add_argument("--run-dir", type=Path, help="drill record directory (default runs/<timestamp>)")
     p.add_argument("--topic", default=wl.WorkloadSpec.topic, help="the topic to write (default %(default)s)")
     p.add_argument("--producers", type=int, default=wl.WorkloadSpec.producers)
     p.add_argument("--consumers", type=int, default=wl.WorkloadSpec.consumers)
-    p.add_argument("--rate", type=float, default=wl.WorkloadSpec.rate, help="records/s per producer; 0 = as fast as possible")
-    p.add_argument("--duration", type=float, default=wl.WorkloadSpec.duration_s, dest="duration_s",
-                   help="seconds (default %(default)s)")
+    p.add_argument(
+        "--rate", type=float, default=wl.WorkloadSpec.rate, help="records/s per producer; 0 = as fast as possible"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=wl.WorkloadSpec.duration_s,
+        dest="duration_s",
+        help="seconds (default %(default)s)",
+    )
     p.add_argument("--count", type=int, help="records per producer instead of a duration")
     p.add_argument("--record-size", type=int, default=wl.WorkloadSpec.record_size, help="bytes per record value")
     p.add_argument("--acks", choices=["0", "1", "all"], help="default: the stack's producer.acks")
@@ -31,15 +45,27 @@ def register(sub) -> None:
     p.add_argument("--retries", type=int, default=wl.WorkloadSpec.retries)
     p.add_argument("--delivery-timeout-ms", type=int, default=wl.WorkloadSpec.delivery_timeout_ms)
     p.add_argument("--linger-ms", type=int, default=wl.WorkloadSpec.linger_ms)
-    p.add_argument("--batch-size", type=int, default=wl.WorkloadSpec.batch_size,
-                   help="bytes per batch (default: the client's own: kafka-python 16384 per partition, "
-                        "librdkafka 1000000 per request)")
-    p.add_argument("--client", choices=["kafka-python", "confluent"], default=wl.WorkloadSpec.client,
-                   help="producer backend (same ledger): confluent-kafka (librdkafka, the default) costs a "
-                        "fraction of kafka-python's CPU per record")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=wl.WorkloadSpec.batch_size,
+        help="bytes per batch (default: the client's own: kafka-python 16384 per partition, "
+        "librdkafka 1000000 per request)",
+    )
+    p.add_argument(
+        "--client",
+        choices=["kafka-python", "confluent"],
+        default=wl.WorkloadSpec.client,
+        help="producer backend (same ledger): confluent-kafka (librdkafka, the default) costs a "
+        "fraction of kafka-python's CPU per record",
+    )
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
-    p.add_argument("--create-topic", action=argparse.BooleanOptionalAction, default=True,
-                   help="create a missing topic with the stack's settings (default) or refuse")
+    p.add_argument(
+        "--create-topic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="create a missing topic with the stack's settings (default) or refuse",
+    )
     p.add_argument("--bootstrap-timeout-ms", type=int, default=wl.WorkloadSpec.bootstrap_timeout_ms)
     p.set_defaults(func=_run)
 

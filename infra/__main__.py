@@ -3,6 +3,7 @@
 The stack's config becomes the topology model first; rule violations stop here, before any
 resource is registered, naming the rule and the numbers.
 """
+
 import pulumi
 
 from dcdrill.infra import rules, stack
@@ -19,8 +20,11 @@ except ValueError as exc:  # infra.schema.ConfigError: every bad key path, one p
     raise pulumi.RunError(str(exc)) from None
 problems = rules.blocking(deployment.home, backend.deployment_violations(deployment))
 if problems:
-    raise pulumi.RunError("refusing to build stack {}: {}".format(
-        pulumi.get_stack(), "; ".join(f"[{v.rule}] {v.message}" for v in problems)))
+    raise pulumi.RunError(
+        "refusing to build stack {}: {}".format(
+            pulumi.get_stack(), "; ".join(f"[{v.rule}] {v.message}" for v in problems)
+        )
+    )
 
 for name, value in backend.program(deployment).items():  # inventory (+ inventories, mirrors)
     pulumi.export(name, value)

@@ -8,6 +8,7 @@ A call writes its JSON answer to stdout; one the cluster refuses as the caller's
 its stdin closes (the control closed it, or went away and its session with it) or its deadline
 passes, so it never outlives the drill that started it.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ from dcdrill.infra.inventory import Inventory
 WATCH_DEADLINE_S = 3600.0
 
 
-def _watch(inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WATCH_DEADLINE_S,
-           topic: str | None = None) -> None:
+def _watch(
+    inventory: Inventory, interval_s: float = 1.0, deadline_s: float = WATCH_DEADLINE_S, topic: str | None = None
+) -> None:
     closed = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
     end = time.monotonic() + deadline_s
@@ -57,8 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     request = json.loads(sys.stdin.readline())
     inventory, args = Inventory(request["inventory"], secrets=request.get("secrets") or {}), request.get("args", {})
     if argv[0] == "watch":
-        _watch(inventory, float(args.get("interval_s", 1.0)), float(args.get("deadline_s", WATCH_DEADLINE_S)),
-               args.get("topic"))
+        _watch(
+            inventory,
+            float(args.get("interval_s", 1.0)),
+            float(args.get("deadline_s", WATCH_DEADLINE_S)),
+            args.get("topic"),
+        )
         return 0
     try:
         print(json.dumps(CALLS[argv[0]](inventory, args)))

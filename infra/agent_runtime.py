@@ -10,6 +10,7 @@ PyPI (AWS's none, the lab's none) and no copy of the control's files:
     python -m dcdrill.infra.agent_runtime download    # setup's step: the wheels into the cache
     python -m dcdrill.infra.agent_runtime check       # exit 0 if they are there
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,20 @@ from importlib import metadata
 from pathlib import Path
 
 # What infra/agent.py, infra/kafka_admin.py and validation/ import, and what those need.
-PACKAGES = ("annotated-types", "cffi", "confluent-kafka", "cryptography", "kafka-python", "pip", "pycparser",
-            "pydantic", "pydantic-core", "PyYAML", "typing-extensions", "typing-inspection")
+PACKAGES = (
+    "annotated-types",
+    "cffi",
+    "confluent-kafka",
+    "cryptography",
+    "kafka-python",
+    "pip",
+    "pycparser",
+    "pydantic",
+    "pydantic-core",
+    "PyYAML",
+    "typing-extensions",
+    "typing-inspection",
+)
 PYTHON_VERSION = "3.11"
 PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 LAYERS = ("infra", "record", "validation")  # dcdrill's subpackages an agent imports
@@ -48,10 +61,27 @@ def download(cache: Path) -> Path:
     if downloaded(cache):
         return out
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-                    "--only-binary=:all:", "--implementation", "cp", "--python-version", PYTHON_VERSION,
-                    *[a for p in (*PLATFORMS, "any") for a in ("--platform", p)], "-d", str(out), *pins()],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--implementation",
+            "cp",
+            "--python-version",
+            PYTHON_VERSION,
+            *[a for p in (*PLATFORMS, "any") for a in ("--platform", p)],
+            "-d",
+            str(out),
+            *pins(),
+        ],
+        check=True,
+    )
     (out / ".complete").write_text("\n".join(pins()) + "\n")
     return out
 
@@ -61,12 +91,14 @@ def bundle(cache: Path) -> Path:
     from dcdrill.infra.constants import SHIPPED
 
     root = Path(__file__).parent.parent  # dcdrill/ as imported (in a checkout its layers are links)
-    modules = [root / "__init__.py"] + sorted(p for layer in LAYERS for p in (root / layer).rglob("*.py")
-                                              if "__pycache__" not in p.parts)
+    modules = [root / "__init__.py"] + sorted(
+        p for layer in LAYERS for p in (root / layer).rglob("*.py") if "__pycache__" not in p.parts
+    )
     # (name in the zip, file): the modules, and the roles' defaults infra/ports.py reads, where an
     # installed dcdrill keeps them (dcdrill/shipped)
     files = [(f"dcdrill/{f.relative_to(root)}", f) for f in modules] + [
-        (f"dcdrill/shipped/{f.relative_to(SHIPPED)}", f) for f in sorted(SHIPPED.glob("roles/*/defaults/main.yml"))]
+        (f"dcdrill/shipped/{f.relative_to(SHIPPED)}", f) for f in sorted(SHIPPED.glob("roles/*/defaults/main.yml"))
+    ]
     digest = hashlib.sha256()
     for name, f in files:
         digest.update(name.encode() + b"\0" + f.read_bytes())
@@ -107,11 +139,16 @@ def wheels_archive(cache: Path) -> Path:
 def inventory_vars(cache: Path) -> dict:
     """What roles/dcdrill_agent copies to the client hosts (files on this control)."""
     if not downloaded(cache):
-        raise FileNotFoundError(f"the client hosts' Python packages are not in {wheels_dir(cache)}: run "
-                                "`dcdrill setup` (or `make setup` in a checkout)")
-    return {"dcdrill_agent_wheels": str(wheels_dir(cache)), "dcdrill_agent_wheels_archive": str(wheels_archive(cache)),
-            "dcdrill_agent_bundle": str(bundle(cache)),
-            "dcdrill_agent_python_version": PYTHON_VERSION}  # the Python the wheels are for
+        raise FileNotFoundError(
+            f"the client hosts' Python packages are not in {wheels_dir(cache)}: run "
+            "`dcdrill setup` (or `make setup` in a checkout)"
+        )
+    return {
+        "dcdrill_agent_wheels": str(wheels_dir(cache)),
+        "dcdrill_agent_wheels_archive": str(wheels_archive(cache)),
+        "dcdrill_agent_bundle": str(bundle(cache)),
+        "dcdrill_agent_python_version": PYTHON_VERSION,
+    }  # the Python the wheels are for
 
 
 def main(argv: list[str] | None = None) -> int:

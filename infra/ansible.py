@@ -4,6 +4,7 @@ Runs through ansible-runner from Python, with Mitogen's strategy (strategy_env);
 the same as
     ansible-playbook -i .cache/stacks/<stack>/inventory.json site.yml
 """
+
 from __future__ import annotations
 
 import os
@@ -29,9 +30,18 @@ def inventory_path(stack: str, cluster: str | None = None) -> Path:
 
 # The roles' shared inputs (roles/*/meta/argument_specs.yml), in every inventory even when the
 # stack does not use them: the roles keep no defaults for what is the inventory's to say.
-SHARED_INPUTS = {"kafka_tls_dir": "", "kafka_sasl_users": [], "kafka_sasl_admin": "", "kafka_sasl_credentials": "",
-                 "kafka_super_users": [], "zookeeper_secure": False, "zookeeper_credentials": "",
-                 "kafka_cluster_id": "", "kafka_initial_controllers": "", "kafka_coordination": "zookeeper"}
+SHARED_INPUTS = {
+    "kafka_tls_dir": "",
+    "kafka_sasl_users": [],
+    "kafka_sasl_admin": "",
+    "kafka_sasl_credentials": "",
+    "kafka_super_users": [],
+    "zookeeper_secure": False,
+    "zookeeper_credentials": "",
+    "kafka_cluster_id": "",
+    "kafka_initial_controllers": "",
+    "kafka_coordination": "zookeeper",
+}
 MIRRORS = "_mirrors"  # inventory_path's name for the MM2 hosts' inventory (not a valid cluster name)
 
 
@@ -41,8 +51,9 @@ def tls_dir(stack: str, cluster: str | None = None) -> Path:
     return inventory_path(stack, cluster).parent / "tls"
 
 
-def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None,
-                    stack_passwords: dict | None = None) -> Path:
+def write_inventory(
+    stack: str, inventory: Inventory, cluster: str | None = None, stack_passwords: dict | None = None
+) -> Path:
     """The inventory Ansible and the clients read. With TLS, the cluster's CA and broker key stores
     are made first (infra/pki.py) and the inventory names their folder (kafka_tls_dir); with
     SASL, its users' passwords too (kafka_sasl_credentials, in the same folder), from
@@ -58,20 +69,32 @@ def write_inventory(stack: str, inventory: Inventory, cluster: str | None = None
         av.update(agent_runtime.inventory_vars(cache_dir()))
     if cluster == MIRRORS:
         mirror_security(stack, av)
-    if av.get("kafka_tls") and cluster != MIRRORS:  # a certificate per broker and quorum voter (KRaft controller or ZooKeeper node)
+    if (
+        av.get("kafka_tls") and cluster != MIRRORS
+    ):  # a certificate per broker and quorum voter (KRaft controller or ZooKeeper node)
         hosts = {h.name: h.address for h in inventory.brokers + inventory.voters}
         av["kafka_tls_dir"] = str(pki.ensure(tls_dir(stack, cluster), av["cluster_name"], hosts))
     if av.get("zookeeper_secure"):  # DIGEST-MD5 users: brokers (and Kafka's tools), quorum peers
-        av["zookeeper_credentials"] = str(passwords.write(tls_dir(stack, cluster) / passwords.FILES["zookeeper"],
-                                                          _passwords(stack, av, stack_passwords, "zookeeper")))
+        av["zookeeper_credentials"] = str(
+            passwords.write(
+                tls_dir(stack, cluster) / passwords.FILES["zookeeper"],
+                _passwords(stack, av, stack_passwords, "zookeeper"),
+            )
+        )
     if av.get("kafka_sasl") and cluster != MIRRORS:
-        av["kafka_sasl_credentials"] = str(passwords.write(tls_dir(stack, cluster) / passwords.FILES["sasl"],
-                                                           _passwords(stack, av, stack_passwords, "sasl")))
+        av["kafka_sasl_credentials"] = str(
+            passwords.write(
+                tls_dir(stack, cluster) / passwords.FILES["sasl"], _passwords(stack, av, stack_passwords, "sasl")
+            )
+        )
     if inventory.kraft:  # one cluster id and one quorum, formatted once (infra/kraft.py)
-        ids = kraft.ensure(inventory_path(stack, cluster).parent / "kraft.json", [h.name for h in inventory.controllers])
+        ids = kraft.ensure(
+            inventory_path(stack, cluster).parent / "kraft.json", [h.name for h in inventory.controllers]
+        )
         av["kafka_cluster_id"] = ids["cluster_id"]
         av["kafka_initial_controllers"] = kraft.initial_controllers(
-            {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"])
+            {h.name: h.node_id for h in inventory.controllers}, ids["directory_ids"]
+        )
     # The jars the java role copies to systemd hosts: this control's cache, wherever dcdrill is
     # installed (the role's default, beside the playbook, holds only in a checkout).
     av.setdefault("java_kafka_libs_source", str(cache_dir() / av["java_kafka_libs_folder"] / "libs"))
@@ -89,9 +112,11 @@ def _passwords(stack: str, av: dict, stack_passwords: dict | None, kind: str) ->
     users = av["kafka_sasl_users"] if kind == "sasl" else list(passwords.ZOOKEEPER_USERS)
     missing = [u for u in users if not given.get(u)]
     if missing:
-        raise AnsibleFailed(f"cluster {av['cluster_name']}: the stack's Pulumi output `passwords` has no {kind} "
-                            f"password for {', '.join(missing)}: run `dcdrill lab up --stack {stack}` (its pulumi up "
-                            "makes them)")
+        raise AnsibleFailed(
+            f"cluster {av['cluster_name']}: the stack's Pulumi output `passwords` has no {kind} "
+            f"password for {', '.join(missing)}: run `dcdrill lab up --stack {stack}` (its pulumi up "
+            "makes them)"
+        )
     return {u: given[u] for u in users}
 
 
@@ -104,8 +129,10 @@ def mirror_security(stack: str, av: dict) -> None:
         c["sasl_credentials"] = str(folder / passwords.FILES["sasl"]) if av.get("kafka_sasl") else ""
         for needed in filter(None, (c["tls_dir"] and folder / "ca.pem", c["sasl_credentials"])):
             if not Path(needed).exists():
-                raise AnsibleFailed(f"{needed} is missing: MM2's inventory is written after its clusters' "
-                                    f"(cluster {c['alias']} was never configured)")
+                raise AnsibleFailed(
+                    f"{needed} is missing: MM2's inventory is written after its clusters' "
+                    f"(cluster {c['alias']} was never configured)"
+                )
 
 
 def strategy_env() -> dict:
@@ -121,8 +148,10 @@ def strategy_env() -> dict:
         return {"ANSIBLE_STRATEGY": name}
     import ansible_mitogen
 
-    return {"ANSIBLE_STRATEGY": name,
-            "ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy")}
+    return {
+        "ANSIBLE_STRATEGY": name,
+        "ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
+    }
 
 
 def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster: str | None = None) -> dict:
@@ -140,17 +169,31 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster:
             print(f"  ansible: {data.get('task')}", file=sys.stderr, flush=True)
         if event.get("event") == "runner_on_failed" and not data.get("ignore_errors"):
             res = data.get("res", {})
-            print(f"  ansible FAILED on {data.get('host')}: {data.get('task')}: "
-                  f"{res.get('msg') or res.get('stderr') or res}", file=sys.stderr, flush=True)
+            print(
+                f"  ansible FAILED on {data.get('host')}: {data.get('task')}: "
+                f"{res.get('msg') or res.get('stderr') or res}",
+                file=sys.stderr,
+                flush=True,
+            )
         return True
 
     r = ansible_runner.run(
-        private_data_dir=str(private), project_dir=str(SHIPPED), playbook=str(SHIPPED / "site.yml"),
-        inventory=str(inventory_path(stack, cluster)), quiet=True, event_handler=progress, limit=limit,
-        envvars={"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-                 "ANSIBLE_ROLES_PATH": str(SHIPPED / "roles"), "ANSIBLE_HOST_KEY_CHECKING": "False",
-                 "ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": "10", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                 **strategy_env()},
+        private_data_dir=str(private),
+        project_dir=str(SHIPPED),
+        playbook=str(SHIPPED / "site.yml"),
+        inventory=str(inventory_path(stack, cluster)),
+        quiet=True,
+        event_handler=progress,
+        limit=limit,
+        envvars={
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+            "ANSIBLE_ROLES_PATH": str(SHIPPED / "roles"),
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_PIPELINING": "True",
+            "ANSIBLE_FORKS": "10",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            **strategy_env(),
+        },
     )
     stats = r.stats or {}
     per_host: dict[str, dict] = {}

@@ -6,6 +6,7 @@ plan`, and from its Pulumi program), and what its Pulumi stack needs. The fault 
 matches it is chaos.faults.driver_class(backend). Code outside the backends asks the backend;
 it never asks which backend it is on.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -37,8 +38,10 @@ class Backend(ABC):
     def deployment_violations(self, d: Deployment) -> list[Violation]:
         """Every rule the whole stack breaks: each mirror's (infra/mirror_rules.py, which checks
         each cluster's model rules too), then the backend's own."""
-        lacking = [Violation("flow-missing", f"the stack's flow table (infra/flows.py) lacks {f}") for f in
-                   flows.missing(d, flows.table(d))]
+        lacking = [
+            Violation("flow-missing", f"the stack's flow table (infra/flows.py) lacks {f}")
+            for f in flows.missing(d, flows.table(d))
+        ]
         return mirror_rules.check(d) + lacking + self.check_deployment(d)
 
     @abstractmethod
@@ -53,6 +56,7 @@ class Backend(ABC):
 
     def require_support(self) -> None:
         """Raise a one-sentence error when this machine cannot drive the backend."""
+        return None
 
     def cannot(self, fault: str) -> str | None:
         """Why this stack cannot inject `fault` (a driver method of chaos/faults/driver.py), though
@@ -86,6 +90,7 @@ class Backend(ABC):
 
     def forget_fault_states(self, inventory: Inventory) -> None:
         """The stack is gone: so is every copy (on AWS the bucket goes with it)."""
+        return None
 
     def one_way_ms(self, t: Topology) -> dict[tuple[str, str], float] | None:
         """The configured one-way delay between each ordered pair of DCs, for the produce latency

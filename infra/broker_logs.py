@@ -7,6 +7,7 @@ truncates to the same offset, fetches it again, thousands of times a minute, and
 the ISR. Each round leaves a "Truncating ..." line naming the partition and the offset in the
 follower's server.log (roles/kafka_broker: `{{ data_root }}/kafka/server.log`), on 3.9 and 4.x.
 """
+
 from __future__ import annotations
 
 import re
@@ -66,16 +67,32 @@ def truncation_loops(inventory: Inventory, status: dict) -> list[dict]:
                 continue
             log = f"{host.vars['data_root']}/kafka/server.log"
             try:
-                text = hostaccess.run(inventory, host, ["sh", "-c", f"tail -n {TAIL_LINES} {shlex.quote(log)} | grep -F -- "
-                                                                    f"{shlex.quote(name)} | grep -F Truncat || true"],
-                                      timeout_s=30)
+                text = hostaccess.run(
+                    inventory,
+                    host,
+                    [
+                        "sh",
+                        "-c",
+                        f"tail -n {TAIL_LINES} {shlex.quote(log)} | grep -F -- "
+                        f"{shlex.quote(name)} | grep -F Truncat || true",
+                    ],
+                    timeout_s=30,
+                )
             except (hostaccess.HostUnreachable, hostaccess.AgentFailed) as exc:
                 found.append({"partition": name, "broker": broker, "unread": str(exc)[:200]})
                 continue
             loop = loop_in(truncations(text.splitlines(), name))
             if loop:
-                found.append({"partition": name, "broker": broker, "host": host.name, "offset": loop[0],
-                              "times": loop[1], "leader": p["leader"]})
+                found.append(
+                    {
+                        "partition": name,
+                        "broker": broker,
+                        "host": host.name,
+                        "offset": loop[0],
+                        "times": loop[1],
+                        "leader": p["leader"],
+                    }
+                )
     return found
 
 
@@ -86,7 +103,9 @@ def describe(loops: list[dict]) -> str:
         if "unread" in f:
             lines.append(f"  {f['partition']}: broker {f['broker']}'s log could not be read ({f['unread']})")
         else:
-            lines.append(f"  {f['partition']}: follower {f['broker']} ({f['host']}) truncated to offset {f['offset']} "
-                         f"{f['times']:,} times (leader {f['leader']}): the follower truncation loop a power loss "
-                         "seconds after a leader change leaves (docs/evidence.md); it does not end by itself")
+            lines.append(
+                f"  {f['partition']}: follower {f['broker']} ({f['host']}) truncated to offset {f['offset']} "
+                f"{f['times']:,} times (leader {f['leader']}): the follower truncation loop a power loss "
+                "seconds after a leader change leaves (docs/evidence.md); it does not end by itself"
+            )
     return "\n".join(lines)

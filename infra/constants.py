@@ -1,6 +1,7 @@
 """What every layer agrees on, defined once: the profiles, the drill's fixed names, the Kafka
 versions, the acks settings, the clock and where dcdrill keeps its state. Ports are the roles'
 (infra/ports.py reads them)."""
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ Each cluster is a `Topology` of its own, in DCs of its own. A `Mirror` is one Mi
 deployment (one process, in its placement DC); an active-active mirror copies both ways, so it
 has two flows, each named "<source>-><target>" as the drill record names them.
 """
+
 from __future__ import annotations
 
 import re
@@ -166,10 +167,24 @@ def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> D
     and its ACLs (mirror_acls) added to their own, so the roles create and enforce them."""
     spec = schema.parse(config, f"stack {stack}" if stack else "")
     clusters = [cluster_from_spec(spec, c, default_domain) for c in spec.all_clusters]
-    mirrors = tuple(Mirror(m.source, m.target, m.mode, m.placement, m.topics, m.replication_factor,
-                           m.replication_policy, m.offset_syncs_topic_location, m.refresh_topics_interval_s,
-                           m.refresh_groups_interval_s, m.sync_group_offsets, m.sync_group_offsets_interval_s,
-                           m.emit_checkpoints_interval_s) for m in spec.mirrors)
+    mirrors = tuple(
+        Mirror(
+            m.source,
+            m.target,
+            m.mode,
+            m.placement,
+            m.topics,
+            m.replication_factor,
+            m.replication_policy,
+            m.offset_syncs_topic_location,
+            m.refresh_topics_interval_s,
+            m.refresh_groups_interval_s,
+            m.sync_group_offsets,
+            m.sync_group_offsets_interval_s,
+            m.emit_checkpoints_interval_s,
+        )
+        for m in spec.mirrors
+    )
     names = [c.name for c in clusters]
     first = (0, 0, 0, 0)
     for i, c in enumerate(clusters):  # host numbers go on from the previous cluster's
@@ -192,12 +207,18 @@ def _check_passwords(chosen: dict | None, clusters: list[Topology], where: str) 
     for cluster, users in (chosen or {}).items():
         c = by_name.get(cluster)
         if c is None or c.sasl is None:
-            raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}: " + (
-                f"no such cluster (this stack's: {', '.join(by_name)})" if c is None else "that cluster has no sasl"))
+            raise schema.ConfigError(
+                f"{where}dcdrill:passwords.{cluster}: "
+                + (f"no such cluster (this stack's: {', '.join(by_name)})" if c is None else "that cluster has no sasl")
+            )
         for user, value in users.items():
             if user not in c.users:
-                raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}.{user}: no such SASL user (this "
-                                         f"cluster's: {', '.join(c.users)})")
+                raise schema.ConfigError(
+                    f"{where}dcdrill:passwords.{cluster}.{user}: no such SASL user (this "
+                    f"cluster's: {', '.join(c.users)})"
+                )
             if set(value) != {"secure"}:
-                raise schema.ConfigError(f"{where}dcdrill:passwords.{cluster}.{user}: not a secret; set it with "
-                                         f"`pulumi config set --secret --path 'dcdrill:passwords.{cluster}.{user}'`")
+                raise schema.ConfigError(
+                    f"{where}dcdrill:passwords.{cluster}.{user}: not a secret; set it with "
+                    f"`pulumi config set --secret --path 'dcdrill:passwords.{cluster}.{user}'`"
+                )

@@ -7,13 +7,20 @@ Roles are the inventory's (infra/inventory.py ROLES); `client` is the stack's cl
 the drill's producers, consumers, audit and probes run, and CLIENT_NETWORKS the stack's own
 clients outside it (`dcdrill:aws.clientCidrs`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from dcdrill.infra.deployment import Deployment
-from dcdrill.infra.ports import (CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, REPLICATION_PORT,
-                                 ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_PORTS)
+from dcdrill.infra.ports import (
+    CLIENT_PORT,
+    CONTROLLER_PORT,
+    MIRROR_REST_PORT,
+    REPLICATION_PORT,
+    ZOOKEEPER_CLIENT_PORT,
+    ZOOKEEPER_PORTS,
+)
 
 CLIENT_NETWORKS = "client-networks"
 
@@ -38,18 +45,30 @@ def _candidates() -> list[Flow]:
     return [
         Flow("kafka_broker", "zookeeper", ZOOKEEPER_CLIENT_PORT, "brokers keep the cluster's metadata in ZooKeeper"),
         *(Flow("zookeeper", "zookeeper", port, zk_peers) for port in ZOOKEEPER_PORTS),
-        Flow("kafka_broker", "kafka_controller", CONTROLLER_PORT, "brokers fetch the metadata log from the KRaft quorum"),
+        Flow(
+            "kafka_broker", "kafka_controller", CONTROLLER_PORT, "brokers fetch the metadata log from the KRaft quorum"
+        ),
         Flow("kafka_controller", "kafka_controller", CONTROLLER_PORT, "KRaft controllers replicate the metadata log"),
         Flow("kafka_broker", "kafka_broker", REPLICATION_PORT, "followers fetch from leaders on REPLICATION"),
-        Flow("kafka_broker", "kafka_broker", CLIENT_PORT,
-             "Kafka's tools on a broker host (topics, SCRAM users) reach the controller's CLIENT listener"),
-        Flow("client", "kafka_broker", CLIENT_PORT,
-             "the drill's producers, consumers, audit, status probes and cluster operations; the ACL play"),
+        Flow(
+            "kafka_broker",
+            "kafka_broker",
+            CLIENT_PORT,
+            "Kafka's tools on a broker host (topics, SCRAM users) reach the controller's CLIENT listener",
+        ),
+        Flow(
+            "client",
+            "kafka_broker",
+            CLIENT_PORT,
+            "the drill's producers, consumers, audit, status probes and cluster operations; the ACL play",
+        ),
         Flow(CLIENT_NETWORKS, "kafka_broker", CLIENT_PORT, "the stack's own clients (clientCidrs)"),
         Flow("client", "zookeeper", ZOOKEEPER_CLIENT_PORT, "the coordination watch and the quorum probe"),
         Flow("client", "kafka_controller", CONTROLLER_PORT, "the quorum probe (is each controller listening)"),
         Flow("kafka_mirror", "kafka_broker", CLIENT_PORT, "MirrorMaker 2 reads the source and writes the target"),
-        Flow("kafka_mirror", "kafka_mirror", MIRROR_REST_PORT, "MM2 nodes forward task configs to their leader (KIP-710)"),
+        Flow(
+            "kafka_mirror", "kafka_mirror", MIRROR_REST_PORT, "MM2 nodes forward task configs to their leader (KIP-710)"
+        ),
         Flow("client", "kafka_mirror", MIRROR_REST_PORT, "the MM2 status probe"),
     ]
 
@@ -84,5 +103,8 @@ NEEDED = {
 def missing(d: Deployment, flows: list[Flow]) -> list[str]:
     """The flows dcdrill needs on this stack that `flows` lacks, each with the code that needs it."""
     have, present = {f.key for f in flows}, roles(d)
-    return [f"{src} -> {dst}:{port} (needed by {who})" for who, (src, dst, port) in NEEDED.items()
-            if dst in present and (src, dst, port) not in have]
+    return [
+        f"{src} -> {dst}:{port} (needed by {who})"
+        for who, (src, dst, port) in NEEDED.items()
+        if dst in present and (src, dst, port) not in have
+    ]

@@ -9,6 +9,7 @@ installed there by roles/dcdrill_agent), never on a copy of the control's.
 - Lab: the address from the host's own HostName option (infra/lab/sshd.py admits the user).
 - AWS: ssh's ProxyCommand opens an SSM session to the instance (infra/aws/ssm_tunnel.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,16 +38,37 @@ class AgentFailed(RuntimeError):
 def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[str]:
     v = inventory.vars
     if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
-        remote = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                  'mount -t tmpfs -o size=64k,mode=0755 not-on-this-host "$0" && exec "$@"', v["lab_control_state"], *remote]
+        remote = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            'mount -t tmpfs -o size=64k,mode=0755 not-on-this-host "$0" && exec "$@"',
+            v["lab_control_state"],
+            *remote,
+        ]
     if v.get("ansible_connection", "ssh") != "ssh" or "ansible_ssh_private_key_file" not in v:
         # A stack's bare Pulumi outputs, read on a control that never wrote its inventory, name
         # neither this control's key nor, on AWS, its tunnel (infra/ansible.py adds both).
-        raise HostAccessUnavailable(f"cluster {v.get('cluster_name')}: no ssh access from this control in its "
-                                    f"inventory ({v.get('ansible_connection', 'ssh')}): run `dcdrill lab up` here first")
-    return ["ssh", "-i", v["ansible_ssh_private_key_file"], *shlex.split(v.get("ansible_ssh_common_args", "")),
-            *shlex.split(host.vars.get("ansible_ssh_extra_args", "")), "-o", "BatchMode=yes",
-            "-o", "ConnectTimeout=5", f"{v['ansible_user']}@{host.address}", shlex.join(["sudo", "-n", *remote])]
+        raise HostAccessUnavailable(
+            f"cluster {v.get('cluster_name')}: no ssh access from this control in its "
+            f"inventory ({v.get('ansible_connection', 'ssh')}): run `dcdrill lab up` here first"
+        )
+    return [
+        "ssh",
+        "-i",
+        v["ansible_ssh_private_key_file"],
+        *shlex.split(v.get("ansible_ssh_common_args", "")),
+        *shlex.split(host.vars.get("ansible_ssh_extra_args", "")),
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=5",
+        f"{v['ansible_user']}@{host.address}",
+        shlex.join(["sudo", "-n", *remote]),
+    ]
 
 
 def _reason(res: subprocess.CompletedProcess) -> str:
@@ -82,14 +104,20 @@ def payload(inventory: Inventory, args: dict | None) -> str:
     return json.dumps({"inventory": inventory.data, "args": args or {}, "secrets": inventory.agent_secrets()}) + "\n"
 
 
-def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None,
-         timeout_s: float = 120) -> dict | list:
+def call(
+    inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None, timeout_s: float = 120
+) -> dict | list:
     """Run one agent call on the first client host that answers; its JSON answer."""
     tried = []
     for host in observers(inventory, avoid_dc):
         try:
-            res = subprocess.run(agent_command(inventory, host, name), input=payload(inventory, args),
-                                 capture_output=True, text=True, timeout=timeout_s)
+            res = subprocess.run(
+                agent_command(inventory, host, name),
+                input=payload(inventory, args),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
         except subprocess.TimeoutExpired:
             tried.append(f"{host.name}: no answer in {timeout_s:.0f} s")
             continue
@@ -101,8 +129,9 @@ def call(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: st
         if res.returncode != 0:
             raise AgentFailed(f"agent {name} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
         return json.loads(res.stdout)
-    raise HostUnreachable(f"no client host of cluster {inventory.vars.get('cluster_name')} answered on host access: "
-                          + "; ".join(tried))
+    raise HostUnreachable(
+        f"no client host of cluster {inventory.vars.get('cluster_name')} answered on host access: " + "; ".join(tried)
+    )
 
 
 def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
@@ -124,15 +153,22 @@ def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
         return [answer for answer in pool.map(ask, hosts) if answer]
 
 
-def stream(inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None,
-           log=subprocess.DEVNULL) -> subprocess.Popen:
+def stream(
+    inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None, log=subprocess.DEVNULL
+) -> subprocess.Popen:
     """Start a long-running agent on the first client host (avoiding `avoid_dc`): it writes one JSON
     line per result and ends when its stdin closes (close the returned process's stdin), its own
     deadline passes, or the control goes away (the session ends). Its stderr goes to `log` (a
     file), never to a pipe nobody reads, which would stop it once full."""
     host = observers(inventory, avoid_dc)[0]
-    proc = subprocess.Popen(agent_command(inventory, host, name), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        agent_command(inventory, host, name),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        bufsize=1,
+    )
     proc.stdin.write(payload(inventory, args))
     proc.stdin.flush()
     return proc
@@ -143,8 +179,15 @@ def start(inventory: Inventory, host: InventoryHost, remote: list[str], request:
     stdin stays open, and closing it is how the control says stop (the session going away says
     the same). Its stdout is the returned process's, line by line; its stderr goes to `log`."""
     # Its own session: a Ctrl-C at the terminal goes to dcdrill, which stops its agents its own way.
-    proc = subprocess.Popen(_ssh(inventory, host, remote), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log, text=True, bufsize=1, start_new_session=True)
+    proc = subprocess.Popen(
+        _ssh(inventory, host, remote),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
     proc.stdin.write(request)
     proc.stdin.flush()
     return proc
@@ -160,7 +203,9 @@ def run(inventory: Inventory, host: InventoryHost, remote: list[str], timeout_s:
     if res.returncode == UNREACHABLE:
         raise HostUnreachable(f"{host.name}: {_reason(res)}")
     if res.returncode != 0:
-        raise AgentFailed(f"{shlex.join(remote[:4])} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}")
+        raise AgentFailed(
+            f"{shlex.join(remote[:4])} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}"
+        )
     return res.stdout
 
 
@@ -169,10 +214,15 @@ def fetch(inventory: Inventory, host: InventoryHost, folder: str, into: Path, ti
     local folder `into` (merged with what is there), then removed from the host. A folder that
     does not come back whole raises (AgentFailed), so a drill missing its clients' files fails."""
     into.mkdir(parents=True, exist_ok=True)
-    pack = subprocess.Popen(_ssh(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    unpack = subprocess.run(["tar", "-C", str(into), "-xf", "-", "--no-same-owner"], stdin=pack.stdout,
-                            capture_output=True, timeout=timeout_s)
+    pack = subprocess.Popen(
+        _ssh(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    unpack = subprocess.run(
+        ["tar", "-C", str(into), "-xf", "-", "--no-same-owner"],
+        stdin=pack.stdout,
+        capture_output=True,
+        timeout=timeout_s,
+    )
     pack.stdout.close()
     err = pack.stderr.read().decode(errors="replace").strip()
     if pack.wait(timeout_s) != 0 or unpack.returncode != 0:

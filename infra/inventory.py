@@ -11,13 +11,15 @@ rest of dcdrill reads. The lab and AWS export the same schema:
 A replicated stack has one such inventory per cluster, and one for its MirrorMaker 2 hosts
 (build_mirrors):
 
-    all.vars                         the clusters MM2 joins, each with its own secrets (kafka_mirror_clusters), TLS, SASL
+    all.vars                         the clusters MM2 joins, each with its own secrets
+                                     (kafka_mirror_clusters), TLS, SASL
     all.children.kafka_mirror.hosts  <name>: {dc, mirror_id, kafka_mirror_flows, kafka_mirror_*, ...}
 
 A backend adds how Ansible reaches its hosts (SSH key for the lab, SSM on AWS) and host vars
 of its own (the lab's namespace and data root). `Inventory` wraps the dict: code outside this
 module asks it for hosts and settings instead of walking the raw mapping.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +28,8 @@ from pathlib import Path
 
 from dcdrill.infra import passwords, pki
 from dcdrill.infra.constants import KAFKA_VERSIONS
-from dcdrill.infra.ports import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
 from dcdrill.infra.deployment import MIRROR_USER, Deployment
+from dcdrill.infra.ports import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
 from dcdrill.infra.topology import Topology
 
 SASL_MECHANISM = "SCRAM-SHA-512"
@@ -37,12 +39,22 @@ ROLES = (*CLUSTER_ROLES, "kafka_mirror")
 # so with each cluster's append time in its log a copy's lag is the target's append time minus the
 # source's (spark/mirrors.py).
 REPLICATED_BROKER_PROPERTIES = {"log.message.timestamp.type": "LogAppendTime"}
-ROLE_ID = {"zookeeper": "zookeeper_id", "kafka_controller": "controller_id", "kafka_broker": "broker_id",
-           "client": "client_id", "kafka_mirror": "mirror_id"}
+ROLE_ID = {
+    "zookeeper": "zookeeper_id",
+    "kafka_controller": "controller_id",
+    "kafka_broker": "broker_id",
+    "client": "client_id",
+    "kafka_mirror": "mirror_id",
+}
 
 
-def build(t: Topology, addresses: dict[str, str], connection: dict | None = None,
-          extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> Inventory:
+def build(
+    t: Topology,
+    addresses: dict[str, str],
+    connection: dict | None = None,
+    extra_vars: dict | None = None,
+    host_vars: dict[str, dict] | None = None,
+) -> Inventory:
     groups: dict[str, dict] = {role: {"hosts": {}} for role in CLUSTER_ROLES}
     for h in t.hosts():
         hv = {"dc": h.dc, "rack": h.dc, ROLE_ID[h.role]: h.node_id, "ansible_host": addresses[h.name]}
@@ -72,32 +84,44 @@ def build(t: Topology, addresses: dict[str, str], connection: dict | None = None
     return Inventory({"all": {"vars": dict(sorted(all_vars.items())), "children": groups}})
 
 
-def build_mirrors(d: Deployment, addresses: dict[str, str], connection: dict | None = None,
-                  extra_vars: dict | None = None, host_vars: dict[str, dict] | None = None) -> Inventory:
+def build_mirrors(
+    d: Deployment,
+    addresses: dict[str, str],
+    connection: dict | None = None,
+    extra_vars: dict | None = None,
+    host_vars: dict[str, dict] | None = None,
+) -> Inventory:
     """The MirrorMaker 2 hosts' inventory (roles/kafka_mirror): each host's mirror settings as
     host vars, the clusters it connects to as all.vars."""
     groups: dict[str, dict] = {"kafka_mirror": {"hosts": {}}}
     for h, m in d.mirror_hosts():
-        hv = {"dc": h.dc, "rack": h.dc, "mirror_id": h.node_id, "ansible_host": addresses[h.name],
-              "kafka_mirror_name": m.name,
-              "kafka_mirror_flows": [{"source": f.source, "target": f.target} for f in m.flows],
-              "kafka_mirror_topics": m.topics,
-              "kafka_mirror_replication_factor": m.replication_factor,
-              "kafka_mirror_replication_policy": m.replication_policy,
-              "kafka_mirror_offset_syncs_topic_location": m.offset_syncs_location,
-              "kafka_mirror_refresh_topics_interval_s": m.refresh_topics_interval_s,
-              "kafka_mirror_refresh_groups_interval_s": m.refresh_groups_interval_s,
-              "kafka_mirror_sync_group_offsets": m.sync_group_offsets,
-              "kafka_mirror_sync_group_offsets_interval_s": m.sync_group_offsets_interval_s,
-              "kafka_mirror_emit_checkpoints_interval_s": m.emit_checkpoints_interval_s,
-              **(host_vars or {}).get(h.name, {})}
+        hv = {
+            "dc": h.dc,
+            "rack": h.dc,
+            "mirror_id": h.node_id,
+            "ansible_host": addresses[h.name],
+            "kafka_mirror_name": m.name,
+            "kafka_mirror_flows": [{"source": f.source, "target": f.target} for f in m.flows],
+            "kafka_mirror_topics": m.topics,
+            "kafka_mirror_replication_factor": m.replication_factor,
+            "kafka_mirror_replication_policy": m.replication_policy,
+            "kafka_mirror_offset_syncs_topic_location": m.offset_syncs_location,
+            "kafka_mirror_refresh_topics_interval_s": m.refresh_topics_interval_s,
+            "kafka_mirror_refresh_groups_interval_s": m.refresh_groups_interval_s,
+            "kafka_mirror_sync_group_offsets": m.sync_group_offsets,
+            "kafka_mirror_sync_group_offsets_interval_s": m.sync_group_offsets_interval_s,
+            "kafka_mirror_emit_checkpoints_interval_s": m.emit_checkpoints_interval_s,
+            **(host_vars or {}).get(h.name, {}),
+        }
         groups["kafka_mirror"]["hosts"][h.name] = dict(sorted(hv.items()))
     home = d.home
     all_vars = {
         "cluster_name": home.name,
         "backend": home.backend,
-        "kafka_mirror_clusters": [{"alias": c.name, "bootstrap": [f"{h.name}:{CLIENT_PORT}" for h in c.hosts_with_role("kafka_broker")]}
-                                  for c in d.clusters],
+        "kafka_mirror_clusters": [
+            {"alias": c.name, "bootstrap": [f"{h.name}:{CLIENT_PORT}" for h in c.hosts_with_role("kafka_broker")]}
+            for c in d.clusters
+        ],
         "kafka_tls": home.tls,
         "kafka_sasl": home.sasl is not None,
         # MM2's user on every cluster, with each cluster's own password and CA (infra/ansible.py
@@ -116,11 +140,24 @@ def sasl_vars(t: Topology) -> dict:
     if t.sasl is None:
         return {"kafka_sasl": False}
     brokers = sorted(h.name for h in t.hosts() if h.role in ("kafka_broker", "kafka_controller"))
-    acls = [{"principal": f"User:{a.principal}", "resource": a.resource, "name": a.name, "pattern": a.pattern,
-             "operations": list(a.operations)} for a in t.acls]
-    return {"kafka_sasl": True, "kafka_sasl_admin": t.sasl.admin, "kafka_sasl_client": t.sasl.client,
-            "kafka_sasl_users": t.users, "kafka_access_acls": sorted(acls, key=lambda a: sorted(a.items())),
-            "kafka_super_users": [f"User:{t.sasl.admin}"] + [pki.principal(b) for b in brokers]}
+    acls = [
+        {
+            "principal": f"User:{a.principal}",
+            "resource": a.resource,
+            "name": a.name,
+            "pattern": a.pattern,
+            "operations": list(a.operations),
+        }
+        for a in t.acls
+    ]
+    return {
+        "kafka_sasl": True,
+        "kafka_sasl_admin": t.sasl.admin,
+        "kafka_sasl_client": t.sasl.client,
+        "kafka_sasl_users": t.users,
+        "kafka_access_acls": sorted(acls, key=lambda a: sorted(a.items())),
+        "kafka_super_users": [f"User:{t.sasl.admin}"] + [pki.principal(b) for b in brokers],
+    }
 
 
 def merged(inventories: list[Inventory]) -> Inventory:
@@ -202,8 +239,10 @@ class Inventory:
         if av.get("kafka_tls") or av.get("zookeeper_secure"):
             out["ca_pem"] = Path(av["kafka_tls_dir"], "ca.pem").read_text() if av.get("kafka_tls_dir") else None
         if av.get("kafka_sasl"):
-            out["passwords"] = {user: passwords.password(av["kafka_sasl_credentials"], user)
-                                for user in (av["kafka_sasl_admin"], av["kafka_sasl_client"])}
+            out["passwords"] = {
+                user: passwords.password(av["kafka_sasl_credentials"], user)
+                for user in (av["kafka_sasl_admin"], av["kafka_sasl_client"])
+            }
         return out
 
     @property
@@ -245,15 +284,28 @@ class Inventory:
             out = {"security_protocol": "SSL", "ssl_context": self._ca_context(), "ssl_check_hostname": True}
         elif av.get("kafka_tls"):
             if not av.get("kafka_tls_dir"):
-                raise ValueError("the inventory says TLS but names no kafka_tls_dir: configure the stack first "
-                                 "(`dcdrill lab up`), which makes its CA")
-            out = {"security_protocol": "SSL", "ssl_cafile": f"{av['kafka_tls_dir']}/ca.pem", "ssl_check_hostname": True}
+                raise ValueError(
+                    "the inventory says TLS but names no kafka_tls_dir: configure the stack first "
+                    "(`dcdrill lab up`), which makes its CA"
+                )
+            out = {
+                "security_protocol": "SSL",
+                "ssl_cafile": f"{av['kafka_tls_dir']}/ca.pem",
+                "ssl_check_hostname": True,
+            }
         if av.get("kafka_sasl"):
             user = av["kafka_sasl_admin"] if admin else av["kafka_sasl_client"]
-            password = (self.secrets["passwords"][user] if self.secrets is not None
-                        else passwords.password(av["kafka_sasl_credentials"], user))
-            out |= {"security_protocol": "SASL_SSL", "sasl_mechanism": SASL_MECHANISM, "sasl_plain_username": user,
-                    "sasl_plain_password": password}
+            password = (
+                self.secrets["passwords"][user]
+                if self.secrets is not None
+                else passwords.password(av["kafka_sasl_credentials"], user)
+            )
+            out |= {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": SASL_MECHANISM,
+                "sasl_plain_username": user,
+                "sasl_plain_password": password,
+            }
         return out
 
     def process_security(self) -> dict:

@@ -16,6 +16,7 @@ ones it was dumped with, and otherwise silently loads classes itself: the name c
 version and a digest of the jar folder, and only the lab, whose hosts read the control's jar
 folder in place, is given one (infra/lab/layout.py). An EC2 host's copied jars would not match.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,6 +34,7 @@ from dcdrill.infra.constants import KAFKA_VERSIONS, cache_dir
 # What the training load sends: enough for the produce, fetch, TLS and SCRAM paths to load.
 TRAINING_RECORDS = 20_000
 PASSWORD = "dcdrill-training"  # a throwaway user on a throwaway loopback broker
+JAAS = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{PASSWORD}";'
 
 
 def java_binary() -> str:
@@ -95,13 +97,63 @@ def _keystores(tmp: Path, java: str) -> None:
     """A self-signed key for 127.0.0.1 and a trust store holding its certificate (keytool, no CA)."""
     keytool = str(Path(os.path.realpath(java)).parent / "keytool")
     common = ["-storepass", PASSWORD, "-noprompt"]
-    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "EC", "-groupname", "secp256r1",
-                    "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1", "-validity", "2", "-storetype", "PKCS12",
-                    "-keystore", str(tmp / "broker.p12"), *common], check=True, capture_output=True)
-    subprocess.run([keytool, "-exportcert", "-alias", "broker", "-keystore", str(tmp / "broker.p12"),
-                    "-file", str(tmp / "broker.crt"), *common], check=True, capture_output=True)
-    subprocess.run([keytool, "-importcert", "-alias", "ca", "-file", str(tmp / "broker.crt"), "-storetype", "PKCS12",
-                    "-keystore", str(tmp / "trust.p12"), *common], check=True, capture_output=True)
+    subprocess.run(
+        [
+            keytool,
+            "-genkeypair",
+            "-alias",
+            "broker",
+            "-keyalg",
+            "EC",
+            "-groupname",
+            "secp256r1",
+            "-dname",
+            "CN=127.0.0.1",
+            "-ext",
+            "SAN=ip:127.0.0.1",
+            "-validity",
+            "2",
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            str(tmp / "broker.p12"),
+            *common,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            keytool,
+            "-exportcert",
+            "-alias",
+            "broker",
+            "-keystore",
+            str(tmp / "broker.p12"),
+            "-file",
+            str(tmp / "broker.crt"),
+            *common,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            keytool,
+            "-importcert",
+            "-alias",
+            "ca",
+            "-file",
+            str(tmp / "broker.crt"),
+            "-storetype",
+            "PKCS12",
+            "-keystore",
+            str(tmp / "trust.p12"),
+            *common,
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def write_properties(path: Path, values: dict[str, str]) -> Path:
@@ -113,50 +165,136 @@ def write_properties(path: Path, values: dict[str, str]) -> Path:
 def _train(libs: Path, java: str, dump: Path, tmp: Path) -> None:
     client, controller = free_port(), free_port()
     _keystores(tmp, java)
-    ssl = {"ssl.truststore.location": str(tmp / "trust.p12"), "ssl.truststore.password": PASSWORD,
-           "ssl.truststore.type": "PKCS12"}
-    server = write_properties(tmp / "server.properties", {
-        "process.roles": "broker,controller", "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-        "listeners": f"CLIENT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
-        "listener.security.protocol.map": "CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT",
-        "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "CLIENT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.client.scram-sha-512.sasl.jaas.config":
-            f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{PASSWORD}";',
-        "ssl.keystore.location": str(tmp / "broker.p12"), "ssl.keystore.password": PASSWORD,
-        "ssl.keystore.type": "PKCS12", **ssl,
-        "log.dirs": str(tmp / "data"), "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
-        "num.partitions": "3"})
-    login = write_properties(tmp / "client.properties", {
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{PASSWORD}";',
-        **ssl})
+    ssl = {
+        "ssl.truststore.location": str(tmp / "trust.p12"),
+        "ssl.truststore.password": PASSWORD,
+        "ssl.truststore.type": "PKCS12",
+    }
+    server = write_properties(
+        tmp / "server.properties",
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listeners": f"CLIENT://127.0.0.1:{client},CONTROLLER://127.0.0.1:{controller}",
+            "listener.security.protocol.map": "CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "CLIENT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.client.scram-sha-512.sasl.jaas.config": JAAS,
+            "ssl.keystore.location": str(tmp / "broker.p12"),
+            "ssl.keystore.password": PASSWORD,
+            "ssl.keystore.type": "PKCS12",
+            **ssl,
+            "log.dirs": str(tmp / "data"),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "num.partitions": "3",
+        },
+    )
+    login = write_properties(
+        tmp / "client.properties",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": JAAS,
+            **ssl,
+        },
+    )
     log4j = tmp / "log4j"
     log4j.write_text("log4j.rootLogger=ERROR, out\nlog4j.appender.out=org.apache.log4j.varia.NullAppender\n")
     cp = ["-cp", f"{libs}/*"]
     quiet = [f"-Dlog4j.configuration=file:{log4j}", "-Dlog4j2.level=ERROR"]
-    subprocess.run([java, "-Xmx256m", *quiet, *cp, "kafka.tools.StorageTool", "format", "-t", "dcdrill-training-000",
-                    "-c", str(server), "--add-scram", f"SCRAM-SHA-512=[name=admin,password={PASSWORD}]"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            java,
+            "-Xmx256m",
+            *quiet,
+            *cp,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            "dcdrill-training-000",
+            "-c",
+            str(server),
+            "--add-scram",
+            f"SCRAM-SHA-512=[name=admin,password={PASSWORD}]",
+        ],
+        check=True,
+        capture_output=True,
+    )
     # The lab's broker options (roles/kafka_broker/defaults/main.yml): the archive records them.
     out = open(tmp / "broker.out", "wb")
-    broker = subprocess.Popen([java, "-Xms256m", "-Xmx256m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-                               f"-XX:ArchiveClassesAtExit={dump}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off",
-                               *quiet, *cp, "kafka.Kafka", str(server)],
-                              stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
+    broker = subprocess.Popen(
+        [
+            java,
+            "-Xms256m",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-XX:ArchiveClassesAtExit={dump}",
+            "-Xlog:cds=off",
+            "-Xlog:cds+dynamic=off",
+            *quiet,
+            *cp,
+            "kafka.Kafka",
+            str(server),
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=tmp,
+    )
     try:
         wait_port(client, broker)
-        subprocess.run([java, "-Xmx256m", *quiet, *cp, "org.apache.kafka.tools.ProducerPerformance",
-                        "--topic", "training", "--num-records", str(TRAINING_RECORDS), "--record-size", "100",
-                        "--throughput", "-1", "--producer.config", str(login), "--producer-props",
-                        f"bootstrap.servers=127.0.0.1:{client}", "acks=all"],
-                       check=True, capture_output=True, timeout=300)
-        subprocess.run([java, "-Xmx256m", *quiet, *cp, "org.apache.kafka.tools.ConsumerPerformance",
-                        "--topic", "training", "--messages", str(TRAINING_RECORDS), "--bootstrap-server",
-                        f"127.0.0.1:{client}", "--consumer.config", str(login), "--timeout", "60000"],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                java,
+                "-Xmx256m",
+                *quiet,
+                *cp,
+                "org.apache.kafka.tools.ProducerPerformance",
+                "--topic",
+                "training",
+                "--num-records",
+                str(TRAINING_RECORDS),
+                "--record-size",
+                "100",
+                "--throughput",
+                "-1",
+                "--producer.config",
+                str(login),
+                "--producer-props",
+                f"bootstrap.servers=127.0.0.1:{client}",
+                "acks=all",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        subprocess.run(
+            [
+                java,
+                "-Xmx256m",
+                *quiet,
+                *cp,
+                "org.apache.kafka.tools.ConsumerPerformance",
+                "--topic",
+                "training",
+                "--messages",
+                str(TRAINING_RECORDS),
+                "--bootstrap-server",
+                f"127.0.0.1:{client}",
+                "--consumer.config",
+                str(login),
+                "--timeout",
+                "60000",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     finally:
         broker.terminate()  # a clean stop: the JVM writes the archive as it exits
         try:
@@ -192,8 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m dcdrill.infra.java_archive", description=__doc__.split("\n\n")[0])
-    p.add_argument("--folder", action="append", choices=sorted(set(KAFKA_VERSIONS.values())),
-                   help="a Kafka version's cache folder (default: every one setup fetched)")
+    p.add_argument(
+        "--folder",
+        action="append",
+        choices=sorted(set(KAFKA_VERSIONS.values())),
+        help="a Kafka version's cache folder (default: every one setup fetched)",
+    )
     a = p.parse_args(argv)
     if not shutil.which("java"):
         return 0  # nothing to train with: the lab's JVMs load their classes themselves
@@ -201,8 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         libs = cache_dir() / folder / "libs"
         if not libs.is_dir() or trained(libs):
             continue
-        print(f"\n== setup: class-data archive for the lab's Kafka JVMs ({folder}): a broker on loopback, ~20 s",
-              flush=True)
+        print(
+            f"\n== setup: class-data archive for the lab's Kafka JVMs ({folder}): a broker on loopback, ~20 s",
+            flush=True,
+        )
         started = time.monotonic()
         print(f"   {build(folder)} ({time.monotonic() - started:.0f} s)")
     return 0

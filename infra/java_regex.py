@@ -6,6 +6,7 @@ The check runs infra/java/RegexCheck.java with the machine's JDK (Kafka's own, `
 installs it), about a second per call, once per process for each set of regexes. Without a JDK
 it falls back to Python's `re`, which the schema already narrowed to what both read alike.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +24,12 @@ def _java_verdicts(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     if java is None:
         return None
     try:
-        done = subprocess.run([java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", str(CHECKER), *patterns],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", str(CHECKER), *patterns],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = done.stdout.splitlines()

@@ -6,6 +6,7 @@ control never opens a broker's port; these run inside the cluster's DCs, as on A
 Each takes the cluster's inventory and the call's named arguments and returns JSON. A request the
 cluster refuses as the caller's mistake raises ValueError, which the caller gets back as such.
 """
+
 from __future__ import annotations
 
 from dcdrill.infra.constants import CANARY_TOPIC, KAFKA_PYTHON_ACKS
@@ -17,9 +18,13 @@ PREFERRED = 0  # ElectLeaders election type (1 is unclean)
 def _admin(inventory: Inventory, request_timeout_ms: int, client_id: str):
     from kafka.admin import KafkaAdminClient
 
-    return KafkaAdminClient(bootstrap_servers=inventory.bootstrap_servers(), request_timeout_ms=request_timeout_ms,
-                            bootstrap_timeout_ms=min(request_timeout_ms, 30_000), client_id=client_id,
-                            **inventory.client_security(admin=True))
+    return KafkaAdminClient(
+        bootstrap_servers=inventory.bootstrap_servers(),
+        request_timeout_ms=request_timeout_ms,
+        bootstrap_timeout_ms=min(request_timeout_ms, 30_000),
+        client_id=client_id,
+        **inventory.client_security(admin=True),
+    )
 
 
 def create_topic(inventory: Inventory, args: dict) -> dict:
@@ -35,14 +40,24 @@ def create_topic(inventory: Inventory, args: dict) -> dict:
             if not args.get("create", True):
                 raise ValueError(f"topic {topic!r} does not exist (pass --create-topic to create it)")
             try:
-                admin.create_topics([NewTopic(topic, int(args["partitions"]), int(args["factor"]),
-                                              topic_configs=dict(args.get("configs") or {}))])
+                admin.create_topics(
+                    [
+                        NewTopic(
+                            topic,
+                            int(args["partitions"]),
+                            int(args["factor"]),
+                            topic_configs=dict(args.get("configs") or {}),
+                        )
+                    ]
+                )
                 return {"created": True}
             except TopicAlreadyExistsError:  # the broker answering list_topics had not heard of it yet:
-                pass                         # the controller's word is the one that counts
+                pass  # the controller's word is the one that counts
         if args.get("fresh"):
-            raise ValueError(f"topic {topic!r} exists already: an earlier drill wrote into the same drill "
-                             "record folder; give the drill a new one")
+            raise ValueError(
+                f"topic {topic!r} exists already: an earlier drill wrote into the same drill "
+                "record folder; give the drill a new one"
+            )
         return {"created": False}
     finally:
         admin.close()
@@ -94,7 +109,9 @@ def group_offsets(inventory: Inventory, args: dict) -> dict:
             admin.close()
     except (KafkaError, OSError):
         return {}
-    return {str(tp.partition): meta.offset for tp, meta in got.items() if tp.topic == args["topic"] and meta.offset >= 0}
+    return {
+        str(tp.partition): meta.offset for tp, meta in got.items() if tp.topic == args["topic"] and meta.offset >= 0
+    }
 
 
 def canary(inventory: Inventory, args: dict) -> dict:
@@ -104,9 +121,13 @@ def canary(inventory: Inventory, args: dict) -> dict:
 
     within_s = float(args["within_s"])
     try:
-        producer = KafkaProducer(bootstrap_servers=inventory.bootstrap_servers(), acks=KAFKA_PYTHON_ACKS[args["acks"]],
-                                 bootstrap_timeout_ms=int(within_s * 1000), max_block_ms=int(within_s * 1000),
-                                 **inventory.client_security())
+        producer = KafkaProducer(
+            bootstrap_servers=inventory.bootstrap_servers(),
+            acks=KAFKA_PYTHON_ACKS[args["acks"]],
+            bootstrap_timeout_ms=int(within_s * 1000),
+            max_block_ms=int(within_s * 1000),
+            **inventory.client_security(),
+        )
         try:
             producer.send(CANARY_TOPIC, b"canary").get(timeout=within_s)
             return {"acknowledged": True}
@@ -122,9 +143,12 @@ def end_offsets(inventory: Inventory, args: dict) -> dict:
     from kafka import KafkaConsumer, TopicPartition
 
     try:
-        consumer = KafkaConsumer(bootstrap_servers=inventory.bootstrap_servers(), client_id="dcdrill-mirror-probe",
-                                 request_timeout_ms=int(float(args.get("timeout_s", 10)) * 1000),
-                                 **inventory.client_security(admin=True))
+        consumer = KafkaConsumer(
+            bootstrap_servers=inventory.bootstrap_servers(),
+            client_id="dcdrill-mirror-probe",
+            request_timeout_ms=int(float(args.get("timeout_s", 10)) * 1000),
+            **inventory.client_security(admin=True),
+        )
     except Exception:  # noqa: BLE001 - no broker answers
         return {"ends": None}
     try:
@@ -139,4 +163,6 @@ def end_offsets(inventory: Inventory, args: dict) -> dict:
         consumer.close()
 
 
-CALLS = {f.__name__: f for f in (create_topic, delete_topic, elect_preferred_leaders, group_offsets, canary, end_offsets)}
+CALLS = {
+    f.__name__: f for f in (create_topic, delete_topic, elect_preferred_leaders, group_offsets, canary, end_offsets)
+}

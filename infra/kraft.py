@@ -3,6 +3,7 @@ each controller's metadata directory id. Every node is formatted with the same c
 the controllers with the same `--initial-controllers` list (KIP-853's dynamic quorum), so both
 must survive a second `lab up` unchanged: a new id would make the first run's disks foreign.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,16 +28,19 @@ def ensure(path: Path, controllers: list[str]) -> dict:
     with ids added for controllers new to the stack."""
     known = json.loads(path.read_text()) if path.exists() else {}
     ids = known.get("directory_ids", {})
-    wanted = {"cluster_id": known.get("cluster_id") or new_uuid(),
-              "directory_ids": {name: ids.get(name) or new_uuid() for name in sorted(controllers)}}
+    wanted = {
+        "cluster_id": known.get("cluster_id") or new_uuid(),
+        "directory_ids": {name: ids.get(name) or new_uuid() for name in sorted(controllers)},
+    }
     if wanted != known:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n")
     return wanted
 
 
-def initial_controllers(controllers: dict[str, int], directory_ids: dict[str, str],
-                        port: int = CONTROLLER_PORT) -> str:
+def initial_controllers(controllers: dict[str, int], directory_ids: dict[str, str], port: int = CONTROLLER_PORT) -> str:
     """kafka-storage format's --initial-controllers: `id@host:port:directory-id,...` by node id."""
-    return ",".join(f"{node}@{name}:{port}:{directory_ids[name]}"
-                    for name, node in sorted(controllers.items(), key=lambda kv: kv[1]))
+    return ",".join(
+        f"{node}@{name}:{port}:{directory_ids[name]}"
+        for name, node in sorted(controllers.items(), key=lambda kv: kv[1])
+    )

@@ -1,4 +1,5 @@
 """Stack lifecycle: topology -> `pulumi up` -> inventory -> Ansible -> healthy. And back down."""
+
 from __future__ import annotations
 
 import sys
@@ -17,8 +18,9 @@ class NotUp(ValueError):
 class RuleViolation(ValueError):
     def __init__(self, stack: str, violations: list[rules.Violation]):
         self.violations = violations
-        super().__init__(f"stack {stack} breaks the multi-DC rules:\n" +
-                         "\n".join(f"  [{v.rule}] {v.message}" for v in violations))
+        super().__init__(
+            f"stack {stack} breaks the multi-DC rules:\n" + "\n".join(f"  [{v.rule}] {v.message}" for v in violations)
+        )
 
 
 def say(msg: str) -> None:
@@ -94,8 +96,9 @@ def is_up(stack: str) -> bool:
             return False
         if not all(status.healthy(status.cluster_status(inv)) for inv in inventories(stack).values()):
             return False
-        return not d.mirrors or all(m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS),
-                                                                               via=inventory(stack)))
+        return not d.mirrors or all(
+            m["alive"] for m in status.mirror_status(inventory(stack, ansible.MIRRORS), via=inventory(stack))
+        )
     except Exception:  # noqa: BLE001 - anything wrong means "not up"
         return False
 
@@ -107,9 +110,12 @@ def wait_healthy(inv: Inventory, timeout_s: float = 240.0, quiet: bool = False) 
         st = status.cluster_status(inv)
         if status.healthy(st):
             return st
-        line = (f"waiting for the cluster: brokers {sum(b['alive'] for b in st['brokers'])}/{len(st['brokers'])}, "
-                f"{st['quorum']['kind']} {st['quorum']['alive']}/{st['quorum']['total']}, offline {st['offline_partitions']}, "
-                f"under-replicated {st['under_replicated_partitions']}")
+        line = (
+            f"waiting for the cluster: brokers {sum(b['alive'] for b in st['brokers'])}/{len(st['brokers'])}, "
+            f"{st['quorum']['kind']} {st['quorum']['alive']}/{st['quorum']['total']}, "
+            f"offline {st['offline_partitions']}, "
+            f"under-replicated {st['under_replicated_partitions']}"
+        )
         if line != last and not quiet:
             say(line)
             last = line

@@ -5,6 +5,7 @@ cluster, and heal forgets it once nothing of it is left, so after any crash `dcd
 
 Kept beside the stack's inventory, written atomically under a lock (like the record's fault state).
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -3,6 +3,7 @@ the roles and clients read them: one JSON file per cluster and kind (0600), next
 CA. Pulumi keeps them, as secrets (infra/pulumi_passwords.py); `lab up` writes these files from
 its `passwords` output. Child processes get the file's name, never the password.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,5 +29,6 @@ def password(path: str, user: str) -> str:
     try:
         return json.loads(Path(path).read_text())[user]
     except (OSError, KeyError, ValueError) as exc:
-        raise ValueError(f"no password for SASL user {user!r} in {path}: configure the stack first "
-                         f"(`dcdrill lab up`) ({exc})") from None
+        raise ValueError(
+            f"no password for SASL user {user!r} in {path}: configure the stack first (`dcdrill lab up`) ({exc})"
+        ) from None

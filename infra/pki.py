@@ -10,6 +10,7 @@ directly (KIP-651), so the files are plain PEM:
   <broker>.pem           the broker's private key (PKCS#8) and its certificate chain
 Files that exist and still name the right host are kept, so a second `lab up` changes nothing.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -29,11 +30,15 @@ def _key():
 
 
 def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "dcdrill"), x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    return x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "dcdrill"), x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    )
 
 
 def _pem_key(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _address(value: str) -> str | None:
@@ -44,22 +49,40 @@ def _address(value: str) -> str | None:
 
 
 def _cert(subject: str, key, issuer: x509.Name, signer, ca: bool, names: tuple[str, str | None] | None = None):
-    now = datetime.datetime.now(datetime.timezone.utc)
-    b = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(issuer).public_key(key.public_key())
-         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-         .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
-         .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True))
+    now = datetime.datetime.now(datetime.UTC)
+    b = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+    )
     if ca:
-        b = b.add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                          content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                          key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        b = b.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     else:
         dns, address = names
         alt = [x509.DNSName(dns)] + ([x509.IPAddress(ipaddress.ip_address(address))] if address else [])
         b = b.add_extension(x509.SubjectAlternativeName(alt), critical=False)
         # Brokers are TLS clients of each other on the REPLICATION listener, and servers on both.
-        b = b.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                            critical=False)
+        b = b.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
     return b.sign(signer, hashes.SHA256())
 
 

@@ -1,5 +1,6 @@
 """The ports the roles listen on, read from the roles' own defaults: the roles are the one source,
 and the Python side (security groups, status probes, inventory) reads them here."""
+
 from __future__ import annotations
 
 from functools import cache
@@ -24,5 +25,9 @@ def _listener(name: str) -> int:
 _zookeeper = role_defaults("zookeeper")
 CLIENT_PORT, REPLICATION_PORT, CONTROLLER_PORT = _listener("CLIENT"), _listener("REPLICATION"), _listener("CONTROLLER")
 ZOOKEEPER_CLIENT_PORT = int(_zookeeper["zookeeper_client_port"])
-ZOOKEEPER_PORTS = (ZOOKEEPER_CLIENT_PORT, int(_zookeeper["zookeeper_quorum_port"]), int(_zookeeper["zookeeper_election_port"]))
+ZOOKEEPER_PORTS = (
+    ZOOKEEPER_CLIENT_PORT,
+    int(_zookeeper["zookeeper_quorum_port"]),
+    int(_zookeeper["zookeeper_election_port"]),
+)
 MIRROR_REST_PORT = int(role_defaults("kafka_mirror")["kafka_mirror_rest_port"])  # MirrorMaker 2's internal REST

@@ -8,6 +8,7 @@ language host is involved. The proxy here serves no `pulumi-language-python`, so
 setup builds has none; a user's own CLI brings one for `pulumi up` by hand. The rest (stack
 init, config, outputs, export) are plain CLI commands.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,8 @@ import runpy
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -88,8 +89,14 @@ def installed() -> Path:
 def run(stack: str, *args: str, capture: bool = False) -> str:
     cmd = ["pulumi", *args, "--stack", stack, "--non-interactive"]
     exe = installed()
-    res = subprocess.run([str(exe), *cmd[1:]], cwd=project_dir(), env=env(stack), text=True,
-                         stdout=subprocess.PIPE if capture else None, stderr=subprocess.PIPE if capture else None)
+    res = subprocess.run(
+        [str(exe), *cmd[1:]],
+        cwd=project_dir(),
+        env=env(stack),
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.PIPE if capture else None,
+    )
     if res.returncode != 0:
         raise PulumiError(f"`{' '.join(cmd)}` failed ({res.returncode})" + (f":\n{res.stderr}" if capture else ""))
     return res.stdout or ""
@@ -97,15 +104,22 @@ def run(stack: str, *args: str, capture: bool = False) -> str:
 
 def ensure_stack(stack: str) -> None:
     exe = str(installed())
-    have = subprocess.run([exe, "stack", "ls", "--json"], cwd=project_dir(), env=env(stack),
-                          capture_output=True, text=True)
+    have = subprocess.run(
+        [exe, "stack", "ls", "--json"], cwd=project_dir(), env=env(stack), capture_output=True, text=True
+    )
     names = [s["name"] for s in json.loads(have.stdout or "[]")] if have.returncode == 0 else []
     if stack not in names:
-        made = subprocess.run([exe, "stack", "init", stack, "--secrets-provider", "passphrase", "--non-interactive"],
-                              cwd=project_dir(), env=env(stack), capture_output=True, text=True)
+        made = subprocess.run(
+            [exe, "stack", "init", stack, "--secrets-provider", "passphrase", "--non-interactive"],
+            cwd=project_dir(),
+            env=env(stack),
+            capture_output=True,
+            text=True,
+        )
         if made.returncode != 0:
-            raise PulumiError(f"`pulumi stack init {stack}` in {project_dir()} failed: "
-                              f"{(made.stderr or have.stderr).strip()}")
+            raise PulumiError(
+                f"`pulumi stack init {stack}` in {project_dir()} failed: {(made.stderr or have.stderr).strip()}"
+            )
 
 
 def _program() -> None:
@@ -135,8 +149,9 @@ def _automated(stack: str, operation: Callable, progress: bool) -> None:
     from pulumi import automation as auto
 
     ensure_stack(stack)
-    workspace = auto.LocalWorkspace(work_dir=str(project_dir()), program=_program,
-                                    pulumi_command=_command(installed()), env_vars=env(stack))
+    workspace = auto.LocalWorkspace(
+        work_dir=str(project_dir()), program=_program, pulumi_command=_command(installed()), env_vars=env(stack)
+    )
     try:
         operation(auto.Stack.select(stack, workspace), print if progress else None)
     except auto.errors.CommandError as exc:
@@ -156,8 +171,11 @@ def _errors(said: str) -> str:
 def up(stack: str, progress: bool = False) -> None:
     """`pulumi up`; with `progress`, Pulumi's own line per resource as it goes (a lab's first up
     takes a minute or more)."""
-    _automated(stack, lambda s, out: s.up(on_output=out, suppress_outputs=True, show_secrets=False,
-                                          suppress_progress=not progress), progress)
+    _automated(
+        stack,
+        lambda s, out: s.up(on_output=out, suppress_outputs=True, show_secrets=False, suppress_progress=not progress),
+        progress,
+    )
 
 
 def preview(stack: str) -> list[dict]:
@@ -169,8 +187,13 @@ def preview(stack: str) -> list[dict]:
         meta = event.resource_pre_event and event.resource_pre_event.metadata
         if meta:
             state = meta.new or meta.old
-            steps.append({"urn": meta.urn, "op": str(getattr(meta.op, "value", meta.op)),
-                          "inputs": dict(state.inputs or {}) if state else {}})
+            steps.append(
+                {
+                    "urn": meta.urn,
+                    "op": str(getattr(meta.op, "value", meta.op)),
+                    "inputs": dict(state.inputs or {}) if state else {},
+                }
+            )
 
     _automated(stack, lambda s, out: s.preview(on_event=step), False)
     return steps

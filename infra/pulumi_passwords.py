@@ -10,6 +10,7 @@ used as given. Every other one is made once, by a Passwords resource, and kept: 
 Pulumi kept them has its users' passwords in the files already: the resource adopts those when
 it is created, since the clusters know their users by them.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,9 @@ class PasswordsProvider(ResourceProvider):
     every `pulumi up`), so the state holds them and later runs keep them."""
 
     def create(self, props):
-        return CreateResult(id_="passwords", outs={**props, "passwords": _made(props["users"], _adopted(props["adopt"]))})
+        return CreateResult(
+            id_="passwords", outs={**props, "passwords": _made(props["users"], _adopted(props["adopt"]))}
+        )
 
     def diff(self, id_, olds, news):
         return DiffResult(changes=sorted(olds.get("users") or []) != sorted(news["users"]), replaces=[])
@@ -58,8 +61,12 @@ class Passwords(Resource):
 
     def __init__(self, name: str, users: list[str], adopt: str, opts: pulumi.ResourceOptions | None = None):
         """`adopt`: the file, relative to the cache, whose passwords a new resource keeps."""
-        super().__init__(PasswordsProvider(), name, {"users": sorted(users), "adopt": adopt, "passwords": None},
-                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["passwords"])))
+        super().__init__(
+            PasswordsProvider(),
+            name,
+            {"users": sorted(users), "adopt": adopt, "passwords": None},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["passwords"])),
+        )
 
 
 def files(stack: str, cluster: str | None) -> dict[str, str]:
@@ -88,8 +95,10 @@ def merged(made: dict, given: dict | None) -> dict:
     out = {}
     for cluster, kinds in sorted(made.items()):
         chosen = (given or {}).get(cluster) or {}
-        out[cluster] = {kind: {u: (chosen.get(u) if kind == "sasl" else None) or pw for u, pw in sorted(users.items())}
-                        for kind, users in sorted(kinds.items())}
+        out[cluster] = {
+            kind: {u: (chosen.get(u) if kind == "sasl" else None) or pw for u, pw in sorted(users.items())}
+            for kind, users in sorted(kinds.items())
+        }
     return out
 
 
@@ -99,10 +108,17 @@ class StackPasswords(pulumi.ComponentResource):
     def __init__(self, deployment: Deployment, given: pulumi.Output | None, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dcdrill:secrets:StackPasswords", "passwords", None, opts)
         home = deployment.cluster_names[0]
-        made = {cluster: {kind: Passwords(f"{cluster}-{kind}", users, files(pulumi.get_stack(), None if cluster == home
-                                                                             else cluster)[kind],
-                                          pulumi.ResourceOptions(parent=self)).passwords
-                          for kind, users in kinds.items()}
-                for cluster, kinds in wanted(deployment).items()}
+        made = {
+            cluster: {
+                kind: Passwords(
+                    f"{cluster}-{kind}",
+                    users,
+                    files(pulumi.get_stack(), None if cluster == home else cluster)[kind],
+                    pulumi.ResourceOptions(parent=self),
+                ).passwords
+                for kind, users in kinds.items()
+            }
+            for cluster, kinds in wanted(deployment).items()
+        }
         self.passwords = pulumi.Output.secret(pulumi.Output.all(made, given).apply(lambda both: merged(*both)))
         self.register_outputs({"passwords": self.passwords})

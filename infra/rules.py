@@ -5,12 +5,12 @@ verdict all call these same functions.
 Notation: r_d = replicas of a partition in DC d (Topology.replicas_in),
 N = the coordination quorum's voters (ZooKeeper nodes, or KRaft controllers), z_d = those in d.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, WORKLOAD_GROUP, kafka_release
-from dcdrill.infra.constants import PROFILES
+from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX, PROFILES, WORKLOAD_GROUP, kafka_release
 from dcdrill.infra.schema import RISK_RULES
 from dcdrill.infra.topology import Topology
 
@@ -45,8 +45,9 @@ def quorum_summary(t: Topology) -> str:
     """Where the voters sit, e.g. "3 controllers: dc-a 1, dc-b 1, dc-c 1; survives any one DC"."""
     where = ", ".join(f"{dc.name} {t.voters_in(dc.name)}" for dc in t.datacenters if t.voters_in(dc.name))
     fatal = [dc.name for dc in t.datacenters if not quorum_survives(t, dc.name)]
-    return (f"{t.total_voters} {t.voter_noun}: {where}; "
-            + (f"losing {' or '.join(fatal)} loses the quorum" if fatal else "survives any one DC"))
+    return f"{t.total_voters} {t.voter_noun}: {where}; " + (
+        f"losing {' or '.join(fatal)} loses the quorum" if fatal else "survives any one DC"
+    )
 
 
 def writable_after_loss(t: Topology, dc: str) -> bool:
@@ -66,11 +67,14 @@ def writes_why(t: Topology, dc: str) -> str:
         return f"the {t.voter_noun}' quorum is lost with {dc}: no leader can be elected"
     if t.acks == "all" and left < m:
         return f"{left} replicas outside {dc} < min.insync.replicas={m}: acks=all writes are refused"
-    why = f"{left} replicas outside {dc} are enough (acks={t.acks}{f', min.insync.replicas={m}' if t.acks == 'all' else ''}): leaders fail over"
+    insync = f", min.insync.replicas={m}" if t.acks == "all" else ""
+    why = f"{left} replicas outside {dc} are enough (acks={t.acks}{insync}): leaders fail over"
     if t.kraft and t.replication.unclean_leader_election:
-        why += ("; on KRaft a partition whose whole ISR was in the lost DC gets an out-of-sync leader only "
-                "on the controller's next unclean-election cycle (unclean.leader.election.interval.ms), "
-                "not at once as with ZooKeeper")
+        why += (
+            "; on KRaft a partition whose whole ISR was in the lost DC gets an out-of-sync leader only "
+            "on the controller's next unclean-election cycle (unclean.leader.election.interval.ms), "
+            "not at once as with ZooKeeper"
+        )
     return why
 
 
@@ -88,16 +92,22 @@ def visible_after_loss(t: Topology, dc: str) -> tuple[bool, str]:
     if t.acks == "all":
         return True, "acks=all acknowledges a record only once the high watermark has passed it"
     if kafka_release(t.kafka_version) < (3, 7):
-        return True, (f"acks={t.acks} on Kafka {t.kafka_version} (before 3.7): the high watermark follows the ISR "
-                      f"whatever its size")
+        return True, (
+            f"acks={t.acks} on Kafka {t.kafka_version} (before 3.7): the high watermark follows the ISR "
+            f"whatever its size"
+        )
     effective = min(m, t.replication.factor)
     if left >= effective:
-        return True, (f"acks={t.acks}: {left} surviving replicas meet min.insync.replicas={effective}, so the high "
-                      f"watermark advances")
-    return False, (f"acks={t.acks} on Kafka {t.kafka_version} (3.7+, KAFKA-15583; with or without ELR): "
-                   f"the high watermark advances only while min.insync.replicas={effective} replicas are in sync, "
-                   f"and {left} survive outside {dc}: writes are acknowledged but no consumer reads them until "
-                   f"{dc}'s replicas are back in sync")
+        return True, (
+            f"acks={t.acks}: {left} surviving replicas meet min.insync.replicas={effective}, so the high "
+            f"watermark advances"
+        )
+    return False, (
+        f"acks={t.acks} on Kafka {t.kafka_version} (3.7+, KAFKA-15583; with or without ELR): "
+        f"the high watermark advances only while min.insync.replicas={effective} replicas are in sync, "
+        f"and {left} survive outside {dc}: writes are acknowledged but no consumer reads them until "
+        f"{dc}'s replicas are back in sync"
+    )
 
 
 # How a DC can go, by the fault that takes it (record/contents.py names them): a kill or a cut
@@ -120,20 +130,38 @@ def acked_loss(t: Topology, dc: str, fault: str = "kill-dc") -> tuple[bool, str]
     if t.acks != "all":
         return True, f"acks={t.acks}: a leader in {dc} acknowledges before any follower has the record"
     if m > r_d:
-        return False, (f"every acknowledged record is on min.insync.replicas={m} replicas, so on at least "
-                       f"{m - r_d} outside {dc}'s {r_d}")
-    shrink = f"min.insync.replicas={m} <= {dc}'s {r_d} replicas: the ISR can shrink to {dc}'s alone and keep acknowledging"
+        return False, (
+            f"every acknowledged record is on min.insync.replicas={m} replicas, so on at least "
+            f"{m - r_d} outside {dc}'s {r_d}"
+        )
+    shrink = (
+        f"min.insync.replicas={m} <= {dc}'s {r_d} replicas: the ISR can shrink to {dc}'s alone and keep acknowledging"
+    )
     if t.replication.unclean_leader_election:
         return True, f"{shrink}; unclean election then elects an out-of-sync survivor"
     if kind == "power" and t.replication.flush_each_write:
-        return False, (f"{shrink}; but flush.messages=1: each replica fsyncs a record before it counts as having "
-                       f"it, so a power loss takes nothing acknowledged")
+        return False, (
+            f"{shrink}; but flush.messages=1: each replica fsyncs a record before it counts as having "
+            f"it, so a power loss takes nothing acknowledged"
+        )
     if kind == "power":
-        elr_note = (" (4.1+ with ELR: brokers back from an unclean shutdown leave the ELR, KAFKA-15586, so the "
-                    "partition may stay offline instead)") if elr(t) else ""
-        return True, (f"{shrink}; a power loss takes what {dc}'s replicas had not flushed (Kafka does not fsync "
-                      f"each write), and they come back as the ISR without it{elr_note}")
-    how = {"stop": "after a clean stop", "cut": "once reconnected", "kill": "after a kill (the hosts keep their page caches)"}[kind]
+        elr_note = (
+            (
+                " (4.1+ with ELR: brokers back from an unclean shutdown leave the ELR, KAFKA-15586, so the "
+                "partition may stay offline instead)"
+            )
+            if elr(t)
+            else ""
+        )
+        return True, (
+            f"{shrink}; a power loss takes what {dc}'s replicas had not flushed (Kafka does not fsync "
+            f"each write), and they come back as the ISR without it{elr_note}"
+        )
+    how = {
+        "stop": "after a clean stop",
+        "cut": "once reconnected",
+        "kill": "after a kill (the hosts keep their page caches)",
+    }[kind]
     return False, f"{shrink}; unclean election is off, so the cluster waits for them, and {how} they have every record"
 
 
@@ -146,22 +174,30 @@ def holds_everything(t: Topology, dc: str) -> bool:
     """The DC holds every broker, quorum voter and client of the cluster (one cluster of a
     replicated stack, in one DC): cutting it off from the other DCs leaves the cluster whole."""
     d = t.dc(dc)
-    return (d.brokers == t.total_brokers and t.voters_in(dc) == t.total_voters
-            and all(h.dc == dc for h in t.hosts_with_role("client")))
+    return (
+        d.brokers == t.total_brokers
+        and t.voters_in(dc) == t.total_voters
+        and all(h.dc == dc for h in t.hosts_with_role("client"))
+    )
 
 
 def _cut_of_everything(dc: str) -> dict:
     """What isolating a DC that holds the whole cluster does to it: nothing its own clients see."""
-    return {"quorum_survives": True, "writable": True, "acked_loss_possible": False,
-            "why": f"{dc} holds the whole cluster, its quorum and its clients: cut off from the other DCs, it "
-                   "loses no replica",
-            "writes_why": f"{dc} holds the whole cluster and its producers: a cut from the other DCs stops no write"}
+    return {
+        "quorum_survives": True,
+        "writable": True,
+        "acked_loss_possible": False,
+        "why": f"{dc} holds the whole cluster, its quorum and its clients: cut off from the other DCs, it "
+        "loses no replica",
+        "writes_why": f"{dc} holds the whole cluster and its producers: a cut from the other DCs stops no write",
+    }
 
 
 def predictions(t: Topology) -> dict:
     """Per DC: the quorum, writes and whether consumers see them while the DC is gone, and
     acknowledged loss after a kill, with `faults` giving the loss per way of losing the DC; each
     with why. A cut of a DC that holds the whole cluster (rules.holds_everything) is no loss of it."""
+
     def per_fault(dc: str) -> dict:
         out = {f: dict(zip(("acked_loss_possible", "why"), acked_loss(t, dc, f))) for f in FAULT_KINDS}
         if holds_everything(t, dc):
@@ -193,6 +229,7 @@ def produce_latency(t: Topology, one_way_ms: dict[tuple[str, str], float]) -> di
     it costs one round trip; a record that just misses a follower's fetch waits for the next one,
     up to a second round trip. Jitter, queueing and the brokers' own time come on top.
     """
+
     def rtt(a: str, b: str) -> float:
         return 0.0 if a == b else one_way_ms[(a, b)] + one_way_ms[(b, a)]
 
@@ -200,15 +237,25 @@ def produce_latency(t: Topology, one_way_ms: dict[tuple[str, str], float]) -> di
     leader_dcs = [dc.name for dc in t.datacenters if dc.brokers > 0]
     producer_dcs = sorted({h.dc for h in t.hosts_with_role("client")}, key=t.dc_names.index)
     farthest = {lead: max(rtt(lead, d) for d in replica_dcs) for lead in leader_dcs}
-    routes = [{"producer_dc": p, "leader_dc": lead, "acks_1_ms": rtt(p, lead),
-               "acks_all_ms": rtt(p, lead) + farthest[lead], "acks_all_max_ms": rtt(p, lead) + 2 * farthest[lead]}
-              for p in producer_dcs for lead in leader_dcs]
+    routes = [
+        {
+            "producer_dc": p,
+            "leader_dc": lead,
+            "acks_1_ms": rtt(p, lead),
+            "acks_all_ms": rtt(p, lead) + farthest[lead],
+            "acks_all_max_ms": rtt(p, lead) + 2 * farthest[lead],
+        }
+        for p in producer_dcs
+        for lead in leader_dcs
+    ]
     return {
         "acks_all_adds_ms": farthest,  # per leader DC, over acks=1 (up to twice that)
         "routes": routes,
         # the drill's producers write every partition, so their latencies spread over the routes
-        "range_ms": {"1": [min(r["acks_1_ms"] for r in routes), max(r["acks_1_ms"] for r in routes)],
-                     "all": [min(r["acks_all_ms"] for r in routes), max(r["acks_all_max_ms"] for r in routes)]},
+        "range_ms": {
+            "1": [min(r["acks_1_ms"] for r in routes), max(r["acks_1_ms"] for r in routes)],
+            "all": [min(r["acks_all_ms"] for r in routes), max(r["acks_all_max_ms"] for r in routes)],
+        },
     }
 
 
@@ -230,8 +277,13 @@ def resolved(t: Topology) -> dict:
         "tls": t.tls,
         "sasl": t.sasl is not None,
         "datacenters": [
-            {"name": dc.name, "brokers": dc.brokers, "zookeepers": dc.zookeepers, "controllers": dc.controllers,
-             "replicas_per_partition": t.replicas_in(dc.name)}
+            {
+                "name": dc.name,
+                "brokers": dc.brokers,
+                "zookeepers": dc.zookeepers,
+                "controllers": dc.controllers,
+                "replicas_per_partition": t.replicas_in(dc.name),
+            }
             for dc in t.datacenters
         ],
         "hosts": [{"name": h.name, "role": h.role, "dc": h.dc, "node_id": h.node_id} for h in t.hosts()],
@@ -254,10 +306,16 @@ def matrix(t: Topology) -> list[dict]:
         for min_insync in range(1, t.replication.factor + 1):
             for unclean in (False, True):
                 v = t.with_settings({"acks": acks, "min_insync": min_insync, "unclean_leader_election": unclean})
-                rows.append({"acks": acks, "min_insync": min_insync, "unclean_leader_election": unclean,
-                             "current": v.acks == t.acks and v.replication == t.replication,
-                             "predictions": predictions(v),
-                             "profiles": [p for p in PROFILES if not check(v.with_settings({"profile": p}))]})
+                rows.append(
+                    {
+                        "acks": acks,
+                        "min_insync": min_insync,
+                        "unclean_leader_election": unclean,
+                        "current": v.acks == t.acks and v.replication == t.replication,
+                        "predictions": predictions(v),
+                        "profiles": [p for p in PROFILES if not check(v.with_settings({"profile": p}))],
+                    }
+                )
     return rows
 
 
@@ -265,9 +323,13 @@ def matrix(t: Topology) -> list[dict]:
 # The names: a drill's topic (DRILL_TOPIC_PREFIX + the record folder, chaos/context.drill_topic),
 # the steady-state canary's topic and the workload's group (infra/constants.py).
 _DRILL_TOPIC = DRILL_TOPIC_PREFIX + "drill"
-WORKLOAD_NEEDS = (("topic", _DRILL_TOPIC, "write"), ("topic", _DRILL_TOPIC, "read"),
-                  ("topic", _DRILL_TOPIC, "describe"), ("topic", CANARY_TOPIC, "write"),
-                  ("group", WORKLOAD_GROUP, "read"))
+WORKLOAD_NEEDS = (
+    ("topic", _DRILL_TOPIC, "write"),
+    ("topic", _DRILL_TOPIC, "read"),
+    ("topic", _DRILL_TOPIC, "describe"),
+    ("topic", CANARY_TOPIC, "write"),
+    ("group", WORKLOAD_GROUP, "read"),
+)
 
 
 def security(t: Topology) -> list[tuple[str, str]]:
@@ -278,11 +340,19 @@ def security(t: Topology) -> list[tuple[str, str]]:
     if t.acls and t.sasl is None:
         out.append(("acls-need-sasl", "acls need sasl: without it every client is User:ANONYMOUS"))
     if t.sasl is not None:
-        missing = [f"{op} on {res} {name}" for res, name, op in WORKLOAD_NEEDS
-                   if not any(a.allows(t.sasl.client, res, name, op) for a in t.acls)]
+        missing = [
+            f"{op} on {res} {name}"
+            for res, name, op in WORKLOAD_NEEDS
+            if not any(a.allows(t.sasl.client, res, name, op) for a in t.acls)
+        ]
         if missing:
-            out.append(("workload-acls", f"the ACLs do not let {t.sasl.client} (the workload's user) "
-                                         f"{'; '.join(missing)}: drills could not run"))
+            out.append(
+                (
+                    "workload-acls",
+                    f"the ACLs do not let {t.sasl.client} (the workload's user) "
+                    f"{'; '.join(missing)}: drills could not run",
+                )
+            )
     return out
 
 
@@ -309,37 +379,53 @@ def check(t: Topology) -> list[Violation]:
         bad("min-insync-exceeds-factor", f"minInsync {m} > replication factor {f}")
     n = t.total_voters
     if n < 1:
-        bad("no-controller" if t.kraft else "no-zookeeper",
-            f"the cluster needs at least one {'KRaft controller' if t.kraft else 'ZooKeeper node'}")
+        bad(
+            "no-controller" if t.kraft else "no-zookeeper",
+            f"the cluster needs at least one {'KRaft controller' if t.kraft else 'ZooKeeper node'}",
+        )
     else:
         if n % 2 == 0:
-            bad("quorum-even-voters",
+            bad(
+                "quorum-even-voters",
                 f"{n} {t.voter_noun} is an even number: a majority of {n} ({n // 2 + 1}) tolerates no more losses "
-                f"than a majority of {n - 1} does, and one more voter means one more to lose; use {n - 1} or {n + 1}")
+                f"than a majority of {n - 1} does, and one more voter means one more to lose; use {n - 1} or {n + 1}",
+            )
         if len(t.datacenters) > 1:
             for dc in t.datacenters:
                 if not quorum_survives(t, dc.name):
                     z = t.voters_in(dc.name)
-                    bad("quorum-dc-loss", f"losing {dc.name} leaves {n - z} of {n} {t.voter_noun}, below the "
-                                          f"quorum of {n // 2 + 1}: {'metadata' if t.kraft else 'the cluster'} "
-                                          "stalls until it comes back")
+                    bad(
+                        "quorum-dc-loss",
+                        f"losing {dc.name} leaves {n - z} of {n} {t.voter_noun}, below the "
+                        f"quorum of {n // 2 + 1}: {'metadata' if t.kraft else 'the cluster'} "
+                        "stalls until it comes back",
+                    )
     r_max = t.max_replicas_per_dc
     if t.profile == "consistency-first" and m <= r_max:
-        bad("consistency-min-insync",
+        bad(
+            "consistency-min-insync",
             f"consistency-first needs minInsync > replicas in the fullest DC: minInsync {m} <= r_d {r_max} "
-            f"(factor {f} over {len(t.broker_dcs)} broker DCs), so one DC can hold the whole ISR")
+            f"(factor {f} over {len(t.broker_dcs)} broker DCs), so one DC can hold the whole ISR",
+        )
     if t.profile == "consistency-first" and t.acks != "all":
-        bad("consistency-acks",
+        bad(
+            "consistency-acks",
             f"consistency-first needs producer acks=all: with acks={t.acks} the leader acknowledges alone, so "
-            "losing its DC loses what it had not replicated yet")
+            "losing its DC loses what it had not replicated yet",
+        )
     if t.profile == "availability-first":
         if f - m < r_max:
-            bad("availability-headroom",
+            bad(
+                "availability-headroom",
                 f"availability-first needs factor - minInsync >= r_d: {f} - {m} = {f - m} < {r_max}, "
-                f"so losing the fullest DC stops acks=all writes")
+                f"so losing the fullest DC stops acks=all writes",
+            )
         if not t.replication.unclean_leader_election:
-            bad("availability-unclean",
-                "availability-first needs uncleanLeaderElection: true so partitions whose ISR was in the lost DC come back")
+            bad(
+                "availability-unclean",
+                "availability-first needs uncleanLeaderElection: true "
+                "so partitions whose ISR was in the lost DC come back",
+            )
     return out
 
 

@@ -6,16 +6,25 @@ Every refusal names its key path (`dcdrill:cluster.datacenters[0].brokers`), and
 names the nearest valid one, because a misspelled key silently taking its default is how a
 stack ends up weaker than its author thinks.
 """
+
 from __future__ import annotations
 
 import difflib
 import ipaddress
+import re
 from typing import Annotated, Any, Literal
 
-import re
-
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
-                      WithJsonSchema, field_validator, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from dcdrill.infra.constants import ACKS, DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, PROFILES, kafka_release
@@ -44,12 +53,29 @@ PRIVATE_NETS = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12",
 
 ACL_RESOURCES = ("topic", "group", "cluster", "transactional_id")
 ACL_PATTERNS = ("literal", "prefixed")
-ACL_OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe", "cluster_action",
-                  "describe_configs", "alter_configs", "idempotent_write")
+ACL_OPERATIONS = (
+    "all",
+    "read",
+    "write",
+    "create",
+    "delete",
+    "alter",
+    "describe",
+    "cluster_action",
+    "describe_configs",
+    "alter_configs",
+    "idempotent_write",
+)
 # The rules dcdrill:acceptRisks may waive: the profile's promises and the quorum's, each a risk a
 # team may knowingly take. Shape and safety rules (sasl-needs-tls, acl-shape, ...) cannot be waived.
-RISK_RULES = ("consistency-min-insync", "consistency-acks", "availability-headroom", "availability-unclean",
-              "quorum-dc-loss", "quorum-even-voters")
+RISK_RULES = (
+    "consistency-min-insync",
+    "consistency-acks",
+    "availability-headroom",
+    "availability-unclean",
+    "quorum-dc-loss",
+    "quorum-even-voters",
+)
 
 
 class Spec(BaseModel):
@@ -74,7 +100,7 @@ def _private_prefix(value: str) -> str:
     try:
         net = ipaddress.ip_network(f"{value}.0.0/16")
     except ValueError:
-        raise ValueError("must be two octets, like \"10.77\"") from None
+        raise ValueError('must be two octets, like "10.77"') from None
     if not any(net.subnet_of(p) for p in PRIVATE_NETS):
         raise ValueError(f"{net} is not a private range (10/8, 172.16/12, 192.168/16): the lab routes it")
     return value
@@ -97,10 +123,12 @@ def _acks(value: Any) -> str:
 
 def matching(pattern: str, what: str):
     """A string type that must match `pattern`; the error says what it should be, not the regex."""
+
     def check(value: str) -> str:
         if not re.fullmatch(pattern.strip("^$"), value):
             raise ValueError(f"{value!r} is not {what}")
         return value
+
     return Annotated[str, AfterValidator(check), WithJsonSchema({"type": "string", "pattern": pattern})]
 
 
@@ -112,8 +140,10 @@ def _not_everyone(value: str) -> str:
 
 Cidr = Annotated[str, AfterValidator(_cidr)]
 Name = matching(DNS_LABEL, "a DNS label: lower-case letters, digits and '-', starting with a letter, at most 28")
-User = Annotated[matching(USER, "a user name: a letter, then letters, digits, '.', '_' or '-' (64 at most)"),
-                 BeforeValidator(_not_everyone)]
+User = Annotated[
+    matching(USER, "a user name: a letter, then letters, digits, '.', '_' or '-' (64 at most)"),
+    BeforeValidator(_not_everyone),
+]
 Region = matching(REGION, "an AWS region name like eu-west-1")
 Delay = Annotated[float, Field(ge=0, le=10_000)]  # ms; strict floats accept whole numbers too
 
@@ -134,8 +164,9 @@ class ReplicationSpec(Spec):
 
 
 class ProducerSpec(Spec):
-    acks: Annotated[Literal[ACKS], BeforeValidator(_acks),
-                    WithJsonSchema({"enum": [0, 1, -1, "0", "1", "all", "-1"]})] = "all"
+    acks: Annotated[
+        Literal[ACKS], BeforeValidator(_acks), WithJsonSchema({"enum": [0, 1, -1, "0", "1", "all", "-1"]})
+    ] = "all"
 
 
 class SaslSpec(Spec):
@@ -145,21 +176,32 @@ class SaslSpec(Spec):
     @model_validator(mode="after")
     def _distinct(self):
         if self.admin == self.client:
-            raise ValueError(f"the workload's user must not be the admin ({self.admin!r}): the drill would "
-                             "run as a super user and prove nothing about the ACLs")
+            raise ValueError(
+                f"the workload's user must not be the admin ({self.admin!r}): the drill would "
+                "run as a super user and prove nothing about the ACLs"
+            )
         return self
 
 
 class AclSpec(Spec):
     principal: User
     resource: Literal[ACL_RESOURCES]
-    name: matching(r"^[A-Za-z0-9._-]{1,249}$", "a Kafka resource name (letters, digits, '.', '_', '-')") = "kafka-cluster"
+    name: matching(r"^[A-Za-z0-9._-]{1,249}$", "a Kafka resource name (letters, digits, '.', '_', '-')") = (
+        "kafka-cluster"
+    )
     pattern: Literal[ACL_PATTERNS] = "literal"
-    operations: Annotated[list[Literal[ACL_OPERATIONS]], BeforeValidator(lambda v: [v] if isinstance(v, str) else v),
-                          WithJsonSchema({"anyOf": [{"type": "string", "enum": list(ACL_OPERATIONS)},
-                                                    {"type": "array", "minItems": 1,
-                                                     "items": {"enum": list(ACL_OPERATIONS)}}]})] = \
-        Field(min_length=1)  # one operation may be written without brackets
+    operations: Annotated[
+        list[Literal[ACL_OPERATIONS]],
+        BeforeValidator(lambda v: [v] if isinstance(v, str) else v),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "enum": list(ACL_OPERATIONS)},
+                    {"type": "array", "minItems": 1, "items": {"enum": list(ACL_OPERATIONS)}},
+                ]
+            }
+        ),
+    ] = Field(min_length=1)  # one operation may be written without brackets
 
 
 class ClusterSpec(Spec):
@@ -172,10 +214,25 @@ class ClusterSpec(Spec):
     producer: ProducerSpec = ProducerSpec()
     domain: matching(DOMAIN, "a DNS domain like lab or dcdrill.internal") | None = None
     tls: bool = False
-    sasl: Annotated[SaslSpec | None, WithJsonSchema({"anyOf": [
-        {"type": "boolean"}, {"type": "null"},
-        {"type": "object", "additionalProperties": False,
-         "properties": {"admin": {"type": "string", "pattern": USER}, "client": {"type": "string", "pattern": USER}}}]})] = None
+    sasl: Annotated[
+        SaslSpec | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "boolean"},
+                    {"type": "null"},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "admin": {"type": "string", "pattern": USER},
+                            "client": {"type": "string", "pattern": USER},
+                        },
+                    },
+                ]
+            }
+        ),
+    ] = None
     acls: list[AclSpec] = Field(default_factory=list, max_length=MAX_ACLS)
 
     @field_validator("sasl", mode="before")
@@ -189,18 +246,27 @@ class ClusterSpec(Spec):
         """Each coordination has its own voters' key, and 4.x has no ZooKeeper: a stack that
         mixes them would be configured as something else than its author reads."""
         # (the other coordination's key, what it holds, this coordination's key)
-        wrong, holds, right = {"zookeeper": ("controllers", "KRaft controllers", "zookeepers"),
-                               "kraft": ("zookeepers", "ZooKeeper nodes", "controllers")}[self.coordination]
-        bad = [f"datacenters[{i}].{wrong}: a {self.coordination} stack has no {holds} ({dc.name} has "
-               f"{getattr(dc, wrong)}); give the DC {right} instead"
-               for i, dc in enumerate(self.datacenters) if getattr(dc, wrong)]
+        wrong, holds, right = {
+            "zookeeper": ("controllers", "KRaft controllers", "zookeepers"),
+            "kraft": ("zookeepers", "ZooKeeper nodes", "controllers"),
+        }[self.coordination]
+        bad = [
+            f"datacenters[{i}].{wrong}: a {self.coordination} stack has no {holds} ({dc.name} has "
+            f"{getattr(dc, wrong)}); give the DC {right} instead"
+            for i, dc in enumerate(self.datacenters)
+            if getattr(dc, wrong)
+        ]
         version, kafka4 = self.version, kafka_release(self.version) >= (4, 0)
         if self.coordination == "zookeeper" and kafka4:
-            bad.append(f"kafkaVersion: Kafka {version} has no ZooKeeper mode (4.0 removed it); "
-                       f"ZooKeeper stacks run {DEFAULT_KAFKA_VERSION['zookeeper']}, or use coordination: kraft")
+            bad.append(
+                f"kafkaVersion: Kafka {version} has no ZooKeeper mode (4.0 removed it); "
+                f"ZooKeeper stacks run {DEFAULT_KAFKA_VERSION['zookeeper']}, or use coordination: kraft"
+            )
         if self.coordination == "kraft" and not kafka4:
-            bad.append(f"kafkaVersion: dcdrill runs KRaft stacks on Kafka 4.x "
-                       f"({', '.join(v for v in KAFKA_VERSIONS if kafka_release(v) >= (4, 0))}), not {version}")
+            bad.append(
+                f"kafkaVersion: dcdrill runs KRaft stacks on Kafka 4.x "
+                f"({', '.join(v for v in KAFKA_VERSIONS if kafka_release(v) >= (4, 0))}), not {version}"
+            )
         if bad:
             raise ValueError("; ".join(bad))
         return self
@@ -224,6 +290,7 @@ Percent = Annotated[float, Field(ge=0, le=100)]
 
 class LinkSpec(Spec):
     """One DC pair's own shape, both directions; unset keys take the lab-wide values."""
+
     between: list[Name] = Field(min_length=2, max_length=2)
     latency_ms: Delay | None = Field(None, alias="latencyMs")
     jitter_ms: Delay | None = Field(None, alias="jitterMs")
@@ -276,14 +343,19 @@ MAX_CLUSTERS = 4
 MIRROR_USER = "mirrormaker"  # MM2's own SCRAM principal on both clusters, allowed only what MM2 does
 NODE_ID_SPACE = 1000  # broker ids stay below it: KRaft controllers' ids start above it (ctl1 is 1001)
 # What Python's re accepts and java.util.regex.Pattern refuses or reads otherwise.
-PYTHON_ONLY_REGEX = (("(?P<", "a named group: Java writes (?<name>...)"), ("(?P=", "a named backreference"),
-                     ("(?#", "an inline comment"), ("\\Z", "end of input: Java's \\Z allows a final line break"))
+PYTHON_ONLY_REGEX = (
+    ("(?P<", "a named group: Java writes (?<name>...)"),
+    ("(?P=", "a named backreference"),
+    ("(?#", "an inline comment"),
+    ("\\Z", "end of input: Java's \\Z allows a final line break"),
+)
 
 
 class MirrorSpec(Spec):
     """MirrorMaker 2 from one cluster to another (active-active: both ways), in dedicated mode.
     The settings are MM2's, under their camelCase names; defaults suit a drill (MM2's own in
     roles/kafka_mirror/defaults/main.yml's comments)."""
+
     source: Name
     target: Name
     mode: Literal[MIRROR_MODES] = "active-passive"
@@ -334,9 +406,11 @@ class StackSpec(Spec):
         if getattr(self, other[0]) is not None:
             raise ValueError(f"{other[1]} is for the other backend; this stack's backend is {self.backend}")
         if (self.cluster is None) == (self.clusters is None):
-            raise ValueError("a stack has dcdrill:cluster (one stretched cluster) or dcdrill:clusters "
-                             "(replicated clusters joined by dcdrill:mirrors), " +
-                             ("not both" if self.cluster else "and has neither"))
+            raise ValueError(
+                "a stack has dcdrill:cluster (one stretched cluster) or dcdrill:clusters "
+                "(replicated clusters joined by dcdrill:mirrors), "
+                + ("not both" if self.cluster else "and has neither")
+            )
         if self.cluster is not None and self.mirrors:
             raise ValueError("dcdrill:mirrors joins dcdrill:clusters; a stack with one dcdrill:cluster mirrors nothing")
         names = [c.name for c in self.all_clusters]
@@ -347,8 +421,10 @@ class StackSpec(Spec):
         for c in self.all_clusters:
             for dc in c.datacenters:
                 if dc.name in owner:
-                    raise ValueError(f"dcdrill:clusters: DC {dc.name} is in both {owner[dc.name]} and {c.name}: "
-                                     "replicated clusters live in DCs of their own")
+                    raise ValueError(
+                        f"dcdrill:clusters: DC {dc.name} is in both {owner[dc.name]} and {c.name}: "
+                        "replicated clusters live in DCs of their own"
+                    )
                 owner[dc.name] = c.name
         self._check_mirrors(names)
         self._check_node_ids()
@@ -357,13 +433,16 @@ class StackSpec(Spec):
             pairs: dict[frozenset, int] = {}
             for n, link in enumerate(self.lab.links):
                 if (pair := frozenset(link.between)) in pairs:
-                    raise ValueError(f"dcdrill:lab.links[{n}]: {' and '.join(link.between)} are linked already by "
-                                     f"dcdrill:lab.links[{pairs[pair]}]; one entry per DC pair")
+                    raise ValueError(
+                        f"dcdrill:lab.links[{n}]: {' and '.join(link.between)} are linked already by "
+                        f"dcdrill:lab.links[{pairs[pair]}]; one entry per DC pair"
+                    )
                 pairs[pair] = n
                 for dc in link.between:
                     if dc not in known:
-                        raise ValueError(f"dcdrill:lab.links[{n}].between: unknown DC {dc!r} "
-                                         f"(this stack's DCs: {', '.join(known)})")
+                        raise ValueError(
+                            f"dcdrill:lab.links[{n}].between: unknown DC {dc!r} (this stack's DCs: {', '.join(known)})"
+                        )
         return self
 
     def _check_mirrors(self, names: list[str]) -> None:
@@ -377,31 +456,43 @@ class StackSpec(Spec):
             flows = [(m.source, m.target)] + ([(m.target, m.source)] if m.mode == "active-active" else [])
             for flow in flows:
                 if flow in seen:
-                    raise ValueError(f"dcdrill:mirrors[{n}]: the flow {flow[0]} -> {flow[1]} is declared already "
-                                     f"by dcdrill:mirrors[{seen[flow]}]; each flow once")
+                    raise ValueError(
+                        f"dcdrill:mirrors[{n}]: the flow {flow[0]} -> {flow[1]} is declared already "
+                        f"by dcdrill:mirrors[{seen[flow]}]; each flow once"
+                    )
                 seen[flow] = n
             by_name = {c.name: c for c in self.all_clusters}
             a, b = by_name[m.source], by_name[m.target]
             if (a.tls, a.sasl is not None) != (b.tls, b.sasl is not None):
+
                 def what(c):
                     return ", ".join(k for k, on in (("tls", c.tls), ("sasl", c.sasl is not None)) if on) or "neither"
-                raise ValueError(f"dcdrill:mirrors[{n}]: {a.name} has {what(a)} and {b.name} has {what(b)}: "
-                                 "mirrored clusters must be secured alike (tls, sasl)")
+
+                raise ValueError(
+                    f"dcdrill:mirrors[{n}]: {a.name} has {what(a)} and {b.name} has {what(b)}: "
+                    "mirrored clusters must be secured alike (tls, sasl)"
+                )
             for c in (a, b):
                 if c.sasl is not None and MIRROR_USER in (c.sasl.client, c.sasl.admin):
                     role = "client" if c.sasl.client == MIRROR_USER else "admin"
-                    raise ValueError(f"dcdrill:clusters[{names.index(c.name)}].sasl.{role}: {MIRROR_USER!r} is "
-                                     "MirrorMaker 2's user on a mirrored cluster; give this one a user of its own")
+                    raise ValueError(
+                        f"dcdrill:clusters[{names.index(c.name)}].sasl.{role}: {MIRROR_USER!r} is "
+                        "MirrorMaker 2's user on a mirrored cluster; give this one a user of its own"
+                    )
         if loop := _flow_loop(seen, self.mirrors):
-            raise ValueError("dcdrill:mirrors: the flows " + " -> ".join(loop) + " make a loop: records would be "
-                             "copied round it forever (active-active between two clusters is the one loop allowed)")
+            raise ValueError(
+                "dcdrill:mirrors: the flows " + " -> ".join(loop) + " make a loop: records would be "
+                "copied round it forever (active-active between two clusters is the one loop allowed)"
+            )
 
     def _check_node_ids(self) -> None:
         """Broker ids go on from cluster to cluster, below the controllers' (CONTROLLER_ID_BASE)."""
         brokers = sum(dc.brokers for c in self.all_clusters for dc in c.datacenters)
         if brokers >= NODE_ID_SPACE:
-            raise ValueError(f"dcdrill:clusters: {brokers} brokers in all; broker ids must stay below "
-                             f"{NODE_ID_SPACE}, where KRaft controllers' ids begin")
+            raise ValueError(
+                f"dcdrill:clusters: {brokers} brokers in all; broker ids must stay below "
+                f"{NODE_ID_SPACE}, where KRaft controllers' ids begin"
+            )
 
     @property
     def all_clusters(self) -> list[ClusterSpec]:
@@ -418,8 +509,11 @@ def _flow_loop(flows: dict[tuple[str, str], int], mirrors: list[MirrorSpec]) -> 
     def walk(path: list[str]):
         for b in nexts.get(path[-1], []):
             if b == path[0]:
-                pair = len(path) == 2 and flows[(path[0], path[1])] == flows[(path[1], path[0])] \
+                pair = (
+                    len(path) == 2
+                    and flows[(path[0], path[1])] == flows[(path[1], path[0])]
                     and mirrors[flows[(path[0], path[1])]].mode == "active-active"
+                )
                 if not pair:
                     return path + [b]
             elif b not in path and (found := walk(path + [b])):
@@ -443,8 +537,10 @@ def problems(error: ValidationError) -> list[str]:
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal["))))
         if e["type"] == "unknown_key":
             if not loc:  # `pulumi config set k v` in this project writes dcdrill:k
-                e["msg"] += ("; a key of your own belongs in a namespace of your own "
-                             "(`pulumi config set --secret myteam:key ...`): dcdrill reads only dcdrill: keys")
+                e["msg"] += (
+                    "; a key of your own belongs in a namespace of your own "
+                    "(`pulumi config set --secret myteam:key ...`): dcdrill reads only dcdrill: keys"
+                )
             loc += (e["ctx"]["key"],)
         message = re.sub(r" or instance of \w+", "", e["msg"].removeprefix("Value error, "))
         if e["type"] == "missing":
@@ -477,14 +573,19 @@ def parse(config: Any, where: str = "") -> StackSpec:
 def json_schema() -> dict:
     """JSON Schema of a whole `Pulumi.<stack>.yaml`, for editors (yaml-language-server)."""
     inner = StackSpec.model_json_schema(by_alias=True)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "dcdrill stack (Pulumi.<stack>.yaml)",
-            "type": "object",
-            "properties": {"config": {
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "dcdrill stack (Pulumi.<stack>.yaml)",
+        "type": "object",
+        "properties": {
+            "config": {
                 **{k: v for k, v in inner.items() if k != "$defs"},
                 # Other namespaces (aws:region, ...) belong to their providers; dcdrill's own must be known.
                 "additionalProperties": True,
-                "propertyNames": {"anyOf": [{"enum": sorted(inner["properties"])},
-                                            {"not": {"pattern": "^dcdrill:"}}]}},
-                           "encryptionsalt": {"type": "string"}, "secretsprovider": {"type": "string"}},
-            "$defs": inner.get("$defs", {})}
+                "propertyNames": {"anyOf": [{"enum": sorted(inner["properties"])}, {"not": {"pattern": "^dcdrill:"}}]},
+            },
+            "encryptionsalt": {"type": "string"},
+            "secretsprovider": {"type": "string"},
+        },
+        "$defs": inner.get("$defs", {}),
+    }

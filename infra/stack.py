@@ -1,11 +1,12 @@
 """Reading `Pulumi.<stack>.yaml` without Pulumi (the CLI, tests and the drill use this), and the
 backend each stack names."""
+
 from __future__ import annotations
 
 import yaml
 
-from dcdrill.infra import mirror_rules, rules, schema
 from dcdrill.infra import deployment as deployments
+from dcdrill.infra import mirror_rules, rules, schema
 from dcdrill.infra.aws.backend import AwsBackend
 from dcdrill.infra.backend import Backend
 from dcdrill.infra.constants import PROJECT_FILE, NoProject, project_dir
@@ -25,7 +26,7 @@ def stack_names() -> list[str]:
         folder = project_dir()
     except NoProject:
         return []
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
 
 
 MAX_STACK_BYTES = 1 << 20
@@ -36,8 +37,10 @@ def load_config(stack: str) -> dict:
     folder = project_dir()
     path = folder / f"Pulumi.{stack}.yaml"
     if not path.is_file():
-        raise UnknownStack(f"unknown stack {stack!r} in {folder / PROJECT_FILE}'s folder; "
-                           f"valid: {', '.join(stack_names()) or 'none (dcdrill init writes the examples)'}")
+        raise UnknownStack(
+            f"unknown stack {stack!r} in {folder / PROJECT_FILE}'s folder; "
+            f"valid: {', '.join(stack_names()) or 'none (dcdrill init writes the examples)'}"
+        )
     if path.stat().st_size > MAX_STACK_BYTES:
         raise ConfigError(f"{path}: {path.stat().st_size:,} bytes; a stack file is at most {MAX_STACK_BYTES:,}")
     try:

@@ -9,6 +9,7 @@ coordination quorum: ZooKeeper nodes report their mode through the `srvr` four-l
 controllers through the metadata log's DescribeQuorum (asked of a broker, which forwards it to the
 active controller): its leader, and each voter's last fetch and lag behind the high watermark.
 """
+
 from __future__ import annotations
 
 import socket
@@ -17,8 +18,8 @@ from contextlib import closing
 
 from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import now_ms
-from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT
 
 
 def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
@@ -29,8 +30,9 @@ def _tcp_ok(host: str, port: int, timeout_s: float) -> bool:
         return False
 
 
-def zookeeper_mode(host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: float = 2.0,
-                   tls: ssl.SSLContext | None = None) -> str | None:
+def zookeeper_mode(
+    host: str, port: int = ZOOKEEPER_CLIENT_PORT, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None
+) -> str | None:
     """leader / follower / standalone, or None when the node does not answer. `tls`: a locked
     down ZooKeeper's client port speaks TLS only (the four-letter words too)."""
     try:
@@ -68,14 +70,20 @@ def _live_ids(cluster: dict | None) -> list[int] | None:
     return sorted(b["broker_id"] for b in cluster.get("brokers", []) if not b.get("is_fenced"))
 
 
-def _metadata(bootstrap: list[str], timeout_s: float, security: dict,
-              kraft: bool) -> tuple[dict | None, list | None, dict | None, str | None]:
+def _metadata(
+    bootstrap: list[str], timeout_s: float, security: dict, kraft: bool
+) -> tuple[dict | None, list | None, dict | None, str | None]:
     """(cluster, topics, KRaft quorum or None, error)."""
     from kafka.admin import KafkaAdminClient
 
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
-                                 bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-status", **security)
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=int(timeout_s * 1000),
+            bootstrap_timeout_ms=int(timeout_s * 1000),
+            client_id="dcdrill-status",
+            **security,
+        )
     except Exception as exc:  # noqa: BLE001 - any client failure means "no metadata"
         return None, None, None, f"no broker answered: {exc}"
     try:
@@ -104,9 +112,14 @@ def zookeeper_quorum(inventory: Inventory) -> dict:
     modes = {h.name: zookeeper_mode(h.name, tls=tls) for h in hosts}
     serving = [m for m in modes.values() if m in ("leader", "follower", "standalone")]
     leader = next((name for name, m in modes.items() if m in ("leader", "standalone")), None)
-    return {"kind": "zookeeper", "alive": len(serving), "total": len(hosts), "leader": leader,
-            "quorum": len(serving) >= len(hosts) // 2 + 1 and leader is not None,
-            "nodes": [{"host": h.name, "dc": h.dc, "mode": modes[h.name]} for h in hosts]}
+    return {
+        "kind": "zookeeper",
+        "alive": len(serving),
+        "total": len(hosts),
+        "leader": leader,
+        "quorum": len(serving) >= len(hosts) // 2 + 1 and leader is not None,
+        "nodes": [{"host": h.name, "dc": h.dc, "mode": modes[h.name]} for h in hosts],
+    }
 
 
 def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
@@ -127,14 +140,26 @@ def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
             mode = "leader"
         else:
             mode = "follower" if now - (v.get("last_fetch_timestamp") or 0) <= VOTER_STALE_MS else "stale"
-        nodes.append({"host": h.name, "dc": h.dc, "mode": mode, "id": h.node_id,
-                      "lag": None if v is None else max(0, hw - v["log_end_offset"])})
+        nodes.append(
+            {
+                "host": h.name,
+                "dc": h.dc,
+                "mode": mode,
+                "id": h.node_id,
+                "lag": None if v is None else max(0, hw - v["log_end_offset"]),
+            }
+        )
     serving = [n for n in nodes if n["mode"] in ("leader", "follower")]
     leader = next((n["host"] for n in nodes if n["mode"] == "leader"), None)
-    return {"kind": "kraft", "alive": len(serving), "total": len(hosts), "leader": leader,
-            "leader_epoch": part.get("leader_epoch"),
-            "quorum": leader is not None and len(serving) >= len(voters or hosts) // 2 + 1,
-            "nodes": nodes}
+    return {
+        "kind": "kraft",
+        "alive": len(serving),
+        "total": len(hosts),
+        "leader": leader,
+        "leader_epoch": part.get("leader_epoch"),
+        "quorum": leader is not None and len(serving) >= len(voters or hosts) // 2 + 1,
+        "nodes": nodes,
+    }
 
 
 def cluster_status(inventory: Inventory, timeout_s: float = 5.0, avoid_dc: str | None = None) -> dict:
@@ -147,12 +172,21 @@ def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     broker_hosts = sorted(inventory.brokers, key=lambda h: h.node_id)
     dc_of = {h.node_id: h.dc for h in broker_hosts}
     reachable = _reachable(inventory, 1.0)
-    cluster, topics, described, error = _metadata(reachable, timeout_s, inventory.client_security(admin=True),
-                                                  inventory.kraft) if reachable \
+    cluster, topics, described, error = (
+        _metadata(reachable, timeout_s, inventory.client_security(admin=True), inventory.kraft)
+        if reachable
         else (None, None, None, "no broker reachable")
+    )
     registered = set(_live_ids(cluster) or [])
-    brokers = [{"id": h.node_id, "dc": h.dc, "host": h.name,
-                "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered} for h in broker_hosts]
+    brokers = [
+        {
+            "id": h.node_id,
+            "dc": h.dc,
+            "host": h.name,
+            "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered,
+        }
+        for h in broker_hosts
+    ]
 
     quorum = kraft_quorum(inventory, described) if inventory.kraft else zookeeper_quorum(inventory)
 
@@ -161,13 +195,18 @@ def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
     for t in sorted(topics or [], key=lambda t: t["name"]):
         for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
             leader = p["leader_id"]
-            partitions.append({
-                "topic": t["name"], "partition": p["partition_index"],
-                "leader": leader if leader in alive_ids else -1,
-                "replicas": list(p["replica_nodes"]), "isr": list(p["isr_nodes"]),
-                "leader_dc": dc_of.get(leader), "replica_dcs": [dc_of.get(r) for r in p["replica_nodes"]],
-                "isr_dcs": [dc_of.get(r) for r in p["isr_nodes"]],
-            })
+            partitions.append(
+                {
+                    "topic": t["name"],
+                    "partition": p["partition_index"],
+                    "leader": leader if leader in alive_ids else -1,
+                    "replicas": list(p["replica_nodes"]),
+                    "isr": list(p["isr_nodes"]),
+                    "leader_dc": dc_of.get(leader),
+                    "replica_dcs": [dc_of.get(r) for r in p["replica_nodes"]],
+                    "isr_dcs": [dc_of.get(r) for r in p["isr_nodes"]],
+                }
+            )
     return {
         "brokers": brokers,
         # ZooKeeper mode: the controller broker. KRaft: a broker the cluster names to clients
@@ -179,15 +218,17 @@ def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
         "under_replicated_partitions": sum(1 for p in partitions if len(p["isr"]) < len(p["replicas"])),
         # Led by another replica than the first of its assignment (Kafka's preferred leader):
         # where a failover left it, until an election moves it back.
-        "off_preferred_leader": sum(1 for p in partitions
-                                    if p["leader"] != -1 and p["replicas"] and p["leader"] != p["replicas"][0]),
+        "off_preferred_leader": sum(
+            1 for p in partitions if p["leader"] != -1 and p["replicas"] and p["leader"] != p["replicas"][0]
+        ),
         "error": error,
         "bootstrap": inventory.bootstrap_servers(),
     }
 
 
-def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3,
-                             topic: str | None = None) -> dict:
+def coordination_sample_here(
+    inventory: Inventory, timeout_s: float = 2.0, attempts: int = 3, topic: str | None = None
+) -> dict:
     """A light look at the coordination alone, cheap enough to take every second of a drill:
     the quorum's leader (the ZooKeeper ensemble's, or the active KRaft controller) and its epoch,
     the voters serving, and the brokers the cluster counts as live: registered, and on KRaft not
@@ -212,9 +253,13 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
     for _ in range(attempts if reachable else 0):
         random.shuffle(reachable)
         try:
-            admin = KafkaAdminClient(bootstrap_servers=reachable, request_timeout_ms=int(timeout_s * 1000),
-                                     bootstrap_timeout_ms=int(timeout_s * 1000), client_id="dcdrill-watch",
-                                     **inventory.client_security(admin=True))
+            admin = KafkaAdminClient(
+                bootstrap_servers=reachable,
+                request_timeout_ms=int(timeout_s * 1000),
+                bootstrap_timeout_ms=int(timeout_s * 1000),
+                client_id="dcdrill-watch",
+                **inventory.client_security(admin=True),
+            )
         except Exception as exc:  # noqa: BLE001 - nobody answered this time
             error = f"{type(exc).__name__}: {exc}"
             continue
@@ -241,12 +286,21 @@ def coordination_sample_here(inventory: Inventory, timeout_s: float = 2.0, attem
         error = "no broker reachable"
     quorum = kraft_quorum(inventory, described) if inventory.kraft else zk
     live = _live_ids(cluster)
-    return {"at_ms": now_ms(), "asked_ms": asked, "leader": quorum["leader"], "epoch": quorum.get("leader_epoch"),
-            "serving": quorum["alive"], "total": quorum["total"], "quorum": quorum["quorum"],
-            # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
-            "answered": error is None, "error": error or quorum_error, "brokers": live,
-            "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id"),
-            **({"isr": isr} if topic else {})}
+    return {
+        "at_ms": now_ms(),
+        "asked_ms": asked,
+        "leader": quorum["leader"],
+        "epoch": quorum.get("leader_epoch"),
+        "serving": quorum["alive"],
+        "total": quorum["total"],
+        "quorum": quorum["quorum"],
+        # ZooKeeper's leader comes from the nodes themselves; KRaft's from the cluster's answer.
+        "answered": error is None,
+        "error": error or quorum_error,
+        "brokers": live,
+        "controller": None if cluster is None or inventory.kraft else cluster.get("controller_id"),
+        **({"isr": isr} if topic else {}),
+    }
 
 
 def _in_sync(admin, topic: str) -> dict | None:
@@ -270,15 +324,26 @@ def mirror_status(inventory: Inventory, via: Inventory, timeout_s: float = 2.0) 
 def mirror_status_here(inventory: Inventory, timeout_s: float = 2.0) -> list[dict]:
     """Each MirrorMaker 2 node of a replicated stack's MM2 inventory: alive while its internal
     REST listener answers (the role waits for it; a killed MM2 closes it)."""
-    return [{"name": h.name, "dc": h.dc, "mirror": h.vars.get("kafka_mirror_name"),
-             "alive": _tcp_ok(h.name, MIRROR_REST_PORT, timeout_s)} for h in inventory.hosts("kafka_mirror")]
+    return [
+        {
+            "name": h.name,
+            "dc": h.dc,
+            "mirror": h.vars.get("kafka_mirror_name"),
+            "alive": _tcp_ok(h.name, MIRROR_REST_PORT, timeout_s),
+        }
+        for h in inventory.hosts("kafka_mirror")
+    ]
 
 
 def healthy(status: dict) -> bool:
-    return (all(b["alive"] for b in status["brokers"]) and status["quorum"]["quorum"]
-            and status["quorum"]["alive"] == status["quorum"]["total"]
-            and status["offline_partitions"] == 0 and status["under_replicated_partitions"] == 0
-            and status["error"] is None)
+    return (
+        all(b["alive"] for b in status["brokers"])
+        and status["quorum"]["quorum"]
+        and status["quorum"]["alive"] == status["quorum"]["total"]
+        and status["offline_partitions"] == 0
+        and status["under_replicated_partitions"] == 0
+        and status["error"] is None
+    )
 
 
 def render(status: dict) -> str:
@@ -287,9 +352,11 @@ def render(status: dict) -> str:
         lines.append(f"  {b['id']:>3} {b['dc']:<8} {b['host']:<24} {'alive' if b['alive'] else 'DOWN'}")
     q = status["quorum"]
     if q["kind"] == "kraft":
-        lines.append(f"controller quorum (KRaft): {q['alive']}/{q['total']} voters serving, quorum "
-                     f"{'yes' if q['quorum'] else 'NO'}, leader {q['leader'] or 'none'}"
-                     + (f" (epoch {q['leader_epoch']})" if q["leader"] else ""))
+        lines.append(
+            f"controller quorum (KRaft): {q['alive']}/{q['total']} voters serving, quorum "
+            f"{'yes' if q['quorum'] else 'NO'}, leader {q['leader'] or 'none'}"
+            + (f" (epoch {q['leader_epoch']})" if q["leader"] else "")
+        )
         for n in q["nodes"]:
             lag = "" if n["lag"] is None else f" lag {n['lag']}"
             lines.append(f"  {n['id']:>5} {n['dc']:<8} {n['host']:<24} {n['mode'] or 'DOWN'}{lag}")
@@ -297,13 +364,17 @@ def render(status: dict) -> str:
         lines.append(f"zookeeper: {q['alive']}/{q['total']} serving, quorum {'yes' if q['quorum'] else 'NO'}")
         for n in q["nodes"]:
             lines.append(f"  {n['host']:<24} {n['mode'] or 'DOWN'}")
-    lines.append(f"partitions: {len(status['partitions'])}, offline {status['offline_partitions']}, "
-                 f"under-replicated {status['under_replicated_partitions']}, "
-                 f"off their preferred leader {status['off_preferred_leader']}")
+    lines.append(
+        f"partitions: {len(status['partitions'])}, offline {status['offline_partitions']}, "
+        f"under-replicated {status['under_replicated_partitions']}, "
+        f"off their preferred leader {status['off_preferred_leader']}"
+    )
     for p in status["partitions"]:
         if not p["topic"].startswith("__"):
-            lines.append(f"  {p['topic']}-{p['partition']}: leader {p['leader']} ({p['leader_dc']}) "
-                         f"replicas {p['replicas']} isr {p['isr']} dcs {p['isr_dcs']}")
+            lines.append(
+                f"  {p['topic']}-{p['partition']}: leader {p['leader']} ({p['leader_dc']}) "
+                f"replicas {p['replicas']} isr {p['isr']} dcs {p['isr_dcs']}"
+            )
     if status["error"]:
         lines.append(f"error: {status['error']}")
     return "\n".join(lines)

@@ -4,6 +4,7 @@ Everything else derives from this model: the Pulumi resources (lab or AWS), the 
 inventory, the predictions of what losing each DC does (`infra.rules`) and the verdict.
 No Pulumi import here, so `dcdrill plan` and the verifier can use it offline.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,11 +12,23 @@ from dataclasses import dataclass, replace
 
 from dcdrill.infra import schema
 from dcdrill.infra.constants import ACKS, DEFAULT_KAFKA_VERSION
-from dcdrill.infra.schema import ACL_OPERATIONS, ACL_PATTERNS, ACL_RESOURCES, PROFILES, ConfigError  # noqa: F401 (re-exported)
-
+from dcdrill.infra.schema import (  # noqa: F401 (re-exported)
+    ACL_OPERATIONS,
+    ACL_PATTERNS,
+    ACL_RESOURCES,
+    PROFILES,
+    ConfigError,
+)
 
 CONTROLLER_ID_BASE = schema.NODE_ID_SPACE  # ctl1 is node 1001: above every broker id (the schema checks)
-SETTINGS = ("profile", "acks", "factor", "min_insync", "unclean_leader_election", "flush_each_write")  # see with_settings()
+SETTINGS = (
+    "profile",
+    "acks",
+    "factor",
+    "min_insync",
+    "unclean_leader_election",
+    "flush_each_write",
+)  # see with_settings()
 
 
 @dataclass(frozen=True)
@@ -61,8 +74,12 @@ class Acl:
 
     def allows(self, principal: str, resource: str, name: str, operation: str) -> bool:
         matches = name == self.name if self.pattern == "literal" else name.startswith(self.name)
-        return (self.principal == principal and self.resource == resource and matches
-                and (operation in self.operations or "all" in self.operations))
+        return (
+            self.principal == principal
+            and self.resource == resource
+            and matches
+            and (operation in self.operations or "all" in self.operations)
+        )
 
 
 @dataclass(frozen=True)
@@ -174,8 +191,14 @@ class Topology:
                 hosts.append(Host(f"zk{zk_id}.{dc.name}.{self.domain}", "zookeeper", dc.name, zk_id))
             for _ in range(dc.controllers):
                 controller_id += 1
-                hosts.append(Host(f"ctl{controller_id}.{dc.name}.{self.domain}", "kafka_controller", dc.name,
-                                  CONTROLLER_ID_BASE + controller_id))
+                hosts.append(
+                    Host(
+                        f"ctl{controller_id}.{dc.name}.{self.domain}",
+                        "kafka_controller",
+                        dc.name,
+                        CONTROLLER_ID_BASE + controller_id,
+                    )
+                )
             for _ in range(dc.brokers):
                 broker_id += 1
                 hosts.append(Host(f"b{broker_id}.{dc.name}.{self.domain}", "kafka_broker", dc.name, broker_id))
@@ -199,11 +222,17 @@ class Topology:
             if key in settings and settings[key] not in values:
                 raise ConfigError(f"drill setting {key} is {settings[key]!r}; valid: {', '.join(values)}")
         r = self.replication
-        return replace(self, profile=settings.get("profile", self.profile), acks=settings.get("acks", self.acks),
-                       replication=Replication(settings.get("factor", r.factor),
-                                               settings.get("min_insync", r.min_insync),
-                                               settings.get("unclean_leader_election", r.unclean_leader_election),
-                                               settings.get("flush_each_write", r.flush_each_write)))
+        return replace(
+            self,
+            profile=settings.get("profile", self.profile),
+            acks=settings.get("acks", self.acks),
+            replication=Replication(
+                settings.get("factor", r.factor),
+                settings.get("min_insync", r.min_insync),
+                settings.get("unclean_leader_election", r.unclean_leader_election),
+                settings.get("flush_each_write", r.flush_each_write),
+            ),
+        )
 
 
 def from_config(config: dict, stack: str = "", default_domain: str = "lab") -> Topology:
@@ -221,8 +250,9 @@ def cluster_from_spec(spec: schema.StackSpec, c: schema.ClusterSpec, default_dom
         backend=spec.backend,
         profile=spec.profile,
         coordination=c.coordination,
-        datacenters=tuple(Datacenter(dc.name, dc.brokers, dc.zookeepers, dc.region, dc.zone, dc.controllers)
-                          for dc in c.datacenters),
+        datacenters=tuple(
+            Datacenter(dc.name, dc.brokers, dc.zookeepers, dc.region, dc.zone, dc.controllers) for dc in c.datacenters
+        ),
         replication=Replication(c.replication.factor, c.replication.min_insync, c.replication.unclean_leader_election),
         acks=c.producer.acks,
         domain=c.domain or default_domain,

@@ -1,6 +1,7 @@
 """What each file of a drill record holds (RECORD.md): the files' names, the faults faults.jsonl
 may name, and the parsers and checks of the small files, which name the file, line and key of
 what is wrong. Pure functions of bytes: DrillRecord (drill_record.py) does the reading."""
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,9 @@ def parse_faults(data: bytes, name: str) -> list[dict]:
             raise ValueError(f"{where}: start_ms must be a whole number of ms >= 0, got {f.get('start_ms')!r}")
         end = f.get("end_ms")
         if end is not None and (not _whole(end) or end < f["start_ms"]):
-            raise ValueError(f"{where}: end_ms must be null or a whole number >= start_ms ({f['start_ms']}), got {end!r}")
+            raise ValueError(
+                f"{where}: end_ms must be null or a whole number >= start_ms ({f['start_ms']}), got {end!r}"
+            )
         _check_isr(f.get("isr_at_start"), where, "isr_at_start")
         rows.append(f)
     return merge_faults(rows)
@@ -73,8 +76,12 @@ def parse_faults(data: bytes, name: str) -> list[dict]:
 
 def _check_isr(isr, where: str, key: str) -> None:
     """A drill topic's ISR count ({partitions, in_sync}), or null."""
-    if isr is not None and not (isinstance(isr, dict) and _whole(isr.get("partitions")) and _whole(isr.get("in_sync"))
-                                and isr["in_sync"] <= isr["partitions"]):
+    if isr is not None and not (
+        isinstance(isr, dict)
+        and _whole(isr.get("partitions"))
+        and _whole(isr.get("in_sync"))
+        and isr["in_sync"] <= isr["partitions"]
+    ):
         raise ValueError(f"{where}: {key} must be {{partitions, in_sync}} with in_sync <= partitions, got {isr!r}")
 
 
@@ -108,8 +115,9 @@ def parse_failovers(data: bytes, name: str) -> list[dict]:
     for where, row in _objects(data, name, "a failover"):
         for key, kind in (("group", str), ("from", str), ("to", str), ("at_ms", int)):
             if not isinstance(row.get(key), kind) or isinstance(row.get(key), bool):
-                raise ValueError(f"{where}: {key} must be {'a string' if kind is str else 'an integer'}, "
-                                 f"got {row.get(key)!r}")
+                raise ValueError(
+                    f"{where}: {key} must be {'a string' if kind is str else 'an integer'}, got {row.get(key)!r}"
+                )
         rows.append(row)
     return sorted(rows, key=lambda r: r["at_ms"])
 
@@ -207,8 +215,16 @@ def parse_coordination(data: bytes, name: str) -> list[dict]:
 # topology.json: the keys the verdict and the report read, and their types (RECORD.md). The
 # verdict cannot do without the first two; the others are checked where present.
 TOPOLOGY_REQUIRED = ("profile", "unclean_leader_election")
-TOPOLOGY_KEYS = {"stack": str, "profile": str, "unclean_leader_election": bool, "acks": str, "replication_factor": int,
-                 "min_insync_replicas": int, "datacenters": list, "predictions": dict}
+TOPOLOGY_KEYS = {
+    "stack": str,
+    "profile": str,
+    "unclean_leader_election": bool,
+    "acks": str,
+    "replication_factor": int,
+    "min_insync_replicas": int,
+    "datacenters": list,
+    "predictions": dict,
+}
 PREDICTION_KEYS = ("quorum_survives", "writable", "acked_loss_possible")
 
 
@@ -249,11 +265,14 @@ def check_topology(data, name: str) -> dict:
         if value is None and key not in TOPOLOGY_REQUIRED:
             continue
         if not isinstance(value, typ) or (typ is int and (isinstance(value, bool) or value < 1)):
-            raise ValueError(f"{name}: {key} must be {'a positive whole number' if typ is int else typ.__name__}, "
-                             f"got {value!r}")
+            raise ValueError(
+                f"{name}: {key} must be {'a positive whole number' if typ is int else typ.__name__}, got {value!r}"
+            )
     if data["profile"] not in PROFILES:
-        raise ValueError(f"{name}: profile {data['profile']!r} is not one of {', '.join(PROFILES)}: "
-                         "without it there is no promise to check")
+        raise ValueError(
+            f"{name}: profile {data['profile']!r} is not one of {', '.join(PROFILES)}: "
+            "without it there is no promise to check"
+        )
     for dc, p in (data.get("predictions") or {}).items():
         if not isinstance(p, dict) or any(not isinstance(p.get(k), bool) for k in PREDICTION_KEYS):
             raise ValueError(f"{name}: predictions.{dc} must have {', '.join(PREDICTION_KEYS)} as true/false")
@@ -266,8 +285,10 @@ def check_topology(data, name: str) -> dict:
             raise ValueError(f"{name}: mirrors.{flow} must be an object")
         for key in ("source", "target"):
             if m.get(key) not in clusters:
-                raise ValueError(f"{name}: mirrors.{flow}.{key}: cluster {m.get(key)!r} is not one of the record's "
-                                 f"clusters ({', '.join(clusters) or 'none'})")
+                raise ValueError(
+                    f"{name}: mirrors.{flow}.{key}: cluster {m.get(key)!r} is not one of the record's "
+                    f"clusters ({', '.join(clusters) or 'none'})"
+                )
     return data
 
 

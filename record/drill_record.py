@@ -5,6 +5,7 @@ DrillRecord names every file and reads them through a RecordFiles (record/files.
 same parsing and the same errors serve both. The workload, the faults and the drill write local
 records only.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -14,11 +15,38 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dcdrill.infra.constants import now_ms, write_json_atomically
-from dcdrill.record.contents import (AGENTS, AUDIT_END, COLLECTED, BASELINE, BadRecord, COORDINATION, EXPERIMENT, FAILOVERS, FAULTS, FAULT_STATE,
-                                    JOURNAL, LEDGERS, MIRROR_EVENTS, MIRROR_WAITS, REPORT, SETTINGS, TOPOLOGY,
-                                    checked, parses_as_json, check_audit_end, check_baseline, check_topology, experiment_name,
-                                    parse_agents, parse_collected, parse_coordination, parse_failovers, parse_faults,
-                                    parse_mirror_events, parse_mirror_waits)
+from dcdrill.record.contents import (
+    AGENTS,
+    AUDIT_END,
+    BASELINE,
+    COLLECTED,
+    COORDINATION,
+    EXPERIMENT,
+    FAILOVERS,
+    FAULT_STATE,
+    FAULTS,
+    JOURNAL,
+    LEDGERS,
+    MIRROR_EVENTS,
+    MIRROR_WAITS,
+    REPORT,
+    SETTINGS,
+    TOPOLOGY,
+    BadRecord,
+    check_audit_end,
+    check_baseline,
+    check_topology,
+    checked,
+    experiment_name,
+    parse_agents,
+    parse_collected,
+    parse_coordination,
+    parse_failovers,
+    parse_faults,
+    parse_mirror_events,
+    parse_mirror_waits,
+    parses_as_json,
+)
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
 
@@ -116,8 +144,11 @@ class DrillRecord:
         A workload process's files that never came back from its client host, or were lost there,
         make it incomplete too. Such a record is refused (exit 2), never verified as passing: its
         ledgers stop at the crash."""
-        out = [f"{FAULTS}: {f['fault']} {f['target']} has no end (never healed: `dcdrill heal`)"
-               for f in self.faults() if f.get("end_ms") is None]
+        out = [
+            f"{FAULTS}: {f['fault']} {f['target']} has no end (never healed: `dcdrill heal`)"
+            for f in self.faults()
+            if f.get("end_ms") is None
+        ]
         state = self.read_document(FAULT_STATE, required=False)
         if isinstance(state, dict) and state.get("active"):
             out.append(f"{FAULT_STATE}: still lists {len(state['active'])} fault(s) as active")
@@ -133,10 +164,16 @@ class DrillRecord:
             size = self.files.size(self.uri("audit", file))
             if size is not None and size != end["bytes"]:
                 out.append(f"{self.uri('audit', file)}: {size} bytes, {end['bytes']} when the audit finished")
-        out += [f"{AGENTS}: {a['name']}'s files on {a['host']} never came back ({a['folder']}; `dcdrill heal` collects "
-                "them)" for a in self.uncollected()]
-        out += [f"{COLLECTED}: the files in {row['folder']} on {row['host']} were lost before they came back"
-                for row in self._lines(COLLECTED, parse_collected) or [] if row.get("lost")]
+        out += [
+            f"{AGENTS}: {a['name']}'s files on {a['host']} never came back ({a['folder']}; `dcdrill heal` collects "
+            "them)"
+            for a in self.uncollected()
+        ]
+        out += [
+            f"{COLLECTED}: the files in {row['folder']} on {row['host']} were lost before they came back"
+            for row in self._lines(COLLECTED, parse_collected) or []
+            if row.get("lost")
+        ]
         return out
 
     # The folders the workload's processes write. They run as uids of their own (validation/
@@ -317,8 +354,13 @@ class DrillRecord:
 
     def fault_started(self, fault: str, target: str, **extra) -> dict:
         """A fault line at injection (end_ms null); `extra`: what the fault adds (isr_at_start)."""
-        entry = {"fault": fault, "target": target, "start_ms": now_ms(), "end_ms": None,
-                 **{k: v for k, v in extra.items() if v is not None}}
+        entry = {
+            "fault": fault,
+            "target": target,
+            "start_ms": now_ms(),
+            "end_ms": None,
+            **{k: v for k, v in extra.items() if v is not None},
+        }
         self.append_fault(entry)
         return entry
 
@@ -349,15 +391,17 @@ class DrillRecord:
         return (self.read_json(FAULT_STATE) or {}).get("active") or []
 
     # -- the drill's processes: heal stops whichever a crash left running ------------------------
-    def note_agent(self, name: str, pid: int, host: str | None = None, folder: str | None = None,
-                   cluster: str | None = None) -> None:
+    def note_agent(
+        self, name: str, pid: int, host: str | None = None, folder: str | None = None, cluster: str | None = None
+    ) -> None:
         """A process the drill started, noted as it starts: the experiment itself (`pid` its own),
         or a workload process on a client host (`pid` the control's host-access session to it,
         `folder` where it keeps its files on `host`, `cluster` the inventory that names the host).
         After a crash, heal stops what still runs and collects what was not collected."""
         with Ledger(self.file(AGENTS)) as out:
-            out.write({"name": name, "pid": pid, "host": host, "folder": folder, "cluster": cluster,
-                       "started_ms": now_ms()})
+            out.write(
+                {"name": name, "pid": pid, "host": host, "folder": folder, "cluster": cluster, "started_ms": now_ms()}
+            )
 
     def agents(self) -> list[dict]:
         """agents.jsonl: every process noted (a torn last line is skipped: it was never started)."""
@@ -384,8 +428,9 @@ class DrillRecord:
         for row in self._lines(COLLECTED, parse_collected) or []:
             key = (row["host"], row["folder"])
             done[key] = max(done.get(key, 0), row["at_ms"])
-        return [a for a in self.agents() if a.get("folder")
-                and done.get((a["host"], a["folder"]), -1) < a["started_ms"]]
+        return [
+            a for a in self.agents() if a.get("folder") and done.get((a["host"], a["folder"]), -1) < a["started_ms"]
+        ]
 
     # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
     def append_failover(self, entry: dict) -> None:
@@ -393,12 +438,10 @@ class DrillRecord:
         with open(self.file(FAILOVERS), "a") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
 
-
     def append_mirror_wait(self, entry: dict) -> None:
         """One flow's wait for its copy to catch up (RECORD.md): {flow, began_ms, caught_up_ms}."""
         with open(self.file(MIRROR_WAITS), "a") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
-
 
     def write_mirror_events(self, rows: list[dict]) -> None:
         """MirrorMaker 2's starts and rebalances during the drill (RECORD.md): {host, flows, event, at_ms}."""
@@ -407,7 +450,6 @@ class DrillRecord:
 
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)
-
 
     # -- Chaos Toolkit's files ----------------------------------------------------------------------
     def journal(self) -> dict | None:

@@ -2,6 +2,7 @@
 (s3a://bucket/runs/<id>); DrillRecord names every file in it and reads and writes them through a
 RecordFiles. LocalFiles is this machine's; the verifier brings one that goes through Spark's
 Hadoop filesystems (spark/storage.py), so a record in S3 is read with Spark's credentials."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -12,6 +12,7 @@ an fsync, that its log reserves s. After a crash, `recover_in_flight` turns ever
 without a row into an `info` row, so records that reached the log but whose outcome was never
 written are indeterminate, never phantoms.
 """
+
 from __future__ import annotations
 
 import json
@@ -229,7 +230,7 @@ def in_flight(ledger: bytes, intents: bytes, intents_name: str) -> list[dict]:
     sent = next((m["sent"] for m in reversed(marks) if "sent" in m), None)
     reserved = [(m["reserved"], m["at_ms"]) for m in marks if "reserved" in m]
     upper = sent if sent is not None else max((r for r, _ in reserved), default=0)
-    rows, _ = parse(ledger[:ledger.rfind(b"\n") + 1], intents_name.replace("intents", "produced"))
+    rows, _ = parse(ledger[: ledger.rfind(b"\n") + 1], intents_name.replace("intents", "produced"))
     have = {r.get("seq") for r in rows if isinstance(r, dict)}
     keys, partitions = header["keys"], header["partitions"]
     out = []
@@ -238,11 +239,22 @@ def in_flight(ledger: bytes, intents: bytes, intents_name: str) -> list[dict]:
             continue
         # The send time is unknown: the reservation's time bounds it from below.
         at_ms = next((at for r, at in reserved if r > seq), reserved[-1][1] if reserved else 0)
-        out.append({"producer_id": header["producer_id"], "seq": seq, "topic": header["topic"],
-                    "partition": partitions[seq % len(keys)], "key": keys[seq % len(keys)], "send_ms": at_ms,
-                    "status": "info", "ack_ms": None, "offset": None,
-                    "error": "the producer ended before this record's outcome was written (from its intent log)",
-                    "dc": header.get("dc"), **({"cluster": header["cluster"]} if header.get("cluster") else {})})
+        out.append(
+            {
+                "producer_id": header["producer_id"],
+                "seq": seq,
+                "topic": header["topic"],
+                "partition": partitions[seq % len(keys)],
+                "key": keys[seq % len(keys)],
+                "send_ms": at_ms,
+                "status": "info",
+                "ack_ms": None,
+                "offset": None,
+                "error": "the producer ended before this record's outcome was written (from its intent log)",
+                "dc": header.get("dc"),
+                **({"cluster": header["cluster"]} if header.get("cluster") else {}),
+            }
+        )
     return out
 
 

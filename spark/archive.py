@@ -3,6 +3,7 @@ records, a JSON Lines one and its Parquet copy, in a JVM that dumps its loaded c
 
     python -m dcdrill.spark.archive        (make setup runs it once per JDK, pyspark and kernel jar)
 """
+
 from __future__ import annotations
 
 import json
@@ -22,20 +23,48 @@ from dcdrill.spark.ledgers import SCHEMAS
 
 def _record(run: Path) -> None:
     rows = {
-        "produced": [{"producer_id": "p", "seq": i, "topic": "t", "partition": i % 2, "key": None, "send_ms": 1000 + i,
-                      "status": "ok", "ack_ms": 1005 + i, "offset": i // 2, "error": None, "dc": "dc-a"}
-                     for i in range(20)],
-        "audit": [{"topic": "t", "partition": i % 2, "offset": i // 2, "producer_id": "p", "seq": i,
-                   "timestamp_ms": 1000 + i} for i in range(19)],
-        "consumed": [{"consumer_id": "c", "group": "g", "topic": "t", "partition": i % 2, "offset": i // 2,
-                      "producer_id": "p", "seq": i, "consume_ms": 2000, "dc": "dc-b"} for i in range(20)],
+        "produced": [
+            {
+                "producer_id": "p",
+                "seq": i,
+                "topic": "t",
+                "partition": i % 2,
+                "key": None,
+                "send_ms": 1000 + i,
+                "status": "ok",
+                "ack_ms": 1005 + i,
+                "offset": i // 2,
+                "error": None,
+                "dc": "dc-a",
+            }
+            for i in range(20)
+        ],
+        "audit": [
+            {"topic": "t", "partition": i % 2, "offset": i // 2, "producer_id": "p", "seq": i, "timestamp_ms": 1000 + i}
+            for i in range(19)
+        ],
+        "consumed": [
+            {
+                "consumer_id": "c",
+                "group": "g",
+                "topic": "t",
+                "partition": i % 2,
+                "offset": i // 2,
+                "producer_id": "p",
+                "seq": i,
+                "consume_ms": 2000,
+                "dc": "dc-b",
+            }
+            for i in range(20)
+        ],
     }
     for kind, rs in rows.items():
         (run / kind).mkdir(parents=True)
         (run / kind / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
     (run / "topology.json").write_text(json.dumps({"profile": "consistency-first", "unclean_leader_election": False}))
-    (run / "faults.jsonl").write_text(json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1008,
-                                                  "end_ms": 1012}) + "\n")
+    (run / "faults.jsonl").write_text(
+        json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1008, "end_ms": 1012}) + "\n"
+    )
 
 
 def exercise(tmp: Path) -> None:
@@ -53,8 +82,9 @@ def _verify_both(tmp: Path, spark) -> None:
     for kind in ("produced", "audit", "consumed"):
         # RECORD.md's types, so that the scan reads this copy batch by batch (spark/jvm/Columnar.java)
         schema = T.StructType([T.StructField(c, t) for c, t in SCHEMAS[kind].items()])
-        spark.read.schema(schema).json(str(tmp / "jsonl" / kind)).coalesce(1).write \
-            .parquet(str(tmp / "parquet" / f"{kind}.tmp"))
+        spark.read.schema(schema).json(str(tmp / "jsonl" / kind)).coalesce(1).write.parquet(
+            str(tmp / "parquet" / f"{kind}.tmp")
+        )
         (tmp / "parquet" / kind).mkdir()
         for f in (tmp / "parquet" / f"{kind}.tmp").glob("*.parquet"):
             f.rename(tmp / "parquet" / kind / f.name)
@@ -68,8 +98,14 @@ def build() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dcdrill-cds-") as tmp:
         env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
-        subprocess.run([sys.executable, "-m", "dcdrill.spark.archive", "--exercise", tmp], cwd=PACKAGE.parent, env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            [sys.executable, "-m", "dcdrill.spark.archive", "--exercise", tmp],
+            cwd=PACKAGE.parent,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
     dumped = Path(str(path) + ".tmp")
     if not dumped.exists():
         raise SystemExit(f"the verifier's JVM ended without writing its class-data archive ({dumped})")

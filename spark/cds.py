@@ -12,6 +12,7 @@ earlier run (AppCDS, JDK 13+), which shortens the session's start and the first 
 name; a stale or missing archive only costs the time back (the JVM loads classes itself).
 spark/archive.py builds it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,11 @@ def java_home() -> str | None:
     candidates = [Path(os.environ["JAVA_HOME"])] if os.environ.get("JAVA_HOME") else []
     jvm = Path("/usr/lib/jvm")
     candidates += sorted(p for p in jvm.iterdir() if not p.is_symlink()) if jvm.is_dir() else []
-    found = [(SUPPORTED.index(m), str(h)) for h in candidates
-             if (m := _major(h)) in SUPPORTED and (h / "bin" / "java").exists()]
+    found = [
+        (SUPPORTED.index(m), str(h))
+        for h in candidates
+        if (m := _major(h)) in SUPPORTED and (h / "bin" / "java").exists()
+    ]
     return min(found)[1] if found else None
 
 

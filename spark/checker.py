@@ -16,6 +16,7 @@ Hashes (xxhash64) stand for producer ids and positions; a collision is a 2^-64 e
 spark/rollup.py turns the small tables into the summary. RECORD.md defines every count;
 tests/spark/test_checker.py pins them on records with known anomalies.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,24 @@ from dcdrill.spark import identities, rollup
 from dcdrill.spark.identities import GROUP_KEY, Identities, partition_key
 from dcdrill.spark.ledgers import bad_row
 
-COUNT_NAMES = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
-               "indeterminate_present", "duplicates_in_log", "duplicates_delivered", "phantoms",
-               "ack_offset_mismatch", "divergent_offsets", "reordered", "max_ack_gap_ms", "torn_lines")
+COUNT_NAMES = (
+    "produced",
+    "acked",
+    "failed",
+    "indeterminate",
+    "acked_lost",
+    "acked_unseen",
+    "failed_present",
+    "indeterminate_present",
+    "duplicates_in_log",
+    "duplicates_delivered",
+    "phantoms",
+    "ack_offset_mismatch",
+    "divergent_offsets",
+    "reordered",
+    "max_ack_gap_ms",
+    "torn_lines",
+)
 
 
 # The fine grain carries the DC and topic names themselves, and dt (dc_topic()) and tp
@@ -55,12 +71,28 @@ def producer_pass(scanned) -> dict[str, list[dict]]:
     range (seqs, for the dense-seq check). Folded per task as the scan
     streams the rows, merged on the driver (spark/jvm/ProducerPass.java); no shuffle, no join:
     anomalies come from the identity pass."""
-    tables: dict[str, list[dict]] = {"fine": [], "timelines": [], "acks": [], "latency": [], "group_latency": [],
-                                     "seqs": []}
+    tables: dict[str, list[dict]] = {
+        "fine": [],
+        "timelines": [],
+        "acks": [],
+        "latency": [],
+        "group_latency": [],
+        "seqs": [],
+    }
     for r in map(json.loads, scanned.producerTables().splitlines()):
-        kind = "latency" if "latency" in r else "group_latency" if "group_latency_ms" in r \
-            else "timelines" if "words" in r else "acks" if "ack_sec" in r else "seqs" if "producer_idh" in r \
+        kind = (
+            "latency"
+            if "latency" in r
+            else "group_latency"
+            if "group_latency_ms" in r
+            else "timelines"
+            if "words" in r
+            else "acks"
+            if "ack_sec" in r
+            else "seqs"
+            if "producer_idh" in r
             else "fine"
+        )
         tables[kind].append(r)
     return tables
 
@@ -75,20 +107,31 @@ def reordering(scanned, A: DataFrame) -> dict[int, int]:
     unordered = list(streamed.unordered())
     if unordered:
         groups = F.broadcast(A.sparkSession.createDataFrame([(g,) for g in unordered], "g long"))
-        a = A.filter(~bad_row("audit") & F.col("seq").isNotNull()).select(
-            F.expr(GROUP_KEY).alias("g"), partition_key().alias("tp"), "offset", "seq") \
+        a = (
+            A.filter(~bad_row("audit") & F.col("seq").isNotNull())
+            .select(F.expr(GROUP_KEY).alias("g"), partition_key().alias("tp"), "offset", "seq")
             .join(groups, "g")
+        )
         w = Window.partitionBy("g").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
         # Filter, then count: almost no row is reordered, so the aggregation sees almost nothing.
-        for r in a.select("tp", "seq", F.max("seq").over(w).alias("prev_max")) \
-                .filter(F.col("seq") < F.col("prev_max")).groupBy("tp").count().collect():
+        for r in (
+            a.select("tp", "seq", F.max("seq").over(w).alias("prev_max"))
+            .filter(F.col("seq") < F.col("prev_max"))
+            .groupBy("tp")
+            .count()
+            .collect()
+        ):
             counts[r["tp"]] = counts.get(r["tp"], 0) + r["count"]
     return {k: v for k, v in counts.items() if v}
 
 
 def _rows_of(df: DataFrame, ledger: str, cand: DataFrame, cols: list[str]) -> DataFrame:
-    return df.filter(~bad_row(ledger)).withColumn("idh", F.xxhash64("producer_id")).join(cand, ["idh", "seq"]) \
+    return (
+        df.filter(~bad_row(ledger))
+        .withColumn("idh", F.xxhash64("producer_id"))
+        .join(cand, ["idh", "seq"])
         .select(*cols)
+    )
 
 
 def _candidates(ident: Identities, flag: str) -> DataFrame:
@@ -102,8 +145,10 @@ def divergent_positions(A: DataFrame, C: DataFrame, ident: Identities) -> list[d
         return []
     cand, cols = _candidates(ident, "divergent_candidates"), ["idh", "seq", "topic", "partition", "offset"]
     seen = _rows_of(C, "consumed", cand, cols).join(_rows_of(A, "audit", cand, cols), cols, "left_anti")
-    return [r.asDict() for r in seen.groupBy("topic", "partition")
-            .agg(F.countDistinct("offset").alias("divergent_offsets")).collect()]
+    return [
+        r.asDict()
+        for r in seen.groupBy("topic", "partition").agg(F.countDistinct("offset").alias("divergent_offsets")).collect()
+    ]
 
 
 def more_offset_mismatches(P: DataFrame, A: DataFrame, ident: Identities) -> int:
@@ -116,8 +161,9 @@ def more_offset_mismatches(P: DataFrame, A: DataFrame, ident: Identities) -> int
     return acked.join(_rows_of(A, "audit", cand, cols), cols, "left_anti").count()
 
 
-def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None = None,
-             where: dict | None = None) -> list[dict]:
+def examples(
+    P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None = None, where: dict | None = None
+) -> list[dict]:
     """The first lost or duplicated records (the identity pass's examples, earliest send first)
     named as the report lists them: producer, seq, where it was acknowledged (topic, partition,
     offset) and the offsets the log holds it at. One more read of the produced and audit ledgers,
@@ -130,8 +176,11 @@ def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None =
     spark = P.sparkSession
     found, batchwise = [], None
     for ledger, df in (("produced", P), ("audit", A)):
-        if (rows := _batchwise(spark, ledger, (plain or {}).get(ledger), ident.examples,
-                               (where or {}).get(ledger) or {})) is not None:
+        if (
+            rows := _batchwise(
+                spark, ledger, (plain or {}).get(ledger), ident.examples, (where or {}).get(ledger) or {}
+            )
+        ) is not None:
             batchwise = rows if batchwise is None else batchwise.union(rows)  # one job for both
         else:
             found += [{**r, "ledger": ledger} for r in _holding(spark, ledger, df, ident.examples)]
@@ -147,10 +196,18 @@ def examples(P: DataFrame, A: DataFrame, ident: Identities, plain: dict | None =
         key = (e["idh"], e["seq"])
         p, log = produced.get(key), sorted(logged.get(key, []), key=lambda r: (r["partition"], r["offset"]))
         named = p or (log[0] if log else None)
-        out.append({"kind": e["kind"], "producer": named["producer_id"] if named else None, "seq": e["seq"],
-                    "topic": named["topic"] if named else None, "partition": p["partition"] if p else e["partition"],
-                    "acked_offset": p["offset"] if p else None, "send_ms": e["send_ms"],
-                    "log_offsets": [f"{r['partition']}:{r['offset']}" for r in log]})
+        out.append(
+            {
+                "kind": e["kind"],
+                "producer": named["producer_id"] if named else None,
+                "seq": e["seq"],
+                "topic": named["topic"] if named else None,
+                "partition": p["partition"] if p else e["partition"],
+                "acked_offset": p["offset"] if p else None,
+                "send_ms": e["send_ms"],
+                "log_offsets": [f"{r['partition']}:{r['offset']}" for r in log],
+            }
+        )
     return out
 
 
@@ -179,25 +236,34 @@ def _holding(spark, ledger: str, df: DataFrame, wanted: list[dict]) -> list[dict
     """The same in SQL, for any ledger: {idh, seq, producer_id, topic, partition, offset} rows, filtered
     on the seqs (and, for produced rows, the send times) before any name is hashed."""
     keys = F.broadcast(spark.createDataFrame([(e["idh"], e["seq"]) for e in wanted], "idh long, seq long"))
-    rows = df.filter(F.col("seq").isin(sorted({e["seq"] for e in wanted})) & F.col("producer_id").isNotNull()
-                     & _near(ledger, wanted))
-    return [r.asDict() for r in rows.select(F.xxhash64("producer_id").alias("idh"), "seq", "producer_id", "topic",
-                                            "partition", "offset").join(keys, ["idh", "seq"]).collect()]
+    rows = df.filter(
+        F.col("seq").isin(sorted({e["seq"] for e in wanted})) & F.col("producer_id").isNotNull() & _near(ledger, wanted)
+    )
+    return [
+        r.asDict()
+        for r in rows.select(
+            F.xxhash64("producer_id").alias("idh"), "seq", "producer_id", "topic", "partition", "offset"
+        )
+        .join(keys, ["idh", "seq"])
+        .collect()
+    ]
 
 
 @dataclass
 class Ledgerwise:
     """What the checker computes from one ledger alone, independent of the identity passes."""
+
     tables: dict[str, list[dict]]  # producer_pass()
-    reordered: dict[int, int]      # reordering()
+    reordered: dict[int, int]  # reordering()
 
 
 def ledgerwise(scanned, A: DataFrame) -> Ledgerwise:
     return Ledgerwise(producer_pass(scanned), reordering(scanned, A))
 
 
-def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: list[dict], lw: Ledgerwise,
-        torn_lines: int = 0) -> dict:
+def run(
+    P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: list[dict], lw: Ledgerwise, torn_lines: int = 0
+) -> dict:
     """The summary's data sections (see spark/verify.py for the rest)."""
     t = ident.totals
     tables = lw.tables
@@ -217,8 +283,9 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
         part_rows.setdefault((r["topic"], r["partition"]), {})["divergent_offsets"] = r["divergent_offsets"]
     mismatches = t["ack_offset_mismatch"] + more_offset_mismatches(P, A, ident)
 
-    timelines = {(t["topic"], t["partition"]): rollup.AckTimeline(list(zip(t["words"], t["masks"])))
-                 for t in tables["timelines"]}
+    timelines = {
+        (t["topic"], t["partition"]): rollup.AckTimeline(list(zip(t["words"], t["masks"]))) for t in tables["timelines"]
+    }
     for k, tl in timelines.items():
         part_rows.setdefault(k, {})["max_ack_gap_ms"] = tl.max_gap()
 
@@ -236,8 +303,13 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     by_partition_keys = {(r["topic"], r["partition"]) for r in fine}
     fault_stats = rollup.recovery(timelines, len(by_partition_keys), faults)
     for f, stats in zip(faults, fault_stats):
-        stats.update(fault=f.get("fault"), target=f.get("target"), start_ms=f["start_ms"], end_ms=f.get("end_ms"),
-                     isr_at_start=f.get("isr_at_start"))
+        stats.update(
+            fault=f.get("fault"),
+            target=f.get("target"),
+            start_ms=f["start_ms"],
+            end_ms=f.get("end_ms"),
+            isr_at_start=f.get("isr_at_start"),
+        )
 
     # {(columns, their values): {latency_ms: records}}, for each split the summary gives latency in
     hist: dict[tuple, dict[int, int]] = {}
@@ -264,27 +336,40 @@ def run(P: DataFrame, A: DataFrame, C: DataFrame, ident: Identities, faults: lis
     order = {label: i for i, label in enumerate(labels)}
     return {
         "counts": counts,
-        "phases": sorted(_table(rolled(("phase",)), ("phase",)),
-                         key=lambda r: order[r["phase"]]),
+        "phases": sorted(_table(rolled(("phase",)), ("phase",)), key=lambda r: order[r["phase"]]),
         "by_dc": sorted(_table(rolled(("dc",)), ("dc",)), key=lambda r: str(r["dc"])),
         # Whether the surviving DC's producers kept writing during a DC's loss, and at what latency
-        "by_dc_phase": sorted(_table(rolled(("dc", "phase")), ("dc", "phase")),
-                              key=lambda r: (str(r["dc"]), order[r["phase"]])),
-        "by_partition": [{**_table([r], ("topic", "partition"))[0],
-                          **{k: int(part_rows.get((r["topic"], r["partition"]), {}).get(k) or 0)
-                             for k in ("max_ack_gap_ms", "reordered", "divergent_offsets")}}
-                         for r in sorted(rolled(("topic", "partition")),
-                                         key=lambda r: (str(r["topic"]), r["partition"]))],
+        "by_dc_phase": sorted(
+            _table(rolled(("dc", "phase")), ("dc", "phase")), key=lambda r: (str(r["dc"]), order[r["phase"]])
+        ),
+        "by_partition": [
+            {
+                **_table([r], ("topic", "partition"))[0],
+                **{
+                    k: int(part_rows.get((r["topic"], r["partition"]), {}).get(k) or 0)
+                    for k in ("max_ack_gap_ms", "reordered", "divergent_offsets")
+                },
+            }
+            for r in sorted(rolled(("topic", "partition")), key=lambda r: (str(r["topic"]), r["partition"]))
+        ],
         "faults": fault_stats,
         "data_loss_window": _loss_window(total, faults),
         "timeline": {
-            "send": sorted(({"sec": r["send_sec"], **{k: r[k] for k in ("acked", "failed", "indeterminate",
-                                                                         "acked_lost", "duplicates_in_log")},
-                             "latency_p50_ms": r["latency_p50_ms"], "latency_p99_ms": r["latency_p99_ms"]}
-                            for r in rolled(("send_sec",))),
-                           key=lambda r: r["sec"]),
-            "acks": [{"sec": r["ack_sec"], "acked": r["acked"]}
-                     for r in sorted(tables["acks"], key=lambda r: r["ack_sec"])],
+            "send": sorted(
+                (
+                    {
+                        "sec": r["send_sec"],
+                        **{k: r[k] for k in ("acked", "failed", "indeterminate", "acked_lost", "duplicates_in_log")},
+                        "latency_p50_ms": r["latency_p50_ms"],
+                        "latency_p99_ms": r["latency_p99_ms"],
+                    }
+                    for r in rolled(("send_sec",))
+                ),
+                key=lambda r: r["sec"],
+            ),
+            "acks": [
+                {"sec": r["ack_sec"], "acked": r["acked"]} for r in sorted(tables["acks"], key=lambda r: r["ack_sec"])
+            ],
         },
     }
 
@@ -299,6 +384,10 @@ def _loss_window(total: dict, faults: list[dict]) -> dict | None:
     if first is None:
         return None
     anchor = faults[0]["start_ms"] if faults else None
-    return {"first_lost_send_ms": first, "last_lost_send_ms": last, "span_ms": last - first,
-            "first_relative_to_fault_ms": first - anchor if anchor else None,
-            "last_relative_to_fault_ms": last - anchor if anchor else None}
+    return {
+        "first_lost_send_ms": first,
+        "last_lost_send_ms": last,
+        "span_ms": last - first,
+        "first_relative_to_fault_ms": first - anchor if anchor else None,
+        "last_relative_to_fault_ms": last - anchor if anchor else None,
+    }

@@ -15,6 +15,7 @@ For a fault with a target DC it gives
 Times are when the sample that first showed the change had its answers: an upper bound, within
 the log's sampling interval (`resolution_ms`) of the event.
 """
+
 from __future__ import annotations
 
 from statistics import median
@@ -27,8 +28,9 @@ def _dc_of(topology: dict) -> dict:
 
 
 def _brokers_in(topology: dict, dc: str) -> list[int]:
-    return sorted(h["node_id"] for h in topology.get("hosts") or []
-                  if h.get("role") == "kafka_broker" and h.get("dc") == dc)
+    return sorted(
+        h["node_id"] for h in topology.get("hosts") or [] if h.get("role") == "kafka_broker" and h.get("dc") == dc
+    )
 
 
 def _informative(samples: list[dict], topology: dict) -> list[dict]:
@@ -91,8 +93,10 @@ def fault_coordination(samples: list[dict], fault: dict, topology: dict) -> dict
     healed = [s for s in samples if end is not None and s["at_ms"] > end and s.get("isr")]
     full = next((s for s in healed if s["isr"]["in_sync"] == s["isr"]["partitions"]), None)
     return {
-        "leader_before": leader_before, "leader_before_dc": dc_of.get(leader_before),
-        "leader_after": after, "leader_after_dc": dc_of.get(after),
+        "leader_before": leader_before,
+        "leader_before_dc": dc_of.get(leader_before),
+        "leader_after": after,
+        "leader_after_dc": dc_of.get(after),
         "leader_had_to_move": must_move,
         "leader_change_ms": None if new is None else new["at_ms"] - start,
         "quorum_lost_ms": lost,
@@ -120,7 +124,12 @@ def timeline(samples: list[dict], topology: dict) -> list[dict]:
     many brokers were live (None: no broker answered) and how many of the drill topic's
     partitions had every replica in sync (None: not sampled)."""
     dc_of = _dc_of(topology)
-    return [{"at_ms": s["at_ms"], "leader_dc": dc_of.get(s["leader"], "none") if _has_quorum(s) else "none",
-             "live_brokers": None if s.get("brokers") is None else len(s["brokers"]),
-             "in_sync": (s.get("isr") or {}).get("in_sync")}
-            for s in _informative(samples, topology)]
+    return [
+        {
+            "at_ms": s["at_ms"],
+            "leader_dc": dc_of.get(s["leader"], "none") if _has_quorum(s) else "none",
+            "live_brokers": None if s.get("brokers") is None else len(s["brokers"]),
+            "in_sync": (s.get("isr") or {}).get("in_sync"),
+        }
+        for s in _informative(samples, topology)
+    ]

@@ -8,6 +8,7 @@ acks) and by the faults injected, and gives for each group: how many drills pass
 lost acknowledged records and the widest data-loss window, the recovery time and the longest
 acknowledgement gap as min / median / max, and how often the topology model's prediction held.
 """
+
 from __future__ import annotations
 
 import html
@@ -32,8 +33,11 @@ def load(paths: list[str]) -> list[dict]:
     for path in map(Path, paths):
         if not path.is_dir():
             raise BadHistory(f"{path}: no such directory")
-        files = [path / "report" / "summary.json"] if (path / "report").is_dir() else \
-            sorted(path.rglob("report/summary.json"))
+        files = (
+            [path / "report" / "summary.json"]
+            if (path / "report").is_dir()
+            else sorted(path.rglob("report/summary.json"))
+        )
         for f in files:
             try:
                 summary = json.loads(f.read_text())
@@ -56,8 +60,10 @@ def groups(summaries: list[dict]) -> list[dict]:
         setup = tuple((k, topology.get(k)) for k in SETUP)
         faults = tuple(f"{f.get('fault')} {f.get('target')}" for f in s.get("faults") or [])
         by_key.setdefault((setup, faults), []).append(s)
-    return [_group(dict(setup), list(faults), runs) for (setup, faults), runs in
-            sorted(by_key.items(), key=lambda kv: json.dumps(kv[0], default=str))]
+    return [
+        _group(dict(setup), list(faults), runs)
+        for (setup, faults), runs in sorted(by_key.items(), key=lambda kv: json.dumps(kv[0], default=str))
+    ]
 
 
 def _spread(values: list) -> dict | None:
@@ -72,11 +78,16 @@ def _group(setup: dict, faults: list[str], runs: list[dict]) -> dict:
     faulted = [s for s in runs if s.get("faults")]
     checked = [s["prediction_checks"] for s in runs if s.get("prediction_checks")]
     return {
-        "setup": setup, "faults": faults, "drills": len(runs), "runs": sorted(s["run"] for s in runs),
+        "setup": setup,
+        "faults": faults,
+        "drills": len(runs),
+        "runs": sorted(s["run"] for s in runs),
         "passed": sum(s.get("verdict") == "pass" for s in runs),
-        "with_acked_loss": sum(n > 0 for n in lost), "acked_lost": _spread(lost),
-        "widest_loss_window_ms": max((s["data_loss_window"]["span_ms"] for s in runs if s.get("data_loss_window")),
-                                     default=None),
+        "with_acked_loss": sum(n > 0 for n in lost),
+        "acked_lost": _spread(lost),
+        "widest_loss_window_ms": max(
+            (s["data_loss_window"]["span_ms"] for s in runs if s.get("data_loss_window")), default=None
+        ),
         "drills_with_faults": len(faulted),
         "recovery_ms": _spread([_recovery(s) for s in faulted]),
         "never_recovered": sum(_recovery(s) is None for s in faulted),
@@ -88,7 +99,8 @@ def _group(setup: dict, faults: list[str], runs: list[dict]) -> dict:
         "max_ack_gap_ms": _spread([s["counts"].get("max_ack_gap_ms") for s in runs]),
         "leader_change_ms": _spread([_coordination(s, "leader_change_ms") for s in faulted]),
         "fencing_ms": _spread([_coordination(s, "fencing_ms") for s in faulted]),
-        "predictions_checked": len(checked), "as_predicted": sum(all(c["as_predicted"] for c in cl) for cl in checked),
+        "predictions_checked": len(checked),
+        "as_predicted": sum(all(c["as_predicted"] for c in cl) for cl in checked),
     }
 
 
@@ -97,14 +109,19 @@ def label(g: dict) -> str:
     unclean = {True: "unclean on", False: "unclean off"}.get(s["unclean_leader_election"], "unclean ?")
     faults = ", ".join(g["faults"]) or "no fault"
     coordination = f"{s['coordination']}, " if s.get("coordination") else ""
-    return (f"{coordination}{s['profile']}, RF {s['replication_factor']}, min.insync {s['min_insync_replicas']}, {unclean}, "
-            f"acks={s['acks']}: {faults}")
+    return (
+        f"{coordination}{s['profile']}, RF {s['replication_factor']}, "
+        f"min.insync {s['min_insync_replicas']}, {unclean}, "
+        f"acks={s['acks']}: {faults}"
+    )
 
 
 def _short(g: dict) -> str:
     s = g["setup"]
-    return (f"{', '.join(g['faults']) or 'no fault'}\n{s['profile']} RF {s['replication_factor']}/"
-            f"{s['min_insync_replicas']}{' unclean' if s['unclean_leader_election'] else ''}")
+    return (
+        f"{', '.join(g['faults']) or 'no fault'}\n{s['profile']} RF {s['replication_factor']}/"
+        f"{s['min_insync_replicas']}{' unclean' if s['unclean_leader_election'] else ''}"
+    )
 
 
 def _recovery(summary: dict) -> int | None:
@@ -124,7 +141,9 @@ def _idle_text(g: dict) -> str:
         return "machine idle before the fault: not measured"
     spread = "  ".join(f"{k} {g['idle_pct'][k]:g} %" for k in ("min", "median", "max"))
     known = g["drills_with_faults"] - g["idle_unknown"]
-    return f"machine idle before the fault: {spread}; saturated (< {SATURATED_IDLE_PCT:g} %) in {g['saturated']}/{known}"
+    return (
+        f"machine idle before the fault: {spread}; saturated (< {SATURATED_IDLE_PCT:g} %) in {g['saturated']}/{known}"
+    )
 
 
 def _coordination(summary: dict, key: str) -> int | None:
@@ -145,14 +164,19 @@ def render_text(gs: list[dict]) -> str:
     for g in gs:
         n = g["drills"]
         window = g["widest_loss_window_ms"]
-        lines += [f"{label(g)}  ({n} drill{'s' if n != 1 else ''})",
-                  f"  verdict pass {g['passed']}/{n}; acknowledged loss in {g['with_acked_loss']}/{n}"
-                  + (f" (at most {g['acked_lost']['max']} records, widest window {window / 1000:.1f}s)"
-                     if g["with_acked_loss"] else ""),
-                  f"  recovery        {_ms(g['recovery_ms'])}"
-                  + (f"  ({g['never_recovered']} never recovered)" if g["never_recovered"] else ""),
-                  *([f"                  ({_idle_text(g)})"] if g["drills_with_faults"] else []),
-                  f"  max ack gap     {_ms(g['max_ack_gap_ms'])}"]
+        lines += [
+            f"{label(g)}  ({n} drill{'s' if n != 1 else ''})",
+            f"  verdict pass {g['passed']}/{n}; acknowledged loss in {g['with_acked_loss']}/{n}"
+            + (
+                f" (at most {g['acked_lost']['max']} records, widest window {window / 1000:.1f}s)"
+                if g["with_acked_loss"]
+                else ""
+            ),
+            f"  recovery        {_ms(g['recovery_ms'])}"
+            + (f"  ({g['never_recovered']} never recovered)" if g["never_recovered"] else ""),
+            *([f"                  ({_idle_text(g)})"] if g["drills_with_faults"] else []),
+            f"  max ack gap     {_ms(g['max_ack_gap_ms'])}",
+        ]
         if g["leader_change_ms"]:
             lines.append(f"  leader change   {_ms(g['leader_change_ms'])}")
         if g["fencing_ms"]:
@@ -170,9 +194,13 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.7 * len(gs) + 1.8), sharey=True)
-    for ax, (title, pick) in zip(axes, (
+    for ax, (title, pick) in zip(
+        axes,
+        (
             ("recovery (s): fault start to every partition acknowledging again", _recovery),
-            ("longest acknowledgement gap (s)", lambda s: s["counts"].get("max_ack_gap_ms")))):
+            ("longest acknowledgement gap (s)", lambda s: s["counts"].get("max_ack_gap_ms")),
+        ),
+    ):
         right = 0.0
         for y, g in enumerate(gs):
             xs = [v / 1000 for s in summaries if s["run"] in g["runs"] and (v := pick(s)) is not None]
@@ -182,15 +210,26 @@ def render_html(gs: list[dict], summaries: list[dict]) -> str:
         ax.set_xlim(0, right * 1.08 or 1)  # past the slowest drill, so that its dot is drawn whole
     axes[0].set_yticks(range(len(gs)), [_short(g) for g in gs], fontsize=8)
     fig.tight_layout()
-    rows = [{"setup and faults": label(g), "drills": g["drills"], "passed": g["passed"],
-             "with acked loss": g["with_acked_loss"], "recovery (s) min / median / max": _ms(g["recovery_ms"]),
-             "machine before the fault": _idle_text(g) if g["drills_with_faults"] else "-",
-             "never recovered": g["never_recovered"], "max ack gap": _ms(g["max_ack_gap_ms"]),
-             "leader change": _ms(g["leader_change_ms"]), "brokers fenced": _ms(g["fencing_ms"]),
-             "prediction held": f"{g['as_predicted']}/{g['predictions_checked']}" if g["predictions_checked"] else "-"}
-            for g in gs]
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>dcdrill history</title>"
-            f"<style>{figures.STYLE}</style></head><body>"
-            f"<h1>dcdrill history: {len(summaries)} drills</h1>{figures.html_table(rows, list(rows[0]))}"
-            f"<img alt='each drill as a dot' src='{figures.png(fig)}'>"
-            f"<p>Runs: {html.escape(', '.join(sorted(s['run'] for s in summaries)))}</p></body></html>")
+    rows = [
+        {
+            "setup and faults": label(g),
+            "drills": g["drills"],
+            "passed": g["passed"],
+            "with acked loss": g["with_acked_loss"],
+            "recovery (s) min / median / max": _ms(g["recovery_ms"]),
+            "machine before the fault": _idle_text(g) if g["drills_with_faults"] else "-",
+            "never recovered": g["never_recovered"],
+            "max ack gap": _ms(g["max_ack_gap_ms"]),
+            "leader change": _ms(g["leader_change_ms"]),
+            "brokers fenced": _ms(g["fencing_ms"]),
+            "prediction held": f"{g['as_predicted']}/{g['predictions_checked']}" if g["predictions_checked"] else "-",
+        }
+        for g in gs
+    ]
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>dcdrill history</title>"
+        f"<style>{figures.STYLE}</style></head><body>"
+        f"<h1>dcdrill history: {len(summaries)} drills</h1>{figures.html_table(rows, list(rows[0]))}"
+        f"<img alt='each drill as a dot' src='{figures.png(fig)}'>"
+        f"<p>Runs: {html.escape(', '.join(sorted(s['run'] for s in summaries)))}</p></body></html>"
+    )

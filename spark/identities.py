@@ -23,6 +23,7 @@ hand-written JVM loops (spark/jvm/, compiled against pyspark's own jars by spark
 on a small machine Spark's planning, code generation and JIT of generic aggregations cost more
 than the data (docs/benchmarks.md has the timings of each step).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,17 @@ FIELD = 16  # bits per ledger in the packed occurrence count of one identity (Id
 
 # The types of the narrowed rows' optional columns: a ledger leaves null what it does not fill.
 # Their names and order are the scan's (Scan.COLUMNS), which narrow_ledger asks for by name.
-OPTIONAL = {"send_ms": "long", "dt": "long", "partition": "int", "ack_ms": "long", "tp": "long", "dc": "string",
-            "topic": "string", "g": "long", "offset": "long"}
+OPTIONAL = {
+    "send_ms": "long",
+    "dt": "long",
+    "partition": "int",
+    "ack_ms": "long",
+    "tp": "long",
+    "dc": "string",
+    "topic": "string",
+    "g": "long",
+    "offset": "long",
+}
 
 
 def row_kinds(spark) -> dict[str, int]:
@@ -68,21 +78,38 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
     # which the screen's XOR certificates need (two records swapping places must not cancel out).
     pos = POSITION
     if ledger == "produced":
-        kind = (f"CASE status WHEN 'ok' THEN {kinds['produced_ok']} WHEN 'fail' THEN {kinds['produced_fail']} "
-                f"ELSE {kinds['produced_info']} END")
+        kind = (
+            f"CASE status WHEN 'ok' THEN {kinds['produced_ok']} WHEN 'fail' THEN {kinds['produced_fail']} "
+            f"ELSE {kinds['produced_info']} END"
+        )
         pos = f"CASE WHEN status = 'ok' AND `offset` IS NOT NULL THEN {POSITION} END"
-        extra = {"send_ms": "send_ms", "dt": DC_TOPIC, "partition": "`partition`", "ack_ms": "ack_ms",
-                 "tp": PARTITION_KEY, "dc": "dc", "topic": "topic"}
+        extra = {
+            "send_ms": "send_ms",
+            "dt": DC_TOPIC,
+            "partition": "`partition`",
+            "ack_ms": "ack_ms",
+            "tp": PARTITION_KEY,
+            "dc": "dc",
+            "topic": "topic",
+        }
     elif ledger == "audit":
         kind, extra = str(kinds["audit"]), {"tp": PARTITION_KEY, "g": GROUP_KEY, "offset": "`offset`"}
     else:
         kind, extra = str(kinds["consumed"]), {}
     bad, bad_kind = bad_row_sql(ledger), kinds[f"{ledger}_bad"]
-    columns = {"idh": f"CASE WHEN NOT {bad} THEN xxhash64(producer_id) END",
-               "seq": f"CASE WHEN {bad} THEN {bad_kind} ELSE seq END",
-               "kind": f"CAST(CASE WHEN {bad} THEN {bad_kind} ELSE {kind} END AS TINYINT)", "pos": pos, **extra}
-    return df.selectExpr(*[f"{columns.get(name) or f'CAST(NULL AS {OPTIONAL[name]})'} AS `{name}`"
-                           for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS])
+    columns = {
+        "idh": f"CASE WHEN NOT {bad} THEN xxhash64(producer_id) END",
+        "seq": f"CASE WHEN {bad} THEN {bad_kind} ELSE seq END",
+        "kind": f"CAST(CASE WHEN {bad} THEN {bad_kind} ELSE {kind} END AS TINYINT)",
+        "pos": pos,
+        **extra,
+    }
+    return df.selectExpr(
+        *[
+            f"{columns.get(name) or f'CAST(NULL AS {OPTIONAL[name]})'} AS `{name}`"
+            for name in df.sparkSession._jvm.dcdrill.Scan.COLUMNS
+        ]
+    )
 
 
 # A Spark setting: "false" narrows every ledger in SQL, the reference the column-batch reading
@@ -90,8 +117,15 @@ def narrow_ledger(df: DataFrame, ledger: str) -> DataFrame:
 COLUMNAR_SCAN = "spark.dcdrill.columnarScan"
 
 
-def scan(P: DataFrame, A: DataFrame, C: DataFrame, partitions: int, faults: list[dict],
-         plain: dict[str, DataFrame | None] | None = None, where: dict[str, dict] | None = None):
+def scan(
+    P: DataFrame,
+    A: DataFrame,
+    C: DataFrame,
+    partitions: int,
+    faults: list[dict],
+    plain: dict[str, DataFrame | None] | None = None,
+    where: dict[str, dict] | None = None,
+):
     """The one scan of the ledgers (spark/jvm/Scan.java): every fold below reads what it kept.
     `plain`: the ledgers as read, where ledgers.load found them plain Parquet; those are narrowed
     batch by batch in the JVM (spark/jvm/Columnar.java), the others in SQL (narrow_ledger).
@@ -135,9 +169,9 @@ BUCKET_BITS = 6  # the screen groups 64 consecutive seqs of one producer
 @dataclass
 class Screen:
     suspicious: object  # the JVM's list of buckets to look at (spark/jvm/Screen.java), with
-                        # whether their consumed rows mirror their audit rows, which seqs to
-                        # look at and their certificates
-    totals: dict        # suspicious and unmirrored buckets, bad rows per ledger
+    # whether their consumed rows mirror their audit rows, which seqs to
+    # look at and their certificates
+    totals: dict  # suspicious and unmirrored buckets, bad rows per ledger
 
 
 def screen(scanned) -> Screen:
@@ -149,7 +183,9 @@ def screen(scanned) -> Screen:
     The folding runs in the JVM (spark/jvm/Screen.java) as the scan streams the rows, then one
     shuffle of the buckets' partial states, where each bucket is judged."""
     res = scanned.screen()
-    return Screen(res, dict(zip(("suspicious", "unmirrored", "bad_p", "bad_a", "bad_c"), (int(t) for t in res.totals()))))
+    return Screen(
+        res, dict(zip(("suspicious", "unmirrored", "bad_p", "bad_a", "bad_c"), (int(t) for t in res.totals())))
+    )
 
 
 def dc_topic():
@@ -164,13 +200,13 @@ def partition_key():
 @dataclass
 class Identities:
     anomalies: DataFrame | None  # identities whose positions need a second look (idh, seq,
-                                 # mismatch_candidates, divergent_candidates): normally none;
-                                 # None when no bucket was looked at
-    totals: dict          # every identity count, bad-row counts, number of anomalous identities
+    # mismatch_candidates, divergent_candidates): normally none;
+    # None when no bucket was looked at
+    totals: dict  # every identity count, bad-row counts, number of anomalous identities
     by_split: list[dict]  # the flags summed per (phase, dt, partition, send_sec) of the produced
-                          # row, with the first and last lost send time; keys are None without one
+    # row, with the first and last lost send time; keys are None without one
     examples: list[dict]  # the first lost or duplicated identities by send time (Identity.EXAMPLES):
-                          # {idh, seq, kind, send_ms, partition}; checker.examples names them
+    # {idh, seq, kind, send_ms, partition}; checker.examples names them
 
 
 def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Identities:
@@ -199,18 +235,24 @@ def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Ide
         buckets = res.again()
     totals = {k: sum(r[k] for r in by_split) for k in counted}
     examples.sort(key=lambda e: (e["send_ms"] is not None, e["send_ms"] or 0, e["seq"]))
-    return Identities(candidates, {**totals, **scr.totals}, [r for r in by_split if r["send_sec"] is not None],
-                      examples[:spark._jvm.dcdrill.Identity.EXAMPLES])
+    return Identities(
+        candidates,
+        {**totals, **scr.totals},
+        [r for r in by_split if r["send_sec"] is not None],
+        examples[: spark._jvm.dcdrill.Identity.EXAMPLES],
+    )
 
 
 def fault_bounds(spark, faults: list[dict]):
     """Each fault's start and end (the largest long while it is open), as the JVM's long arrays:
     what a row's phase is read from (checker.FINE)."""
+
     def longs(values):
         arr = spark.sparkContext._gateway.new_array(spark._jvm.long, len(values))
         for i, v in enumerate(values):
             arr[i] = v
         return arr
 
-    return longs([f["start_ms"] for f in faults]), \
-        longs([f["end_ms"] if f.get("end_ms") is not None else (1 << 63) - 1 for f in faults])
+    return longs([f["start_ms"] for f in faults]), longs(
+        [f["end_ms"] if f.get("end_ms") is not None else (1 << 63) - 1 for f in faults]
+    )

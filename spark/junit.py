@@ -5,6 +5,7 @@ The classname is `dcdrill.<stack>.<experiment>` and the test name is the rule, t
 run: CI tracks each rule of each drill over time. Written through junitparser, so any run name,
 message or number is escaped.
 """
+
 from __future__ import annotations
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite

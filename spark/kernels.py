@@ -7,6 +7,7 @@ were built against), they are compiled here on first use, by the JDK that runs S
 
     python -m dcdrill.spark.kernels        (a no-op when the jar matches the sources and pyspark)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,10 +43,12 @@ def _javac() -> str:
     if not javac or not Path(javac).exists():
         import pyspark
 
-        raise KernelsUnavailable(f"this install carries no JVM kernels built for pyspark {pyspark.__version__} "
-                                 "(a wheel from `make wheel` does), so the verifier compiles them once and needs "
-                                 "a JDK 17, 21 or 25 for it (javac; a JRE has none): install one (apt-get install "
-                                 "openjdk-17-jdk-headless) or point DCDRILL_SPARK_JAVA_HOME at it")
+        raise KernelsUnavailable(
+            f"this install carries no JVM kernels built for pyspark {pyspark.__version__} "
+            "(a wheel from `make wheel` does), so the verifier compiles them once and needs "
+            "a JDK 17, 21 or 25 for it (javac; a JRE has none): install one (apt-get install "
+            "openjdk-17-jdk-headless) or point DCDRILL_SPARK_JAVA_HOME at it"
+        )
     return javac
 
 
@@ -80,9 +83,22 @@ def compile_jar(jar: Path) -> str:
 
     jars = Path(pyspark.__file__).parent / "jars"
     with tempfile.TemporaryDirectory(prefix="dcdrill-kernels-") as tmp:
-        done = subprocess.run([_javac(), "--release", "17", "-Xlint:all,-path,-serial", "-Werror",
-                               "-cp", f"{jars}/*", "-d", tmp, *map(str, sorted(SOURCES.glob("*.java")))],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                _javac(),
+                "--release",
+                "17",
+                "-Xlint:all,-path,-serial",
+                "-Werror",
+                "-cp",
+                f"{jars}/*",
+                "-d",
+                tmp,
+                *map(str, sorted(SOURCES.glob("*.java"))),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise KernelsUnavailable(f"javac failed on spark/jvm:\n{done.stderr[-3000:]}")
         partial = jar.with_suffix(".tmp")

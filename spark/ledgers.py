@@ -6,6 +6,7 @@ Parsing is Spark's (fast path); diagnostics are Python's and run only when somet
 the number of corrupt rows Spark saw is compared with the torn last lines found by reading
 each file's tail, and on a mismatch the offending file and line are located and named.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,33 @@ from dcdrill.record.ledger import DuplicateKey, loads
 BadInput = BadRecord  # exit 2: the drill record cannot be verified as it is
 
 
-S, L, I = T.StringType(), T.LongType(), T.IntegerType()
+S, L, INT = T.StringType(), T.LongType(), T.IntegerType()
 SCHEMAS = {
-    "produced": {"producer_id": S, "seq": L, "topic": S, "partition": I, "key": S, "send_ms": L, "status": S,
-                 "ack_ms": L, "offset": L, "error": S, "dc": S},
-    "consumed": {"consumer_id": S, "group": S, "topic": S, "partition": I, "offset": L, "producer_id": S,
-                 "seq": L, "consume_ms": L, "dc": S},
-    "audit": {"topic": S, "partition": I, "offset": L, "producer_id": S, "seq": L, "timestamp_ms": L},
+    "produced": {
+        "producer_id": S,
+        "seq": L,
+        "topic": S,
+        "partition": INT,
+        "key": S,
+        "send_ms": L,
+        "status": S,
+        "ack_ms": L,
+        "offset": L,
+        "error": S,
+        "dc": S,
+    },
+    "consumed": {
+        "consumer_id": S,
+        "group": S,
+        "topic": S,
+        "partition": INT,
+        "offset": L,
+        "producer_id": S,
+        "seq": L,
+        "consume_ms": L,
+        "dc": S,
+    },
+    "audit": {"topic": S, "partition": INT, "offset": L, "producer_id": S, "seq": L, "timestamp_ms": L},
 }
 # Columns that must be present and non-null on every row (the rest may be null).
 REQUIRED = {
@@ -41,8 +62,8 @@ NON_NEGATIVE = {
     "consumed": ("partition", "offset", "seq"),
     "audit": ("partition", "offset", "seq"),
 }
-PY_TYPES = {S: (str,), L: (int,), I: (int,)}
-BITS = {L: 64, I: 32}  # what a long and an int column hold: Spark reads a larger number as no value
+PY_TYPES = {S: (str,), L: (int,), INT: (int,)}
+BITS = {L: 64, INT: 32}  # what a long and an int column hold: Spark reads a larger number as no value
 STATUSES = ("ok", "fail", "info")
 CORRUPT = "_corrupt_record"
 
@@ -75,7 +96,10 @@ def row_problem(kind: str, row: dict) -> str | None:
         if row["status"] not in STATUSES:
             return f"status must be ok, fail or info, got {row['status']!r}"
         if (row["status"] == "ok") != (row.get("offset") is not None):
-            return f"offset must be set if and only if status is ok (status {row['status']!r}, offset {row.get('offset')!r})"
+            return (
+                "offset must be set if and only if status is ok "
+                f"(status {row['status']!r}, offset {row.get('offset')!r})"
+            )
     return None
 
 
@@ -97,7 +121,8 @@ def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq
                 continue
             where, ident = f"{path}:{n}", (row.get("producer_id"), row.get("seq"))
             if seq is None and ident in seen:
-                return f"{where}: producer {ident[0]!r} seq {ident[1]} has a second produced row (the first: {seen[ident]})"
+                first = seen[ident]
+                return f"{where}: producer {ident[0]!r} seq {ident[1]} has a second produced row (the first: {first})"
             seen[ident] = where
             if seq is not None and row.get("seq") == seq:
                 return where
@@ -155,8 +180,9 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
 _LOADED: weakref.WeakKeyDictionary[DrillRecord, dict] = weakref.WeakKeyDictionary()
 
 
-def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None = None,
-         copies: tuple[str, ...] = ()) -> tuple[DataFrame, dict]:
+def load(
+    spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None = None, copies: tuple[str, ...] = ()
+) -> tuple[DataFrame, dict]:
     """_load() once per record object, session and arguments."""
     loaded = _LOADED.setdefault(record, {})
     key = (spark, kind, cluster, tuple(copies))
@@ -165,8 +191,9 @@ def load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | Non
     return loaded[key]
 
 
-def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None,
-          copies: tuple[str, ...]) -> tuple[DataFrame, dict]:
+def _load(
+    spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None, copies: tuple[str, ...]
+) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty", "plain", "where"}; the checker counts bad rows in its first pass.
     "plain": for Parquet ledgers whose columns have RECORD.md's types, the ledger as read (no
@@ -183,36 +210,59 @@ def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | No
     schema = SCHEMAS[kind]
     if not files:
         empty = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
-        return spark.createDataFrame([], empty), \
-            {"files": [], "format": fmt, "torn": 0, "empty": True, "plain": None, "where": {}}
+        return spark.createDataFrame([], empty), {
+            "files": [],
+            "format": fmt,
+            "torn": 0,
+            "empty": True,
+            "plain": None,
+            "where": {},
+        }
     # the rows' own `cluster` column, read only where a cluster's rows are picked out of others'
     by_cluster = bool(cluster) and kind in ("produced", "consumed")
     if fmt == "parquet":
         # The schema is the first file's, as Spark would infer it, read without a Spark job.
-        footer = T.StructType.fromJson(json.loads(spark._jvm.dcdrill.Columnar.footerSchema(spark._jsparkSession, files[0])))
+        footer = T.StructType.fromJson(
+            json.loads(spark._jvm.dcdrill.Columnar.footerSchema(spark._jsparkSession, files[0]))
+        )
         df = raw = spark.read.schema(footer).parquet(*files)
         for col, typ in schema.items():
             if col not in df.columns:
                 raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")
-            if df.schema[col].dataType not in (typ, T.IntegerType() if typ == L else typ, T.LongType() if typ == I else typ):
-                raise BadInput(f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, "
-                               f"expected {typ.simpleString()}")
+            if df.schema[col].dataType not in (
+                typ,
+                T.IntegerType() if typ == L else typ,
+                T.LongType() if typ == INT else typ,
+            ):
+                raise BadInput(
+                    f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, expected {typ.simpleString()}"
+                )
         picked = by_cluster and "cluster" in df.columns  # rows of other clusters are left out
         if picked:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
         # Read as it is (no column cast), the scan may read its column batches (identities.scan):
         # `plain` keeps the uncast ledger for that, and `where` which of its rows are this
         # cluster's, tested as the batches are read.
-        plain = raw if not (copies and kind == "audit") and \
-            all(raw.schema[c].dataType == t for c, t in schema.items()) else None
+        plain = (
+            raw
+            if not (copies and kind == "audit") and all(raw.schema[c].dataType == t for c, t in schema.items())
+            else None
+        )
         where = {"cluster": [None, cluster]} if picked and plain is not None else {}
         df = df.select(*[F.col(c).cast(t) for c, t in schema.items()]).withColumn(CORRUPT, F.lit(None).cast(S))
         torn = 0
     else:
-        struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)]
-                              + ([T.StructField("cluster", S)] if by_cluster else []))
-        df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT) \
+        struct = T.StructType(
+            [T.StructField(c, t) for c, t in schema.items()]
+            + [T.StructField(CORRUPT, S)]
+            + ([T.StructField("cluster", S)] if by_cluster else [])
+        )
+        df = (
+            spark.read.schema(struct)
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", CORRUPT)
             .json(files)
+        )
         if by_cluster:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster)).select(*schema, CORRUPT)
         # The JSON source turns a line holding an array of objects into several rows; RECORD.md
@@ -227,8 +277,14 @@ def _load(spark: SparkSession, record: DrillRecord, kind: str, cluster: str | No
         df = _with_in_flight(spark, record, df, cluster if by_cluster else None)
     if copies and kind == "audit":
         df = df.filter(~F.coalesce(F.col("topic"), F.lit("")).rlike("^(" + "|".join(map(_quote, copies)) + ")"))
-    return df, {"files": files, "format": fmt, "torn": torn, "empty": False, "plain": plain,
-                "where": where if fmt == "parquet" else {}}
+    return df, {
+        "files": files,
+        "format": fmt,
+        "torn": torn,
+        "empty": False,
+        "plain": plain,
+        "where": where if fmt == "parquet" else {},
+    }
 
 
 def _with_in_flight(spark: SparkSession, record: DrillRecord, df: DataFrame, cluster: str | None) -> DataFrame:

@@ -5,11 +5,13 @@ What grows with a record is the scan's cache (spark/jvm/Scan.java): every produc
 packed into longs, 6 a produced row and 4 an audit row, kept in memory first and on disk after.
 Every other state is bounded per task: the screen's per 64 seqs, the identity pass's by its
 flush and reducer limits (Identity.FOLD_LIMIT, JUDGE_LIMIT). So the heap only decides how much
-of the cache stays in memory, and a cache spilled to disk is read back more slowly. The plan asks for room for the cache, within a share of what the machine has free.
+of the cache stays in memory, and a cache spilled to disk is read back more slowly. The plan asks
+for room for the cache, within a share of what the machine has free.
 
 A heap set by the user (DCDRILL_SPARK_DRIVER_MEMORY, --conf spark.driver.memory, spark-submit)
 is never changed. A record that does not fit in it exits 2 naming that setting (`failure`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,18 +26,18 @@ PACKED_BYTES = {"produced": 48, "audit": 32}  # Scan.Packer: consumed rows are n
 # A row's smallest size on disk, so that the row count is an upper bound: dcdrill's own Parquet
 # ledgers take 5 to 20 bytes a row (dictionary-encoded producer ids), its JSON Lines about 150.
 MIN_ROW_BYTES = {".parquet": 5, ".jsonl": 80, ".json": 80}
-FLOOR = 4 * GIB       # the heap below which nothing is gained by asking for less
-MACHINE_SHARE = 0.6   # at most this share of the machine's available memory
+FLOOR = 4 * GIB  # the heap below which nothing is gained by asking for less
+MACHINE_SHARE = 0.6  # at most this share of the machine's available memory
 CACHE_PER_REDUCER = 1 << 30  # ~25M rows: a reducer's screen states stay under ~100 MB
 
 
 @dataclass(frozen=True)
 class Plan:
-    cache: int         # bytes the scan would keep, an upper bound from the files' sizes (0: unknown)
-    wanted: int        # bytes of heap that would keep all of it in memory
-    available: int     # the machine's available memory
-    heap: int          # what Spark gets
-    partitions: int    # shuffle partitions
+    cache: int  # bytes the scan would keep, an upper bound from the files' sizes (0: unknown)
+    wanted: int  # bytes of heap that would keep all of it in memory
+    available: int  # the machine's available memory
+    heap: int  # what Spark gets
+    partitions: int  # shuffle partitions
 
     @property
     def heap_setting(self) -> str:
@@ -50,8 +52,11 @@ def cache_bytes(run_dir: str) -> int:
     for kind, packed in PACKED_BYTES.items():
         folder = root / kind
         if folder.is_dir():
-            total += sum(f.stat().st_size // MIN_ROW_BYTES[f.suffix] * packed
-                         for f in folder.rglob("*") if f.suffix in MIN_ROW_BYTES and f.is_file())
+            total += sum(
+                f.stat().st_size // MIN_ROW_BYTES[f.suffix] * packed
+                for f in folder.rglob("*")
+                if f.suffix in MIN_ROW_BYTES and f.is_file()
+            )
     return total
 
 
@@ -106,12 +111,16 @@ def failure(exc: BaseException, heap: str | None, jvm: subprocess.Popen | None =
     # Spark halts a JVM whose task ran out of memory with exit code 52 (SparkExitCode.OOM); the
     # JVM itself ends with JVM_OOM_EXIT on any thread's first one (JVM_OPTIONS).
     if any("OutOfMemoryError" in t for t in chain) or ended in (52, JVM_OOM_EXIT):
-        return (f"the record does not fit in the verifier's memory ({given}): raise DCDRILL_SPARK_DRIVER_MEMORY "
-                "(or --conf spark.driver.memory=...; spark.executor.memory on a cluster), e.g. to twice that "
-                "(docs/verifier.md, Verifier memory)")
+        return (
+            f"the record does not fit in the verifier's memory ({given}): raise DCDRILL_SPARK_DRIVER_MEMORY "
+            "(or --conf spark.driver.memory=...; spark.executor.memory on a cluster), e.g. to twice that "
+            "(docs/verifier.md, Verifier memory)"
+        )
     if ended:  # exit 0: a JVM this process let go once its Spark work was done (session.begin_ending_jvm)
-        return (f"the verifier's JVM ended (exit {ended}) while verifying; if it ran out of memory, raise "
-                f"DCDRILL_SPARK_DRIVER_MEMORY (spark.driver.memory; it had {given})")
+        return (
+            f"the verifier's JVM ended (exit {ended}) while verifying; if it ran out of memory, raise "
+            f"DCDRILL_SPARK_DRIVER_MEMORY (spark.driver.memory; it had {given})"
+        )
     return f"cannot be verified: {chain[0].splitlines()[0]}"
 
 

@@ -25,6 +25,7 @@ name, or by the origin cluster the records carry in a header).
 Per failover: failover_redelivered (processed on both sides), failover_skipped (in R below
 where the failed-over consumers got to, and never processed on either side; must be 0).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -48,8 +49,9 @@ STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> tuple[DataFrame, DataFrame | None]:
     """The cluster's audit rows with an identity, and its audit as read where that is plain Parquet."""
     df, info = load(spark, record, "audit", cluster)
-    return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(F.col("producer_id").isNotNull()), \
-        info["plain"]
+    return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(
+        F.col("producer_id").isNotNull()
+    ), info["plain"]
 
 
 def _consumed(spark: SparkSession, record: DrillRecord) -> tuple[DataFrame, DataFrame | None]:
@@ -57,15 +59,22 @@ def _consumed(spark: SparkSession, record: DrillRecord) -> tuple[DataFrame, Data
     and the consumed ledger as read where that is plain Parquet."""
     df, info = load(spark, record, "consumed")
     if info["empty"]:
-        return df.select("group", "topic", "partition", "offset", *ID).withColumn("cluster", F.lit(None).cast("string")), \
-            None
+        return df.select("group", "topic", "partition", "offset", *ID).withColumn(
+            "cluster", F.lit(None).cast("string")
+        ), None
     if "cluster" not in df.columns:  # read again with every column: plain Parquet has them already
-        df = info["plain"] if info["plain"] is not None else \
-            spark.read.json(info["files"]) if info["format"] == "jsonl" else spark.read.parquet(*info["files"])
+        df = (
+            info["plain"]
+            if info["plain"] is not None
+            else spark.read.json(info["files"])
+            if info["format"] == "jsonl"
+            else spark.read.parquet(*info["files"])
+        )
         if "cluster" not in df.columns:
             df = df.withColumn("cluster", F.lit(None).cast("string"))
-    return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(F.col("producer_id").isNotNull()), \
-        info["plain"]
+    return df.select("group", "topic", "partition", "offset", *ID, "cluster").filter(
+        F.col("producer_id").isNotNull()
+    ), info["plain"]
 
 
 def _instant(faults: list[dict], failovers: list[dict], flow: dict, source_dcs: list[str]) -> int | None:
@@ -83,24 +92,31 @@ def narrow_side(df: DataFrame, name: str, ts: str | None, logged: bool) -> DataF
     offset and partition."""
     fold = df.sparkSession._jvm.dcdrill.MirrorFold
     none_long, none_int = F.lit(None).cast("long"), F.lit(None).cast("int")
-    cols = {"idh": F.xxhash64("producer_id"), "seq": F.col("seq").cast("long"),
-            "side": F.lit(list(fold.SIDES).index(name)).cast("byte"),
-            "ts": F.col(ts).cast("long") if ts else F.lit(0).cast("long"),
-            "offset": F.col("offset").cast("long") if logged else none_long,
-            "partition": F.col("partition").cast("int") if logged else none_int}
+    cols = {
+        "idh": F.xxhash64("producer_id"),
+        "seq": F.col("seq").cast("long"),
+        "side": F.lit(list(fold.SIDES).index(name)).cast("byte"),
+        "ts": F.col(ts).cast("long") if ts else F.lit(0).cast("long"),
+        "offset": F.col("offset").cast("long") if logged else none_long,
+        "partition": F.col("partition").cast("int") if logged else none_int,
+    }
     return df.select(*[cols[c].alias(c) for c in fold.COLUMNS])
 
 
-def packed_side(df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, where: dict[str, list],
-                partitions: int):
+def packed_side(
+    df: DataFrame, plain: DataFrame | None, name: str, ts: str | None, where: dict[str, list], partitions: int
+):
     """One side's packed chunks for the fold: read batch by batch when its ledger is plain Parquet
     (MirrorBatches.side, `where` its filter), else narrowed in SQL from `df`, filtered already
     (narrow_side: the reference the batch-by-batch reading is tested against)."""
     jvm = df.sparkSession._jvm.dcdrill
     if plain is not None:  # a column the ledger lacks is null on every row: a test that lets nulls through drops
         where = {c: values for c, values in where.items() if c in plain.columns or None not in values}
-    if plain is not None and df.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() != "false" \
-            and all(c in plain.columns for c in where):
+    if (
+        plain is not None
+        and df.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() != "false"
+        and all(c in plain.columns for c in where)
+    ):
         chunks = jvm.MirrorBatches.side(plain._jdf, name, ts, where, partitions)
         if chunks is not None:
             return chunks
@@ -112,15 +128,20 @@ def consumed_sides(C_plain: DataFrame | None, fo: dict, partitions: int):
     consumed sides, read once batch by batch (MirrorBatches.consumed, which also finds how far
     the group got in R): the JVM's Consumed, or None where the ledger is not plain Parquet with
     `group` and `cluster` columns (the caller then narrows each side in SQL)."""
-    if C_plain is None or not {"group", "cluster"} <= set(C_plain.columns) \
-            or C_plain.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() == "false":
+    if (
+        C_plain is None
+        or not {"group", "cluster"} <= set(C_plain.columns)
+        or C_plain.sparkSession.conf.get(COLUMNAR_SCAN, "true").lower() == "false"
+    ):
         return None
     return C_plain.sparkSession._jvm.dcdrill.MirrorBatches.consumed(
-        C_plain._jdf, fo["group"], [None, fo["from"]], [fo["to"]], partitions)
+        C_plain._jdf, fo["group"], [None, fo["from"]], [fo["to"]], partitions
+    )
 
 
-def fold_sides(spark, sides: list, instants: dict[str, int | None], reached: dict[int, int] | None,
-               partitions: int, consumed=None) -> dict:
+def fold_sides(
+    spark, sides: list, instants: dict[str, int | None], reached: dict[int, int] | None, partitions: int, consumed=None
+) -> dict:
     """The flow's counts from its sides' packed chunks (packed_side, consumed_sides), as
     spark/jvm/MirrorFold.java folds them: `instants` start, end, at, steady_from and steady_to.
     With a failover folded in, either `reached`, the highest offset of R its group consumed per
@@ -147,14 +168,30 @@ def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
     r = dst.groupBy(*ID).agg(F.min("offset").alias("dst_off"))
     order = Window.partitionBy("producer_id", "partition").orderBy("dst_off")
     before = order.rowsBetween(Window.unboundedPreceding, -1)
-    return (x.join(r, ID).withColumn("max_before", F.max("src_off").over(before))
-            .filter(F.col("src_off") < F.col("max_before")).count())
+    return (
+        x.join(r, ID)
+        .withColumn("max_before", F.max("src_off").over(before))
+        .filter(F.col("src_off") < F.col("max_before"))
+        .count()
+    )
 
 
-def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P: DataFrame, faults: list[dict],
-               failovers: list[dict], source_dcs: list[str], caught_up_ms: int | None = None,
-               rows: int = 0, C: DataFrame | None = None, P_plain: DataFrame | None = None,
-               C_plain: DataFrame | None = None) -> dict:
+def check_flow(
+    spark,
+    record: DrillRecord,
+    name: str,
+    flow: dict,
+    topic: str,
+    P: DataFrame,
+    faults: list[dict],
+    failovers: list[dict],
+    source_dcs: list[str],
+    caught_up_ms: int | None = None,
+    rows: int = 0,
+    C: DataFrame | None = None,
+    P_plain: DataFrame | None = None,
+    C_plain: DataFrame | None = None,
+) -> dict:
     """One flow's counts (module doc), folded per identity in the JVM (spark/jvm/MirrorFold.java):
     one shuffle of the acknowledgements, X and R by blocks of a producer's seqs, no join. Counts
     and the lag's percentiles are exact (the lags are whole milliseconds). `rows`: about how many
@@ -171,22 +208,37 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
     steady_end = start - STEADY_MARGIN_MS if start else None
     steady_start = max(steady_end - STEADY_WINDOW_MS, caught_up_ms or 0) if start else None
     partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-rows // ROWS_PER_TASK))
-    fo = next((f for f in failovers if (f["from"], f["to"], f.get("topic")) == (flow["source"], flow["target"], remote)),
-              None) if C is not None else None
-    sides = [packed_side(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
-             packed_side(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
-             packed_side(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions)]
+    fo = (
+        next(
+            (f for f in failovers if (f["from"], f["to"], f.get("topic")) == (flow["source"], flow["target"], remote)),
+            None,
+        )
+        if C is not None
+        else None
+    )
+    sides = [
+        packed_side(acked, P_plain, "acked", "ack_ms", {"status": ["ok"], "dc": list(source_dcs)}, partitions),
+        packed_side(src, src_plain, "source", "timestamp_ms", {"topic": [topic]}, partitions),
+        packed_side(dst, dst_plain, "target", "timestamp_ms", {"topic": [remote]}, partitions),
+    ]
     reached, consumed = None, consumed_sides(C_plain, fo, partitions) if fo is not None else None
     if consumed is not None:
         sides.append(consumed.chunks())
     elif fo is not None:
         before, after, reached = _failover_rows(C, fo)
         group = {"group": [fo["group"]]}
-        sides.append(packed_side(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]},
-                                 partitions))
+        sides.append(
+            packed_side(before, C_plain, "consumed_before", None, {**group, "cluster": [None, fo["from"]]}, partitions)
+        )
         sides.append(packed_side(after, C_plain, "consumed_after", None, {**group, "cluster": [fo["to"]]}, partitions))
-    r = fold_sides(spark, sides, {"start": start, "end": end, "at": at, "steady_from": steady_start,
-                                  "steady_to": steady_end}, reached, partitions, consumed)
+    r = fold_sides(
+        spark,
+        sides,
+        {"start": start, "end": end, "at": at, "steady_from": steady_start, "steady_to": steady_end},
+        reached,
+        partitions,
+        consumed,
+    )
     c = r["counts"]
     inversions = r["inversions"] if r["inversions"] is not None else _inversions_by_sort(src, dst)
     stranded_by = {k: c[k] for k in ("before", "during") if c[k]}
@@ -194,17 +246,30 @@ def check_flow(spark, record: DrillRecord, name: str, flow: dict, topic: str, P:
         stranded_by["after"] = c["not_mirrored"] - sum(stranded_by.values())
     rpo = {"at_ms": at, "records": None, "seconds": None}
     if at is not None:
-        rpo = {"at_ms": at, "records": c["rpo_n"],
-               "seconds": round((c["last_ack"] - c["rpo_oldest"]) / 1000, 3) if c["rpo_n"] else 0.0}
+        rpo = {
+            "at_ms": at,
+            "records": c["rpo_n"],
+            "seconds": round((c["last_ack"] - c["rpo_oldest"]) / 1000, 3) if c["rpo_n"] else 0.0,
+        }
     return {
-        "source": flow["source"], "target": flow["target"], "topic": topic, "remote_topic": remote,
-        "counts": {"acked": c["acked"], "mirrored": c["mirrored"], "not_mirrored": c["not_mirrored"],
-                   "not_mirrored_by_phase": dict(sorted(stranded_by.items())),
-                   "acked_absent_from_source": c["absent"], "replication_duplicates": c["dups"],
-                   "target_phantoms": c["phantoms"], "target_order_violations": int(inversions)},
+        "source": flow["source"],
+        "target": flow["target"],
+        "topic": topic,
+        "remote_topic": remote,
+        "counts": {
+            "acked": c["acked"],
+            "mirrored": c["mirrored"],
+            "not_mirrored": c["not_mirrored"],
+            "not_mirrored_by_phase": dict(sorted(stranded_by.items())),
+            "acked_absent_from_source": c["absent"],
+            "replication_duplicates": c["dups"],
+            "target_phantoms": c["phantoms"],
+            "target_order_violations": int(inversions),
+        },
         "lag_ms": r["lag"],
         "steady_lag_ms": {**r["steady"], "from_ms": steady_start, "to_ms": steady_end},
-        "rpo": rpo, "catch_up_ms": None if c["caught"] is None else max(0, c["caught"] - end),
+        "rpo": rpo,
+        "catch_up_ms": None if c["caught"] is None else max(0, c["caught"] - end),
         "lag_timeline": r["timeline"],  # per second of the source's append time
         "failover": None if fo is None else _failover_summary(fo, r["failover"]),
     }
@@ -277,17 +342,28 @@ def _failover_rows(C: DataFrame, fo: dict) -> tuple[DataFrame, DataFrame, dict[i
     reached per partition."""
     group = C.filter(F.col("group") == fo["group"])
     after = group.filter(F.col("cluster") == fo["to"])
-    reached = {int(r["partition"]): int(r["reached"])
-               for r in after.groupBy("partition").agg(F.max("offset").alias("reached")).collect()}
+    reached = {
+        int(r["partition"]): int(r["reached"])
+        for r in after.groupBy("partition").agg(F.max("offset").alias("reached")).collect()
+    }
     return group.filter(F.col("cluster").isNull() | (F.col("cluster") == fo["from"])), after, reached
 
 
 def _failover_summary(fo: dict, counts: dict) -> dict:
     first = {int(p): o for p, o in (fo.get("offsets") or {}).items()}
-    return {"group": fo["group"], "from": fo["from"], "to": fo["to"], "at_ms": fo["at_ms"], "topic": fo["topic"],
-            "translated_offsets": first, "processed_before": counts["processed_before"],
-            "processed_after": counts["processed_after"], "failover_redelivered": counts["redelivered"],
-            "failover_skipped": counts["skipped"], "unread_at_end": counts["unread"]}
+    return {
+        "group": fo["group"],
+        "from": fo["from"],
+        "to": fo["to"],
+        "at_ms": fo["at_ms"],
+        "topic": fo["topic"],
+        "translated_offsets": first,
+        "processed_before": counts["processed_before"],
+        "processed_after": counts["processed_after"],
+        "failover_redelivered": counts["redelivered"],
+        "failover_skipped": counts["skipped"],
+        "unread_at_end": counts["unread"],
+    }
 
 
 def check_failover(spark, record: DrillRecord, fo: dict, C: DataFrame) -> dict:
@@ -301,19 +377,28 @@ def check_failover(spark, record: DrillRecord, fo: dict, C: DataFrame) -> dict:
     for p, o in reached.items():  # a few partitions: a CASE, not a join
         limit = F.when(F.col("partition") == p, F.lit(o)).otherwise(limit)
     copy = copy.withColumn("reached", limit)
-    tagged = before_rows.select(*ID, F.lit(BEFORE).alias("bit")) \
-        .unionByName(after_rows.select(*ID, F.lit(AFTER).alias("bit"))) \
+    tagged = (
+        before_rows.select(*ID, F.lit(BEFORE).alias("bit"))
+        .unionByName(after_rows.select(*ID, F.lit(AFTER).alias("bit")))
         .unionByName(copy.filter(F.col("offset") <= F.col("reached")).select(*ID, F.lit(BELOW).alias("bit")))
+    )
     f = F.col("f")
 
     def has(bits: int):
         return F.sum((f.bitwiseAND(bits) == bits).cast("long"))
 
-    r = tagged.groupBy(F.xxhash64("producer_id").alias("idh"), "seq").agg(F.bit_or("bit").alias("f")).agg(
-        has(BEFORE).alias("processed_before"), has(AFTER).alias("processed_after"),
-        has(BEFORE | AFTER).alias("redelivered"),
-        F.sum(((f.bitwiseAND(BELOW) == BELOW) & (f.bitwiseAND(BEFORE | AFTER) == 0)).cast("long")).alias("skipped"),
-    ).first().asDict()
+    r = (
+        tagged.groupBy(F.xxhash64("producer_id").alias("idh"), "seq")
+        .agg(F.bit_or("bit").alias("f"))
+        .agg(
+            has(BEFORE).alias("processed_before"),
+            has(AFTER).alias("processed_after"),
+            has(BEFORE | AFTER).alias("redelivered"),
+            F.sum(((f.bitwiseAND(BELOW) == BELOW) & (f.bitwiseAND(BEFORE | AFTER) == 0)).cast("long")).alias("skipped"),
+        )
+        .first()
+        .asDict()
+    )
     counts = {k: int(v or 0) for k, v in r.items()}
     counts["unread"] = copy.filter(F.col("reached").isNull() | (F.col("offset") > F.col("reached"))).count()
     return _failover_summary(fo, counts)
@@ -324,11 +409,23 @@ def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> di
     if events is None:
         return None
     own = [e for e in events if flow in e["flows"] and (since_ms is None or e["at_ms"] >= since_ms)]
-    return {"restarts": sum(e["event"] == "start" for e in own), "rebalances": sum(e["event"] == "rebalance" for e in own)}
+    return {
+        "restarts": sum(e["event"] == "start" for e in own),
+        "rebalances": sum(e["event"] == "rebalance" for e in own),
+    }
 
 
-def check(spark, record: DrillRecord, topology: dict, faults: list[dict], failovers: list[dict],
-          waits: list[dict] = (), events: list[dict] | None = None, rows: int = 0, topic: str | None = None) -> dict:
+def check(
+    spark,
+    record: DrillRecord,
+    topology: dict,
+    faults: list[dict],
+    failovers: list[dict],
+    waits: list[dict] = (),
+    events: list[dict] | None = None,
+    rows: int = 0,
+    topic: str | None = None,
+) -> dict:
     """summary.json's `mirrors`, `mirror_loops` and `failovers` for a replicated record. `topic`:
     the drill topic when the caller knows it (else the produced ledger's first row names it)."""
     start = faults[0]["start_ms"] if faults else None
@@ -346,12 +443,29 @@ def check(spark, record: DrillRecord, topology: dict, faults: list[dict], failov
     for name, flow in sorted(topology["mirrors"].items()):
         dcs = [dc["name"] for dc in clusters[flow["source"]]["datacenters"]]
         caught = [w["caught_up_ms"] for w in waits if w["flow"] == name and start and w["caught_up_ms"] < start]
-        mirrors[name] = check_flow(spark, record, name, flow, topic, P, faults, failovers, dcs,
-                                   caught[-1] if caught else None, rows, C, P_info["plain"], C_plain)
+        mirrors[name] = check_flow(
+            spark,
+            record,
+            name,
+            flow,
+            topic,
+            P,
+            faults,
+            failovers,
+            dcs,
+            caught[-1] if caught else None,
+            rows,
+            C,
+            P_info["plain"],
+            C_plain,
+        )
         mirrors[name]["mm2"] = mm2_events(events, name, start)
         if (fo := mirrors[name].pop("failover")) is not None:
             folded[(fo["group"], fo["at_ms"])] = fo
-    return {"mirrors": mirrors, "mirror_loops": loops.result(),
-            "failovers": [folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, record, fo, C)
-                          for fo in failovers]}
-
+    return {
+        "mirrors": mirrors,
+        "mirror_loops": loops.result(),
+        "failovers": [
+            folded.get((fo["group"], fo["at_ms"])) or check_failover(spark, record, fo, C) for fo in failovers
+        ],
+    }

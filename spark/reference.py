@@ -5,6 +5,7 @@ records.
 
     python -m dcdrill.spark.reference RUN_DIR      prints the counts as JSON
 """
+
 from __future__ import annotations
 
 import json
@@ -73,10 +74,16 @@ def counts(run_dir: str | Path) -> dict:
         "duplicates_in_log": sum(n - 1 for n in in_audit.values()),
         "duplicates_delivered": sum(n - 1 for n in in_consumed.values()),
         "phantoms": sum(identity(r) not in status for r in A),
-        "ack_offset_mismatch": sum(identity(r) in in_audit and at.get((r["topic"], r["partition"], r["offset"]))
-                                   != identity(r) for r in ok),
-        "divergent_offsets": len({(r["topic"], r["partition"], r["offset"]) for r in C
-                                  if at.get((r["topic"], r["partition"], r["offset"])) != identity(r)}),
+        "ack_offset_mismatch": sum(
+            identity(r) in in_audit and at.get((r["topic"], r["partition"], r["offset"])) != identity(r) for r in ok
+        ),
+        "divergent_offsets": len(
+            {
+                (r["topic"], r["partition"], r["offset"])
+                for r in C
+                if at.get((r["topic"], r["partition"], r["offset"])) != identity(r)
+            }
+        ),
         "reordered": reordered,
         "max_ack_gap_ms": max_gap,
         "torn_lines": torn_p + torn_a + torn_c,
@@ -101,8 +108,11 @@ def latencies(run_dir: str | Path) -> dict:
             label = f"after {name}"
         return label
 
-    by: dict[str, dict] = {"by_dc": defaultdict(list), "by_dc_phase": defaultdict(list),
-                           "by_partition": defaultdict(list)}
+    by: dict[str, dict] = {
+        "by_dc": defaultdict(list),
+        "by_dc_phase": defaultdict(list),
+        "by_partition": defaultdict(list),
+    }
     for r in P:
         if r["status"] == "ok" and r.get("ack_ms") is not None:
             by["by_dc"][r.get("dc")].append(r["ack_ms"] - r["send_ms"])
@@ -112,8 +122,10 @@ def latencies(run_dir: str | Path) -> dict:
     def nearest_rank(values: list[int], percent: int) -> int:  # the ceil(percent/100 * n)-th smallest
         return sorted(values)[max(1, -(-len(values) * percent // 100)) - 1]
 
-    return {split: {key: [nearest_rank(v, 50), nearest_rank(v, 99)] for key, v in groups.items()}
-            for split, groups in by.items()}
+    return {
+        split: {key: [nearest_rank(v, 50), nearest_rank(v, 99)] for key, v in groups.items()}
+        for split, groups in by.items()
+    }
 
 
 if __name__ == "__main__":

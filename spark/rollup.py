@@ -6,6 +6,7 @@ grain, and a latency histogram. Everything here is exact: splits add up from the
 nearest-rank over the histogram, and ack gaps come from the bitmaps, which hold every
 distinct acknowledgement millisecond.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,18 @@ WORD_MS = 50  # one bitmap word covers 50 ms; 1000 is a multiple, so words never
 # A gap inside one bitmap word (under WORD_MS) is never an outage: AckTimeline.back_after relies on it.
 OUTAGE_MIN_MS = 1000
 OUTAGE_OVER_NORMAL = 2
-ADDITIVE = ("produced", "acked", "failed", "indeterminate", "acked_lost", "acked_unseen", "failed_present",
-            "indeterminate_present", "duplicates_in_log", "duplicates_delivered")
+ADDITIVE = (
+    "produced",
+    "acked",
+    "failed",
+    "indeterminate",
+    "acked_lost",
+    "acked_unseen",
+    "failed_present",
+    "indeterminate_present",
+    "duplicates_in_log",
+    "duplicates_delivered",
+)
 
 
 def roll(fine: list[dict], keys: tuple[str, ...]) -> list[dict]:
@@ -30,8 +41,12 @@ def roll(fine: list[dict], keys: tuple[str, ...]) -> list[dict]:
         k = tuple([r[c] for c in keys])
         g = groups.get(k)
         if g is None:
-            g = groups[k] = {**dict(zip(keys, k)), **dict.fromkeys(ADDITIVE, 0),
-                             "lost_first_send_ms": None, "lost_last_send_ms": None}
+            g = groups[k] = {
+                **dict(zip(keys, k)),
+                **dict.fromkeys(ADDITIVE, 0),
+                "lost_first_send_ms": None,
+                "lost_last_send_ms": None,
+            }
         for c in ADDITIVE:
             v = r.get(c)
             if v:
@@ -159,7 +174,13 @@ def recovery(timelines: dict[tuple, AckTimeline], partitions: int, faults: list[
         backs = [b for b in (t.back_after(start, end) for t in timelines.values()) if b is not None]
         rec = (max(backs) - start) if backs and len(backs) == partitions else None
         held = None if end is None else end - start
-        out.append({"recovery_ms": rec, "held_ms": held,
-                    "writes_continued": rec is not None and (held is None or rec < held),
-                    "partitions_acking_after_start": len(backs), "partitions": partitions})
+        out.append(
+            {
+                "recovery_ms": rec,
+                "held_ms": held,
+                "writes_continued": rec is not None and (held is None or rec < held),
+                "partitions_acking_after_start": len(backs),
+                "partitions": partitions,
+            }
+        )
     return out

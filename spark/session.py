@@ -1,6 +1,7 @@
 """The verifier's Spark session: its settings (heap and shuffle width from spark/memory.py, the
 JIT and GC options, scratch space), the kernels on its classpath, and its end (spark_scope).
 Used as-is under spark-submit, whose own options win."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,6 +25,7 @@ class _Jvm:
     session() with pyspark's launch_gateway and handed to SparkContext, so that this process
     holds it and can end that JVM (end_jvm) without pyspark's internals. Under spark-submit
     it reaches the JVM that spark-submit started, and nothing here ends that one."""
+
     gateway = None
     context_made = False
     ending = False  # begin_ending_jvm() was called: no Spark call may follow
@@ -123,16 +125,22 @@ def _launch(conf: dict):
     for attempt in (1, 2):
         log = tempfile.TemporaryFile(prefix="dcdrill-jvm-", suffix=".stderr")
         try:
-            gateway = launch_gateway(conf=SparkConf(loadDefaults=False).setAll(conf.items()),
-                                     popen_kwargs={"stderr": log})
+            gateway = launch_gateway(
+                conf=SparkConf(loadDefaults=False).setAll(conf.items()), popen_kwargs={"stderr": log}
+            )
         except PySparkRuntimeError:
             log.seek(0)  # the JVM has ended: nothing else moves the offset now
             said = log.read().decode(errors="replace").strip().splitlines()[-20:]
             log.close()
             if attempt == 2:
                 raise
-            print("dcdrill: the verifier's JVM exited as it started, saying: "
-                  + (" | ".join(said) or "nothing") + "; starting it once more", file=sys.stderr, flush=True)
+            print(
+                "dcdrill: the verifier's JVM exited as it started, saying: "
+                + (" | ".join(said) or "nothing")
+                + "; starting it once more",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
         threading.Thread(target=_forward_stderr, args=(os.dup(log.fileno()), gateway.proc), daemon=True).start()
         log.close()
@@ -150,6 +158,7 @@ def jvm_ended() -> bool:
     proc = getattr(_JVM.gateway, "proc", None)
     return proc is not None and (_JVM.ending or proc.poll() is not None)
 
+
 # A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
 # on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
 # for code that runs a few seconds, and whole-stage code generation writes methods above HotSpot's
@@ -166,13 +175,16 @@ def jvm_ended() -> bool:
 # as fast, but their old-generation collections stop everything, on heaps planned up to 60% of
 # the machine.) DCDRILL_SPARK_JAVA_OPTIONS comes after, so it can override these.
 GC_OPTIONS = "-XX:-G1UseAdaptiveIHOP -XX:InitiatingHeapOccupancyPercent=85"
-JIT_OPTIONS = ("-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompileHugeMethods "
-               "-XX:Tier4InvocationThreshold=20000 -XX:Tier4MinInvocationThreshold=2400 "
-               "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000")
+JIT_OPTIONS = (
+    "-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompileHugeMethods "
+    "-XX:Tier4InvocationThreshold=20000 -XX:Tier4MinInvocationThreshold=2400 "
+    "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000"
+)
 
 
-def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False,
-            plan: memory.Plan | None = None):
+def session(
+    master: str | None = None, conf: dict[str, str] | None = None, s3a: bool = False, plan: memory.Plan | None = None
+):
     """The verifier's Spark session. `conf`: extra Spark settings (what --conf gives). `s3a`: put
     hadoop-aws and the AWS SDK on the classpath, for s3a:// records. `plan`: the heap and shuffle
     width for the records to verify (spark/memory.py; without one, as for a small record).
@@ -185,8 +197,12 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     given = _submitted_conf() if submitted else {}
     conf = conf or {}
-    chosen = conf.get("spark.master") or given.get("spark.master") or master or \
-        os.environ.get("DCDRILL_SPARK_MASTER", "local[*]")
+    chosen = (
+        conf.get("spark.master")
+        or given.get("spark.master")
+        or master
+        or os.environ.get("DCDRILL_SPARK_MASTER", "local[*]")
+    )
     # local[N] and local-cluster[...] keep every JVM on this machine: Spark binds to loopback
     # only, the verifier needs no network beyond it. A cluster's executors must reach the driver.
     on_this_machine = chosen.startswith("local")
@@ -228,9 +244,9 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
             "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", plan.heap_setting),
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
             "spark.driver.extraClassPath": str(cds.kernel_jar()),
-            "spark.driver.extraJavaOptions":
-                f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} {_tmpdir_option(settings)} "
-                f"{_log_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
+            "spark.driver.extraJavaOptions": f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} "
+            f"{_tmpdir_option(settings)} "
+            f"{_log_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
     if not submitted:
         try:
@@ -242,8 +258,9 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
         jars.append(str(cds.kernel_jar()))  # executors in JVMs of their own load the kernels from spark.jars
     if s3a and not submitted:
         if not cds.s3a_jars():
-            raise BadInput("s3a:// records need hadoop-aws and the AWS SDK: run `make setup` "
-                           "(infra/toolchain/s3a-pom.xml)")
+            raise BadInput(
+                "s3a:// records need hadoop-aws and the AWS SDK: run `make setup` (infra/toolchain/s3a-pom.xml)"
+            )
         jars += cds.s3a_jars()
     if jars:
         settings["spark.jars"] = ",".join(jars)
@@ -265,8 +282,10 @@ def session(master: str | None = None, conf: dict[str, str] | None = None, s3a: 
     from py4j.java_gateway import JavaClass
 
     if not isinstance(_JVM.gateway.jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
-        raise BadInput(f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
-                       "to spark-submit (`python -m dcdrill.spark.kernels` builds it)")
+        raise BadInput(
+            f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
+            "to spark-submit (`python -m dcdrill.spark.kernels` builds it)"
+        )
     return spark
 
 

@@ -2,6 +2,7 @@
 JVM's Hadoop FileSystem: the same credentials and endpoint settings as Spark's own reads
 (`spark.hadoop.fs.s3a.*`). The record's layout and parsing are record/'s; this is only its
 RecordFiles for such URIs (record/files.py)."""
+
 from __future__ import annotations
 
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote

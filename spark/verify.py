@@ -23,6 +23,7 @@ The model:
 RUN_DIR is a local folder or a Hadoop URI such as s3a://bucket/runs/<id>. Writes
 RUN_DIR/report/{summary.json,index.html,junit.xml}.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -32,8 +33,18 @@ import time
 from collections.abc import Callable
 
 from dcdrill.record import DrillRecord
-from dcdrill.spark import (checker, coordination, identities, memory, mirrors, report, report_files, session,
-                           storage, verdict)
+from dcdrill.spark import (
+    checker,
+    coordination,
+    identities,
+    memory,
+    mirrors,
+    report,
+    report_files,
+    session,
+    storage,
+    verdict,
+)
 from dcdrill.spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, locate_produced
 
 
@@ -42,16 +53,23 @@ def reject_bad_rows(spark, record: DrillRecord, totals: dict, infos: dict) -> No
     for kind, col in (("produced", "bad_p"), ("audit", "bad_a"), ("consumed", "bad_c")):
         if totals[col] > infos[kind]["torn"]:
             files = infos[kind]["files"]
-            raise BadInput(locate_problem_parquet(spark, files, kind) if infos[kind]["format"] == "parquet"
-                           else locate_problem(record, files, kind))
+            raise BadInput(
+                locate_problem_parquet(spark, files, kind)
+                if infos[kind]["format"] == "parquet"
+                else locate_problem(record, files, kind)
+            )
     if totals["too_many_copies"]:
-        raise BadInput(f"{record.location}: {totals['too_many_copies']} records appear more than {2**identities.FIELD - 1} "
-                       "times in one ledger; the verifier counts up to that many copies")
+        raise BadInput(
+            f"{record.location}: {totals['too_many_copies']} records appear more than {2**identities.FIELD - 1} "
+            "times in one ledger; the verifier counts up to that many copies"
+        )
     if totals["produced_twice"]:
         where = locate_produced(record, infos["produced"]["files"], "")
-        raise BadInput((where + "; " if where else f"{record.uri('produced')}: ") +
-                       f"{totals['produced_twice']} records (producer_id, seq) have more than one produced row; "
-                       "a produced ledger holds one outcome per record")
+        raise BadInput(
+            (where + "; " if where else f"{record.uri('produced')}: ")
+            + f"{totals['produced_twice']} records (producer_id, seq) have more than one produced row; "
+            "a produced ledger holds one outcome per record"
+        )
 
 
 def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
@@ -64,22 +82,34 @@ def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
     from pyspark.sql import functions as F
 
     ok = P.filter(~bad_row("produced")).select("producer_id", "seq")
-    gaps = ok.withColumn("prev", F.lag("seq").over(Window.partitionBy("producer_id").orderBy("seq"))) \
-        .filter(F.coalesce(F.col("prev"), F.lit(-1)) != F.col("seq") - 1) \
-        .orderBy("producer_id", "seq").limit(1).collect()
+    gaps = (
+        ok.withColumn("prev", F.lag("seq").over(Window.partitionBy("producer_id").orderBy("seq")))
+        .filter(F.coalesce(F.col("prev"), F.lit(-1)) != F.col("seq") - 1)
+        .orderBy("producer_id", "seq")
+        .limit(1)
+        .collect()
+    )
     if gaps:
         g = gaps[0]
         first = 0 if g["prev"] is None else g["prev"] + 1
         files, _ = record.ledger_files("produced")
         where = locate_produced(record, files, g["producer_id"], g["seq"]) or record.uri("produced")
-        raise BadInput(f"{where}: producer {g['producer_id']!r} has no row for seqs {first} to "
-                       f"{g['seq'] - 1}; RECORD.md: seqs are dense per producer (a killed producer's unfinished "
-                       "records are written as info rows from its intent log)")
+        raise BadInput(
+            f"{where}: producer {g['producer_id']!r} has no row for seqs {first} to "
+            f"{g['seq'] - 1}; RECORD.md: seqs are dense per producer (a killed producer's unfinished "
+            "records are written as info rows from its intent log)"
+        )
     raise BadInput(f"{record.uri('produced')}: a producer's seqs are not dense (RECORD.md)")
 
 
-def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict[str, str] | None = None,
-           plan: memory.Plan | None = None, when_spark_done: Callable[[], None] | None = None) -> dict:
+def verify(
+    record: DrillRecord | str,
+    spark=None,
+    quiet: bool = True,
+    conf: dict[str, str] | None = None,
+    plan: memory.Plan | None = None,
+    when_spark_done: Callable[[], None] | None = None,
+) -> dict:
     """The summary of the record (a DrillRecord, or where one is: a local folder or a Hadoop URI),
     its verdict included; the report is written beside the ledgers. BadInput (exit 2) names what
     is wrong. `when_spark_done`: called once the record's last Spark job has succeeded, while the
@@ -113,8 +143,15 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     # A replicated record: the stretched counts are the home (source) cluster's; spark/mirrors.py
     # checks the copies and the failed-over consumers.
     home = topology.get("cluster") if topology.get("clusters") else None
-    copies = tuple(sorted({m["remote_topic_prefix"] for m in (topology.get("mirrors") or {}).values()
-                           if m["target"] == home and m["remote_topic_prefix"]}))
+    copies = tuple(
+        sorted(
+            {
+                m["remote_topic_prefix"]
+                for m in (topology.get("mirrors") or {}).values()
+                if m["target"] == home and m["remote_topic_prefix"]
+            }
+        )
+    )
     ledgers = {kind: load(spark, record, kind, home, copies) for kind in ("produced", "audit", "consumed")}
     if ledgers["produced"][1]["empty"]:
         raise BadInput(f"{record.uri('produced')}: the produced ledger is empty")
@@ -133,8 +170,10 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     try:
         try:
             scr = identities.screen(scanned)
-            progress(f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records "
-                     f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)")
+            progress(
+                f"scan and screen ({scr.totals['suspicious']} buckets of {1 << identities.BUCKET_BITS} records "
+                f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)"
+            )
             ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
             ident = identities.identity_pass(scanned, C, scr, faults)
             named = pool.submit(checker.examples, P, A, ident, plain, where)
@@ -171,9 +210,19 @@ def verify(record: DrillRecord | str, spark=None, quiet: bool = True, conf: dict
     drawing.shutdown(wait=False)
     if home:
         topics = {r["topic"] for r in summary["by_partition"]}  # the home cluster's producers'
-        summary.update(mirrors.check(spark, record, topology, summary["faults"], record.failovers(),
-                                     record.mirror_waits(), record.mirror_events(), rows=summary["counts"]["produced"],
-                                     topic=topics.pop() if len(topics) == 1 else None))
+        summary.update(
+            mirrors.check(
+                spark,
+                record,
+                topology,
+                summary["faults"],
+                record.failovers(),
+                record.mirror_waits(),
+                record.mirror_events(),
+                rows=summary["counts"]["produced"],
+                topic=topics.pop() if len(topics) == 1 else None,
+            )
+        )
     # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
     if when_spark_done is not None and not record.remote:  # no Spark call below this line

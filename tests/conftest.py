@@ -4,10 +4,18 @@ from dcdrill.infra.topology import from_config
 
 
 def make(dcs, factor=4, min_insync=3, unclean=False, acks="all", profile="consistency-first", backend="local", **kw):
-    cfg = {"dcdrill:backend": backend, "dcdrill:profile": profile,
-           "dcdrill:cluster": {"name": "t", "datacenters": [dict(zip(("name", "brokers", "zookeepers"), d)) if isinstance(d, tuple) else d for d in dcs],
-                               "replication": {"factor": factor, "minInsync": min_insync, "uncleanLeaderElection": unclean},
-                               "producer": {"acks": acks}}}
+    cfg = {
+        "dcdrill:backend": backend,
+        "dcdrill:profile": profile,
+        "dcdrill:cluster": {
+            "name": "t",
+            "datacenters": [
+                dict(zip(("name", "brokers", "zookeepers"), d)) if isinstance(d, tuple) else d for d in dcs
+            ],
+            "replication": {"factor": factor, "minInsync": min_insync, "uncleanLeaderElection": unclean},
+            "producer": {"acks": acks},
+        },
+    }
     cfg.update(kw)
     return from_config(cfg)
 
@@ -28,8 +36,12 @@ def aws_control(tmp_path):
     plugin = tmp_path / "bin" / "session-manager-plugin"
     plugin.write_text("#!/bin/sh\n")
     plugin.chmod(0o755)
-    return {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
-            "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "example"}
+    return {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "example",
+    }
 
 
 class CommandLines:
@@ -48,8 +60,11 @@ class CommandLines:
         import subprocess
 
         while not self._stop.wait(0.1):
-            self.seen.update(subprocess.run(["ps", "-eww", "-o", "args", "--no-headers"], capture_output=True,
-                                            text=True).stdout.splitlines())
+            self.seen.update(
+                subprocess.run(
+                    ["ps", "-eww", "-o", "args", "--no-headers"], capture_output=True, text=True
+                ).stdout.splitlines()
+            )
 
     def stop(self) -> set[str]:
         self._stop.set()
@@ -98,15 +113,25 @@ class Labs:
         stack, self.current = self.current, None
         lifecycle.down(stack)
         left_ns = netns.lab_namespaces()
-        left_links = [l for l in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
-                      if "dcd-" in l or " ta" in l or " tb" in l]
-        jvms = subprocess.run(["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|dcdrill-disk|mirror\.MirrorMaker"],
-                              capture_output=True, text=True).stdout.split()
+        left_links = [
+            link
+            for link in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()
+            if "dcd-" in link or " ta" in link or " tb" in link
+        ]
+        jvms = subprocess.run(
+            ["pgrep", "-f", r"kafka\.Kafka|QuorumPeerMain|dcdrill-forwarder|dcdrill-disk|mirror\.MirrorMaker"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         disks = disk.mounts()
         if jvms:  # a zombie holds nothing: killed, not yet reaped by this machine's init
-            jvms = [line for line in subprocess.run(["ps", "-o", "pid=,stat=,args=", "-p", ",".join(jvms)],
-                                                    capture_output=True, text=True).stdout.splitlines()
-                    if not line.split()[1].startswith("Z")]
+            jvms = [
+                line
+                for line in subprocess.run(
+                    ["ps", "-o", "pid=,stat=,args=", "-p", ",".join(jvms)], capture_output=True, text=True
+                ).stdout.splitlines()
+                if not line.split()[1].startswith("Z")
+            ]
         assert not left_ns and not left_links and not jvms and not disks, (stack, left_ns, left_links, jvms, disks)
 
 
@@ -153,6 +178,7 @@ LAB_ORDER = ("lab", "power_loss_lab", "kraft_lab", "replicated_lab", "active_act
 def pytest_collection_modifyitems(items):
     """Lab tests grouped by lab, in LAB_ORDER, so each lab comes up once: `local`,
     `local-power-loss`, `local-kraft`, then the replicated ones."""
+
     def order(item) -> int:
         used = [i for i, name in enumerate(LAB_ORDER) if name in getattr(item, "fixturenames", ())]
         return used[0] if used else 0

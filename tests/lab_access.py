@@ -1,5 +1,6 @@
 """How a test reaches the lab's cluster: as an application on a client host (inside a DC), never
 from the control, whose dials the lab firewall drops as a VPC drops a CI runner's."""
+
 import subprocess
 import sys
 
@@ -8,15 +9,18 @@ def in_client(lab, dc: str, code: str, *args: str, timeout: float = 120) -> subp
     """Python `code` run as an application on `dc`'s client host (its namespace): the control
     itself reaches no broker (the lab firewall), as a CI runner reaches none on AWS."""
     ns = next(h.netns for h in lab.clients if h.dc == dc)
-    return subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
-DIAL = ("import socket, sys\n"
-        "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.5).close(); print('open')\n"
-        "except ConnectionRefusedError: print('refused')\n"
-        "except socket.gaierror: print('unresolved')\n"
-        "except OSError: print('dropped')\n")
+DIAL = (
+    "import socket, sys\n"
+    "try:\n    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.5).close(); print('open')\n"
+    "except ConnectionRefusedError: print('refused')\n"
+    "except socket.gaierror: print('unresolved')\n"
+    "except OSError: print('dropped')\n"
+)
 
 
 def lab_address(name: str) -> str:
@@ -46,5 +50,8 @@ def cluster_ports_from_the_control(stack: str) -> dict:
     for f in flows.table(d):
         ports.setdefault(f.target, set()).add(f.port)
     # By address: the control resolves no lab name (see lab_address), so a dial by name proves nothing.
-    return {(h.name, port): dial(None, lab_address(h.name), port) for h in d.hosts() for port in sorted(ports.get(h.role, ()))}
-
+    return {
+        (h.name, port): dial(None, lab_address(h.name), port)
+        for h in d.hosts()
+        for port in sorted(ports.get(h.role, ()))
+    }

@@ -2,6 +2,7 @@
 `make setup` from the Go module proxy); the GitLab CI job is checked for what the recipe
 promises (GitLab's own linter needs a GitLab server): it runs the drill, keeps the records
 whatever happened, and publishes junit.xml."""
+
 import json
 import subprocess
 
@@ -15,16 +16,21 @@ RECIPES = ROOT / "docs" / "ci"
 
 
 def test_the_github_workflow_passes_actionlint():
-    res = subprocess.run([str(cache_dir() / "bin" / "actionlint"), "-no-color", str(RECIPES / "github-actions.yml")],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [str(cache_dir() / "bin" / "actionlint"), "-no-color", str(RECIPES / "github-actions.yml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_actionlint_fails_a_broken_workflow(tmp_path):
     broken = tmp_path / "broken.yml"
     broken.write_text((RECIPES / "github-actions.yml").read_text().replace("runs-on: ubuntu-24.04", "runs-on: 5"))
-    res = subprocess.run([str(cache_dir() / "bin" / "actionlint"), "-no-color", str(broken)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [str(cache_dir() / "bin" / "actionlint"), "-no-color", str(broken)], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode != 0
 
 
@@ -48,14 +54,17 @@ def test_the_gitlab_job_runs_the_drill_and_keeps_its_records():
 
 
 def _go_mod_version() -> tuple[int, ...]:
-    line = next(l for l in (ROOT / "infra/toolchain/pulumi-go/go.mod").read_text().splitlines() if l.startswith("go "))
+    lines = (ROOT / "infra/toolchain/pulumi-go/go.mod").read_text().splitlines()
+    line = next(line for line in lines if line.startswith("go "))
     return tuple(int(x) for x in line.split()[1].split("."))
 
 
 def test_the_github_workflow_keeps_path_under_sudo_builds_with_a_new_enough_go_and_caches_setup():
     wf = yaml.safe_load((RECIPES / "github-actions.yml").read_text())
     steps = wf["jobs"]["drill"]["steps"]
-    runs = [line for s in steps for line in str(s.get("run", "")).splitlines() if "sudo" in line and "bin/dcdrill" in line]
+    runs = [
+        line for s in steps for line in str(s.get("run", "")).splitlines() if "sudo" in line and "bin/dcdrill" in line
+    ]
     assert runs and all('sudo env "PATH=$PATH"' in line for line in runs), runs  # secure_path drops --preserve-env=PATH
     go = next(s["with"]["go-version"] for s in steps if s.get("uses", "").startswith("actions/setup-go"))
     assert tuple(int(x) for x in go.split(".")) >= _go_mod_version()[:2]
@@ -72,15 +81,22 @@ def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
     assert ".dcdrill-cache/" in job["dcdrill"]["cache"]["paths"]
 
 
-@pytest.mark.parametrize("direct,expected", [
-    ({"url": "https://github.com/acme/dcdrill.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c3"}},
-     "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3"),
-    ({"url": "https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}},
-     "dcdrill[verify] @ https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl"),
-    ({"url": "file:///home/me/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
-    ({"url": "file:///home/me/dcdrill", "dir_info": {"editable": True}}, None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "direct,expected",
+    [
+        (
+            {"url": "https://github.com/acme/dcdrill.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c3"}},
+            "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+        ),
+        (
+            {"url": "https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}},
+            "dcdrill[verify] @ https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl",
+        ),
+        ({"url": "file:///home/me/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
+        ({"url": "file:///home/me/dcdrill", "dir_info": {"editable": True}}, None),
+        (None, None),
+    ],
+)
 def test_init_pins_what_ci_installs_to_where_this_dcdrill_came_from(monkeypatch, tmp_path, direct, expected):
     """PEP 610: a git commit or a wheel's URL is pinned into the recipe; a local path, which a
     runner cannot reach, leaves DCDRILL_PIP empty, and the recipe stops naming it."""
@@ -132,7 +148,8 @@ def test_the_github_workflow_drills_an_aws_stack_with_only_an_oidc_role():
 SECURE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
 STUB_SUDO = f"""#!/bin/sh
 case "$1" in --preserve-env*) shift ;; esac  # kept or not, PATH is secure_path's
-exec env -i PATH={SECURE_PATH} HOME="$DRY_ROOT_HOME" DRY_LOG="$DRY_LOG" DRY_ROOT_HOME="$DRY_ROOT_HOME" SUDO_USER=runner "$@"
+exec env -i PATH={SECURE_PATH} HOME="$DRY_ROOT_HOME" DRY_LOG="$DRY_LOG" DRY_ROOT_HOME="$DRY_ROOT_HOME" \\
+  SUDO_USER=runner "$@"
 """
 # python -m venv .venv makes a virtualenv whose pip and dcdrill only say how they were run.
 STUB_PYTHON = """#!/bin/sh
@@ -141,7 +158,8 @@ mkdir -p "$3/bin"
 for tool in pip dcdrill; do
   cat > "$3/bin/$tool" <<'TOOL'
 #!/bin/sh
-echo "$(basename "$0") $* | root=${SUDO_USER:+yes} java=$(command -v java) go=$(command -v go) JAVA_HOME=$JAVA_HOME" >> "$DRY_LOG"
+echo "$(basename "$0") $* | root=${SUDO_USER:+yes} java=$(command -v java) go=$(command -v go) \\
+JAVA_HOME=$JAVA_HOME" >> "$DRY_LOG"
 TOOL
   chmod +x "$3/bin/$tool"
 done
@@ -155,29 +173,51 @@ def _dry_run_github(tmp_path, stack: str, workflow: str) -> list[str]:
     dcdrill and pulumi that log how they were run. The lines they logged."""
     wf = yaml.safe_load(workflow)
     home, root_home, work, bins = (tmp_path / n for n in ("home", "root", "work", "bins"))
-    tools = {"python": tmp_path / "toolcache/Python/3.11/x64/bin", "go": tmp_path / "toolcache/go/1.26/x64/bin",
-             "java": tmp_path / "toolcache/Java_Temurin/21/x64/bin"}
+    tools = {
+        "python": tmp_path / "toolcache/Python/3.11/x64/bin",
+        "go": tmp_path / "toolcache/go/1.26/x64/bin",
+        "java": tmp_path / "toolcache/Java_Temurin/21/x64/bin",
+    }
     for d in (home, root_home, work, bins, *tools.values()):
         d.mkdir(parents=True, exist_ok=True)
-    for path, text in ((bins / "sudo", STUB_SUDO), (tools["python"] / "python", STUB_PYTHON),
-                       (tools["go"] / "go", "#!/bin/sh\n"), (tools["java"] / "java", "#!/bin/sh\n"),
-                       (home / ".cache/dcdrill/bin/pulumi", "#!/bin/sh\necho \"pulumi $*\" >> \"$DRY_LOG\"\n")):
+    for path, text in (
+        (bins / "sudo", STUB_SUDO),
+        (tools["python"] / "python", STUB_PYTHON),
+        (tools["go"] / "go", "#!/bin/sh\n"),
+        (tools["java"] / "java", "#!/bin/sh\n"),
+        (home / ".cache/dcdrill/bin/pulumi", '#!/bin/sh\necho "pulumi $*" >> "$DRY_LOG"\n'),
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o755)
     log = tmp_path / "log"
     log.touch()
-    env = {"PATH": ":".join([str(bins), *map(str, tools.values()), "/usr/bin:/bin"]), "HOME": str(home),
-           "JAVA_HOME": str(tools["java"].parent), "DRY_LOG": str(log), "DRY_ROOT_HOME": str(root_home),
-           "STACK": stack, "EXPERIMENT": "kill-dc", "REPEAT": "1", "KEEP_UP": "false",
-           "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3"}
+    env = {
+        "PATH": ":".join([str(bins), *map(str, tools.values()), "/usr/bin:/bin"]),
+        "HOME": str(home),
+        "JAVA_HOME": str(tools["java"].parent),
+        "DRY_LOG": str(log),
+        "DRY_ROOT_HOME": str(root_home),
+        "STACK": stack,
+        "EXPERIMENT": "kill-dc",
+        "REPEAT": "1",
+        "KEEP_UP": "false",
+        "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+    }
     (work / "runs").mkdir()
     for step in wf["jobs"]["drill"]["steps"]:
-        if "run" not in step or (step.get("if", "").startswith("startsWith(env.STACK, 'aws-')") and
-                                 not stack.startswith("aws-")):
+        if "run" not in step or (
+            step.get("if", "").startswith("startsWith(env.STACK, 'aws-')") and not stack.startswith("aws-")
+        ):
             continue
-        ran = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                             cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        ran = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert ran.returncode == 0, (step.get("name"), ran.stderr)
     return log.read_text().splitlines()
 
@@ -186,15 +226,19 @@ def _check_github(tmp_path, stack: str, workflow: str) -> None:
     lines = _dry_run_github(tmp_path, stack, workflow)
     dcdrill = [line for line in lines if line.startswith("dcdrill ")]
     assert [line.split(" |")[0] for line in dcdrill] == [
-        "dcdrill setup", f"dcdrill drill --stack {stack} --experiment kill-dc --repeat 1",
-        f"dcdrill lab down --stack {stack}"]
+        "dcdrill setup",
+        f"dcdrill drill --stack {stack} --experiment kill-dc --repeat 1",
+        f"dcdrill lab down --stack {stack}",
+    ]
     java = str(tmp_path / "toolcache/Java_Temurin/21/x64/bin/java")
     setup = dcdrill[0]
     assert "root=yes" in setup and f"go={tmp_path}/toolcache/go/1.26/x64/bin/go" in setup and f"java={java}" in setup
     for line in dcdrill[1:]:
         assert (f"java={java}" in line) and (("root=yes" in line) == (not stack.startswith("aws-"))), line
     assert all("JAVA_HOME=" + str(tmp_path / "toolcache/Java_Temurin/21/x64") in line for line in dcdrill)
-    assert any(line.startswith("pulumi plugin install resource aws v7.0.0") for line in lines) == stack.startswith("aws-")
+    assert any(line.startswith("pulumi plugin install resource aws v7.0.0") for line in lines) == stack.startswith(
+        "aws-"
+    )
 
 
 @pytest.mark.parametrize("stack", ["local", "aws-3az-tiebreaker"])
@@ -207,8 +251,14 @@ def test_each_github_step_runs_under_the_hosted_runners_path_and_sudo(tmp_path, 
 
 def test_the_dry_run_catches_sudo_dropping_path(tmp_path):
     """`sudo --preserve-env=PATH` (what the recipe once said) keeps no PATH on the runner."""
-    broken = (RECIPES / "github-actions.yml").read_text().replace(
-        'sudo env "PATH=$PATH" "JAVA_HOME=$JAVA_HOME" .venv/bin/dcdrill setup', "sudo --preserve-env=PATH .venv/bin/dcdrill setup")
+    broken = (
+        (RECIPES / "github-actions.yml")
+        .read_text()
+        .replace(
+            'sudo env "PATH=$PATH" "JAVA_HOME=$JAVA_HOME" .venv/bin/dcdrill setup',
+            "sudo --preserve-env=PATH .venv/bin/dcdrill setup",
+        )
+    )
     with pytest.raises(AssertionError, match="go="):
         _check_github(tmp_path, "local", broken)
 
@@ -222,22 +272,41 @@ def test_each_gitlab_line_runs_in_the_image_it_names(tmp_path):
     bins = tmp_path / "bins"
     for d in (image_go, bins, tmp_path / "work"):
         d.mkdir(parents=True)
-    for path, text in ((image_go / "go", "#!/bin/sh\n"), (bins / "apt-get", "#!/bin/sh\n"),
-                       (bins / "python3", STUB_PYTHON)):
+    for path, text in (
+        (image_go / "go", "#!/bin/sh\n"),
+        (bins / "apt-get", "#!/bin/sh\n"),
+        (bins / "python3", STUB_PYTHON),
+    ):
         path.write_text(text)
         path.chmod(0o755)
     log = tmp_path / "log"
     log.touch()
     variables = {k: v.replace("$CI_PROJECT_DIR", str(tmp_path / "work")) for k, v in job["variables"].items()}
-    env = {**variables, "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
-           "PATH": f"{bins}:{image_go}:/usr/bin:/bin", "HOME": str(tmp_path), "DRY_LOG": str(log),
-           "CI_PROJECT_DIR": str(tmp_path / "work")}
+    env = {
+        **variables,
+        "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+        "PATH": f"{bins}:{image_go}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "DRY_LOG": str(log),
+        "CI_PROJECT_DIR": str(tmp_path / "work"),
+    }
     d = job["dcdrill"]
     for line in d["before_script"] + d["script"] + d["after_script"]:
-        ran = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", line], cwd=tmp_path / "work",
-                             env=env, capture_output=True, text=True, timeout=60)
+        ran = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", line],
+            cwd=tmp_path / "work",
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert ran.returncode == 0, (line, ran.stderr)
     runs = [line.split(" |")[0] for line in log.read_text().splitlines() if line.startswith("dcdrill ")]
-    assert runs == ["dcdrill setup", "dcdrill drill --stack local --experiment kill-dc --repeat 1",
-                    "dcdrill lab down --stack local"]
-    assert f"go={image_go}/go" in next(line for line in log.read_text().splitlines() if line.startswith("dcdrill setup"))
+    assert runs == [
+        "dcdrill setup",
+        "dcdrill drill --stack local --experiment kill-dc --repeat 1",
+        "dcdrill lab down --stack local",
+    ]
+    assert f"go={image_go}/go" in next(
+        line for line in log.read_text().splitlines() if line.startswith("dcdrill setup")
+    )

@@ -1,6 +1,7 @@
 """dcdrill as its users get it: a wheel that carries roles, experiments, playbook and JVM sources;
 `dcdrill init` in their own folder; stacks found from the current folder as `pulumi` finds them;
 and (on the lab) a drill run by the installed tool from that folder."""
+
 import json
 import os
 import subprocess
@@ -47,7 +48,9 @@ def test_the_lock_pins_every_dependency_within_its_range():
 def test_init_writes_a_project_whose_stacks_are_found_from_it(tmp_path, monkeypatch):
     written = project.init(tmp_path)
     assert yaml.safe_load((tmp_path / "Pulumi.yaml").read_text())["main"] == "program/"
-    assert {"Pulumi.yaml", "program", "Pulumi.local.yaml", ".github", ".gitignore"} <= {p.name for p in tmp_path.iterdir()}
+    assert {"Pulumi.yaml", "program", "Pulumi.local.yaml", ".github", ".gitignore"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
     assert tmp_path / ".github/workflows/dcdrill.yml" in written
     assert project.init(tmp_path) == []  # a second init changes nothing
     # The schema every stack names for editors is there, and what a plain `chaos run` leaves is ignored.
@@ -86,14 +89,24 @@ def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("installed")
     (tmp / "build-tmp").mkdir()  # the build's temporary files, looked at below
     # As `make wheel` builds it: in this environment, whose pyspark compiles the kernels in.
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"),
-                    str(SOURCE)], check=True, capture_output=True, text=True, timeout=600,
-                   env={**os.environ, "TMPDIR": str(tmp / "build-tmp")})
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(SOURCE)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp / "build-tmp")},
+    )
     wheel = next((tmp / "dist").glob("dcdrill-*.whl"))
     venv.create(tmp / "venv", with_pip=True)
     pip = tmp / "venv" / "bin" / "pip"
-    subprocess.run([str(pip), "install", "-q", "-c", str(SOURCE / "requirements.lock"), f"{wheel}[verify]"],
-                   check=True, capture_output=True, text=True, timeout=900)
+    subprocess.run(
+        [str(pip), "install", "-q", "-c", str(SOURCE / "requirements.lock"), f"{wheel}[verify]"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return wheel, tmp / "venv" / "bin" / "dcdrill", tmp
 
 
@@ -115,11 +128,21 @@ def test_the_wheel_build_leaves_no_temporary_folder_behind(installed):
 def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
     wheel, _, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("dcdrill/shipped/site.yml", "dcdrill/shipped/roles/kafka_broker/tasks/main.yml",
-                   "dcdrill/shipped/examples/Pulumi.local.yaml", "dcdrill/shipped/ci/github-actions.yml",
-                   "dcdrill/chaos/experiments/kill-dc.json", "dcdrill/spark/jvm/Scan.java",
-                   "dcdrill/infra/toolchain/setup.sh", "dcdrill/infra/toolchain/kafka-pom.xml",
-                   "dcdrill/infra/lab/forwarder/main.go", "dcdrill/infra/lab/disk/main.go", "dcdrill/infra/lab/disk/go.sum", "dcdrill/infra/__main__.py", "dcdrill/record/ledger.py"):
+    for needed in (
+        "dcdrill/shipped/site.yml",
+        "dcdrill/shipped/roles/kafka_broker/tasks/main.yml",
+        "dcdrill/shipped/examples/Pulumi.local.yaml",
+        "dcdrill/shipped/ci/github-actions.yml",
+        "dcdrill/chaos/experiments/kill-dc.json",
+        "dcdrill/spark/jvm/Scan.java",
+        "dcdrill/infra/toolchain/setup.sh",
+        "dcdrill/infra/toolchain/kafka-pom.xml",
+        "dcdrill/infra/lab/forwarder/main.go",
+        "dcdrill/infra/lab/disk/main.go",
+        "dcdrill/infra/lab/disk/go.sum",
+        "dcdrill/infra/__main__.py",
+        "dcdrill/record/ledger.py",
+    ):
         assert needed in names, needed
     assert not any("__pycache__" in n or n.startswith(".cache") for n in names)
     # one top-level import package: nothing beside dcdrill/ but the distribution's metadata
@@ -145,9 +168,22 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     assert plan.returncode == 0 and "losing one DC" in plan.stdout, plan.stderr
     # slow-link with a short hold: the wheel's roles and experiments drill from the user's folder as
     # any experiment would, and kill-dc's own outcome is tests/chaos/test_drill_integration.py's
-    drill = _run(dcdrill, "drill", "--stack", "local", "--experiment", "slow-link", "--latency-ms", "20",
-                 "--hold", "10", "--run-dir", str(users / "runs/one"),
-                 cwd=users, timeout=900)
+    drill = _run(
+        dcdrill,
+        "drill",
+        "--stack",
+        "local",
+        "--experiment",
+        "slow-link",
+        "--latency-ms",
+        "20",
+        "--hold",
+        "10",
+        "--run-dir",
+        str(users / "runs/one"),
+        cwd=users,
+        timeout=900,
+    )
     assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
     assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
 
@@ -160,9 +196,14 @@ def test_the_installed_verifier_needs_a_java_runtime_and_nothing_of_setup(instal
 
     wheel, dcdrill, _ = installed
     assert {"dcdrill/spark/dcdrill-kernel.jar", "dcdrill/spark/dcdrill-kernel.key"} <= set(
-        zipfile.ZipFile(wheel).namelist())
-    record = records.write(tmp_path / "run", [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
-                           [records.a(0, i, "p1", i) for i in range(3)], [records.c(0, i, "p1", i) for i in range(3)])
+        zipfile.ZipFile(wheel).namelist()
+    )
+    record = records.write(
+        tmp_path / "run",
+        [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
+        [records.a(0, i, "p1", i) for i in range(3)],
+        [records.c(0, i, "p1", i) for i in range(3)],
+    )
     tools = tmp_path / "bin"
     tools.mkdir()
     for name in ("go", "mvn", "javac"):  # a call to any leaves a mark
@@ -170,15 +211,23 @@ def test_the_installed_verifier_needs_a_java_runtime_and_nothing_of_setup(instal
         (tools / name).chmod(0o755)
     jre = tmp_path / "jre"  # the JDK Spark would take, less its compiler: a Java runtime
     (jre / "bin").mkdir(parents=True)
-    jdk = Path(cds.java_home() or Path(subprocess.check_output(["readlink", "-f", "/usr/bin/java"], text=True)).parents[1])
+    jdk = Path(
+        cds.java_home() or Path(subprocess.check_output(["readlink", "-f", "/usr/bin/java"], text=True)).parents[1]
+    )
     for entry in jdk.iterdir():
         if entry.name != "bin":
             (jre / entry.name).symlink_to(entry)
     (jre / "bin" / "java").symlink_to(jdk / "bin" / "java")
-    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "DCDRILL_CACHE": str(tmp_path / "empty-cache"),
-           "DCDRILL_SPARK_JAVA_HOME": str(jre), "LANG": "C.UTF-8"}
-    res = subprocess.run([str(dcdrill), "verify", str(record)], env=env, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600)
+    env = {
+        "PATH": f"{tools}:/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "DCDRILL_CACHE": str(tmp_path / "empty-cache"),
+        "DCDRILL_SPARK_JAVA_HOME": str(jre),
+        "LANG": "C.UTF-8",
+    }
+    res = subprocess.run(
+        [str(dcdrill), "verify", str(record)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0 and "verdict: PASS" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
     assert "compiling" not in res.stderr
     assert (tmp_path / "empty-cache" / "spark-kernel" / "dcdrill-kernel.jar").is_file()
@@ -205,8 +254,11 @@ def test_under_sudo_the_cache_is_the_invoking_users(monkeypatch, tmp_path):
 NOBODY = 65534
 
 
-@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_INSTALLS"), reason="a second install of pyspark, as another "
-                    "user (40 s with pip's cache warm, more without): DCDRILL_SLOW_INSTALLS=1 runs it")
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_INSTALLS"),
+    reason="a second install of pyspark, as another "
+    "user (40 s with pip's cache warm, more without): DCDRILL_SLOW_INSTALLS=1 runs it",
+)
 def test_an_unprivileged_user_installs_the_wheel_and_verifies_with_a_jdk_only(tmp_path):
     """The issue's test, whole: the wheel, a fresh virtualenv made by another user (nobody) with the
     system's Python, no Go, no Maven, no cache, no root; `dcdrill verify` on a record passes."""
@@ -219,22 +271,61 @@ def test_an_unprivileged_user_installs_the_wheel_and_verifies_with_a_jdk_only(tm
     home.mkdir(mode=0o755)
     try:
         wheels = home / "wheels"  # the wheel and its dependencies, from this machine's pip cache
-        subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(SOURCE)],
-                       check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(wheels), str(SOURCE)],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         wheel = next(wheels.glob("dcdrill-*.whl"))
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(wheels), "-c", str(SOURCE / "requirements.lock"),
-                        f"{wheel}[verify]"], check=True, capture_output=True, timeout=900)
-        record = records.write(home / "run", [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
-                               [records.a(0, i, "p1", i) for i in range(3)], [records.c(0, i, "p1", i) for i in range(3)])
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "-w",
+                str(wheels),
+                "-c",
+                str(SOURCE / "requirements.lock"),
+                f"{wheel}[verify]",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        record = records.write(
+            home / "run",
+            [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(3)],
+            [records.a(0, i, "p1", i) for i in range(3)],
+            [records.c(0, i, "p1", i) for i in range(3)],
+        )
         subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(home)], check=True)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
         as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        for step in (["/usr/bin/python3", "-m", "venv", str(home / "venv")],
-                     [str(home / "venv/bin/pip"), "install", "-q", "--no-index", "--find-links", str(wheels), f"{wheel}[verify]"]):
+        for step in (
+            ["/usr/bin/python3", "-m", "venv", str(home / "venv")],
+            [
+                str(home / "venv/bin/pip"),
+                "install",
+                "-q",
+                "--no-index",
+                "--find-links",
+                str(wheels),
+                f"{wheel}[verify]",
+            ],
+        ):
             done = subprocess.run(as_nobody + step, env=env, cwd=home, capture_output=True, text=True, timeout=900)
             assert done.returncode == 0, done.stderr[-2000:]
-        res = subprocess.run(as_nobody + [str(home / "venv/bin/dcdrill"), "verify", str(record)], env=env, cwd=home,
-                             capture_output=True, text=True, timeout=600)
+        res = subprocess.run(
+            as_nobody + [str(home / "venv/bin/dcdrill"), "verify", str(record)],
+            env=env,
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert res.returncode == 0 and "verdict: PASS" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
         assert (home / ".cache/dcdrill/spark-kernel/dcdrill-kernel.jar").is_file()  # nobody's own cache
     finally:

@@ -5,6 +5,7 @@ and origin cluster read from the records' headers (which MM2 copies).
 
     python -m dcdrill.validation.audit --config JSON
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,17 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
     timeout_s = float(cfg.get("audit_timeout_s", 120))
-    consumer = KafkaConsumer(bootstrap_servers=cfg["bootstrap"], group_id=None, enable_auto_commit=False,
-                             client_id="dcdrill-audit", bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
-                             request_timeout_ms=30000, max_poll_records=5000, fetch_max_bytes=50 * 1024 * 1024,
-                             **clients.resolve_security(cfg))
+    consumer = KafkaConsumer(
+        bootstrap_servers=cfg["bootstrap"],
+        group_id=None,
+        enable_auto_commit=False,
+        client_id="dcdrill-audit",
+        bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+        request_timeout_ms=30000,
+        max_poll_records=5000,
+        fetch_max_bytes=50 * 1024 * 1024,
+        **clients.resolve_security(cfg),
+    )
     parts = None
     deadline = time.monotonic() + timeout_s
     while not parts and time.monotonic() < deadline:
@@ -67,8 +75,15 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
                 pid, seq, origin = clients.identity_from_headers(r.headers)
                 if pid is None or seq is None:  # a stretched stack's records carry it in the value only
                     pid, seq, _ = clients.decode_value(r.value)
-                row = {"topic": tp.topic, "partition": tp.partition, "offset": r.offset,
-                       "producer_id": pid, "seq": seq, "timestamp_ms": r.timestamp, **extra}
+                row = {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "offset": r.offset,
+                    "producer_id": pid,
+                    "seq": seq,
+                    "timestamp_ms": r.timestamp,
+                    **extra,
+                }
                 if extra:  # a replicated stack's: the cluster whose producer wrote it
                     row["origin"] = origin
                 rows.append(row)
@@ -78,8 +93,10 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
             if consumer.position(tp) >= end[tp]:
                 remaining.discard(tp)
             elif time.monotonic() - last_progress[tp] > timeout_s:
-                raise PartitionOffline(f"partition {tp.topic}-{tp.partition} made no progress for {timeout_s:.0f}s "
-                                       f"(at {consumer.position(tp)} of {end[tp]}): is it offline?")
+                raise PartitionOffline(
+                    f"partition {tp.topic}-{tp.partition} made no progress for {timeout_s:.0f}s "
+                    f"(at {consumer.position(tp)} of {end[tp]}): is it offline?"
+                )
     consumer.close()
 
 
@@ -89,8 +106,9 @@ def _offsets(consumer, tps, deadline):
             return consumer.beginning_offsets(tps), consumer.end_offsets(tps)
         except Exception as exc:  # noqa: BLE001 - a partition without a leader times out here
             if time.monotonic() > deadline:
-                raise PartitionOffline(f"cannot read log start/end offsets of {tps[0].topic}: {exc} "
-                                       "(a partition is probably offline)") from exc
+                raise PartitionOffline(
+                    f"cannot read log start/end offsets of {tps[0].topic}: {exc} (a partition is probably offline)"
+                ) from exc
             time.sleep(2)
 
 

@@ -6,12 +6,13 @@
   (docs/benchmarks.md: tests/benchmarks/quiet_lab.py and workload_vs_perftest.py measure both).
 * `kafka-python`: pure Python, its own I/O thread calls back.
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from dcdrill.infra.constants import KAFKA_PYTHON_ACKS
 from dcdrill.validation import clients, outcomes
@@ -30,13 +31,20 @@ class KafkaPythonClient:
         self.settle, self.answered = settle, answered
         self.retries = int(cfg["retries"])
         self.p = KafkaProducer(
-            bootstrap_servers=cfg["bootstrap"], client_id=f"dcdrill-{cfg['producer_id']}",
-            acks=KAFKA_PYTHON_ACKS[str(cfg["acks"])], retries=self.retries,
-            enable_idempotence=bool(cfg["idempotence"]), delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
-            request_timeout_ms=int(cfg["request_timeout_ms"]), linger_ms=int(cfg["linger_ms"]),
+            bootstrap_servers=cfg["bootstrap"],
+            client_id=f"dcdrill-{cfg['producer_id']}",
+            acks=KAFKA_PYTHON_ACKS[str(cfg["acks"])],
+            retries=self.retries,
+            enable_idempotence=bool(cfg["idempotence"]),
+            delivery_timeout_ms=int(cfg["delivery_timeout_ms"]),
+            request_timeout_ms=int(cfg["request_timeout_ms"]),
+            linger_ms=int(cfg["linger_ms"]),
             **({} if cfg.get("batch_size") is None else {"batch_size": int(cfg["batch_size"])}),
-            max_block_ms=5000, bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
-            max_in_flight_requests_per_connection=int(cfg["max_in_flight"]), **clients.resolve_security(cfg))
+            max_block_ms=5000,
+            bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+            max_in_flight_requests_per_connection=int(cfg["max_in_flight"]),
+            **clients.resolve_security(cfg),
+        )
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
@@ -74,10 +82,14 @@ class KafkaPythonClient:
 def librdkafka_settings(cfg: dict) -> dict:
     """The workload's producer settings (validation/workload.py's names) in librdkafka's."""
     return {
-        "bootstrap.servers": ",".join(cfg["bootstrap"]), "client.id": f"dcdrill-{cfg['producer_id']}",
-        "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])], "retries": int(cfg["retries"]),
-        "enable.idempotence": bool(cfg["idempotence"]), "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
-        "request.timeout.ms": int(cfg["request_timeout_ms"]), "linger.ms": int(cfg["linger_ms"]),
+        "bootstrap.servers": ",".join(cfg["bootstrap"]),
+        "client.id": f"dcdrill-{cfg['producer_id']}",
+        "acks": {"all": "all", "1": "1", "0": "0"}[str(cfg["acks"])],
+        "retries": int(cfg["retries"]),
+        "enable.idempotence": bool(cfg["idempotence"]),
+        "delivery.timeout.ms": int(cfg["delivery_timeout_ms"]),
+        "request.timeout.ms": int(cfg["request_timeout_ms"]),
+        "linger.ms": int(cfg["linger_ms"]),
         **({} if cfg.get("batch_size") is None else {"batch.size": int(cfg["batch_size"])}),
         "max.in.flight": int(cfg["max_in_flight"]),
         "socket.connection.setup.timeout.ms": int(cfg["bootstrap_timeout_ms"]),
@@ -131,8 +143,7 @@ class ConfluentClient:
         delivered = partial(self._delivered, seq)
         while True:
             try:
-                self.p.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered,
-                               headers=headers)
+                self.p.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered, headers=headers)
                 return
             except BufferError:  # local queue full: serve callbacks, then retry the same record
                 if self.p.poll(0.05):

@@ -1,4 +1,5 @@
 """Shared client settings and the record format every workload process agrees on."""
+
 from __future__ import annotations
 
 import json
@@ -12,15 +13,50 @@ import zlib
 WATCH_INTERVAL_S = 1.0  # how soon a workload process notices its starter died
 
 
-
 # What a workload process may import after it dropped root: the interpreter's own library can sit
 # in a folder only root enters (pyenv under /root), so the clients' packages and the standard
 # modules they import on first use (TLS, SCRAM, name lookups) are loaded before.
-PRELOAD = ("ssl", "hmac", "hashlib", "base64", "uuid", "secrets", "socket", "selectors", "select", "struct", "zlib",
-           "gzip", "queue", "logging", "logging.handlers", "traceback", "linecache", "tokenize", "copy", "random",
-           "datetime", "weakref", "platform", "getpass", "ipaddress", "inspect", "decimal", "heapq", "bisect",
-           "concurrent.futures", "encodings.idna", "encodings.ascii", "encodings.latin_1", "stringprep",
-           "unicodedata", "warnings", "textwrap", "calendar", "locale")
+PRELOAD = (
+    "ssl",
+    "hmac",
+    "hashlib",
+    "base64",
+    "uuid",
+    "secrets",
+    "socket",
+    "selectors",
+    "select",
+    "struct",
+    "zlib",
+    "gzip",
+    "queue",
+    "logging",
+    "logging.handlers",
+    "traceback",
+    "linecache",
+    "tokenize",
+    "copy",
+    "random",
+    "datetime",
+    "weakref",
+    "platform",
+    "getpass",
+    "ipaddress",
+    "inspect",
+    "decimal",
+    "heapq",
+    "bisect",
+    "concurrent.futures",
+    "encodings.idna",
+    "encodings.ascii",
+    "encodings.latin_1",
+    "stringprep",
+    "unicodedata",
+    "warnings",
+    "textwrap",
+    "calendar",
+    "locale",
+)
 CLIENT_PACKAGES = ("kafka", "confluent_kafka")
 
 
@@ -92,8 +128,11 @@ def librdkafka_security(security: dict) -> dict:
         out["ssl.ca.location"] = security["ssl_cafile"]
     out["ssl.endpoint.identification.algorithm"] = "https" if security.get("ssl_check_hostname", True) else "none"
     if "sasl_mechanism" in security:
-        out |= {"sasl.mechanisms": security["sasl_mechanism"], "sasl.username": security["sasl_plain_username"],
-                "sasl.password": security["sasl_plain_password"]}
+        out |= {
+            "sasl.mechanisms": security["sasl_mechanism"],
+            "sasl.username": security["sasl_plain_username"],
+            "sasl.password": security["sasl_plain_password"],
+        }
     return out
 
 
@@ -101,12 +140,17 @@ def java_properties(security: dict) -> list[str]:
     """resolve_security's settings as a Java client's properties (Kafka's own tools)."""
     if not security:
         return []
-    out = [f"security.protocol={security['security_protocol']}", "ssl.truststore.type=PEM",
-           f"ssl.truststore.location={security['ssl_cafile']}"]
+    out = [
+        f"security.protocol={security['security_protocol']}",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={security['ssl_cafile']}",
+    ]
     if "sasl_mechanism" in security:
-        out += [f"sasl.mechanism={security['sasl_mechanism']}",
-                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-                f"username=\"{security['sasl_plain_username']}\" password=\"{security['sasl_plain_password']}\";"]
+        out += [
+            f"sasl.mechanism={security['sasl_mechanism']}",
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{security["sasl_plain_username"]}" password="{security["sasl_plain_password"]}";',
+        ]
     return out
 
 
@@ -146,8 +190,11 @@ def identity_from_headers(headers) -> tuple[str | None, int | None, str | None]:
     except ValueError:
         seq = None
     pid, origin = found.get(PRODUCER_HEADER), found.get(ORIGIN_HEADER)
-    return (pid.decode(errors="replace") if pid is not None else None, seq,
-            origin.decode(errors="replace") if origin is not None else None)
+    return (
+        pid.decode(errors="replace") if pid is not None else None,
+        seq,
+        origin.decode(errors="replace") if origin is not None else None,
+    )
 
 
 def decode_value(value: bytes | None) -> tuple[str | None, int | None, int | None]:
@@ -172,7 +219,7 @@ class StopFlag:
             threading.Thread(target=self._watch, args=(parent_pid, deadline_ms), daemon=True).start()
 
     @classmethod
-    def for_process(cls, cfg: dict) -> "StopFlag":
+    def for_process(cls, cfg: dict) -> StopFlag:
         return cls(cfg.get("parent_pid"), cfg.get("deadline_ms"))
 
     def _watch(self, parent_pid: int | None, deadline_ms: int | None) -> None:

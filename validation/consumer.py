@@ -3,6 +3,7 @@ and keeps retrying through rebalances and DC loss (it never exits on a broker er
 
     python -m dcdrill.validation.consumer --config JSON
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,6 @@ from dcdrill.infra.constants import now_ms
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
 from dcdrill.validation import clients
-
 
 # Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
 # this consumer's preferred read replica, while the consumer's metadata still lists that broker
@@ -50,19 +50,32 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
     read_to: dict[str, int] = {}  # clients.position_key -> highest offset delivered: the drain's measure
 
     def report() -> None:
-        run.write_status(run.status_name("consumer", cid), {"consumer_id": cid, "dc": dc, "delivered": delivered,
-                                                            "read_to": dict(read_to)})
+        run.write_status(
+            run.status_name("consumer", cid),
+            {"consumer_id": cid, "dc": dc, "delivered": delivered, "read_to": dict(read_to)},
+        )
+
     last_report = 0.0
     while not stop:
         try:
             if consumer is None:
                 consumer = KafkaConsumer(
-                    bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"], client_id=f"dcdrill-{cid}",
-                    enable_auto_commit=False, auto_offset_reset=cfg.get("auto_offset_reset", "earliest"), client_rack=dc,
-                    session_timeout_ms=10000, heartbeat_interval_ms=2000, request_timeout_ms=30000,
-                    bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]), max_poll_records=1000,
-                    fetch_min_bytes=int(cfg["fetch_min_bytes"]), fetch_max_wait_ms=int(cfg["fetch_max_wait_ms"]),
-                    metadata_max_age_ms=METADATA_MAX_AGE_MS, **clients.resolve_security(cfg))
+                    bootstrap_servers=cfg["bootstrap"],
+                    group_id=cfg["group"],
+                    client_id=f"dcdrill-{cid}",
+                    enable_auto_commit=False,
+                    auto_offset_reset=cfg.get("auto_offset_reset", "earliest"),
+                    client_rack=dc,
+                    session_timeout_ms=10000,
+                    heartbeat_interval_ms=2000,
+                    request_timeout_ms=30000,
+                    bootstrap_timeout_ms=int(cfg["bootstrap_timeout_ms"]),
+                    max_poll_records=1000,
+                    fetch_min_bytes=int(cfg["fetch_min_bytes"]),
+                    fetch_max_wait_ms=int(cfg["fetch_max_wait_ms"]),
+                    metadata_max_age_ms=METADATA_MAX_AGE_MS,
+                    **clients.resolve_security(cfg),
+                )
                 consumer.subscribe([cfg["topic"]], listener=Listener())
             batch = consumer.poll(timeout_ms=500)
             rows = []
@@ -70,8 +83,20 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             for tp, records in batch.items():
                 for r in records:
                     pid, seq, _ = clients.decode_value(r.value)
-                    rows.append({"consumer_id": cid, "group": cfg["group"], "topic": tp.topic, "partition": tp.partition,
-                                 "offset": r.offset, "producer_id": pid, "seq": seq, "consume_ms": now, "dc": dc, **where})
+                    rows.append(
+                        {
+                            "consumer_id": cid,
+                            "group": cfg["group"],
+                            "topic": tp.topic,
+                            "partition": tp.partition,
+                            "offset": r.offset,
+                            "producer_id": pid,
+                            "seq": seq,
+                            "consume_ms": now,
+                            "dc": dc,
+                            **where,
+                        }
+                    )
             if rows:
                 consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
                 delivered += len(rows)

@@ -14,6 +14,7 @@ in its ledger ({"acks": [[ack_ms, latency_ms], ...]}), and a last one when it en
 closes it to stop the process, and it closes by itself when the control's session goes away.
 `--stop` (heal, after a crash) stops whatever still runs with FOLDER on its command line.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,12 @@ def run(folder: Path, request: dict) -> int:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cfg = {**request["config"], "run_dir": str(folder.resolve()), "parent_pid": os.getpid()}
     with open(log_path, "ab") as log:
-        child = subprocess.Popen([sys.executable, "-m", f"dcdrill.validation.{request['module']}", "--config",
-                                  json.dumps(cfg)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        child = subprocess.Popen(
+            [sys.executable, "-m", f"dcdrill.validation.{request['module']}", "--config", json.dumps(cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
     child.stdin.write((request["password"] or "").encode() + b"\n")
     child.stdin.close()
     said: list[bytes] = [b""]
@@ -70,8 +75,9 @@ def run(folder: Path, request: dict) -> int:
 
     copier = threading.Thread(target=copy_stdout, daemon=True)
     copier.start()
-    threading.Thread(target=lambda: (sys.stdin.read(), child.poll() is None and child.send_signal(signal.SIGTERM)),
-                     daemon=True).start()
+    threading.Thread(
+        target=lambda: (sys.stdin.read(), child.poll() is None and child.send_signal(signal.SIGTERM)), daemon=True
+    ).start()
     status_file, last = folder / "status" / f"{record.status_name(request['module'], name)}.json", None
     acks = AckTail(record.produced(name)) if request["module"] == "producer" else None
     while True:
@@ -111,7 +117,7 @@ class AckTail:
                 data = f.read()
         except OSError:  # not written yet
             return []
-        whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits for the next read
+        whole = data[: data.rfind(b"\n") + 1]  # a line still being written waits for the next read
         self.offset += len(whole)
         out = []
         for line in whole.splitlines():

@@ -2,6 +2,7 @@
 (indeterminate). When in doubt it is info: calling a written record `fail` would make the
 verifier report a cluster bug that is really ours.
 """
+
 from __future__ import annotations
 
 from kafka import errors as E
@@ -11,8 +12,12 @@ from kafka import errors as E
 # answered NOT_LEADER_OR_FOLLOWER when leadership moves, yet the record can survive on the new
 # leader: a kill-dc drill caught exactly that (a "failed" record present in the log).
 REJECTED_BEFORE_APPEND = (
-    E.NotEnoughReplicasError, E.MessageSizeTooLargeError, E.RecordListTooLargeError,
-    E.InvalidTopicError, E.TopicAuthorizationFailedError, E.CorruptRecordError,
+    E.NotEnoughReplicasError,
+    E.MessageSizeTooLargeError,
+    E.RecordListTooLargeError,
+    E.InvalidTopicError,
+    E.TopicAuthorizationFailedError,
+    E.CorruptRecordError,
     E.InvalidRequiredAcksError,
 )
 
@@ -52,8 +57,14 @@ def classify_librdkafka(err, retries: int) -> str:
     # Refusals that every attempt of the record meets alike (its size, the acks setting, the
     # user's rights), and librdkafka's own for a partition or topic it does not know (nothing
     # was sent).
-    rejected = {K.MSG_SIZE_TOO_LARGE, K.RECORD_LIST_TOO_LARGE, K.INVALID_REQUIRED_ACKS,
-                K.TOPIC_AUTHORIZATION_FAILED, K._UNKNOWN_PARTITION, K._UNKNOWN_TOPIC}
+    rejected = {
+        K.MSG_SIZE_TOO_LARGE,
+        K.RECORD_LIST_TOO_LARGE,
+        K.INVALID_REQUIRED_ACKS,
+        K.TOPIC_AUTHORIZATION_FAILED,
+        K._UNKNOWN_PARTITION,
+        K._UNKNOWN_TOPIC,
+    }
     if err.code() in rejected:
         return "fail" if retries == 0 else "info"
     return "info"

@@ -1,7 +1,8 @@
 """One sequenced producer process: seq = 0, 1, 2, ... densely, one ledger row per record.
 
-    python -m dcdrill.validation.producer --config JSON     (the launcher, validation/workload.py, starts it)
+python -m dcdrill.validation.producer --config JSON     (the launcher, validation/workload.py, starts it)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ class SequencedProducer:
         self.lock = threading.Lock()
         self.broken: str | None = None
         self.unwritten: list[str] = []  # settled rows, written after each group of answers
-        self.client = BACKENDS[cfg.get("client", "confluent")](cfg, self._settle, self._write_settled,
-                                                               self._client_failed)
+        self.client = BACKENDS[cfg.get("client", "confluent")](
+            cfg, self._settle, self._write_settled, self._client_failed
+        )
         self.partitions = self.client.partition_count(self.topic, cfg["bootstrap_timeout_ms"] / 1000)
         if not self.partitions:
             raise SystemExit(f"producer {self.pid}: topic {self.topic!r} has no partitions visible")
@@ -42,9 +44,17 @@ class SequencedProducer:
         self.tail = "}\n" if self.cluster is None else f',"cluster":{json.dumps(self.cluster)}}}\n'
         # Fsync'd before each block of sends: a killed producer's unfinished records become info
         # rows (DrillRecord.recover_in_flight), not phantoms.
-        self.intents = IntentLog(run.intents(self.pid), {
-            "producer_id": self.pid, "topic": self.topic, "dc": self.dc, "cluster": self.cluster,
-            "keys": [k for k, _ in self.keys], "partitions": [p for _, p in self.keys]})
+        self.intents = IntentLog(
+            run.intents(self.pid),
+            {
+                "producer_id": self.pid,
+                "topic": self.topic,
+                "dc": self.dc,
+                "cluster": self.cluster,
+                "keys": [k for k, _ in self.keys],
+                "partitions": [p for _, p in self.keys],
+            },
+        )
 
     # -- outcomes (called back from the client's thread: kafka-python's I/O thread, or ours) -----
     def _settle(self, seq: int, status: str, offset: int | None, error: str | None) -> None:
@@ -61,10 +71,12 @@ class SequencedProducer:
             if status == "ok" and offset > self.acked_to.get(partition, -1):
                 self.acked_to[partition] = offset
         # One produced-ledger row (RECORD.md), formatted by hand: this runs once per record.
-        line = (f'{{"producer_id":{self.pid_json},"seq":{seq},"topic":{self.topic_json},"partition":{partition},'
-                f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
-                f'"offset":{"null" if offset is None else offset},'
-                f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}' + self.tail)
+        line = (
+            f'{{"producer_id":{self.pid_json},"seq":{seq},"topic":{self.topic_json},"partition":{partition},'
+            f'"key":"{key}","send_ms":{send_ms},"status":"{status}","ack_ms":{now_ms()},'
+            f'"offset":{"null" if offset is None else offset},'
+            f'"error":{"null" if error is None else json.dumps(error)},"dc":{self.dc_json}' + self.tail
+        )
         with self.lock:  # not a bare append: _write_settled swaps the list under the lock
             self.unwritten.append(line)
 
@@ -107,9 +119,14 @@ class SequencedProducer:
         """The status snapshot; `final` once nothing is in flight any more. `acked_to`: the highest
         offset acknowledged per partition, which the drain waits for the consumers to read."""
         with self.lock:
-            snap = {**self.counts, "in_flight": len(self.pending), "dc": self.dc, "producer_id": self.pid,
-                    "acked_to": {clients.position_key(self.cluster, self.topic, p): o for p, o in self.acked_to.items()},
-                    "final": final}
+            snap = {
+                **self.counts,
+                "in_flight": len(self.pending),
+                "dc": self.dc,
+                "producer_id": self.pid,
+                "acked_to": {clients.position_key(self.cluster, self.topic, p): o for p, o in self.acked_to.items()},
+                "final": final,
+            }
         self.record.write_status(self.record.status_name("producer", self.pid), snap)
 
     def run(self) -> int:
@@ -160,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         producer = SequencedProducer(cfg, stop)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a trace
         if "bootstrap" in str(exc).lower() or type(exc).__name__ in ("KafkaTimeoutError", "TimeoutError"):
-            print(f"producer {cfg['producer_id']}: no broker reachable at {', '.join(cfg['bootstrap'])} "
-                  f"within {cfg['bootstrap_timeout_ms']} ms", file=sys.stderr)
+            print(
+                f"producer {cfg['producer_id']}: no broker reachable at {', '.join(cfg['bootstrap'])} "
+                f"within {cfg['bootstrap_timeout_ms']} ms",
+                file=sys.stderr,
+            )
             return 2
         raise
     return producer.run()

@@ -3,6 +3,7 @@ uses and `dcdrill workload` wraps. Each producer / consumer / audit runs on a cl
 inventory, inside a DC, started through host access (infra/hostaccess.py) as AWS allows it: its
 files stay on that host's disk until `collect` brings them into the record.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,8 @@ from dcdrill.validation import host_process
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
 AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
 ACKS_KEPT = 100_000  # a producer's latest acknowledgements the control keeps (minutes at a drill's rate)
-DEFAULT_DATA_ROOT = "/var/lib/dcdrill"
-RUNNER = "dcdrill.validation.host_process"  # what each workload process runs under on its host  # a host's own disk, where its inventory does not say
+DEFAULT_DATA_ROOT = "/var/lib/dcdrill"  # a host's own disk, where its inventory does not say
+RUNNER = "dcdrill.validation.host_process"  # what each workload process runs under on its host
 # Started by root, each workload process drops to a uid of its own (validation/clients.py
 # become_agent), in one group that may write the record's ledger folders. No passwd entries.
 AGENT_GID = 300_000
@@ -88,8 +89,9 @@ class WorkloadSpec:
         names, dcs = sorted(h.name for h in valid), sorted({h.dc for h in valid})
         for h in self.hosts:
             if h not in names and h not in dcs:
-                raise ValueError(f"unknown client host or DC {h!r}; valid hosts: {', '.join(names)}; "
-                                 f"valid DCs: {', '.join(dcs)}")
+                raise ValueError(
+                    f"unknown client host or DC {h!r}; valid hosts: {', '.join(names)}; valid DCs: {', '.join(dcs)}"
+                )
 
 
 def placements(inventory: Inventory, wanted: list[str], n: int) -> list[InventoryHost]:
@@ -115,9 +117,15 @@ def _process_config(inventory: Inventory, spec: WorkloadSpec, name: str, **extra
     security = dict(inventory.process_security())
     if security.get("ssl_cafile"):  # the control's copy of the CA: the host is told the CA itself
         security["ssl_cadata"] = Path(security.pop("ssl_cafile")).read_text()
-    return {**asdict(spec), "bootstrap": inventory.bootstrap_servers(), "security": security,
-            "deadline_ms": now_ms() + int(lifetime_s * 1000), "agent_uid": agent_uid(name), "agent_gid": AGENT_GID,
-            **extra}
+    return {
+        **asdict(spec),
+        "bootstrap": inventory.bootstrap_servers(),
+        "security": security,
+        "deadline_ms": now_ms() + int(lifetime_s * 1000),
+        "agent_uid": agent_uid(name),
+        "agent_gid": AGENT_GID,
+        **extra,
+    }
 
 
 def host_folder(host: InventoryHost, record: DrillRecord) -> str:
@@ -138,8 +146,9 @@ class HostProcess:
     (ends the session, which the runner also reads as SIGTERM). Its status lines land in the
     local record's status/ as they come, so progress and drain read them there."""
 
-    def __init__(self, record: DrillRecord, inventory: Inventory, host: InventoryHost, module: str, name: str,
-                 config: dict):
+    def __init__(
+        self, record: DrillRecord, inventory: Inventory, host: InventoryHost, module: str, name: str, config: dict
+    ):
         self.name, self.host, self.inventory, self.module = name, host, inventory, module
         self.folder = host_folder(host, record)
         self.exit: int | None = None
@@ -150,8 +159,9 @@ class HostProcess:
         access_log.parent.mkdir(parents=True, exist_ok=True)
         request = dict(zip(host_process.REQUEST_FIELDS, (module, name, config, _password(inventory))))
         with open(access_log, "ab") as log:
-            self.proc = hostaccess.start(inventory, host, hostaccess.python_module(host, RUNNER, self.folder),
-                                         json.dumps(request) + "\n", log)
+            self.proc = hostaccess.start(
+                inventory, host, hostaccess.python_module(host, RUNNER, self.folder), json.dumps(request) + "\n", log
+            )
         self.pid = self.proc.pid
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -196,8 +206,14 @@ class HostProcess:
         self.proc.kill()
 
 
-def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, create: bool = True,
-                 replication=None, fresh: bool = False) -> None:
+def ensure_topic(
+    inventory: Inventory,
+    spec: WorkloadSpec,
+    partitions: int = 6,
+    create: bool = True,
+    replication=None,
+    fresh: bool = False,
+) -> None:
     """Create the topic if missing (from a client host: infra/kafka_admin.py). `replication`
     (infra.topology.Replication): its factor, min.insync.replicas and unclean election as the
     topic's own settings (a drill's); without it, the cluster's (the inventory's). `fresh`: the
@@ -206,14 +222,28 @@ def ensure_topic(inventory: Inventory, spec: WorkloadSpec, partitions: int = 6, 
     av = inventory.vars
     factor, configs = av["kafka_replication_factor"], {"min.insync.replicas": str(av["kafka_min_insync_replicas"])}
     if replication is not None:
-        factor, configs = replication.factor, {
-            "min.insync.replicas": str(replication.min_insync),
-            "unclean.leader.election.enable": str(replication.unclean_leader_election).lower()}
+        factor, configs = (
+            replication.factor,
+            {
+                "min.insync.replicas": str(replication.min_insync),
+                "unclean.leader.election.enable": str(replication.unclean_leader_election).lower(),
+            },
+        )
         if replication.flush_each_write:
             configs["flush.messages"] = "1"
-    hostaccess.call(inventory, "create_topic", {
-        "topic": spec.topic, "partitions": partitions, "factor": factor, "configs": configs, "create": create,
-        "fresh": fresh, "timeout_ms": spec.bootstrap_timeout_ms})
+    hostaccess.call(
+        inventory,
+        "create_topic",
+        {
+            "topic": spec.topic,
+            "partitions": partitions,
+            "factor": factor,
+            "configs": configs,
+            "create": create,
+            "fresh": fresh,
+            "timeout_ms": spec.bootstrap_timeout_ms,
+        },
+    )
 
 
 def delete_topic(inventory: Inventory, topic: str, timeout_ms: int = 30_000) -> bool:
@@ -263,12 +293,20 @@ class Workload:
         started = []
         for i, host in enumerate(placements(inventory, [], len(running) or self.spec.consumers)):
             cid = f"c{first + i}"
-            self._spawn("consumer", cid, host, inventory, replace(self.spec, topic=topic), consumer_id=cid,
-                        cluster=cluster, auto_offset_reset="none")
+            self._spawn(
+                "consumer",
+                cid,
+                host,
+                inventory,
+                replace(self.spec, topic=topic),
+                consumer_id=cid,
+                cluster=cluster,
+                auto_offset_reset="none",
+            )
             started.append(cid)
         return started
 
-    def start(self) -> "Workload":
+    def start(self) -> Workload:
         inv, where = self.inventory, {"cluster": self.cluster} if self.cluster else {}
         for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.consumers)):
             self._spawn("consumer", f"c{i + 1}", host, inv, self.spec, consumer_id=f"c{i + 1}", **where)
@@ -276,8 +314,9 @@ class Workload:
             self._spawn("producer", f"p{i + 1}", host, inv, self.spec, producer_id=f"p{i + 1}", **where)
         return self
 
-    def _spawn(self, module: str, name: str, host: InventoryHost, inventory: Inventory, spec: WorkloadSpec,
-               **extra) -> None:
+    def _spawn(
+        self, module: str, name: str, host: InventoryHost, inventory: Inventory, spec: WorkloadSpec, **extra
+    ) -> None:
         cfg = _process_config(inventory, spec, name, dc=host.dc, host=host.name, **extra)
         proc = HostProcess(self.record, inventory, host, module, name, cfg)
         self.procs.append((name, proc))
@@ -391,19 +430,28 @@ def aggregate(snaps: list[dict]) -> dict:
 def progress_line(st: dict, elapsed_s: float) -> str:
     rate = st["ok"] / elapsed_s if elapsed_s > 0 else 0
     dcs = " ".join(f"{dc}:{v['ok']}/{v['fail']}/{v['info']}" for dc, v in sorted(st["by_dc"].items()))
-    return (f"[{elapsed_s:5.0f}s] {rate:7.0f} acked/s  acked {st['ok']}  failed {st['fail']}  "
-            f"indeterminate {st['info']}  in flight {st['in_flight']}  consumed {st['delivered']}  [{dcs}]   ")
+    return (
+        f"[{elapsed_s:5.0f}s] {rate:7.0f} acked/s  acked {st['ok']}  failed {st['fail']}  "
+        f"indeterminate {st['info']}  in flight {st['in_flight']}  consumed {st['delivered']}  [{dcs}]   "
+    )
 
 
-def audit(run_dir: Path, inventory: Inventory, spec: WorkloadSpec, timeout_s: float = 120.0,
-          cluster: str | None = None, topics: list[str] | None = None) -> None:
+def audit(
+    run_dir: Path,
+    inventory: Inventory,
+    spec: WorkloadSpec,
+    timeout_s: float = 120.0,
+    cluster: str | None = None,
+    topics: list[str] | None = None,
+) -> None:
     """Read the whole log into audit/ (from a client host, like the other clients). On a replicated
     stack, one cluster's `topics` into audit/<cluster>.jsonl."""
     host = placements(inventory, spec.hosts, 1)[0]
     extra = {"cluster": cluster, "topics": topics} if cluster else {}
     record = DrillRecord(run_dir)
-    proc = HostProcess(record, inventory, host, "audit", "a", _process_config(inventory, spec, "a", audit_timeout_s=timeout_s,
-                                                                               **extra))
+    proc = HostProcess(
+        record, inventory, host, "audit", "a", _process_config(inventory, spec, "a", audit_timeout_s=timeout_s, **extra)
+    )
     record.note_agent("a", proc.pid, host.name, folder=proc.folder, cluster=cluster)
     code = proc.wait()
     collect_folder(record, inventory, host, proc.folder)  # its log too, when it failed

@@ -1,5 +1,6 @@
 """Faults behind one protocol (chaos/faults/driver.py), one driver per backend, and the Chaos
 Toolkit actions that every experiment names whatever the backend (chaos/faults/actions.py)."""
+
 from __future__ import annotations
 
 from dcdrill.chaos.faults.aws import AwsFaults

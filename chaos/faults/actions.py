@@ -6,6 +6,7 @@ plain `chaos run` fails too.
 DC losses record the drill topic's ISR just before the fault (isr_at_start): the topology's
 predictions assume every replica in sync, and the report says when some were not.
 """
+
 from __future__ import annotations
 
 from chaoslib.exceptions import ActivityFailed
@@ -17,16 +18,42 @@ from dcdrill.chaos.kafka.actions import watched_isr
 from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import open_drills, rules, status
 from dcdrill.record import DrillRecord
-from dcdrill.record.contents import (DEGRADE_LINK, ISOLATE_DC, KILL_DC, KILL_MIRROR, KILL_TIEBREAKER,
-                                 POWER_LOSS, ROLLING_RESTART, STOP_DC, fault_key)
+from dcdrill.record.contents import (
+    DEGRADE_LINK,
+    ISOLATE_DC,
+    KILL_DC,
+    KILL_MIRROR,
+    KILL_TIEBREAKER,
+    POWER_LOSS,
+    ROLLING_RESTART,
+    STOP_DC,
+    fault_key,
+)
 
-__all__ = ["kill_dc", "stop_dc", "power_loss", "isolate_dc", "kill_tiebreaker", "degrade_link", "rolling_restart",
-           "kill_mirror", "heal"]
+__all__ = [
+    "kill_dc",
+    "stop_dc",
+    "power_loss",
+    "isolate_dc",
+    "kill_tiebreaker",
+    "degrade_link",
+    "rolling_restart",
+    "kill_mirror",
+    "heal",
+]
 
 # What each action needs from the driver: `dcdrill drill --check` checks the backend has it.
-NEEDS = {"kill_dc": "kill_dc", "stop_dc": "stop_dc", "power_loss": "power_loss", "isolate_dc": "isolate_dc",
-         "kill_tiebreaker": "kill_dc", "degrade_link": "degrade_link", "rolling_restart": "restart_broker",
-         "kill_mirror": "kill_mirror", "heal": "undo"}
+NEEDS = {
+    "kill_dc": "kill_dc",
+    "stop_dc": "stop_dc",
+    "power_loss": "power_loss",
+    "isolate_dc": "isolate_dc",
+    "kill_tiebreaker": "kill_dc",
+    "degrade_link": "degrade_link",
+    "rolling_restart": "restart_broker",
+    "kill_mirror": "kill_mirror",
+    "heal": "undo",
+}
 
 
 def driver(configuration: dict | None, secrets: dict | None = None) -> FaultDriver:
@@ -51,7 +78,9 @@ def isr_snapshot(configuration) -> dict | None:
     if watched := watched_isr(configuration, ISR_SAMPLE_AGE_MS):
         return watched
     try:
-        st = status.cluster_status(context.inventory(configuration), timeout_s=3.0, avoid_dc=context.target_dc(configuration))
+        st = status.cluster_status(
+            context.inventory(configuration), timeout_s=3.0, avoid_dc=context.target_dc(configuration)
+        )
     except Exception:  # noqa: BLE001
         return None
     parts = [p for p in st["partitions"] if p["topic"] == context.drill_topic(configuration)]
@@ -99,37 +128,54 @@ def power_loss(dc: str, configuration: dict = None, secrets: dict = None) -> dic
     """A real power loss: every Kafka process of the DC dies at once, and every write its hosts'
     disks had not made durable (fsync'd, or written back by the kernel) is gone with it."""
     context.check_dc(configuration, dc)
-    return _inject(configuration, POWER_LOSS, dc, lambda d, undo: d.power_loss(dc, undo), dc_loss=True,
-                   secrets=secrets)
+    return _inject(configuration, POWER_LOSS, dc, lambda d, undo: d.power_loss(dc, undo), dc_loss=True, secrets=secrets)
 
 
 def kill_tiebreaker(configuration: dict = None, secrets: dict = None) -> dict:
     """Power loss of the DC that holds quorum voters (ZooKeeper nodes or KRaft controllers) but no brokers."""
     ties = rules.tiebreakers(context.topology(configuration))
     if not ties:
-        raise ActivityFailed(f"stack {context.stack_name(configuration)} has no tiebreaker DC "
-                             "(quorum voters and no brokers)")
-    return _inject(configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True, secrets=secrets)
+        raise ActivityFailed(
+            f"stack {context.stack_name(configuration)} has no tiebreaker DC (quorum voters and no brokers)"
+        )
+    return _inject(
+        configuration, KILL_TIEBREAKER, ties[0], lambda d, undo: d.kill_dc(ties[0], undo), dc_loss=True, secrets=secrets
+    )
 
 
 def isolate_dc(dc: str, direction: str = "both", configuration: dict = None, secrets: dict = None) -> dict:
     """Cut the DC off from the others: both directions, or only `ingress` (into the DC) / `egress`."""
     context.check_dc(configuration, dc)
     FaultDriver.check_direction(direction)
-    return _inject(configuration, ISOLATE_DC, dc, lambda d, undo: d.isolate_dc(dc, direction, undo), dc_loss=True, secrets=secrets)
+    return _inject(
+        configuration, ISOLATE_DC, dc, lambda d, undo: d.isolate_dc(dc, direction, undo), dc_loss=True, secrets=secrets
+    )
 
 
-def degrade_link(dc: str, other_dc: str, latency_ms: float = 0, jitter_ms: float = 0, loss_pct: float = 0,
-                 configuration: dict = None, secrets: dict = None) -> dict:
+def degrade_link(
+    dc: str,
+    other_dc: str,
+    latency_ms: float = 0,
+    jitter_ms: float = 0,
+    loss_pct: float = 0,
+    configuration: dict = None,
+    secrets: dict = None,
+) -> dict:
     """Latency, jitter and packet loss between two DCs, both directions."""
     for d in (dc, other_dc):
         context.check_dc(configuration, d)
-    return _inject(configuration, DEGRADE_LINK, f"{dc}<->{other_dc}", lambda d, undo: d.degrade_link(
-        dc, other_dc, float(latency_ms), float(jitter_ms), float(loss_pct), undo), secrets=secrets)
+    return _inject(
+        configuration,
+        DEGRADE_LINK,
+        f"{dc}<->{other_dc}",
+        lambda d, undo: d.degrade_link(dc, other_dc, float(latency_ms), float(jitter_ms), float(loss_pct), undo),
+        secrets=secrets,
+    )
 
 
 def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
     """Restart the brokers one at a time, waiting for zero under-replicated partitions in between."""
+
     def restart_all(d: FaultDriver, undo: Undo) -> dict:
         for host in d.inventory.brokers:
             d.restart_broker(host)
@@ -148,12 +194,14 @@ def kill_mirror(configuration: dict = None, secrets: dict = None) -> dict:
     hosts = d.inventory.hosts("kafka_mirror")
     if not hosts:
         raise ActivityFailed(f"stack {context.stack_name(configuration)} runs no MirrorMaker 2")
-    return _inject(configuration, KILL_MIRROR, hosts[0].name, lambda drv, undo: drv.kill_mirror(hosts[0], undo),
-                   secrets=secrets)
+    return _inject(
+        configuration, KILL_MIRROR, hosts[0].name, lambda drv, undo: drv.kill_mirror(hosts[0], undo), secrets=secrets
+    )
 
 
 def heal(dc: str = None, configuration: dict = None, secrets: dict = None) -> dict:
     """Undo every recorded fault (of `dc`, or all) exactly as its driver noted it. Keeps healing
     the rest when one fails, then raises naming what could not be healed. Safe as a rollback."""
-    return {"healed": recovery.heal_record(context.stack_name(configuration), context.record(configuration), dc,
-                                           secrets)}
+    return {
+        "healed": recovery.heal_record(context.stack_name(configuration), context.record(configuration), dc, secrets)
+    }

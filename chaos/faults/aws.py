@@ -18,6 +18,7 @@ are a second check, never the only one, so another stack with the same tags is n
 Every change is noted before it is made, every state change waited for, and heal re-reads the
 live state before each step, so a fault or a heal interrupted at any step is finished by the next heal.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -45,15 +46,20 @@ SHAPED_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "client")
 def netem_script(cidr: str, latency_ms: float, jitter_ms: float, loss_pct: float) -> list[str]:
     """Delay and drop what leaves the host for `cidr` only: a prio qdisc whose fourth band holds
     netem, and a u32 filter sending the other DC's subnet there. The rest of the traffic is untouched."""
-    netem = f"delay {latency_ms:g}ms" + (f" {jitter_ms:g}ms" if jitter_ms else "") + (f" loss {loss_pct:g}%" if loss_pct else "")
-    return [DEVICE,
-            f"tc qdisc replace dev $dev root handle {NETEM_HANDLE} prio bands 4",
-            f"tc qdisc replace dev $dev parent 1:4 handle 40: netem {netem}",
-            f"tc filter replace dev $dev parent {NETEM_HANDLE} protocol ip prio 1 u32 match ip dst {cidr} flowid 1:4"]
+    netem = (
+        f"delay {latency_ms:g}ms"
+        + (f" {jitter_ms:g}ms" if jitter_ms else "")
+        + (f" loss {loss_pct:g}%" if loss_pct else "")
+    )
+    return [
+        DEVICE,
+        f"tc qdisc replace dev $dev root handle {NETEM_HANDLE} prio bands 4",
+        f"tc qdisc replace dev $dev parent 1:4 handle 40: netem {netem}",
+        f"tc filter replace dev $dev parent {NETEM_HANDLE} protocol ip prio 1 u32 match ip dst {cidr} flowid 1:4",
+    ]
 
 
-HEAL_NETEM = [DEVICE,
-              f"tc qdisc del dev $dev root handle {NETEM_HANDLE} || true"]
+HEAL_NETEM = [DEVICE, f"tc qdisc del dev $dev root handle {NETEM_HANDLE} || true"]
 
 
 ISOLATES = "dcdrill-isolates"  # the tag naming the subnet an isolation ACL was made for
@@ -61,20 +67,26 @@ WAIT = {"Delay": 5, "MaxAttempts": 120}  # EC2 waiters: up to 10 minutes for a s
 SSM_POLL_S = 2.0
 
 MIRROR_UNIT = "mirror"  # roles/kafka_mirror's jvm_service_name: the systemd unit
-KILL_MIRROR = [f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
-               # Restart=on-failure would start it again at once: the fault holds it down until heal.
-               f"systemctl stop {MIRROR_UNIT}",
-               f"! systemctl is-active --quiet {MIRROR_UNIT}"]
+KILL_MIRROR = [
+    f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
+    # Restart=on-failure would start it again at once: the fault holds it down until heal.
+    f"systemctl stop {MIRROR_UNIT}",
+    f"! systemctl is-active --quiet {MIRROR_UNIT}",
+]
 START_MIRROR = [f"systemctl start {MIRROR_UNIT}"]
 # A DC's services (the roles' systemd units), in the order heal starts them: the quorum first.
 DC_UNITS = ("zookeeper", "kafka", MIRROR_UNIT)
 # kill-dc as the lab does it: every service SIGKILLed at once, the OS and its page cache untouched;
 # stopped too, so Restart=on-failure does not undo the kill before heal.
-KILL_SERVICES = [f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
-                 "systemctl kill --signal=SIGKILL $u; systemctl stop $u; "
-                 "if systemctl is-active --quiet $u; then echo \"$u still active\" >&2; exit 1; fi; done"]
-START_SERVICES = [f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
-                  "systemctl start $u || exit 1; done"]
+KILL_SERVICES = [
+    f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
+    "systemctl kill --signal=SIGKILL $u; systemctl stop $u; "
+    'if systemctl is-active --quiet $u; then echo "$u still active" >&2; exit 1; fi; done'
+]
+START_SERVICES = [
+    f"for u in {' '.join(DC_UNITS)}; do systemctl cat $u >/dev/null 2>&1 || continue; "
+    "systemctl start $u || exit 1; done"
+]
 
 
 class AwsFaults(FaultDriver):
@@ -103,13 +115,18 @@ class AwsFaults(FaultDriver):
         if not ids:
             raise ValueError(f"{dc} has no {' or '.join(roles)} host in the stack's outputs")
         ec2 = self._client("ec2", self._region(dc))
-        found = {i["InstanceId"]: {t["Key"]: t["Value"] for t in i.get("Tags", [])}
-                 for r in ec2.describe_instances(InstanceIds=ids)["Reservations"] for i in r["Instances"]}
+        found = {
+            i["InstanceId"]: {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+            for r in ec2.describe_instances(InstanceIds=ids)["Reservations"]
+            for i in r["Instances"]
+        }
         for i in ids:
             tags = found.get(i, {})
             if not self._ours(tags, dc):
-                raise RuntimeError(f"instance {i} is not tagged {self._expected(dc)} "
-                                   f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped")
+                raise RuntimeError(
+                    f"instance {i} is not tagged {self._expected(dc)} "
+                    f"(tags: {tags}): the stack's outputs and the account disagree; nothing stopped"
+                )
         return ids
 
     @property
@@ -122,8 +139,11 @@ class AwsFaults(FaultDriver):
         return f"cluster={self._cluster(dc)}, dc={dc}" + (f", {STACK_TAG}={stack}" if stack else "")
 
     def _ours(self, tags: dict, dc: str) -> bool:
-        return tags.get("cluster") == self._cluster(dc) and tags.get("dc") == dc and \
-            (self._stack_tag is None or tags.get(STACK_TAG) == self._stack_tag)
+        return (
+            tags.get("cluster") == self._cluster(dc)
+            and tags.get("dc") == dc
+            and (self._stack_tag is None or tags.get(STACK_TAG) == self._stack_tag)
+        )
 
     def _owned_subnet(self, dc: str) -> dict:
         subnet_id = self.inventory.vars["aws_subnet_ids"][dc]
@@ -158,8 +178,10 @@ class AwsFaults(FaultDriver):
         exists, so heal finds the template and its experiment whatever step a crash stopped at."""
         role = self.inventory.vars.get("aws_fis_role_arn", "")
         if not role.startswith("arn:"):
-            raise ValueError("the stack's outputs name no FIS role (aws_fis_role_arn): run "
-                             "`dcdrill lab up` again, so that `pulumi up` creates it")
+            raise ValueError(
+                "the stack's outputs name no FIS role (aws_fis_role_arn): run "
+                "`dcdrill lab up` again, so that `pulumi up` creates it"
+            )
         token = aws_fis.new_token()
         undo.add(region=region, fis=[token], **noted)
         request = aws_fis.template(fault, token, role, self._stack_tag, *targets_action)
@@ -178,15 +200,17 @@ class AwsFaults(FaultDriver):
     def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> str:
         """Run a shell script on one instance through SSM and wait for it; its output, or raise if it fails."""
         ssm = self._client("ssm", region)
-        cmd = ssm.send_command(InstanceIds=[instance], DocumentName=RUN_SHELL, Comment=COMMENT,
-                               Parameters={"commands": commands})["Command"]["CommandId"]
+        cmd = ssm.send_command(
+            InstanceIds=[instance], DocumentName=RUN_SHELL, Comment=COMMENT, Parameters={"commands": commands}
+        )["Command"]["CommandId"]
         return self._result(ssm, cmd, instance, what, timeout_s)
 
     def _run_all(self, region: str, instances: list[str], what: str, commands: list[str]) -> None:
         """One shell script on several instances through SSM, each instance's result read and checked."""
         ssm = self._client("ssm", region)
-        cmd = ssm.send_command(InstanceIds=instances, DocumentName=RUN_SHELL, Comment=COMMENT,
-                               Parameters={"commands": commands})["Command"]["CommandId"]
+        cmd = ssm.send_command(
+            InstanceIds=instances, DocumentName=RUN_SHELL, Comment=COMMENT, Parameters={"commands": commands}
+        )["Command"]["CommandId"]
         for instance in instances:
             self._result(ssm, cmd, instance, what)
 
@@ -206,22 +230,33 @@ class AwsFaults(FaultDriver):
                 inv = {"Status": "Pending"}
             if inv["Status"] == "Success":
                 return inv.get("StandardOutputContent", "")
-            if inv["Status"] in ("Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated") \
-                    or time.monotonic() > deadline:
+            if (
+                inv["Status"] in ("Failed", "Cancelled", "TimedOut", "Undeliverable", "Terminated")
+                or time.monotonic() > deadline
+            ):
                 raise RuntimeError(f"{what} ({instance}): {inv['Status']} {inv.get('StandardErrorContent', '')[:300]}")
             time.sleep(SSM_POLL_S)
 
     def restart_broker(self, host: InventoryHost, timeout_s: float = 300) -> None:
         self._owned_instances(host.dc, ("kafka_broker",))
-        self._run(self._region(host.dc), host.address, f"restarting kafka on {host.name}",
-                  ["systemctl restart kafka"], timeout_s)
+        self._run(
+            self._region(host.dc),
+            host.address,
+            f"restarting kafka on {host.name}",
+            ["systemctl restart kafka"],
+            timeout_s,
+        )
 
     def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
         # SSM returns at most 24,000 characters of output: only the matching lines cross.
         files = " ".join(mirror_log_files(self.inventory.vars["data_root"]))  # infra/aws/plan.py's data_root
         pattern = " ".join(f"-e {shlex.quote(n)}" for n in needles)
-        out = self._run(self._region(host.dc), host.address, f"reading MirrorMaker 2's log on {host.name}",
-                        [f"for f in {files}; do [ -f $f ] && grep -h -F {pattern} $f; done; true"])
+        out = self._run(
+            self._region(host.dc),
+            host.address,
+            f"reading MirrorMaker 2's log on {host.name}",
+            [f"for f in {files}; do [ -f $f ] && grep -h -F {pattern} $f; done; true"],
+        )
         return out.splitlines()
 
     def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:
@@ -241,27 +276,49 @@ class AwsFaults(FaultDriver):
         # Noted before the first change: heal puts the subnet back on this ACL (if FIS did not)
         # and deletes every isolation ACL made for it (found by its tags), whatever step a crash
         # stopped at.
-        iso = {"subnet": sn["SubnetId"], "vpc": sn["VpcId"],
-               "original_acl": self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"]}
+        iso = {
+            "subnet": sn["SubnetId"],
+            "vpc": sn["VpcId"],
+            "original_acl": self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"],
+        }
         if direction == "both":
-            exp = self._through_fis(region, ISOLATE_DC, undo, aws_fis.disrupt_subnet(sn["SubnetArn"], self.fault_limit_s),
-                                    isolations=[iso])
+            exp = self._through_fis(
+                region, ISOLATE_DC, undo, aws_fis.disrupt_subnet(sn["SubnetArn"], self.fault_limit_s), isolations=[iso]
+            )
             return {"direction": direction, "subnet": sn["SubnetId"], "fis_experiment": exp}
         undo.add(region=region, isolations=[iso])
-        acl = ec2.create_network_acl(VpcId=sn["VpcId"], TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
-            {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"}, {"Key": "cluster", "Value": self._cluster(dc)},
-            {"Key": "dcdrill", "Value": "isolation"}, {"Key": ISOLATES, "Value": sn["SubnetId"]},
-            *([{"Key": STACK_TAG, "Value": self._stack_tag}] if self._stack_tag else [])]}],
+        acl = ec2.create_network_acl(
+            VpcId=sn["VpcId"],
+            TagSpecifications=[
+                {
+                    "ResourceType": "network-acl",
+                    "Tags": [
+                        {"Key": "Name", "Value": f"dcdrill-isolate-{dc}"},
+                        {"Key": "cluster", "Value": self._cluster(dc)},
+                        {"Key": "dcdrill", "Value": "isolation"},
+                        {"Key": ISOLATES, "Value": sn["SubnetId"]},
+                        *([{"Key": STACK_TAG, "Value": self._stack_tag}] if self._stack_tag else []),
+                    ],
+                }
+            ],
         )["NetworkAcl"]["NetworkAclId"]
         # A new NACL denies everything both ways: a one-way cut allows the other direction back.
-        ec2.create_network_acl_entry(NetworkAclId=acl, RuleNumber=100, Protocol="-1", RuleAction="allow",
-                                     Egress=direction == "ingress", CidrBlock="0.0.0.0/0")
+        ec2.create_network_acl_entry(
+            NetworkAclId=acl,
+            RuleNumber=100,
+            Protocol="-1",
+            RuleAction="allow",
+            Egress=direction == "ingress",
+            CidrBlock="0.0.0.0/0",
+        )
         self._associate(ec2, sn["SubnetId"], acl)
         return {"direction": direction, "subnet": sn["SubnetId"], "acl": acl}
 
     @staticmethod
     def _subnet_acl(ec2, subnet: str) -> dict:
-        return ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"][0]
+        return ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])[
+            "NetworkAcls"
+        ][0]
 
     def _associate(self, ec2, subnet: str, acl: str) -> None:
         """Move `subnet` onto `acl`, unless it is there already (a heal run twice)."""
@@ -274,20 +331,29 @@ class AwsFaults(FaultDriver):
         """Live state first: the subnet back on its own ACL, then every isolation ACL made for it,
         now unassociated, deleted. Each step is a no-op when already done."""
         self._associate(ec2, iso["subnet"], iso["original_acl"])
-        made = ec2.describe_network_acls(Filters=[{"Name": "tag:dcdrill", "Values": ["isolation"]},
-                                                  {"Name": f"tag:{ISOLATES}", "Values": [iso["subnet"]]}])
+        made = ec2.describe_network_acls(
+            Filters=[
+                {"Name": "tag:dcdrill", "Values": ["isolation"]},
+                {"Name": f"tag:{ISOLATES}", "Values": [iso["subnet"]]},
+            ]
+        )
         for acl in made["NetworkAcls"]:
             if not acl["Associations"]:
                 ec2.delete_network_acl(NetworkAclId=acl["NetworkAclId"])
 
-    def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
-                     undo: Undo) -> dict:
+    def degrade_link(
+        self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float, undo: Undo
+    ) -> dict:
         sides = {dc: self._owned_subnet(other_dc)["CidrBlock"], other_dc: self._owned_subnet(dc)["CidrBlock"]}
         for side, cidr in sides.items():
             ids = self._owned_instances(side, SHAPED_ROLES)
             undo.add(netem=[{"region": self._region(side), "instances": ids}])
-            self._run_all(self._region(side), ids, f"shaping {side}'s traffic to {cidr}",
-                          netem_script(cidr, latency_ms, jitter_ms, loss_pct))
+            self._run_all(
+                self._region(side),
+                ids,
+                f"shaping {side}'s traffic to {cidr}",
+                netem_script(cidr, latency_ms, jitter_ms, loss_pct),
+            )
         return {"sides": sorted(sides)}
 
     def undo(self, undo: dict) -> None:
@@ -302,8 +368,11 @@ class AwsFaults(FaultDriver):
         if undo.get("start"):
             ec2 = self._client("ec2", undo["region"])
             # An instance still stopping cannot be started (IncorrectInstanceState): wait for stopped first.
-            states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances(
-                InstanceIds=undo["start"])["Reservations"] for i in r["Instances"]}
+            states = {
+                i["InstanceId"]: i["State"]["Name"]
+                for r in ec2.describe_instances(InstanceIds=undo["start"])["Reservations"]
+                for i in r["Instances"]
+            }
             if stopping := sorted(i for i, st in states.items() if st in ("stopping", "shutting-down")):
                 ec2.get_waiter("instance_stopped").wait(InstanceIds=stopping, WaiterConfig=WAIT)
             if down := sorted(i for i, st in states.items() if st != "running"):

@@ -7,6 +7,7 @@ An experiment needs a template. Each fault makes its own, tagged with the stack'
 noted in the fault's undo before the template exists, so heal finds it (and its experiments)
 whatever step a crash stopped at, then deletes it.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,33 +40,55 @@ def template(fault: str, token: str, role_arn: str, stack_tag: str | None, targe
     """CreateExperimentTemplate's request: one action on one target group, no stop condition
     (heal is the stop), tagged so the driver's policy and heal can tell it is this stack's."""
     tags = {FAULT_TAG: token, "dcdrill": fault, **({STACK_TAG: stack_tag} if stack_tag else {})}
-    return {"clientToken": token, "description": f"dcdrill {fault}", "roleArn": role_arn,
-            "stopConditions": [{"source": "none"}], "targets": targets, "actions": {"fault": action},
-            "tags": tags}
+    return {
+        "clientToken": token,
+        "description": f"dcdrill {fault}",
+        "roleArn": role_arn,
+        "stopConditions": [{"source": "none"}],
+        "targets": targets,
+        "actions": {"fault": action},
+        "tags": tags,
+    }
 
 
 def stop_instances(instance_arns: list[str], limit_s: float) -> tuple[dict, dict]:
     """The targets and action of a clean stop that FIS undoes (starts the instances) after `limit_s`."""
-    return ({"instances": {"resourceType": "aws:ec2:instance", "resourceArns": sorted(instance_arns),
-                           "selectionMode": "ALL"}},
-            {"actionId": STOP_INSTANCES, "parameters": {"startInstancesAfterDuration": duration(limit_s)},
-             "targets": {"Instances": "instances"}})
+    return (
+        {
+            "instances": {
+                "resourceType": "aws:ec2:instance",
+                "resourceArns": sorted(instance_arns),
+                "selectionMode": "ALL",
+            }
+        },
+        {
+            "actionId": STOP_INSTANCES,
+            "parameters": {"startInstancesAfterDuration": duration(limit_s)},
+            "targets": {"Instances": "instances"},
+        },
+    )
 
 
 def disrupt_subnet(subnet_arn: str, limit_s: float) -> tuple[dict, dict]:
     """The targets and action of a subnet cut both ways (FIS's `all` scope: a deny-all network ACL
     swapped in, as the driver's own isolation does), undone after `limit_s`."""
-    return ({"subnet": {"resourceType": "aws:ec2:subnet", "resourceArns": [subnet_arn], "selectionMode": "ALL"}},
-            {"actionId": DISRUPT_CONNECTIVITY, "parameters": {"duration": duration(limit_s), "scope": "all"},
-             "targets": {"Subnets": "subnet"}})
+    return (
+        {"subnet": {"resourceType": "aws:ec2:subnet", "resourceArns": [subnet_arn], "selectionMode": "ALL"}},
+        {
+            "actionId": DISRUPT_CONNECTIVITY,
+            "parameters": {"duration": duration(limit_s), "scope": "all"},
+            "targets": {"Subnets": "subnet"},
+        },
+    )
 
 
 def start(fis, request: dict) -> str:
     """Create the template and start its experiment; the experiment's id once its action runs.
     A failed start raises RuntimeError with FIS's reason."""
     tid = fis.create_experiment_template(**request)["experimentTemplate"]["id"]
-    exp = fis.start_experiment(clientToken=request["clientToken"], experimentTemplateId=tid,
-                               tags=request["tags"])["experiment"]["id"]
+    exp = fis.start_experiment(clientToken=request["clientToken"], experimentTemplateId=tid, tags=request["tags"])[
+        "experiment"
+    ]["id"]
     state = _wait(fis, exp, lambda e: e["state"]["status"] in ("running",) + ENDED)["state"]
     if state["status"] != "running":
         raise RuntimeError(f"FIS experiment {exp} {state['status']}: {state.get('reason', '')}")

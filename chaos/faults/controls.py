@@ -8,6 +8,7 @@ status is "interrupted" and `chaos run` exits 1. A heal that fails in the rollba
 too, once every rollback has had its turn. Declared in every experiment's `controls`
 (chaos/experiments/_drill.json).
 """
+
 from __future__ import annotations
 
 from chaoslib.exceptions import InterruptExecution
@@ -18,8 +19,9 @@ FAULT_MODULE = "dcdrill.chaos.faults.actions"
 _rolling_back = False  # one experiment per `chaos run` process
 
 
-def after_activity_control(context: dict, state: dict, configuration: dict = None, secrets: dict = None,
-                           **kwargs) -> None:
+def after_activity_control(
+    context: dict, state: dict, configuration: dict = None, secrets: dict = None, **kwargs
+) -> None:
     """Interrupt the method when one of its fault actions failed."""
     provider = context.get("provider") or {}
     if _rolling_back or provider.get("module") != FAULT_MODULE or (state or {}).get("status") == "succeeded":
@@ -33,8 +35,9 @@ def before_rollback_control(context: dict, configuration: dict = None, secrets: 
     _rolling_back = True
 
 
-def after_rollback_control(context: dict, state: list, configuration: dict = None, secrets: dict = None,
-                           **kwargs) -> None:
+def after_rollback_control(
+    context: dict, state: list, configuration: dict = None, secrets: dict = None, **kwargs
+) -> None:
     """Interrupt (after every rollback ran) when one of them failed: the lab may not be healed."""
     failed = [r["activity"].get("name") for r in state or [] if r.get("status") != "succeeded"]
     if failed:

@@ -5,13 +5,14 @@ they record each fault in the drill record and call the stack's driver.
 A driver notes what heal must undo in an `Undo` as it goes, before each change, so a fault that
 fails halfway is still healed exactly: heal calls `undo()` with what was noted, and nothing else.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
 from dcdrill.infra.backend import Backend
-from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.infra.deployment import Deployment
+from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.infra.topology import Topology
 
 DIRECTIONS = ("both", "ingress", "egress")  # ingress: traffic into the DC; egress: out of it
@@ -77,8 +78,9 @@ class FaultDriver(ABC):
         """Cut the DC off from the others: `both` directions, or only `ingress` / `egress`."""
 
     @abstractmethod
-    def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
-                     undo: Undo) -> dict:
+    def degrade_link(
+        self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float, undo: Undo
+    ) -> dict:
         """Latency, jitter and packet loss between two DCs, both directions."""
 
     def kill_mirror(self, host: InventoryHost, undo: Undo) -> dict:

@@ -1,6 +1,7 @@
 """The lab's fault driver: processes are signalled through the lab's service supervisor (the one
 the Ansible roles start them with), networks are cut at the router namespace and degraded by the
 lab's link shaper (infra/lab/shaper.py: netem, or the userspace forwarder)."""
+
 from __future__ import annotations
 
 import signal
@@ -16,9 +17,13 @@ from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.infra.lab import disk, layout, netns, service, shaper
 
-
 SERVICE = {"zookeeper": "zookeeper", "kafka_mirror": "mirror"}  # the roles' service names; kafka otherwise
-DC_LOSS_ROLES = ("zookeeper", "kafka_controller", "kafka_broker", "kafka_mirror")  # clients survive: they are the observers
+DC_LOSS_ROLES = (
+    "zookeeper",
+    "kafka_controller",
+    "kafka_broker",
+    "kafka_mirror",
+)  # clients survive: they are the observers
 
 
 def spec_path(host: InventoryHost) -> str:
@@ -29,8 +34,12 @@ def spec_path(host: InventoryHost) -> str:
 
 def start_service(name: str, spec: str, ns: str) -> None:
     """Start a service inside its host's namespace with the supervisor the Ansible roles use."""
-    res = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "dcdrill.infra.lab.service", "start", spec],
-                         capture_output=True, text=True, cwd=str(PACKAGE.parent))
+    res = subprocess.run(
+        ["ip", "netns", "exec", ns, sys.executable, "-m", "dcdrill.infra.lab.service", "start", spec],
+        capture_output=True,
+        text=True,
+        cwd=str(PACKAGE.parent),
+    )
     if res.returncode != 0:
         raise RuntimeError(f"restart {name}: {res.stderr.strip() or res.stdout.strip()}")
 
@@ -55,8 +64,10 @@ def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = RE
     while True:
         down = [s for s in specs if not service.running_pid(service.load(s[1]))]
         if down and last_start is not None and time.monotonic() > deadline:
-            raise RuntimeError(f"would not stay up within {within_s:.0f}s: {', '.join(n for n, _, _ in down)} "
-                               "(see each one's log under its host's folder)")
+            raise RuntimeError(
+                f"would not stay up within {within_s:.0f}s: {', '.join(n for n, _, _ in down)} "
+                "(see each one's log under its host's folder)"
+            )
         if down:
             for name, spec, ns in down:
                 start_service(name, spec, ns)
@@ -94,8 +105,10 @@ class LabFaults(FaultDriver):
         roots = {h.name: Path(h.vars["data_root"]) for h in self.inventory.in_dc(dc, DC_LOSS_ROLES)}
         bare = [name for name, root in roots.items() if not disk.mounted(root)]
         if bare:
-            raise RuntimeError(f"no power-loss disk under {', '.join(bare)}: "
-                               f"{self.backend.cannot('power_loss') or 'lab up rebuilds the hosts with one'}")
+            raise RuntimeError(
+                f"no power-loss disk under {', '.join(bare)}: "
+                f"{self.backend.cannot('power_loss') or 'lab up rebuilds the hosts with one'}"
+            )
         undo.add(power=sorted(root.name for root in roots.values()))  # before the cut: heal powers them on
         result = self._signal_dc(dc, signal.SIGKILL, undo)
         lost = {name: disk.cut(lab, root.name) for name, root in roots.items()}
@@ -116,8 +129,9 @@ class LabFaults(FaultDriver):
     def configured_links(self) -> shaper.LinkTable:
         return layout.link_table(self.topology, self.backend.settings)
 
-    def degrade_link(self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float,
-                     undo: Undo) -> dict:
+    def degrade_link(
+        self, dc: str, other_dc: str, latency_ms: float, jitter_ms: float, loss_pct: float, undo: Undo
+    ) -> dict:
         a, b = layout.dc_index(self.topology, dc), layout.dc_index(self.topology, other_dc)
         links = self.shaper()
         undo.add(links=[[a, b]])
@@ -136,8 +150,13 @@ class LabFaults(FaultDriver):
 
     def mirror_log(self, host: InventoryHost, needles: list[str]) -> list[str]:
         files = [Path(f) for f in mirror_log_files(host.vars["data_root"])]
-        return [line for f in files if f.exists()
-                for line in f.read_text(errors="replace").splitlines() if any(n in line for n in needles)]
+        return [
+            line
+            for f in files
+            if f.exists()
+            for line in f.read_text(errors="replace").splitlines()
+            if any(n in line for n in needles)
+        ]
 
     def restart_broker(self, host: InventoryHost) -> None:
         spec = spec_path(host)
@@ -181,4 +200,3 @@ class LabFaults(FaultDriver):
             for a, b in undo["links"]:
                 table[(a, b)], table[(b, a)] = configured[(a, b)], configured[(b, a)]
             links.apply(table)
-

@@ -5,9 +5,11 @@ Everything a drill changes is noted before it is changed: the record in the stac
 backend keeps away from the machine running the drill (the stack's bucket on AWS: `fault_state`),
 each process it starts in the record's agents. `heal_stack` (`dcdrill heal`) reads those, stops
 the drill's processes, undoes each fault still noted (from the copy when the record is gone with
-its machine), then sweeps the live state for anything left (a DC still cut off, a link still shaped). Every step is written as it is done, so a heal that is itself interrupted
-resumes where it stopped; a second heal finds nothing to do.
+its machine), then sweeps the live state for anything left (a DC still cut off, a link still
+shaped). Every step is written as it is done, so a heal that is itself interrupted resumes where
+it stopped; a second heal finds nothing to do.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +27,8 @@ from dcdrill.chaos import context
 from dcdrill.chaos.faults import driver_class
 from dcdrill.chaos.faults.driver import FaultDriver
 from dcdrill.infra import ansible, hostaccess, inventory, lifecycle, open_drills
-from dcdrill.infra.constants import now_ms
 from dcdrill.infra import stack as stacks
+from dcdrill.infra.constants import now_ms
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import FAULT_STATE, fault_key
 from dcdrill.validation import workload as wl
@@ -52,7 +54,8 @@ def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = 
 def kept_key(record: DrillRecord) -> str:
     """The name of a drill's fault-state copy: its folder's name and a digest of its whole path."""
     path = str(record.path.resolve())
-    return f"{re.sub(r'[^A-Za-z0-9._-]', '-', record.path.resolve().name)[:100]}-{hashlib.sha1(path.encode()).hexdigest()[:8]}"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", record.path.resolve().name)[:100]
+    return f"{name}-{hashlib.sha1(path.encode()).hexdigest()[:8]}"
 
 
 def _kept_as(record: DrillRecord) -> str:
@@ -141,7 +144,9 @@ def collect_agents(stack: str, record: DrillRecord) -> list[str]:
         if host is None:
             raise ActivityFailed(f"{agent['name']}'s host {agent['host']} is not in stack {stack}'s inventory")
         try:
-            left = json.loads(hostaccess.run(inv, host, hostaccess.python_module(host, wl.RUNNER, "--stop", agent["folder"])))
+            left = json.loads(
+                hostaccess.run(inv, host, hostaccess.python_module(host, wl.RUNNER, "--stop", agent["folder"]))
+            )
             if left["exists"]:
                 wl.collect_folder(record, inv, host, agent["folder"])
             else:
@@ -169,14 +174,20 @@ def left_behind(stack: str) -> list[str]:
     out = []
     for location in open_drills.listed(stack):
         record = DrillRecord(location)
-        here = [f"{f['fault']} {f['target']} (noted in {location})" for f in record.active_faults()] \
-            + [f"{a['name']} still running (pid {a['pid']}, {location})" for a in running_agents(record)] \
+        here = (
+            [f"{f['fault']} {f['target']} (noted in {location})" for f in record.active_faults()]
+            + [f"{a['name']} still running (pid {a['pid']}, {location})" for a in running_agents(record)]
             + [f"{a['name']}'s files still on {a['host']} ({location})" for a in record.uncollected()]
+        )
         if not here:
             open_drills.forget(stack, location)
         out += here
-    out += [f"{a['fault']} {a['target']} (kept outside the record as {key})" for key, state in _kept(stack).items()
-            for a in state["active"] if key not in {_kept_as(DrillRecord(loc)) for loc in open_drills.listed(stack)}]
+    out += [
+        f"{a['fault']} {a['target']} (kept outside the record as {key})"
+        for key, state in _kept(stack).items()
+        for a in state["active"]
+        if key not in {_kept_as(DrillRecord(loc)) for loc in open_drills.listed(stack)}
+    ]
     return out + stacks.backend(stack).faults_in_place(stacks.load_deployment(stack))
 
 
@@ -202,8 +213,10 @@ def recovered_record(stack: str, key: str, state: dict) -> DrillRecord:
 def require_healed(stack: str) -> None:
     """Refuse to start on a stack an earlier drill left broken (ValueError: exit 2)."""
     if found := left_behind(stack):
-        raise ValueError(f"stack {stack} still has what an earlier drill left: {'; '.join(found)}. "
-                         f"Run `dcdrill heal --stack {stack}` first")
+        raise ValueError(
+            f"stack {stack} still has what an earlier drill left: {'; '.join(found)}. "
+            f"Run `dcdrill heal --stack {stack}` first"
+        )
 
 
 def _heal_one(stack: str, record: DrillRecord, secrets: dict | None, where: str, say, done: list, errors: list) -> bool:
@@ -238,9 +251,16 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
             errors.append(str(exc))
             continue
         open_drills.forget(stack, str(record.path.resolve()))
-    for key, state in ([] if only else _kept(stack, secrets).items()):
-        _heal_one(stack, recovered_record(stack, key, state), secrets,
-                  f"(from the copy kept outside its record, {key})", say, done, errors)
+    for key, state in [] if only else _kept(stack, secrets).items():
+        _heal_one(
+            stack,
+            recovered_record(stack, key, state),
+            secrets,
+            f"(from the copy kept outside its record, {key})",
+            say,
+            done,
+            errors,
+        )
     for found in stacks.backend(stack).heal_in_place(stacks.load_deployment(stack)):
         say(f"healed in place: {found}")
         done.append(found)

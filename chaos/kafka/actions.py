@@ -1,4 +1,5 @@
 """Actions on the cluster itself (not faults): put it in the same shape before every drill."""
+
 from __future__ import annotations
 
 from dcdrill.chaos import context
@@ -30,9 +31,12 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
     if not before:
         return {"off_preferred_before": 0, "election_unanswered": False, "waited_s": 0.0, "condition": what}
     # asked from a client host, outside the drill's target DC
-    unanswered = hostaccess.call(context.inventory(configuration), "elect_preferred_leaders",
-                                 {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
-                                 avoid_dc=context.target_dc(configuration))["unanswered"]
+    unanswered = hostaccess.call(
+        context.inventory(configuration),
+        "elect_preferred_leaders",
+        {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
+        avoid_dc=context.target_dc(configuration),
+    )["unanswered"]
     waited = wait_until(lambda now: now["off_preferred_leader"] == 0, what, float(timeout_s), configuration)
     return {"off_preferred_before": before, "election_unanswered": unanswered, **waited}
 
@@ -43,9 +47,13 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
     the leader the fault found."""
     key = str(context.run_dir(configuration))
     if key not in _watching:
-        _watching[key] = CoordinationWatch(context.record(configuration), context.inventory(configuration),
-                                           float(interval_s), context.target_dc(configuration),
-                                           context.drill_topic(configuration)).start()
+        _watching[key] = CoordinationWatch(
+            context.record(configuration),
+            context.inventory(configuration),
+            float(interval_s),
+            context.target_dc(configuration),
+            context.drill_topic(configuration),
+        ).start()
     return {"watching": True, "interval_s": float(interval_s)}
 
 

@@ -1,5 +1,6 @@
 """Probes return data (numbers, booleans, dicts) for tolerances; waits poll until a condition
 holds or raise on timeout, so an experiment never takes a fixed pause to mean "healed"."""
+
 from __future__ import annotations
 
 import time
@@ -8,9 +9,17 @@ from dcdrill.chaos import context
 from dcdrill.infra import broker_logs
 from dcdrill.infra import status as cluster
 
-__all__ = ["offline_partitions", "under_replicated_partitions", "partitions_off_preferred_leader",
-           "isr_per_dc", "controller_present",
-           "coordination_quorum", "cluster_healthy", "wait_converged", "wait_leaders"]
+__all__ = [
+    "offline_partitions",
+    "under_replicated_partitions",
+    "partitions_off_preferred_leader",
+    "isr_per_dc",
+    "controller_present",
+    "coordination_quorum",
+    "cluster_healthy",
+    "wait_converged",
+    "wait_leaders",
+]
 
 
 # A steady-state hypothesis asks its probes one after another; a status read this recently (from
@@ -83,8 +92,9 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
             return {"waited_s": round(time.monotonic() - start, 1), "condition": what}
         if time.monotonic() - start > timeout_s:
             why = explain(st) if explain else ""
-            raise TimeoutError(f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}"
-                               + (f"\n{why}" if why else ""))
+            raise TimeoutError(
+                f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}" + (f"\n{why}" if why else "")
+            )
         time.sleep(2)  # each read is a host round trip the saturated lab pays for: every 1 s converged no sooner
 
 
@@ -92,6 +102,7 @@ def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: 
     """Until every broker and every quorum voter is back and every ISR is full again. On timeout
     with every broker alive, the out-of-sync followers' logs are read for a truncation loop
     (infra/broker_logs.py), which the error then names."""
+
     def explain(st: dict) -> str:
         try:
             loops = broker_logs.truncation_loops(context.inventory(configuration), st)
@@ -104,5 +115,9 @@ def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: 
 
 def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
     """Until every partition has a live leader (writes may still be refused below min ISR)."""
-    return wait_until(lambda st: st["partitions"] and st["offline_partitions"] == 0, "a leader everywhere",
-                 float(timeout_s), configuration)
+    return wait_until(
+        lambda st: st["partitions"] and st["offline_partitions"] == 0,
+        "a leader everywhere",
+        float(timeout_s),
+        configuration,
+    )

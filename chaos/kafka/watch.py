@@ -4,6 +4,7 @@ heal, into the drill record (coordination.jsonl). The verifier reads from it whe
 moved and when the lost DC's brokers were fenced (spark/coordination.py): the drill's own probe,
 so both coordinations are timed the same way. A DC loss takes its ISR snapshot from the last
 sample (chaos/faults/actions.py)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ class CoordinationWatch:
     """The samples come from a `watch` agent on a client host outside `avoid_dc` (the drill's
     target), one JSON line each (infra/agent.py); this thread writes them into the record."""
 
-    def __init__(self, record: DrillRecord, inventory: Inventory, interval_s: float = 1.0, avoid_dc: str | None = None,
-                 topic: str | None = None):
+    def __init__(
+        self,
+        record: DrillRecord,
+        inventory: Inventory,
+        interval_s: float = 1.0,
+        avoid_dc: str | None = None,
+        topic: str | None = None,
+    ):
         self.record, self.inventory, self.interval_s, self.avoid_dc = record, inventory, interval_s, avoid_dc
         self.topic = topic  # the samples also count its in-sync partitions (`isr`)
         self.samples = 0
@@ -34,8 +41,9 @@ class CoordinationWatch:
         log = self.record.log("coordination-watch")
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
-            self._agent = hostaccess.stream(self.inventory, "watch", {"interval_s": self.interval_s, "topic": self.topic},
-                                            self.avoid_dc, log=stderr)
+            self._agent = hostaccess.stream(
+                self.inventory, "watch", {"interval_s": self.interval_s, "topic": self.topic}, self.avoid_dc, log=stderr
+            )
         self._thread.start()
         return self
 

@@ -5,6 +5,7 @@ The wait runs before the fault, so the drill starts from a mirror that keeps up 
 drill's new topic on its next topic refresh, then copies what was written meanwhile: its steady
 lag is measured from the end of this wait, mirror-waits.jsonl); and after the heal, so the audit
 reads a finished copy. The events are read from each MM2 node's log at the end of the drill."""
+
 from __future__ import annotations
 
 import time
@@ -24,7 +25,11 @@ __all__ = ["wait_mirrored", "record_mirror_events"]
 def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:
     """Wait until, for every flow whose source holds the drill topic, the copy in the target has at
     least the records the source had when the wait began. Returns seconds waited per flow."""
-    d, stack, topic = context.deployment(configuration), context.stack_name(configuration), context.drill_topic(configuration)
+    d, stack, topic = (
+        context.deployment(configuration),
+        context.stack_name(configuration),
+        context.drill_topic(configuration),
+    )
     deadline, t0, out = time.monotonic() + float(timeout_s), time.monotonic(), {}
     began = now_ms()
     for m in d.mirrors:
@@ -39,13 +44,20 @@ def wait_mirrored(timeout_s: float = 120, configuration: dict = None, secrets: d
                     break
                 time.sleep(1)
             else:
-                behind = None if wanted is None or copy is None else \
-                    sum(max(0, e - copy.get(p, 0)) for p, e in wanted.items())
-                raise ActivityFailed(f"{f.name}: {remote} in {f.target} has not caught up with {topic} in {f.source} "
-                                     f"within {float(timeout_s):.0f}s ({'no answer' if behind is None else f'{behind} records behind'}"
-                                     f" what the source held when the wait began); is MirrorMaker 2 running?")
+                behind = (
+                    None
+                    if wanted is None or copy is None
+                    else sum(max(0, e - copy.get(p, 0)) for p, e in wanted.items())
+                )
+                raise ActivityFailed(
+                    f"{f.name}: {remote} in {f.target} has not caught up with {topic} in {f.source} "
+                    f"within {float(timeout_s):.0f}s ({'no answer' if behind is None else f'{behind} records behind'}"
+                    f" what the source held when the wait began); is MirrorMaker 2 running?"
+                )
             out[f.name] = round(time.monotonic() - t0, 1)
-            context.record(configuration).append_mirror_wait({"flow": f.name, "began_ms": began, "caught_up_ms": now_ms()})
+            context.record(configuration).append_mirror_wait(
+                {"flow": f.name, "began_ms": began, "caught_up_ms": now_ms()}
+            )
     return {"waited_s": out}
 
 
@@ -63,8 +75,10 @@ def record_mirror_events(configuration: dict = None, secrets: dict = None) -> di
         except Exception as exc:  # noqa: BLE001
             raise ActivityFailed(f"reading MirrorMaker 2's log on {host.name}: {type(exc).__name__}: {exc}") from exc
         mirror = host.vars.get("kafka_mirror_name")
-        rows += [{"host": host.name, "flows": flows.get(mirror, []), "event": kind, "at_ms": at}
-                 for kind, at in events.parse(lines, since)]
+        rows += [
+            {"host": host.name, "flows": flows.get(mirror, []), "event": kind, "at_ms": at}
+            for kind, at in events.parse(lines, since)
+        ]
     rows.sort(key=lambda r: r["at_ms"])
     record.write_mirror_events(rows)
     return {kind: sum(r["event"] == kind for r in rows) for kind in ("start", "rebalance")}

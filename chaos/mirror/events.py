@@ -2,6 +2,7 @@
 with an ISO 8601 time and offset). A start is MM2's `MirrorMaker initializing` (the process began:
 a restart after the first); a rebalance is Connect's `Rebalance started`, once per herder (one
 per flow the node drives) each time its group rebalances."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """MirrorMaker 2 probes: is every MM2 node running, and how far behind is each flow's copy of the
 drill topic (records: the source's log end minus the copy's, summed over partitions)."""
+
 from __future__ import annotations
 
 from dcdrill.chaos import context
@@ -21,8 +22,9 @@ def end_offsets(inventory, topic: str, timeout_s: float = 10.0) -> dict[int, int
     """{partition: log end offset} of a topic (read from one of the cluster's client hosts), None
     when it does not exist (yet) or nobody answers."""
     try:
-        ends = hostaccess.call(inventory, "end_offsets", {"topic": topic, "timeout_s": timeout_s},
-                               timeout_s=timeout_s + 30)["ends"]
+        ends = hostaccess.call(
+            inventory, "end_offsets", {"topic": topic, "timeout_s": timeout_s}, timeout_s=timeout_s + 30
+        )["ends"]
     except (hostaccess.HostUnreachable, hostaccess.AgentFailed):
         return None
     return None if ends is None else {int(p): e for p, e in ends.items()}
@@ -30,7 +32,11 @@ def end_offsets(inventory, topic: str, timeout_s: float = 10.0) -> dict[int, int
 
 def mirror_lag(configuration: dict = None, secrets: dict = None) -> dict:
     """{flow: records the copy lacks (None: a side does not answer or has no such topic)}."""
-    d, stack, topic = context.deployment(configuration), context.stack_name(configuration), context.drill_topic(configuration)
+    d, stack, topic = (
+        context.deployment(configuration),
+        context.stack_name(configuration),
+        context.drill_topic(configuration),
+    )
     out = {}
     for m in d.mirrors:
         for f in m.flows:

@@ -1,5 +1,6 @@
 """Start and stop the workload from an experiment. Chaos Toolkit runs every activity in one
 process, so the running workload is kept here between activities."""
+
 from __future__ import annotations
 
 import os
@@ -22,17 +23,32 @@ def running_workload(configuration: dict | None) -> wl.Workload | None:
     return _running.get(str(context.run_dir(configuration)))
 
 
-def start_workload(producers: int = wl.WorkloadSpec.producers, consumers: int = wl.WorkloadSpec.consumers,
-                   rate: float = wl.WorkloadSpec.rate, record_size: int = wl.WorkloadSpec.record_size,
-                   retries: int = wl.WorkloadSpec.retries, idempotence: bool = False, topic: str = None,
-                   configuration: dict = None, secrets: dict = None) -> dict:
+def start_workload(
+    producers: int = wl.WorkloadSpec.producers,
+    consumers: int = wl.WorkloadSpec.consumers,
+    rate: float = wl.WorkloadSpec.rate,
+    record_size: int = wl.WorkloadSpec.record_size,
+    retries: int = wl.WorkloadSpec.retries,
+    idempotence: bool = False,
+    topic: str = None,
+    configuration: dict = None,
+    secrets: dict = None,
+) -> dict:
     """Producers and consumers in the background, until stop_workload (no fixed duration)."""
     topic = topic or context.drill_topic(configuration)
     t = context.topology(configuration)
     inv = context.inventory(configuration)
-    spec = wl.WorkloadSpec(topic=topic, producers=int(producers), consumers=int(consumers), rate=float(rate),
-                           duration_s=None, record_size=int(record_size), acks=t.acks, retries=int(retries),
-                           idempotence=bool(idempotence))
+    spec = wl.WorkloadSpec(
+        topic=topic,
+        producers=int(producers),
+        consumers=int(consumers),
+        rate=float(rate),
+        duration_s=None,
+        record_size=int(record_size),
+        acks=t.acks,
+        retries=int(retries),
+        idempotence=bool(idempotence),
+    )
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
     d = context.deployment(configuration)
@@ -50,8 +66,13 @@ def start_workload(producers: int = wl.WorkloadSpec.producers, consumers: int = 
             wl.ensure_topic(other, spec, replication=c.replication, fresh=True)
             w.add_producers(other, c.name)
             writers.append(c.name)
-    return {"producers": spec.producers * len(writers), "consumers": spec.consumers, "rate_per_producer": spec.rate,
-            "topic": topic, "clusters": writers}
+    return {
+        "producers": spec.producers * len(writers),
+        "consumers": spec.consumers,
+        "rate_per_producer": spec.rate,
+        "topic": topic,
+        "clusters": writers,
+    }
 
 
 def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
@@ -62,8 +83,7 @@ def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
     return {"stopped": True, "exit_codes": codes, "status": w.status()}
 
 
-def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict = None,
-                        secrets: dict = None) -> dict:
+def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict = None, secrets: dict = None) -> dict:
     """Move the workload's consumer group to cluster `to`, which MirrorMaker 2 copies the drill
     topic into: its members there read the copy from the offsets MM2 translated (checkpoints and
     group offset sync), and a partition without one is an error. Recorded in failovers.jsonl."""
@@ -77,16 +97,25 @@ def fail_over_consumers(to: str, wait_offsets_s: float = 30, configuration: dict
     target = lifecycle.inventory(stack, to)
     offsets = _translated_offsets(target, WORKLOAD_GROUP, remote, float(wait_offsets_s))
     if not offsets:
-        raise ActivityFailed(f"[failover-no-offsets] group {WORKLOAD_GROUP} has no offsets for {remote} in {to} after "
-                             f"{float(wait_offsets_s):.0f}s: MirrorMaker 2 translated none (sync.group.offsets, "
-                             "checkpoints), so the failed-over consumers would have nowhere to start")
+        raise ActivityFailed(
+            f"[failover-no-offsets] group {WORKLOAD_GROUP} has no offsets for {remote} in {to} after "
+            f"{float(wait_offsets_s):.0f}s: MirrorMaker 2 translated none (sync.group.offsets, "
+            "checkpoints), so the failed-over consumers would have nowhere to start"
+        )
     w = running_workload(configuration)
     if w is None:
         raise ActivityFailed("no workload is running for this drill (start-workload first)")
     at_ms = now_ms()
     started = w.fail_over(target, remote, to)
-    entry = {"group": WORKLOAD_GROUP, "from": home, "to": to, "at_ms": at_ms, "topic": remote,
-             "offsets": {str(p): o for p, o in sorted(offsets.items())}, "consumers": started}
+    entry = {
+        "group": WORKLOAD_GROUP,
+        "from": home,
+        "to": to,
+        "at_ms": at_ms,
+        "topic": remote,
+        "offsets": {str(p): o for p, o in sorted(offsets.items())},
+        "consumers": started,
+    }
     context.record(configuration).append_failover(entry)
     return entry
 
@@ -119,9 +148,16 @@ def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = N
     for c in d.clusters:
         writes = c.name == d.home.name or any(f.source == c.name for f in d.flows)
         topics = ([topic] if writes else []) + [
-            m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name]
-        wl.audit(run, lifecycle.inventory(stack, c.name), wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s),
-                 cluster=c.name, topics=topics)
+            m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name
+        ]
+        wl.audit(
+            run,
+            lifecycle.inventory(stack, c.name),
+            wl.WorkloadSpec(topic=topic),
+            timeout_s=float(timeout_s),
+            cluster=c.name,
+            topics=topics,
+        )
         read[c.name] = topics
     return {"audit": str(run / "audit"), "topics": read}
 
@@ -135,9 +171,18 @@ def delete_topic(keep: bool = False, topic: str = None, configuration: dict = No
         return {"topic": topic, "deleted": False}
     d, stack = context.deployment(configuration), context.stack_name(configuration)
     # (cluster, topic): the drill topic, and on a replicated stack every copy and every cluster's own
-    where = [(None, topic)] if not d.replicated else [
-        (c.name, t) for c in d.clusters
-        for t in [topic, *(m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name)]]
+    where = (
+        [(None, topic)]
+        if not d.replicated
+        else [
+            (c.name, t)
+            for c in d.clusters
+            for t in [
+                topic,
+                *(m.remote_topic(topic, f.source) for m in d.mirrors for f in m.flows if f.target == c.name),
+            ]
+        ]
+    )
     errors = []
     for cluster, name in where:
         try:

@@ -1,4 +1,5 @@
 """Is the workload making progress? Used in the steady-state hypothesis and after the fault."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,9 @@ def workload_progressing(within_s: float = 15, configuration: dict = None, secre
     return False
 
 
-def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configuration: dict = None,
-                            secrets: dict = None) -> dict:
+def produce_latency_settled(
+    window_s: float = 5, timeout_s: float = 60, configuration: dict = None, secrets: dict = None
+) -> dict:
     """Wait until the running workload's produce latency has settled, so that the fault meets a
     warm cluster and the drill's timings are not its warm-up. Returns (and keeps in the record's
     baseline.json, for the report) the baseline: p50 and p99 over the last window, the machine's
@@ -78,25 +80,40 @@ def produce_latency_settled(window_s: float = 5, timeout_s: float = 60, configur
         # load, so waiting for headroom as well would hold every first drill for the whole timeout.
         # The spare share is read over a whole window.
         if (steady and waited >= float(window_s)) or waited >= float(timeout_s):
-            baseline = {"settled": settled, "waited_s": round(waited, 1), "window_s": float(window_s),
-                        "records": len(last), "p50_ms": _p(last, 0.5), "p99_ms": _p(last, 0.99),
-                        "machine_idle_pct": idle, "cause": None}
+            baseline = {
+                "settled": settled,
+                "waited_s": round(waited, 1),
+                "window_s": float(window_s),
+                "records": len(last),
+                "p50_ms": _p(last, 0.5),
+                "p99_ms": _p(last, 0.99),
+                "machine_idle_pct": idle,
+                "cause": None,
+            }
             if not settled:
-                baseline["cause"] = unsettled_cause(earlier, last, idle if saturated else None, SATURATED_IDLE_PCT,
-                                                    covered)
-                logger.warning("dcdrill: the steady state is not settled after %g s: %s; the fault starts now, "
-                               "and the report marks its timings", waited, baseline["cause"])
+                baseline["cause"] = unsettled_cause(
+                    earlier, last, idle if saturated else None, SATURATED_IDLE_PCT, covered
+                )
+                logger.warning(
+                    "dcdrill: the steady state is not settled after %g s: %s; the fault starts now, "
+                    "and the report marks its timings",
+                    waited,
+                    baseline["cause"],
+                )
             run.write_json(BASELINE, baseline)
             return baseline
 
 
-def unsettled_cause(earlier: list[int], last: list[int], saturated_idle: float | None, threshold: float,
-                    covered: bool = True) -> str:
+def unsettled_cause(
+    earlier: list[int], last: list[int], saturated_idle: float | None, threshold: float, covered: bool = True
+) -> str:
     """Why the produce latency never settled, in words the report and the log show."""
     causes = []
     if saturated_idle is not None:
-        causes.append(f"the machine was {saturated_idle:g} % idle, saturated below {threshold:g} %: its timings "
-                      "would be CPU queues as much as Kafka's")
+        causes.append(
+            f"the machine was {saturated_idle:g} % idle, saturated below {threshold:g} %: its timings "
+            "would be CPU queues as much as Kafka's"
+        )
     if not covered:
         causes.append("the workload had not been acknowledged for two whole windows")
     elif not (earlier and last):
@@ -119,7 +136,9 @@ def cpu_times() -> tuple[int, int] | None:
         fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    return fields[1] + fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])  # nice + idle + iowait; guest time is already in user
+    return fields[1] + fields[3] + (fields[4] if len(fields) > 4 else 0), sum(
+        fields[:8]
+    )  # nice + idle + iowait; guest time is already in user
 
 
 def idle_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
@@ -138,7 +157,12 @@ def _canary(configuration, within_s: float) -> bool:
     the drill's target DC (an isolated DC's client reaches only its own DC's brokers)."""
     t = context.topology(configuration)
     try:
-        return hostaccess.call(context.inventory(configuration), "canary", {"acks": t.acks, "within_s": within_s},
-                               avoid_dc=context.target_dc(configuration), timeout_s=within_s + 30)["acknowledged"]
+        return hostaccess.call(
+            context.inventory(configuration),
+            "canary",
+            {"acks": t.acks, "within_s": within_s},
+            avoid_dc=context.target_dc(configuration),
+            timeout_s=within_s + 30,
+        )["acknowledged"]
     except (hostaccess.HostUnreachable, hostaccess.AgentFailed):
         return False

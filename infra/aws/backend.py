@@ -1,6 +1,7 @@
 """The AWS backend: a VPC per region, a subnet per DC (AZ), EC2 hosts reached through SSM
 (infra/aws/program.py), for one stretched cluster or replicated clusters with MirrorMaker 2;
 its settings, checks and inventory shape are in infra/aws/plan.py."""
+
 from __future__ import annotations
 
 from dcdrill.infra.aws import plan
@@ -9,7 +10,6 @@ from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.rules import Violation
 from dcdrill.infra.topology import Topology
-
 
 # The experiment's `aws` secrets boto3 takes as a client's credentials (any left empty: boto3's own
 # chain, environment, profile or instance role).
@@ -59,8 +59,11 @@ class AwsBackend(Backend):
 
         s3, bucket = self._bucket(inventory, credentials)
         if state.get("active"):
-            s3.put_object(Bucket=bucket, Key=f"{self.KEPT_PREFIX}{key}.json",
-                          Body=json.dumps(state, indent=2, sort_keys=True).encode())
+            s3.put_object(
+                Bucket=bucket,
+                Key=f"{self.KEPT_PREFIX}{key}.json",
+                Body=json.dumps(state, indent=2, sort_keys=True).encode(),
+            )
         else:
             s3.delete_object(Bucket=bucket, Key=f"{self.KEPT_PREFIX}{key}.json")
 
@@ -73,7 +76,7 @@ class AwsBackend(Backend):
             for obj in page.get("Contents", []):
                 state = json.loads(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
                 if state.get("active"):
-                    out[obj["Key"][len(self.KEPT_PREFIX):].removesuffix(".json")] = state
+                    out[obj["Key"][len(self.KEPT_PREFIX) :].removesuffix(".json")] = state
         return out
 
     def program(self, d: Deployment) -> dict:

@@ -2,6 +2,7 @@
 (deleted with the stack unless `dcdrill:aws.keepDataVolumes`), an SSM instance profile, the tags
 the chaos AWS driver targets (`cluster`, `dc`, `az_id`, `role`, `node_id`) and a private DNS record
 (the name Kafka advertises and certificates carry)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ done
 [ -n "$dev" ] || {{ echo "dcdrill: no data volume attached after 10 minutes" >&2; exit 1; }}
 blkid -L {DATA_LABEL} >/dev/null || blkid "$dev" || mkfs.ext4 -q -L {DATA_LABEL} "$dev"
 mkdir -p /var/lib/dcdrill
-grep -q "LABEL={DATA_LABEL}" /etc/fstab || echo "LABEL={DATA_LABEL} /var/lib/dcdrill ext4 defaults,nofail 0 2" >> /etc/fstab
+grep -q "LABEL={DATA_LABEL}" /etc/fstab \
+  || echo "LABEL={DATA_LABEL} /var/lib/dcdrill ext4 defaults,nofail 0 2" >> /etc/fstab
 mount -a
 """
 
@@ -53,12 +55,22 @@ class SsmProfile(pulumi.ComponentResource):
     def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dcdrill:aws:SsmProfile", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{name}-role", assume_role_policy=pulumi.Output.json_dumps({
-            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                    "Principal": {"Service": "ec2.amazonaws.com"}}]}),
-            tags={"cluster": cluster}, opts=child)
-        aws.iam.RolePolicyAttachment(f"{name}-ssm", role=role.name,
-                                     policy_arn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore", opts=child)
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=pulumi.Output.json_dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "ec2.amazonaws.com"}}
+                    ],
+                }
+            ),
+            tags={"cluster": cluster},
+            opts=child,
+        )
+        aws.iam.RolePolicyAttachment(
+            f"{name}-ssm", role=role.name, policy_arn="arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore", opts=child
+        )
         self.profile = aws.iam.InstanceProfile(f"{name}-profile", role=role.name, opts=child)
         self.register_outputs({"profile": self.profile.name})
 
@@ -88,26 +100,55 @@ class ClusterHost(pulumi.ComponentResource):
     def __init__(self, name: str, args: HostArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("dcdrill:aws:ClusterHost", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        tags = {"cluster": args.cluster, "dc": args.dc, "az_id": args.az_id, "role": args.role,
-                "node_id": str(args.node_id), "Name": args.fqdn, **args.extra_tags}
+        tags = {
+            "cluster": args.cluster,
+            "dc": args.dc,
+            "az_id": args.az_id,
+            "role": args.role,
+            "node_id": str(args.node_id),
+            "Name": args.fqdn,
+            **args.extra_tags,
+        }
         self.instance = aws.ec2.Instance(
-            f"{name}-instance", ami=args.ami, instance_type=args.instance_type, subnet_id=args.subnet_id,
-            availability_zone=args.zone, vpc_security_group_ids=args.security_group_ids,
-            iam_instance_profile=args.instance_profile, associate_public_ip_address=False,
+            f"{name}-instance",
+            ami=args.ami,
+            instance_type=args.instance_type,
+            subnet_id=args.subnet_id,
+            availability_zone=args.zone,
+            vpc_security_group_ids=args.security_group_ids,
+            iam_instance_profile=args.instance_profile,
+            associate_public_ip_address=False,
             root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(encrypted=True, volume_type="gp3"),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
-            user_data=user_data(args.role), tags=tags,
+            user_data=user_data(args.role),
+            tags=tags,
             # The image found at the first `up` stays: a newer Amazon Linux must not replace every
             # instance (and its broker) on the next one. docs/aws.md says how to move it on purpose.
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["ami"])))
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["ami"])),
+        )
         if args.role not in STATELESS_ROLES:
             # Deleted with the stack (7 to 12 volumes of dataVolumeGb each), unless the stack keeps them.
-            volume = aws.ebs.Volume(f"{name}-data", availability_zone=args.zone, size=args.data_volume_gb,
-                                    type="gp3", encrypted=True, tags={**tags, "Name": f"{args.fqdn}-data"},
-                                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                                        retain_on_delete=args.keep_data_volumes)))
-            aws.ec2.VolumeAttachment(f"{name}-attach", device_name="/dev/sdf", volume_id=volume.id,
-                                     instance_id=self.instance.id, opts=child)
-        aws.route53.Record(f"{name}-dns", zone_id=args.zone_id, name=args.fqdn, type="A", ttl=60,
-                           records=[self.instance.private_ip], opts=pulumi.ResourceOptions(parent=self))
+            volume = aws.ebs.Volume(
+                f"{name}-data",
+                availability_zone=args.zone,
+                size=args.data_volume_gb,
+                type="gp3",
+                encrypted=True,
+                tags={**tags, "Name": f"{args.fqdn}-data"},
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(retain_on_delete=args.keep_data_volumes)
+                ),
+            )
+            aws.ec2.VolumeAttachment(
+                f"{name}-attach", device_name="/dev/sdf", volume_id=volume.id, instance_id=self.instance.id, opts=child
+            )
+        aws.route53.Record(
+            f"{name}-dns",
+            zone_id=args.zone_id,
+            name=args.fqdn,
+            type="A",
+            ttl=60,
+            records=[self.instance.private_ip],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.register_outputs({"instance_id": self.instance.id, "private_ip": self.instance.private_ip})

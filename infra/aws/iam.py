@@ -9,6 +9,7 @@
 - fis-role-policy.json: that role's, which AWS Fault Injection Service assumes to stop and start
   the stack's instances and to cut its subnets with ACLs FIS tags `managedByFIS`.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,6 +46,14 @@ def fis_role_policy(stack_tag: str) -> dict:
 
 def fis_trust_policy(account_id: str) -> dict:
     """Only FIS may assume the role, and only for experiments of this account (the confused-deputy guard)."""
-    return {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Service": FIS_SERVICE}, "Action": "sts:AssumeRole",
-        "Condition": {"StringEquals": {"aws:SourceAccount": account_id}}}]}
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": FIS_SERVICE},
+                "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            }
+        ],
+    }

@@ -11,6 +11,7 @@ checks that must pass before any resource is registered, and the inventory shape
   ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region at the
                                       first `up`, kept after that (instances ignore later AMI changes)
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -56,11 +57,15 @@ def settings(t: Layout, config: dict) -> AwsSettings:
     """`dcdrill:aws` (validated by infra/schema.py) with its defaults filled in per region."""
     raw = schema.parse(config).aws or schema.AwsSpec()
     cidrs = {r: raw.vpc_cidrs.get(r, f"10.{20 + i}.0.0/16") for i, r in enumerate(regions(t))}
-    return AwsSettings(vpc_cidrs=cidrs, client_cidrs=list(raw.client_cidrs or cidrs.values()),
-                       broker_instance_type=raw.broker_instance_type,
-                       zookeeper_instance_type=raw.zookeeper_instance_type,
-                       data_volume_gb=raw.data_volume_gb, keep_data_volumes=raw.keep_data_volumes,
-                       ami=dict(raw.ami))
+    return AwsSettings(
+        vpc_cidrs=cidrs,
+        client_cidrs=list(raw.client_cidrs or cidrs.values()),
+        broker_instance_type=raw.broker_instance_type,
+        zookeeper_instance_type=raw.zookeeper_instance_type,
+        data_volume_gb=raw.data_volume_gb,
+        keep_data_volumes=raw.keep_data_volumes,
+        ami=dict(raw.ami),
+    )
 
 
 def check(t: Layout, config: dict) -> list[Violation]:
@@ -75,8 +80,13 @@ def check(t: Layout, config: dict) -> list[Violation]:
     zones: dict[str, str] = {}
     for dc in t.datacenters:
         if dc.zone and dc.zone in zones:
-            out.append(Violation("aws-zone-shared", f"{dc.name} and {zones[dc.zone]} are both in {dc.zone}: a DC is an "
-                                                    "AZ, and losing one must not take another (or another cluster)"))
+            out.append(
+                Violation(
+                    "aws-zone-shared",
+                    f"{dc.name} and {zones[dc.zone]} are both in {dc.zone}: a DC is an "
+                    "AZ, and losing one must not take another (or another cluster)",
+                )
+            )
         zones.setdefault(dc.zone, dc.name)
     if out:
         return out
@@ -84,15 +94,23 @@ def check(t: Layout, config: dict) -> list[Violation]:
     nets = {r: ipaddress.ip_network(c) for r, c in s.vpc_cidrs.items()}
     rs = sorted(nets)
     for i, a in enumerate(rs):
-        for b in rs[i + 1:]:
+        for b in rs[i + 1 :]:
             if nets[a].overlaps(nets[b]):
                 out.append(Violation("aws-cidr-overlap", f"VPC CIDRs overlap: {a} {nets[a]} and {b} {nets[b]}"))
     for r, net in nets.items():
         dcs = sum(1 for dc in t.datacenters if dc.region == r)
-        if not any(net.subnet_of(p) for p in schema.PRIVATE_NETS) or not 16 <= net.prefixlen <= SUBNET_PREFIX - (dcs - 1).bit_length():
-            out.append(Violation("aws-vpc-size", f"dcdrill:aws.vpcCidrs.{r}: {net} must be a private /16 to "
-                                                 f"/{SUBNET_PREFIX - (dcs - 1).bit_length()}, to hold a /{SUBNET_PREFIX} "
-                                                 f"for each of its {dcs} DCs"))
+        if (
+            not any(net.subnet_of(p) for p in schema.PRIVATE_NETS)
+            or not 16 <= net.prefixlen <= SUBNET_PREFIX - (dcs - 1).bit_length()
+        ):
+            out.append(
+                Violation(
+                    "aws-vpc-size",
+                    f"dcdrill:aws.vpcCidrs.{r}: {net} must be a private /16 to "
+                    f"/{SUBNET_PREFIX - (dcs - 1).bit_length()}, to hold a /{SUBNET_PREFIX} "
+                    f"for each of its {dcs} DCs",
+                )
+            )
     unused = sorted(set((schema.parse(config).aws or schema.AwsSpec()).vpc_cidrs) - set(regions(t)))
     if unused:
         out.append(Violation("aws-vpc-region", f"dcdrill:aws.vpcCidrs names regions no DC is in: {', '.join(unused)}"))
@@ -100,9 +118,14 @@ def check(t: Layout, config: dict) -> list[Violation]:
         net = ipaddress.ip_network(cidr)
         if not any(net.subnet_of(p) for p in schema.PRIVATE_NETS) and net.prefixlen < MIN_PUBLIC_PREFIX:
             # Checked per CIDR, so 0.0.0.0/1 plus 128.0.0.0/1 is refused twice, not summed to pass.
-            out.append(Violation("aws-world-open", f"dcdrill:aws.clientCidrs[{i}]: {cidr} opens the CLIENT listener "
-                                                   f"to {net.num_addresses:,} public addresses; public ranges must "
-                                                   f"be /{MIN_PUBLIC_PREFIX} or narrower"))
+            out.append(
+                Violation(
+                    "aws-world-open",
+                    f"dcdrill:aws.clientCidrs[{i}]: {cidr} opens the CLIENT listener "
+                    f"to {net.num_addresses:,} public addresses; public ranges must "
+                    f"be /{MIN_PUBLIC_PREFIX} or narrower",
+                )
+            )
     return out
 
 
@@ -132,50 +155,88 @@ def connection_vars(region: str) -> dict:
     return {"aws_region": region}
 
 
-def inventory(t: Topology, config: dict, instance_ids: dict[str, str] | None = None,
-              bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-              stack: Deployment | None = None, stack_tag: str | None = None,
-              fis_role: str | None = None) -> inv.Inventory:
+def inventory(
+    t: Topology,
+    config: dict,
+    instance_ids: dict[str, str] | None = None,
+    bucket: str = "<stack-bucket>",
+    subnet_ids: dict[str, str] | None = None,
+    stack: Deployment | None = None,
+    stack_tag: str | None = None,
+    fis_role: str | None = None,
+) -> inv.Inventory:
     """One cluster's, in the same schema as the lab's; offline (`dcdrill plan`) instance and subnet
     ids are placeholders. The fault driver (chaos/faults/aws.py) acts on exactly these ids: the
     instances (ansible_host) and subnets (aws_subnet_ids) this stack's own Pulumi program made;
     on a replicated `stack`, aws_subnet_ids and aws_regions name every cluster's DCs."""
     whole = stack or t
     ids = instance_ids or _placeholder_ids(whole)
-    host_vars = {h.name: {**connection_vars(t.dc(h.dc).region), "az": t.dc(h.dc).zone,
-                          **({"dcdrill_agent_dir": AGENT_DIR} if h.role == "client" else {})} for h in t.hosts()}
-    extra = {**_shared(whole, bucket, subnet_ids, stack_tag, fis_role), "kafka_broker_heap_mb": 4096, "zookeeper_heap_mb": 1024}
+    host_vars = {
+        h.name: {
+            **connection_vars(t.dc(h.dc).region),
+            "az": t.dc(h.dc).zone,
+            **({"dcdrill_agent_dir": AGENT_DIR} if h.role == "client" else {}),
+        }
+        for h in t.hosts()
+    }
+    extra = {
+        **_shared(whole, bucket, subnet_ids, stack_tag, fis_role),
+        "kafka_broker_heap_mb": 4096,
+        "zookeeper_heap_mb": 1024,
+    }
     if stack is not None and stack.replicated:
         extra["kafka_broker_custom_properties"] = dict(inv.REPLICATED_BROKER_PROPERTIES)
     return inv.build(t, ids, CONNECTION, extra, host_vars)
 
 
-def mirror_inventory(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                     bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-                     stack_tag: str | None = None, fis_role: str | None = None) -> inv.Inventory:
+def mirror_inventory(
+    d: Deployment,
+    config: dict,
+    instance_ids: dict[str, str] | None = None,
+    bucket: str = "<stack-bucket>",
+    subnet_ids: dict[str, str] | None = None,
+    stack_tag: str | None = None,
+    fis_role: str | None = None,
+) -> inv.Inventory:
     """The MirrorMaker 2 hosts', on the newest Kafka the stack's clusters run (Deployment.mirror_kafka_version)."""
     ids = instance_ids or _placeholder_ids(d)
     hosts = [h for h, _ in d.mirror_hosts()]
     host_vars = {h.name: {**connection_vars(d.dc(h.dc).region), "az": d.dc(h.dc).zone} for h in hosts}
-    extra = {**_shared(d, bucket, subnet_ids, stack_tag, fis_role), "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
-             "kafka_mirror_heap_mb": MIRROR_HEAP_MB}
+    extra = {
+        **_shared(d, bucket, subnet_ids, stack_tag, fis_role),
+        "java_kafka_libs_folder": KAFKA_VERSIONS[d.mirror_kafka_version],
+        "kafka_mirror_heap_mb": MIRROR_HEAP_MB,
+    }
     return inv.build_mirrors(d, ids, CONNECTION, extra, host_vars)
 
 
-def inventories(d: Deployment, config: dict, instance_ids: dict[str, str] | None = None,
-                bucket: str = "<stack-bucket>", subnet_ids: dict[str, str] | None = None,
-                stack_tag: str | None = None, fis_role: str | None = None) -> dict:
+def inventories(
+    d: Deployment,
+    config: dict,
+    instance_ids: dict[str, str] | None = None,
+    bucket: str = "<stack-bucket>",
+    subnet_ids: dict[str, str] | None = None,
+    stack_tag: str | None = None,
+    fis_role: str | None = None,
+) -> dict:
     """The stack outputs, as the lab's (infra/lab/layout.build_inventories): `inventory` (the home
     cluster's), and on a replicated stack `inventories` (by cluster) and `mirrors`. `stack_tag`:
     the STACK_TAG value every resource of the stack carries; `fis_role`: the ARN of the role FIS
     assumes for the stack's faults (program.FaultInjectionRole)."""
     if not d.replicated:
-        return {"inventory": inventory(d.home, config, instance_ids, bucket, subnet_ids, stack_tag=stack_tag,
-                                       fis_role=fis_role).data}
-    each = {c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d, stack_tag, fis_role).data
-            for c in d.clusters}
-    return {"inventory": each[d.home.name], "inventories": each,
-            "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids, stack_tag, fis_role).data}
+        return {
+            "inventory": inventory(
+                d.home, config, instance_ids, bucket, subnet_ids, stack_tag=stack_tag, fis_role=fis_role
+            ).data
+        }
+    each = {
+        c.name: inventory(c, config, instance_ids, bucket, subnet_ids, d, stack_tag, fis_role).data for c in d.clusters
+    }
+    return {
+        "inventory": each[d.home.name],
+        "inventories": each,
+        "mirrors": mirror_inventory(d, config, instance_ids, bucket, subnet_ids, stack_tag, fis_role).data,
+    }
 
 
 def _placeholder_ids(t: Layout) -> dict[str, str]:
@@ -188,11 +249,17 @@ def _placeholder_ids(t: Layout) -> dict[str, str]:
 STACK_TAG = "dcdrill-stack"
 
 
-def _shared(t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None,
-            fis_role: str | None = None) -> dict:
+def _shared(
+    t: Layout, bucket: str, subnet_ids: dict[str, str] | None, stack_tag: str | None = None, fis_role: str | None = None
+) -> dict:
     subnets = subnet_ids or {dc.name: f"<subnet-id of {dc.name}>" for dc in t.datacenters}
-    return {"service_manager": "systemd", "kafka_libs_dir": "/opt/kafka/libs", "data_root": "/var/lib/dcdrill",
-            "aws_bucket": bucket, "aws_subnet_ids": dict(sorted(subnets.items())),
-            "aws_regions": {dc.name: dc.region for dc in t.datacenters},
-            "aws_fis_role_arn": fis_role or "<arn of the stack's FIS role>",
-            **({"aws_stack_tag": stack_tag} if stack_tag else {})}
+    return {
+        "service_manager": "systemd",
+        "kafka_libs_dir": "/opt/kafka/libs",
+        "data_root": "/var/lib/dcdrill",
+        "aws_bucket": bucket,
+        "aws_subnet_ids": dict(sorted(subnets.items())),
+        "aws_regions": {dc.name: dc.region for dc in t.datacenters},
+        "aws_fis_role_arn": fis_role or "<arn of the stack's FIS role>",
+        **({"aws_stack_tag": stack_tag} if stack_tag else {}),
+    }

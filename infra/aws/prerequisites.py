@@ -2,6 +2,7 @@
 (`dcdrill drill --check`, and every drill's preflight): AWS's session-manager-plugin, through
 which ssh reaches the hosts over SSM (infra/aws/ssm_tunnel.py; `dcdrill setup` builds it), and
 credentials boto3 can find. Each missing piece is named with how to install it."""
+
 from __future__ import annotations
 
 from dcdrill.infra.aws import ssm_tunnel
@@ -25,10 +26,14 @@ def missing() -> list[str]:
     """One sentence per missing prerequisite, with how to get it; empty when all are there."""
     out = []
     if ssm_tunnel.plugin() is None:
-        out.append(f"AWS's {ssm_tunnel.PLUGIN} (ssh reaches the hosts through SSM with it): `dcdrill setup` "
-                   "builds it (with Go), or install AWS's package: https://docs.aws.amazon.com/systems-manager/"
-                   "latest/userguide/session-manager-working-with-install-plugin.html")
+        out.append(
+            f"AWS's {ssm_tunnel.PLUGIN} (ssh reaches the hosts through SSM with it): `dcdrill setup` "
+            "builds it (with Go), or install AWS's package: https://docs.aws.amazon.com/systems-manager/"
+            "latest/userguide/session-manager-working-with-install-plugin.html"
+        )
     if not _credentials():
-        out.append("AWS credentials (none in the environment or a profile; an instance role is not probed): "
-                   "export AWS_PROFILE or AWS_* keys, or the CI recipe's OIDC role (docs/ci/)")
+        out.append(
+            "AWS credentials (none in the environment or a profile; an instance role is not probed): "
+            "export AWS_PROFILE or AWS_* keys, or the CI recipe's OIDC role (docs/ci/)"
+        )
     return out

@@ -3,6 +3,7 @@ one ingress rule per flow, from the source role's group in the same region, and 
 CIDRs of the other regions that hold the source role (security groups cannot be referenced across
 regions). The stack's own clients come in by `clientCidrs`. Nothing else is open, nothing is
 world-open."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,9 +13,13 @@ import pulumi_aws as aws
 
 from dcdrill.infra.flows import CLIENT_NETWORKS, Flow
 
-DESCRIPTIONS = {"zookeeper": "dcdrill ZooKeeper", "kafka_controller": "dcdrill KRaft controller",
-                "kafka_broker": "dcdrill Kafka broker", "client": "dcdrill drill clients",
-                "kafka_mirror": "dcdrill MirrorMaker 2"}
+DESCRIPTIONS = {
+    "zookeeper": "dcdrill ZooKeeper",
+    "kafka_controller": "dcdrill KRaft controller",
+    "kafka_broker": "dcdrill Kafka broker",
+    "client": "dcdrill drill clients",
+    "kafka_mirror": "dcdrill MirrorMaker 2",
+}
 
 
 @dataclass
@@ -34,14 +39,31 @@ class ClusterSecurity(pulumi.ComponentResource):
         super().__init__("dcdrill:aws:ClusterSecurity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         egress = [aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, cidr_blocks=["0.0.0.0/0"])]
-        self.groups = {role: aws.ec2.SecurityGroup(
-            f"{name}-{role}", vpc_id=args.vpc_id, egress=egress, description=DESCRIPTIONS[role],
-            tags={"cluster": args.cluster, "role": role}, opts=child) for role in sorted(args.roles)}
+        self.groups = {
+            role: aws.ec2.SecurityGroup(
+                f"{name}-{role}",
+                vpc_id=args.vpc_id,
+                egress=egress,
+                description=DESCRIPTIONS[role],
+                tags={"cluster": args.cluster, "role": role},
+                opts=child,
+            )
+            for role in sorted(args.roles)
+        }
 
         def rule(rname: str, target, port: int, why: str, source=None, cidrs=None):
-            aws.ec2.SecurityGroupRule(rname, type="ingress", security_group_id=target.id, protocol="tcp",
-                                      from_port=port, to_port=port, source_security_group_id=source,
-                                      cidr_blocks=cidrs, description=why, opts=child)
+            aws.ec2.SecurityGroupRule(
+                rname,
+                type="ingress",
+                security_group_id=target.id,
+                protocol="tcp",
+                from_port=port,
+                to_port=port,
+                source_security_group_id=source,
+                cidr_blocks=cidrs,
+                description=why,
+                opts=child,
+            )
 
         for f in args.flows:
             target = self.groups.get(f.target)
@@ -55,5 +77,7 @@ class ClusterSecurity(pulumi.ComponentResource):
             if f.source in self.groups:
                 rule(rname, target, f.port, f.why, source=self.groups[f.source].id)
             if args.elsewhere.get(f.source):
-                rule(f"{rname}-other-regions", target, f.port, f"{f.why} (other regions)", cidrs=args.elsewhere[f.source])
+                rule(
+                    f"{rname}-other-regions", target, f.port, f"{f.why} (other regions)", cidrs=args.elsewhere[f.source]
+                )
         self.register_outputs({})

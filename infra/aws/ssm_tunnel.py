@@ -8,12 +8,14 @@ Each connection first hands the host the control's public key for the login user
 Instance Connect (valid for 60 seconds, long enough for ssh to authenticate), so no key lives in
 the stack's user data or state, and a CI runner's key is its own.
 
-    ssh -o ProxyCommand='python -m dcdrill.infra.aws.ssm_tunnel --region eu-west-1 --public-key K.pub %h %p %r' dcdrill@i-0abc
+    ssh -o ProxyCommand='python -m dcdrill.infra.aws.ssm_tunnel --region eu-west-1 \
+        --public-key K.pub %h %p %r' dcdrill@i-0abc
 
 What `aws ssm start-session` does for its plugin is done here with boto3, so the control needs
 no AWS CLI: StartSession, then AWS's session-manager-plugin (built by `dcdrill setup`) carries
 ssh's bytes over the session's stream.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,12 +56,17 @@ def connect(inventory: Inventory, ssh_dir: Path) -> None:
     ssh_dir.mkdir(parents=True, exist_ok=True)
     key = ssh_dir / "id_ed25519"
     if not key.exists():
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dcdrill-control", "-f", str(key)],
-                       check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dcdrill-control", "-f", str(key)],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
     av = inventory.vars
     av["ansible_ssh_private_key_file"] = str(key)
-    av["ansible_ssh_common_args"] = (f"-o StrictHostKeyChecking=accept-new "
-                                     f"-o UserKnownHostsFile={ssh_dir / 'known_hosts'} -o LogLevel=ERROR")
+    av["ansible_ssh_common_args"] = (
+        f"-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile={ssh_dir / 'known_hosts'} -o LogLevel=ERROR"
+    )
     for host in inventory.hosts():
         command = proxy_command(host.vars["aws_region"], key.with_suffix(".pub"))
         host.vars["ansible_ssh_extra_args"] = f"-o {shlex.quote('ProxyCommand=' + command)}"
@@ -71,7 +78,8 @@ def open_session(instance: str, port: int, user: str, public_key: str, region: s
     import boto3
 
     boto3.client("ec2-instance-connect", region_name=region).send_ssh_public_key(
-        InstanceId=instance, InstanceOSUser=user, SSHPublicKey=public_key)
+        InstanceId=instance, InstanceOSUser=user, SSHPublicKey=public_key
+    )
     ssm = boto3.client("ssm", region_name=region)
     parameters = {"Target": instance, "DocumentName": DOCUMENT, "Parameters": {"portNumber": [str(port)]}}
     started = ssm.start_session(**parameters)
@@ -81,13 +89,14 @@ def open_session(instance: str, port: int, user: str, public_key: str, region: s
         raise FileNotFoundError(f"no {PLUGIN} on PATH or in dcdrill's cache: run `dcdrill setup`")
     session = {k: started[k] for k in ("SessionId", "TokenValue", "StreamUrl")}
     env = {**os.environ, RESPONSE_VARIABLE: json.dumps(session)}
-    return [found, RESPONSE_VARIABLE, region, "StartSession", "", json.dumps(parameters),
-            ssm.meta.endpoint_url], env
+    return [found, RESPONSE_VARIABLE, region, "StartSession", "", json.dumps(parameters), ssm.meta.endpoint_url], env
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dcdrill.infra.aws.ssm_tunnel",
-                                description="ssh's ProxyCommand to an EC2 host through SSM (AWS-StartSSHSession)")
+    p = argparse.ArgumentParser(
+        prog="python -m dcdrill.infra.aws.ssm_tunnel",
+        description="ssh's ProxyCommand to an EC2 host through SSM (AWS-StartSSHSession)",
+    )
     p.add_argument("--region", required=True, help="the instance's region")
     p.add_argument("--public-key", required=True, type=Path, help="the control's public key, handed to the host")
     p.add_argument("instance", help="the instance id (ssh's %%h: the inventory's ansible_host)")

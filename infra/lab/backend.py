@@ -1,5 +1,6 @@
 """The lab backend: every host a network namespace on this machine, DCs joined by a router
 namespace (infra/lab/netns.py), hosts reached by SSH like any machine (infra/lab/sshd.py)."""
+
 from __future__ import annotations
 
 from dcdrill.infra import schema
@@ -47,8 +48,10 @@ class LabBackend(Backend):
 
     def cannot(self, fault: str) -> str | None:
         if fault == "power_loss" and not self.settings.power_loss:
-            return ("a power loss needs the lab's disks that lose what was not durable: set `dcdrill:lab` "
-                    "`powerLoss: true` on the stack (docs/lab.md), then `dcdrill lab up` rebuilds its hosts")
+            return (
+                "a power loss needs the lab's disks that lose what was not durable: set `dcdrill:lab` "
+                "`powerLoss: true` on the stack (docs/lab.md), then `dcdrill lab up` rebuilds its hosts"
+            )
         return None
 
     def leftovers(self) -> list[str]:
@@ -96,8 +99,11 @@ class LabBackend(Backend):
             return out
         configured = layout.link_table(d, self.settings)
         names = d.dc_names
-        out += [f"link {names[a - 1]}->{names[b - 1]} is {live.get((a, b))}, configured {shape}"
-                for (a, b), shape in sorted(configured.items()) if live.get((a, b)) not in (None, shape)]
+        out += [
+            f"link {names[a - 1]}->{names[b - 1]} is {live.get((a, b))}, configured {shape}"
+            for (a, b), shape in sorted(configured.items())
+            if live.get((a, b)) not in (None, shape)
+        ]
         return out
 
     @staticmethod
@@ -130,8 +136,10 @@ class LabBackend(Backend):
         from dcdrill.infra.lab import layout
 
         names = t.dc_names
-        return {(names[a - 1], names[b - 1]): shape.latency_ms
-                for (a, b), shape in layout.link_table(t, self.settings).items()}
+        return {
+            (names[a - 1], names[b - 1]): shape.latency_ms
+            for (a, b), shape in layout.link_table(t, self.settings).items()
+        }
 
     def passphrase(self) -> str | None:
         return LAB_PASSPHRASE

@@ -6,6 +6,7 @@ or older than the kernel's write-back delay), so the `power-loss` fault can take
 The daemon runs in the machine's own namespace, not the host's: killing a DC's processes must not
 take its disks with them.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,14 @@ def mounted(mount: Path) -> bool:
 JOURNAL_COMMIT_S = 5.0
 
 
-def start(lab_dir: Path, short: str, mount: Path, writeback_s: float, timeout_s: float = 10.0,
-          journal_commit_s: float = JOURNAL_COMMIT_S) -> None:
+def start(
+    lab_dir: Path,
+    short: str,
+    mount: Path,
+    writeback_s: float,
+    timeout_s: float = 10.0,
+    journal_commit_s: float = JOURNAL_COMMIT_S,
+) -> None:
     """Mount the host's disk at `mount` (its data root), which must be empty; a no-op if mounted."""
     if mounted(mount):
         return
@@ -67,16 +74,34 @@ def start(lab_dir: Path, short: str, mount: Path, writeback_s: float, timeout_s:
     mount.mkdir(parents=True, exist_ok=True)
     control = _control(lab_dir, short)
     log = open(lab_dir / "disks" / f"{short}.log", "ab")
-    proc = subprocess.Popen([str(binary()), "-backing", str(store), "-mount", str(mount), "-control", str(control),
-                             "-writeback-after", f"{writeback_s:g}s", "-journal-commit", f"{journal_commit_s:g}s"],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(binary()),
+            "-backing",
+            str(store),
+            "-mount",
+            str(mount),
+            "-control",
+            str(control),
+            "-writeback-after",
+            f"{writeback_s:g}s",
+            "-journal-commit",
+            f"{journal_commit_s:g}s",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+    )
     _pidfile(lab_dir, short).write_text(str(proc.pid))
     deadline = time.monotonic() + timeout_s
     while not (mounted(mount) and control.exists()):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise DiskError(f"{short}'s disk did not mount at {mount} within {timeout_s:g} s "
-                            f"(see {lab_dir / 'disks' / f'{short}.log'})")
+            raise DiskError(
+                f"{short}'s disk did not mount at {mount} within {timeout_s:g} s "
+                f"(see {lab_dir / 'disks' / f'{short}.log'})"
+            )
         time.sleep(0.05)
 
 

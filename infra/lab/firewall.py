@@ -6,6 +6,7 @@ Besides the table: the host's own address and loopback (a broker's tools dial th
 replies (conntrack), ICMP, and host access (SSH from the control; SSM needs no inbound port on
 AWS). Nothing else from the control: it dials no port of the cluster.
 """
+
 from __future__ import annotations
 
 from dcdrill.infra import flows
@@ -23,20 +24,24 @@ def render(d: Deployment, addresses: dict[str, str], prefix: str) -> dict[str, s
     admitted = flows.table(d)
     out = {}
     for h in sorted(d.hosts(), key=lambda h: h.short):
-        rules = ["-A INPUT -i lo -j ACCEPT",
-                 "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
-                 "-A INPUT -p icmp -j ACCEPT",
-                 f"-A INPUT -s {addresses[h.name]}/32 -m comment --comment \"the host itself\" -j ACCEPT",
-                 f"-A INPUT -s {netns.control_address(prefix)}/32 -p tcp -m tcp --dport {HOST_ACCESS_PORT} "
-                 f"-m comment --comment \"host access\" -j ACCEPT"]
+        rules = [
+            "-A INPUT -i lo -j ACCEPT",
+            "-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+            "-A INPUT -p icmp -j ACCEPT",
+            f'-A INPUT -s {addresses[h.name]}/32 -m comment --comment "the host itself" -j ACCEPT',
+            f"-A INPUT -s {netns.control_address(prefix)}/32 -p tcp -m tcp --dport {HOST_ACCESS_PORT} "
+            f'-m comment --comment "host access" -j ACCEPT',
+        ]
         for f in admitted:
             if f.target != h.role:
                 continue
             for source in sorted(set(by_role.get(f.source, []))):
-                rules.append(f"-A INPUT -s {source}/32 -p tcp -m tcp --dport {f.port} "
-                             f"-m comment --comment \"{f}\" -j ACCEPT")
-        out[h.short] = "\n".join(["*filter", ":INPUT DROP [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]",
-                                   *rules, "COMMIT", ""])
+                rules.append(
+                    f'-A INPUT -s {source}/32 -p tcp -m tcp --dport {f.port} -m comment --comment "{f}" -j ACCEPT'
+                )
+        out[h.short] = "\n".join(
+            ["*filter", ":INPUT DROP [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]", *rules, "COMMIT", ""]
+        )
     return out
 
 

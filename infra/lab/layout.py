@@ -1,5 +1,6 @@
 """Where every lab host lives: addresses, namespaces and the inventory. Pure: `dcdrill plan`
 computes it offline, the Pulumi program (infra/lab/program.py) creates exactly this."""
+
 from __future__ import annotations
 
 import sys
@@ -11,14 +12,17 @@ from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.lab import netns, shaper, sshd
 from dcdrill.infra.topology import Topology
 
-
 # Every lab service runs as a uid of its own, so that no broker, controller, ZooKeeper or MM2 node
 # can read another's keys (each host's folder is 0750, its key 0600): as on AWS, where each is a
 # machine of its own. The uid is its address's last two bytes above this base; none has a passwd
 # entry, so the lab adds no user to this machine.
 SERVICE_UID_BASE = 200_000
-SERVICE_USER_VAR = {"zookeeper": "zookeeper_service_user", "kafka_controller": "kafka_broker_service_user",
-                    "kafka_broker": "kafka_broker_service_user", "kafka_mirror": "kafka_mirror_service_user"}
+SERVICE_USER_VAR = {
+    "zookeeper": "zookeeper_service_user",
+    "kafka_controller": "kafka_broker_service_user",
+    "kafka_broker": "kafka_broker_service_user",
+    "kafka_mirror": "kafka_mirror_service_user",
+}
 
 
 def service_uid(address: str) -> int:
@@ -34,16 +38,18 @@ def require_reachable(cache: Path) -> None:
 
     for folder in [cache.resolve(), *cache.resolve().parents]:
         if folder.exists() and not folder.stat().st_mode & 0o001:
-            raise LabUnavailable(f"the lab's services run as unprivileged uids (from {SERVICE_UID_BASE}), which "
-                                 f"cannot enter {folder} (mode {oct(folder.stat().st_mode & 0o777)}): "
-                                 f"chmod o+x {folder}, or clone dcdrill somewhere they can reach")
+            raise LabUnavailable(
+                f"the lab's services run as unprivileged uids (from {SERVICE_UID_BASE}), which "
+                f"cannot enter {folder} (mode {oct(folder.stat().st_mode & 0o777)}): "
+                f"chmod o+x {folder}, or clone dcdrill somewhere they can reach"
+            )
 
 
 def dc_index(t: Topology | Deployment, dc: str) -> int:
     return t.dc_names.index(dc) + 1
 
 
-def link_table(t: Topology | Deployment, settings) -> "shaper.LinkTable":
+def link_table(t: Topology | Deployment, settings) -> shaper.LinkTable:
     """Every ordered DC pair's shape: the lab-wide latency, jitter and loss, then each
     `links` entry's own values for its pair (both directions)."""
     base = shaper.LinkShape(settings.latency_ms, settings.jitter_ms, settings.loss_pct)
@@ -54,7 +60,8 @@ def link_table(t: Topology | Deployment, settings) -> "shaper.LinkTable":
             base.latency_ms if link.latency_ms is None else link.latency_ms,
             base.jitter_ms if link.jitter_ms is None else link.jitter_ms,
             base.loss_pct if link.loss_pct is None else link.loss_pct,
-            link.rate_mbit or 0.0)
+            link.rate_mbit or 0.0,
+        )
         table[(a, b)] = table[(b, a)] = shape
     return table
 
@@ -105,7 +112,8 @@ def _services(version: str, cache: Path) -> dict:
         "java_class_archive": str(archive) if archive else "",
         # Services run unprivileged, each host's as a uid of its own (service_uid, a host var;
         # infra/lab/service.py starts them as it).
-        "kafka_broker_service_user_create": False, "zookeeper_service_user_create": False,
+        "kafka_broker_service_user_create": False,
+        "zookeeper_service_user_create": False,
     }
 
 
@@ -115,8 +123,12 @@ def _host_vars(lab: Path, hosts, address: dict[str, str]) -> dict:
         # ansible_host is an id only the connection understands, as an instance id is on AWS: ssh
         # learns the address from its HostName option, and a task that dials ansible_host fails
         # here as it would there (tasks dial the inventory's DNS names).
-        out[h.name] = {"data_root": str(lab / "hosts" / h.short), "netns": netns.host_ns(h.short),
-                       "ansible_host": netns.host_ns(h.short), "ansible_ssh_extra_args": f"-o HostName={address[h.name]}"}
+        out[h.name] = {
+            "data_root": str(lab / "hosts" / h.short),
+            "netns": netns.host_ns(h.short),
+            "ansible_host": netns.host_ns(h.short),
+            "ansible_ssh_extra_args": f"-o HostName={address[h.name]}",
+        }
         if h.role == "client":  # its own Python for dcdrill's agents, on its own disk
             out[h.name]["dcdrill_agent_dir"] = str(lab / "hosts" / h.short / "agent")
         if h.role in SERVICE_USER_VAR:
@@ -128,10 +140,12 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
     """One cluster's inventory. settings: infra.lab.backend.LabSettings; `d`: the replicated stack
     the cluster is part of, whose DCs and hosts share the lab's address plan."""
     lab = lab_dir(cache)
-    extra = {**_services(t.kafka_version, cache),
-             "kafka_broker_heap_mb": settings.broker_heap_mb,
-             "zookeeper_heap_mb": settings.zookeeper_heap_mb,
-             "kafka_broker_controller_heap_mb": settings.controller_heap_mb}
+    extra = {
+        **_services(t.kafka_version, cache),
+        "kafka_broker_heap_mb": settings.broker_heap_mb,
+        "zookeeper_heap_mb": settings.zookeeper_heap_mb,
+        "kafka_broker_controller_heap_mb": settings.controller_heap_mb,
+    }
     if d is not None and d.replicated:
         extra["kafka_broker_custom_properties"] = dict(inventory.REPLICATED_BROKER_PROPERTIES)
     address = addresses(d or t, settings.subnet_prefix)
@@ -143,8 +157,9 @@ def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.In
     lab = lab_dir(cache)
     extra = {**_services(d.mirror_kafka_version, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
     address = addresses(d, settings.subnet_prefix)
-    return inventory.build_mirrors(d, address, _connection(lab), extra,
-                                   _host_vars(lab, [h for h, _ in d.mirror_hosts()], address))
+    return inventory.build_mirrors(
+        d, address, _connection(lab), extra, _host_vars(lab, [h for h, _ in d.mirror_hosts()], address)
+    )
 
 
 def build_inventories(d: Deployment, settings, cache: Path) -> dict:
@@ -152,6 +167,8 @@ def build_inventories(d: Deployment, settings, cache: Path) -> dict:
     (every cluster's, by name) and `mirrors` (the MM2 hosts')."""
     if not d.replicated:
         return {"inventory": build_inventory(d.home, settings, cache).data}
-    return {"inventory": build_inventory(d.home, settings, cache, d).data,
-            "inventories": {c.name: build_inventory(c, settings, cache, d).data for c in d.clusters},
-            "mirrors": build_mirror_inventory(d, settings, cache).data}
+    return {
+        "inventory": build_inventory(d.home, settings, cache, d).data,
+        "inventories": {c.name: build_inventory(c, settings, cache, d).data for c in d.clusters},
+        "mirrors": build_mirror_inventory(d, settings, cache).data,
+    }

@@ -2,21 +2,24 @@
 
 Layout (prefix P, default 10.77; DC number i counts from 1 in config order):
 
-    root ns --dcd-mgmt (P.0.1/30)--- mgmt0 (P.0.2) [dcd-router] dc<i> (P.i.1/24) --- up0 [dcd-<dc>: br0] --- eth0 [dcd-<host>] (P.i.10+)
+    root ns --dcd-mgmt (P.0.1/30)--- mgmt0 (P.0.2) [dcd-router]
+        [dcd-router] dc<i> (P.i.1/24) --- up0 [dcd-<dc>: br0] --- eth0 [dcd-<host>] (P.i.10+)
 
 Hosts of a DC hang off that DC's bridge; all inter-DC traffic is routed by the router
 namespace, where each DC pair's delay, jitter, loss and bandwidth are applied (infra/lab/shaper.py:
-netem, or the userspace forwarder) and where a DC is cut off (iptables FORWARD drops). Lab namespaces route only P.0.0/16: nothing can leave the machine.
+netem, or the userspace forwarder) and where a DC is cut off (iptables FORWARD drops). Lab
+namespaces route only P.0.0/16: nothing can leave the machine.
 The Pulumi dynamic providers (infra/lab/resources.py) and the lab's fault driver
 (chaos/faults/lab.py) call these.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
 import shutil
-import socket
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -168,8 +171,9 @@ def create_link(dc: str, index: int, prefix: str) -> None:
 
 def netem_supported() -> bool:
     """Some kernels are built without sch_netem (CONFIG_NET_SCH_NETEM unset): then the forwarder."""
-    probe = subprocess.run(["tc", "qdisc", "add", "dev", MGMT_DEV, "root", "netem", "delay", "1ms"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        ["tc", "qdisc", "add", "dev", MGMT_DEV, "root", "netem", "delay", "1ms"], capture_output=True, text=True
+    )
     if probe.returncode == 0:
         subprocess.run(["tc", "qdisc", "del", "dev", MGMT_DEV, "root"], capture_output=True)
         return True
@@ -202,7 +206,10 @@ def isolate_dc(index: int, direction: str = "both") -> None:
 
 def heal_isolation(index: int) -> None:
     for rule in _isolation_rules(index, "both"):
-        while subprocess.run(["ip", "netns", "exec", ROUTER, "iptables", "-D", *rule], capture_output=True).returncode == 0:
+        while (
+            subprocess.run(["ip", "netns", "exec", ROUTER, "iptables", "-D", *rule], capture_output=True).returncode
+            == 0
+        ):
             pass
 
 
@@ -284,7 +291,7 @@ def _without_block(text: str) -> str:
     """The machine's hosts file without the block an older lab wrote into it."""
     lines = text.splitlines()
     b, e = lines.index(HOSTS_BEGIN), lines.index(HOSTS_END)
-    return "\n".join(lines[:b] + lines[e + 1:]) + "\n"
+    return "\n".join(lines[:b] + lines[e + 1 :]) + "\n"
 
 
 def set_names(entries: dict[str, str | None], hosts_file: Path, machine_hosts: Path = Path("/etc/hosts")) -> None:

@@ -8,6 +8,7 @@ would be out of `pulumi destroy`'s reach.
 Paths in inputs (PATH_KEYS) are relative to the cache (infra.constants.cache_dir), resolved
 when a provider acts: a checkout moved elsewhere is the same lab, not a new one.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -36,8 +37,11 @@ def _same(key: str, old, new) -> bool:
 
 
 def _replace_on_change(olds: dict, news: dict, in_place: tuple[str, ...] = ()) -> DiffResult:
-    changed = sorted(k for k in set(olds) | set(news)
-                     if not k.startswith("__") and k != "ns" and not _same(k, olds.get(k), news.get(k)))
+    changed = sorted(
+        k
+        for k in set(olds) | set(news)
+        if not k.startswith("__") and k != "ns" and not _same(k, olds.get(k), news.get(k))
+    )
     replaces = [k for k in changed if k not in in_place]
     return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
 
@@ -53,8 +57,12 @@ def _created(ns: str, props: dict, undo, make) -> CreateResult:
 
 class RouterProvider(ResourceProvider):
     def create(self, props):
-        return _created(netns.ROUTER, props, lambda: netns.delete_router(props["prefix"]),
-                        lambda: netns.create_router(props["prefix"]))
+        return _created(
+            netns.ROUTER,
+            props,
+            lambda: netns.delete_router(props["prefix"]),
+            lambda: netns.create_router(props["prefix"]),
+        )
 
     def delete(self, id_, props):
         netns.delete_router(props["prefix"])
@@ -68,8 +76,9 @@ class RouterProvider(ResourceProvider):
 
 class DatacenterProvider(ResourceProvider):
     def create(self, props):
-        return _created(netns.dc_ns(props["dc"]), props, lambda: netns.delete_dc(props["dc"]),
-                        lambda: netns.create_dc(props["dc"]))
+        return _created(
+            netns.dc_ns(props["dc"]), props, lambda: netns.delete_dc(props["dc"]), lambda: netns.create_dc(props["dc"])
+        )
 
     def delete(self, id_, props):
         netns.delete_dc(props["dc"])
@@ -86,8 +95,12 @@ class LinkProvider(ResourceProvider):
 
     def create(self, props):
         index = int(props["index"])  # the engine hands numbers back as floats
-        return _created(f"{netns.ROUTER}/{netns.router_dev(index)}", props, lambda: netns.delete_link(index),
-                        lambda: netns.create_link(props["dc"], index, props["prefix"]))
+        return _created(
+            f"{netns.ROUTER}/{netns.router_dev(index)}",
+            props,
+            lambda: netns.delete_link(index),
+            lambda: netns.create_link(props["dc"], index, props["prefix"]),
+        )
 
     def delete(self, id_, props):
         netns.delete_link(int(props["index"]))
@@ -117,6 +130,7 @@ class ShaperProvider(ResourceProvider):
 
     def update(self, id_, olds, news):
         from pulumi.dynamic import UpdateResult
+
         s = shaper.installed(in_cache(news["state_dir"]))
         s.apply(shaper.table_from_json(news["links"]))
         return UpdateResult(outs={**news, "ns": id_, "kind": s.kind})
@@ -149,10 +163,17 @@ class HostProvider(ResourceProvider):
     def create(self, props):
         def make():
             if props.get("disk_writeback_s") is not None:  # before sshd, which writes its pid file there
-                disk.start(in_cache(props["lab_dir"]), props["short"], self._data_root(props),
-                           float(props["disk_writeback_s"]))
-            netns.create_host(props["short"], props["dc"], props["ip"], props["gateway"], props["prefix"],
-                              in_cache(props["hosts_file"]))
+                disk.start(
+                    in_cache(props["lab_dir"]), props["short"], self._data_root(props), float(props["disk_writeback_s"])
+                )
+            netns.create_host(
+                props["short"],
+                props["dc"],
+                props["ip"],
+                props["gateway"],
+                props["prefix"],
+                in_cache(props["hosts_file"]),
+            )
             netns.set_names({props["name"]: props["ip"]}, in_cache(props["hosts_file"]))
             sshd.start(props["short"], props["ip"], in_cache(props["lab_dir"]))
 
@@ -187,6 +208,7 @@ class FirewallProvider(ResourceProvider):
 
     def update(self, id_, olds, news):
         from pulumi.dynamic import UpdateResult
+
         self.create(news)
         return UpdateResult(outs={**news, "ns": id_})
 
@@ -195,16 +217,20 @@ class FirewallProvider(ResourceProvider):
 
     @staticmethod
     def _in_place(rules: dict[str, str]) -> bool:
-        return all(netns.ns_exists(netns.host_ns(short)) and firewall.installed(short) == firewall.expected(text)
-                   for short, text in rules.items())
+        return all(
+            netns.ns_exists(netns.host_ns(short)) and firewall.installed(short) == firewall.expected(text)
+            for short, text in rules.items()
+        )
 
     def read(self, id_, props):
         # Rules lost (a host rebuilt behind Pulumi's back) are drift, not a deleted firewall: the
         # live rules become the state, and the next `up` puts the table back in place.
         if self._in_place(props["rules"]):
             return ReadResult(id_, props)
-        live = {short: "\n".join(firewall.installed(short)) if netns.ns_exists(netns.host_ns(short)) else ""
-                for short in props["rules"]}
+        live = {
+            short: "\n".join(firewall.installed(short)) if netns.ns_exists(netns.host_ns(short)) else ""
+            for short in props["rules"]
+        }
         return ReadResult(id_, {**props, "rules": live})
 
     def diff(self, id_, olds, news):

@@ -7,6 +7,7 @@ status exits 3 when the service is not running.
 
     python -m dcdrill.infra.lab.service {start|stop|restart|kill|status} SPEC.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,18 @@ def start(spec: dict) -> str:
     Path(spec["log"]).parent.mkdir(parents=True, exist_ok=True)
     log = open(spec["log"], "ab")
     uid, gid = identity(spec.get("user"))
-    proc = subprocess.Popen(spec["argv"], cwd=spec.get("cwd") or "/", env={**os.environ, **spec.get("env", {})},
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            user=uid, group=gid, extra_groups=[])
+    proc = subprocess.Popen(
+        spec["argv"],
+        cwd=spec.get("cwd") or "/",
+        env={**os.environ, **spec.get("env", {})},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        user=uid,
+        group=gid,
+        extra_groups=[],
+    )
     Path(spec["pidfile"]).write_text(str(proc.pid))
     return "started"
 

@@ -13,6 +13,7 @@
 Traffic between the machine and the lab (Ansible, `dcdrill status`) enters from mgmt0, is not
 matched by the rules, and is never delayed.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,6 +39,7 @@ class ShaperDown(RuntimeError):
 @dataclass(frozen=True)
 class LinkShape:
     """One direction of a DC pair."""
+
     latency_ms: float = 0.0
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
@@ -57,8 +59,12 @@ def table_to_json(table: LinkTable) -> list[dict]:
 
 
 def table_from_json(rows: list[dict]) -> LinkTable:
-    return {(int(r["from"]), int(r["to"])): LinkShape(float(r["latency_ms"]), float(r["jitter_ms"]),
-                                                      float(r["loss_pct"]), float(r["rate_mbit"])) for r in rows}
+    return {
+        (int(r["from"]), int(r["to"])): LinkShape(
+            float(r["latency_ms"]), float(r["jitter_ms"]), float(r["loss_pct"]), float(r["rate_mbit"])
+        )
+        for r in rows
+    }
 
 
 class Shaper(ABC):
@@ -97,6 +103,7 @@ class Shaper(ABC):
 # -- the userspace forwarder ---------------------------------------------------------------------
 def forwarder_binary() -> Path:
     from dcdrill.infra.constants import cache_dir
+
     return cache_dir() / "bin" / "dcdrill-forwarder"
 
 
@@ -127,8 +134,10 @@ class ForwarderShaper(Shaper):
             if applied.exists() and applied.read_bytes() == raw:
                 return
             time.sleep(0.02)
-        raise ShaperDown(f"the forwarder did not apply {self.links_file} within {timeout_s:g} s "
-                         f"(see {self.state_dir / 'forwarder.log'})")
+        raise ShaperDown(
+            f"the forwarder did not apply {self.links_file} within {timeout_s:g} s "
+            f"(see {self.state_dir / 'forwarder.log'})"
+        )
 
     def supervisor_pid(self) -> int | None:
         try:
@@ -162,11 +171,29 @@ class ForwarderShaper(Shaper):
             log = open(self.state_dir / "forwarder.log", "ab")
             # Real-time priority, as netem has in the kernel's softirq: a drill keeps the lab's CPUs
             # busy, and a delay queued behind the JVMs would be the scheduler's, not the link's.
-            proc = subprocess.Popen(["chrt", "--fifo", RT_PRIORITY, "ip", "netns", "exec", r, str(binary),
-                                     "--supervise", "--dev", TUN,
-                                     "--links", str(self.links_file), "--prefix", self.prefix],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [
+                    "chrt",
+                    "--fifo",
+                    RT_PRIORITY,
+                    "ip",
+                    "netns",
+                    "exec",
+                    r,
+                    str(binary),
+                    "--supervise",
+                    "--dev",
+                    TUN,
+                    "--links",
+                    str(self.links_file),
+                    "--prefix",
+                    self.prefix,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             self.pidfile.write_text(str(proc.pid))  # chrt and `ip netns exec` exec the binary: same pid
         self._wait_applied(raw)
         for j in range(1, self.dcs + 1):
@@ -176,8 +203,9 @@ class ForwarderShaper(Shaper):
         existing = netns.sh("ip", "rule", "show", ns=r)
         for i in range(1, self.dcs + 1):
             if f"iif {netns.router_dev(i)} lookup {TABLE}" not in existing:
-                netns.sh("ip", "rule", "add", "iif", netns.router_dev(i), "lookup", TABLE,
-                         "priority", RULE_PRIORITY, ns=r)
+                netns.sh(
+                    "ip", "rule", "add", "iif", netns.router_dev(i), "lookup", TABLE, "priority", RULE_PRIORITY, ns=r
+                )
 
     def apply(self, table: LinkTable) -> None:
         self.check_alive()
@@ -187,13 +215,17 @@ class ForwarderShaper(Shaper):
 
     def check_alive(self) -> None:
         if not self.supervisor_pid():
-            raise ShaperDown(f"the lab's forwarder is not running (pidfile {self.pidfile}): inter-DC traffic is "
-                             "held, not delayed; `dcdrill lab up` starts it again")
+            raise ShaperDown(
+                f"the lab's forwarder is not running (pidfile {self.pidfile}): inter-DC traffic is "
+                "held, not delayed; `dcdrill lab up` starts it again"
+            )
         if not self.worker_pids():
             time.sleep(0.5)  # the supervisor restarts a dead worker within 0.2 s
             if not self.worker_pids():
-                raise ShaperDown("the lab forwarder's supervisor runs but its worker does not "
-                                 f"(see {self.state_dir / 'forwarder.log'})")
+                raise ShaperDown(
+                    "the lab forwarder's supervisor runs but its worker does not "
+                    f"(see {self.state_dir / 'forwarder.log'})"
+                )
 
     def check(self) -> None:
         self.check_alive()
@@ -235,16 +267,54 @@ def netem_commands(prefix: str, dcs: int, table: LinkTable) -> list[list[str]]:
             if i == j or shape is None:
                 continue
             rate = f"{shape.rate_mbit:g}mbit" if shape.rate_mbit else "10gbit"
-            cmds.append(["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", f"1:{i}", "htb", "rate", rate])
-            netem = ["tc", "qdisc", "replace", "dev", dev, "parent", f"1:{i}", "handle", f"{i}0:", "netem",
-                     "limit", "20000", "delay", f"{shape.latency_ms:g}ms"]
+            cmds.append(
+                ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", f"1:{i}", "htb", "rate", rate]
+            )
+            netem = [
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                dev,
+                "parent",
+                f"1:{i}",
+                "handle",
+                f"{i}0:",
+                "netem",
+                "limit",
+                "20000",
+                "delay",
+                f"{shape.latency_ms:g}ms",
+            ]
             if shape.jitter_ms:
                 netem.append(f"{shape.jitter_ms:g}ms")
             if shape.loss_pct:
                 netem += ["loss", f"{shape.loss_pct:g}%"]
             cmds.append(netem)
-            cmds.append(["tc", "filter", "replace", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                         "handle", f"800::{i}", "u32", "match", "ip", "src", f"{prefix}.{i}.0/24", "flowid", f"1:{i}"])
+            cmds.append(
+                [
+                    "tc",
+                    "filter",
+                    "replace",
+                    "dev",
+                    dev,
+                    "parent",
+                    "1:",
+                    "protocol",
+                    "ip",
+                    "prio",
+                    "1",
+                    "handle",
+                    f"800::{i}",
+                    "u32",
+                    "match",
+                    "ip",
+                    "src",
+                    f"{prefix}.{i}.0/24",
+                    "flowid",
+                    f"1:{i}",
+                ]
+            )
     return cmds
 
 
@@ -285,4 +355,6 @@ def installed(state_dir: Path) -> Shaper:
     if not path.exists():
         raise ShaperDown(f"no link shaper is installed ({path} is missing): bring the lab up with `dcdrill lab up`")
     state = json.loads(path.read_text())
-    return (NetemShaper if state["kind"] == "netem" else ForwarderShaper)(Path(state_dir), state["prefix"], state["dcs"])
+    return (NetemShaper if state["kind"] == "netem" else ForwarderShaper)(
+        Path(state_dir), state["prefix"], state["dcs"]
+    )

@@ -1,6 +1,7 @@
 """SSH into lab hosts, so Ansible reaches a namespace exactly as it reaches an EC2 host: as an
 unprivileged login user (LOGIN_USER, the same on AWS) that tasks leave only through
 `become` (sudo), never as root."""
+
 from __future__ import annotations
 
 import fcntl
@@ -27,8 +28,12 @@ def keypair(lab_dir: Path) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for path, comment in ((key, "dcdrill-lab"), (host_key, "dcdrill-lab-host")):
             if not path.exists():
-                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-                               check=True, stdin=subprocess.DEVNULL, capture_output=True)
+                subprocess.run(
+                    ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                    check=True,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                )
         _login_user(key.with_suffix(".pub"))
     return key
 
@@ -44,8 +49,11 @@ def _login_user(public_key: Path) -> None:
         home = Path(pwd.getpwnam(LOGIN_USER).pw_dir)
     except KeyError:
         home = Path("/var/lib") / LOGIN_USER
-        subprocess.run(["useradd", "--system", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh",
-                        LOGIN_USER], check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--system", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", LOGIN_USER],
+            check=True,
+            capture_output=True,
+        )
         # A system user's password is locked ("!"), and sshd refuses a locked account a key login
         # too; "*" has no password and is not locked.
         subprocess.run(["usermod", "--password", "*", LOGIN_USER], check=True, capture_output=True)
@@ -57,14 +65,15 @@ def _login_user(public_key: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
     (ssh / "authorized_keys").chmod(0o600)
     if not SUDOERS.exists():
-        SUDOERS.write_text(f"# dcdrill's lab: its login user becomes root as on AWS\n"
-                           f"{LOGIN_USER} ALL=(ALL) NOPASSWD: ALL\n")
+        SUDOERS.write_text(
+            f"# dcdrill's lab: its login user becomes root as on AWS\n{LOGIN_USER} ALL=(ALL) NOPASSWD: ALL\n"
+        )
         SUDOERS.chmod(0o440)
 
 
 def start(short: str, ip: str, lab_dir: Path) -> None:
     """Start sshd inside the host's namespace, listening on its lab address only."""
-    key = keypair(lab_dir)
+    keypair(lab_dir)  # made once per lab
     ssh = lab_dir / "ssh"
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
     pidfile = lab_dir / "hosts" / short / "sshd.pid"
@@ -73,11 +82,34 @@ def start(short: str, ip: str, lab_dir: Path) -> None:
     if pidfile.exists() and any(str(p) == pidfile.read_text().strip() for p in netns.ns_pids(ns)):
         return
     netns.sh(
-        "/usr/sbin/sshd", "-f", "/dev/null",
-        "-o", f"ListenAddress={ip}", "-o", f"HostKey={ssh / 'ssh_host_ed25519_key'}",
-        "-o", f"PidFile={pidfile}", "-o", "AuthorizedKeysFile=.ssh/authorized_keys",
-        "-o", "PermitRootLogin=no", "-o", f"AllowUsers={LOGIN_USER}", "-o", "PasswordAuthentication=no",
-        "-o", "KbdInteractiveAuthentication=no", "-o", "UsePAM=no", "-o", "StrictModes=no",
-        "-o", "Subsystem=sftp internal-sftp", "-o", "MaxStartups=100", "-o", "MaxSessions=100",
+        "/usr/sbin/sshd",
+        "-f",
+        "/dev/null",
+        "-o",
+        f"ListenAddress={ip}",
+        "-o",
+        f"HostKey={ssh / 'ssh_host_ed25519_key'}",
+        "-o",
+        f"PidFile={pidfile}",
+        "-o",
+        "AuthorizedKeysFile=.ssh/authorized_keys",
+        "-o",
+        "PermitRootLogin=no",
+        "-o",
+        f"AllowUsers={LOGIN_USER}",
+        "-o",
+        "PasswordAuthentication=no",
+        "-o",
+        "KbdInteractiveAuthentication=no",
+        "-o",
+        "UsePAM=no",
+        "-o",
+        "StrictModes=no",
+        "-o",
+        "Subsystem=sftp internal-sftp",
+        "-o",
+        "MaxStartups=100",
+        "-o",
+        "MaxSessions=100",
         ns=ns,
     )

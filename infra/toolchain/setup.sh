@@ -39,7 +39,7 @@ stamp() { echo "$2" > "$CACHE/stamps/$1"; }
 need=()
 for pair in ip:iproute2 tc:iproute2 sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
             iptables:iptables sudo:sudo ping:iputils-ping pgrep:procps java:openjdk-17-jdk-headless javac:openjdk-17-jdk-headless mvn:maven \
-            ${CHECKOUT:+chromium:chromium}; do
+            ${CHECKOUT:+chromium:chromium shellcheck:shellcheck}; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need+=("$pkg")
 done
@@ -100,9 +100,10 @@ go_builds() {
   # What only AWS stacks and the unit tests need comes last. `make test` sets DCDRILL_SETUP_LAB_FIRST
   # so that the lab tests start without it, and builds it in the setup its unit tests run first.
   if [ -n "${DCDRILL_SETUP_LAB_FIRST:-}" ]; then
-    [ -x "$CACHE/bin/actionlint" ] && { command -v session-manager-plugin >/dev/null \
-      || [ -x "$CACHE/bin/session-manager-plugin" ]; } \
-      || step "session-manager-plugin and actionlint: left for the next setup (DCDRILL_SETUP_LAB_FIRST)"
+    if [ ! -x "$CACHE/bin/actionlint" ] || { ! command -v session-manager-plugin >/dev/null \
+      && [ ! -x "$CACHE/bin/session-manager-plugin" ]; }; then
+      step "session-manager-plugin and actionlint: left for the next setup (DCDRILL_SETUP_LAB_FIRST)"
+    fi
     return 0
   fi
   # 4b. AWS's session-manager-plugin: ssh reaches an AWS stack's hosts through SSM with it
@@ -145,7 +146,7 @@ if [ -n "$CHECKOUT" ]; then
     step "Python deps into .venv (pyproject.toml's ranges, at requirements.lock's versions)"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -c "$ROOT/requirements.lock" -e "$ROOT[aws,verify,report,dev]"
+    "$VENV/bin/pip" install -q -c "$ROOT/requirements.lock" -e "${ROOT}[aws,verify,report,dev]"
     stamp venv "$key"
   fi
 fi

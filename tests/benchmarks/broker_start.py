@@ -15,6 +15,7 @@ Prints, per setting, the medians of the broker's CPU seconds to its first listen
 the load (ProducerPerformance at 10,000 records/s, acks=1, on the machine's `java`), and each as
 a ratio to jdk17's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,26 +43,84 @@ def start(java: str, options: list[str], libs: Path, tmp: Path) -> tuple[subproc
     """A formatted broker started cold; returns it, its CPU seconds when its port opened, its port."""
     shutil.rmtree(tmp / "data", ignore_errors=True)
     port, controller = java_archive.free_port(), java_archive.free_port()
-    props = java_archive.write_properties(tmp / "server.properties", {
-        "process.roles": "broker,controller", "node.id": "1", "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-        "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(tmp / "data"), "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"})
-    subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", "kafka.tools.StorageTool", "format", "-t",
-                    "dcdrill-broker-start00", "-c", str(props)], check=True, capture_output=True)
+    props = java_archive.write_properties(
+        tmp / "server.properties",
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(tmp / "data"),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+        },
+    )
+    subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{libs}/*",
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            "dcdrill-broker-start00",
+            "-c",
+            str(props),
+        ],
+        check=True,
+        capture_output=True,
+    )
     out = open(tmp / "broker.out", "wb")
-    proc = subprocess.Popen([java, "-Xms384m", "-Xmx384m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", *options,
-                             "-cp", f"{libs}/*", "kafka.Kafka", str(props)], stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
+    proc = subprocess.Popen(
+        [
+            java,
+            "-Xms384m",
+            "-Xmx384m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            *options,
+            "-cp",
+            f"{libs}/*",
+            "kafka.Kafka",
+            str(props),
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=tmp,
+    )
     java_archive.wait_port(port, proc)
     return proc, cpu_s(proc.pid), port
 
 
 def load(port: int, libs: Path, records: int) -> None:
-    subprocess.run(["java", "-Xmx256m", "-cp", f"{libs}/*", "org.apache.kafka.tools.ProducerPerformance",
-                    "--topic", "bench", "--num-records", str(records), "--record-size", "100", "--throughput", "10000",
-                    "--producer-props", f"bootstrap.servers=127.0.0.1:{port}", "acks=1", "linger.ms=5"],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            f"{libs}/*",
+            "org.apache.kafka.tools.ProducerPerformance",
+            "--topic",
+            "bench",
+            "--num-records",
+            str(records),
+            "--record-size",
+            "100",
+            "--throughput",
+            "10000",
+            "--producer-props",
+            f"bootstrap.servers=127.0.0.1:{port}",
+            "acks=1",
+            "linger.ms=5",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -109,14 +168,19 @@ def main() -> None:
         for r in range(a.rounds):
             for name, (java, options) in settings.items():
                 results[name].append(measure(java, options, libs, a.records, tmp))
-                print(f"round {r + 1} {name}: to first listener {results[name][-1][0]:.2f} s CPU, "
-                      f"under load {results[name][-1][1]:.2f} s CPU", flush=True)
+                print(
+                    f"round {r + 1} {name}: to first listener {results[name][-1][0]:.2f} s CPU, "
+                    f"under load {results[name][-1][1]:.2f} s CPU",
+                    flush=True,
+                )
     base = [statistics.median(x[i] for x in results["jdk17"]) for i in (0, 1)]
     print(f"\nmedians of {a.rounds} ({a.folder}, {a.records} records at 10,000/s):")
     for name, rows in results.items():
         started, loaded = (statistics.median(x[i] for x in rows) for i in (0, 1))
-        print(f"  {name:<14} first listener {started:5.2f} s CPU ({started / base[0]:.2f}x)   "
-              f"load {loaded:5.2f} s CPU ({loaded / base[1]:.2f}x)")
+        print(
+            f"  {name:<14} first listener {started:5.2f} s CPU ({started / base[0]:.2f}x)   "
+            f"load {loaded:5.2f} s CPU ({loaded / base[1]:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """A benchmark's way into the lab's cluster: the lab firewall drops every dial of the control."""
+
 from __future__ import annotations
 
 

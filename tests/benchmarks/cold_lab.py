@@ -12,6 +12,7 @@ measure: latency after --warmup seconds, idle over the same window), with no add
 between DCs. Goal (issue: a lab quiet from its first drill): p50 <= 10 ms, p99 <= 50 ms,
 idle >= 40 %. Leaves the last lab up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,14 +61,21 @@ def main() -> None:
                 w.wait_producers(progress=False)
                 w.stop()
             warmed_s = time.monotonic() - t0
-            r = measure(inv, f"lab up {up_s:.0f} s, then {warm_s:g} s full speed ({warmed_s:.0f} s)",
-                        {"spec": {}}, args.seconds, args.warmup)
+            r = measure(
+                inv,
+                f"lab up {up_s:.0f} s, then {warm_s:g} s full speed ({warmed_s:.0f} s)",
+                {"spec": {}},
+                args.seconds,
+                args.warmup,
+            )
         finally:
             links.apply(configured)
         results.append(r)
         print(json.dumps(r), flush=True)
-    print(f"\ndefault drill load right after a fresh lab up (and the warm-up), {args.seconds:g} s, latency after "
-          f"a {args.warmup:g} s warm-up:")
+    print(
+        f"\ndefault drill load right after a fresh lab up (and the warm-up), {args.seconds:g} s, latency after "
+        f"a {args.warmup:g} s warm-up:"
+    )
     print_table(results, 44)
     print("  goal: p50 <= 10 ms, p99 <= 50 ms, idle >= 40 %")
 

@@ -4,6 +4,7 @@ share of the wall time.
 
     .venv/bin/python tests/benchmarks/drill_phases.py [--experiment kill-dc] [--hold 30]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,24 @@ def main() -> None:
     args = ap.parse_args()
     run = Path("runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{args.experiment}"
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", args.stack, "--experiment",
-                          args.experiment, "--hold", str(args.hold), "--run-dir", str(run)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dcdrill.cli",
+            "drill",
+            "--stack",
+            args.stack,
+            "--experiment",
+            args.experiment,
+            "--hold",
+            str(args.hold),
+            "--run-dir",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - t0
     print(f"drill exit {res.returncode}, wall {wall:.1f}s ({'within' if wall <= 300 else 'OVER'} the 5-minute goal)")
     journal = json.loads((run / "journal.json").read_text())

@@ -27,6 +27,7 @@ checkpointed high watermark of each drill partition moved in the same window.
     python tests/benchmarks/elr_visibility.py [--hold 60] [--stack local] [--out runs/elr-visibility]
     python tests/benchmarks/elr_visibility.py --table-only --out runs/elr-visibility
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,6 @@ import time
 from pathlib import Path
 
 from client_namespace import enter_client_namespace  # noqa: E402 - a sibling module
-
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -67,8 +67,11 @@ class WindowMoves:
         partitions sampled at least twice in it. A partition whose leader was just elected may
         answer nothing: its new leader has no high watermark to give yet (KIP-207), and gets none
         while the ISR is below min.insync (KAFKA-15583)."""
-        return [inside[-1] - inside[0] for s in self.samples.values()
-                if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2]
+        return [
+            inside[-1] - inside[0]
+            for s in self.samples.values()
+            if len(inside := [v for t, v in s if start_ms <= t < end_ms]) >= 2
+        ]
 
     def visible(self, start_ms: int, end_ms: int) -> bool | None:
         """Whether any partition's high watermark moved in the window: the drill's load writes to
@@ -120,8 +123,11 @@ class WatermarkWatch(WindowMoves, threading.Thread):
                     # namespace are read again, and joined again, for each new client.
                     inv = lifecycle.inventory(self.stack)
                     enter_client_namespace(inv)  # a client host's view (the control dials nothing)
-                    consumer = KafkaConsumer(bootstrap_servers=inv.bootstrap_servers(), request_timeout_ms=3000,
-                                             **inv.client_security(admin=True))
+                    consumer = KafkaConsumer(
+                        bootstrap_servers=inv.bootstrap_servers(),
+                        request_timeout_ms=3000,
+                        **inv.client_security(admin=True),
+                    )
                 topics = [t for t in consumer.topics() if t.startswith(DRILL_TOPIC_PREFIX) and t != CANARY_TOPIC]
             except Exception as exc:  # noqa: BLE001 - not up yet, or no broker answers: try again
                 self.errors[type(exc).__name__] = str(exc)[:200]
@@ -144,7 +150,6 @@ class WatermarkWatch(WindowMoves, threading.Thread):
             if failed:  # next round: fresh metadata (the client would keep asking the dead leader)
                 consumer.close()
                 consumer = None
-
 
 
 class CheckpointWatch(WindowMoves, threading.Thread):
@@ -204,10 +209,14 @@ def _seen(watch: WatermarkWatch | None, checkpoints: CheckpointWatch | None, sta
 def row(stack: str, run: Path, watch: WatermarkWatch | None, checkpoints: CheckpointWatch | None = None) -> dict:
     fault = [json.loads(line) for line in (run / "faults.jsonl").read_text().splitlines() if line.strip()][-1]
     start, end = fault["start_ms"], fault["end_ms"]
-    settled_acks = sum(1 for r in jsonl(run / "produced")
-                       if r["status"] == "ok" and start + FAILOVER_MS <= r["ack_ms"] < end)
-    acked = {(r["producer_id"], r["seq"]): r["ack_ms"] for r in jsonl(run / "produced")
-             if r["status"] == "ok" and start <= r["ack_ms"] < end}
+    settled_acks = sum(
+        1 for r in jsonl(run / "produced") if r["status"] == "ok" and start + FAILOVER_MS <= r["ack_ms"] < end
+    )
+    acked = {
+        (r["producer_id"], r["seq"]): r["ack_ms"]
+        for r in jsonl(run / "produced")
+        if r["status"] == "ok" and start <= r["ack_ms"] < end
+    }
     first_read: dict = {}
     for c in jsonl(run / "consumed"):
         key = (c["producer_id"], c["seq"])
@@ -218,22 +227,46 @@ def row(stack: str, run: Path, watch: WatermarkWatch | None, checkpoints: Checkp
     topo = json.loads((run / "topology.json").read_text())
     predicted = topo["predictions"][fault["target"]]
     summary = json.loads((run / "report" / "summary.json").read_text())
-    return {"stack": stack, "kafka": topo["kafka_version"], "elr": topo.get("eligible_leader_replicas"),
-            "predicted_visible": predicted.get("visible"), "held_s": (end - start) / 1000,
-            "acked_during": len(acked), "acked_after_failover": settled_acks,
-            "hw_moved_after_failover": watch.moved(start + FAILOVER_MS, end) if watch else None,
-            "checkpointed_hw_moved": checkpoints.moved(start + FAILOVER_MS, end) if checkpoints else None,
-            "as_predicted": (None if (seen := _seen(watch, checkpoints, start + FAILOVER_MS, end)) is None
-                             else seen == predicted.get("visible")),
-            "read_before_heal": len(before_heal), "read_at_all": len(first_read),
-            "median_ack_to_read_s": round(statistics.median(delays) / 1000, 1) if delays else None,
-            "verdict": summary["verdict"], "acked_lost": summary["counts"]["acked_lost"]}
+    return {
+        "stack": stack,
+        "kafka": topo["kafka_version"],
+        "elr": topo.get("eligible_leader_replicas"),
+        "predicted_visible": predicted.get("visible"),
+        "held_s": (end - start) / 1000,
+        "acked_during": len(acked),
+        "acked_after_failover": settled_acks,
+        "hw_moved_after_failover": watch.moved(start + FAILOVER_MS, end) if watch else None,
+        "checkpointed_hw_moved": checkpoints.moved(start + FAILOVER_MS, end) if checkpoints else None,
+        "as_predicted": (
+            None
+            if (seen := _seen(watch, checkpoints, start + FAILOVER_MS, end)) is None
+            else seen == predicted.get("visible")
+        ),
+        "read_before_heal": len(before_heal),
+        "read_at_all": len(first_read),
+        "median_ack_to_read_s": round(statistics.median(delays) / 1000, 1) if delays else None,
+        "verdict": summary["verdict"],
+        "acked_lost": summary["counts"]["acked_lost"],
+    }
 
 
 def print_table(rows: list[dict]) -> None:
-    cols = ["stack", "kafka", "elr", "predicted_visible", "held_s", "acked_during", "acked_after_failover",
-            "hw_moved_after_failover", "checkpointed_hw_moved", "as_predicted", "read_before_heal",
-            "median_ack_to_read_s", "acked_lost", "verdict"]
+    cols = [
+        "stack",
+        "kafka",
+        "elr",
+        "predicted_visible",
+        "held_s",
+        "acked_during",
+        "acked_after_failover",
+        "hw_moved_after_failover",
+        "checkpointed_hw_moved",
+        "as_predicted",
+        "read_before_heal",
+        "median_ack_to_read_s",
+        "acked_lost",
+        "verdict",
+    ]
     table = [[str(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(cols, *table)]
     for line in [cols] + table:
@@ -261,25 +294,48 @@ def main() -> None:
         checkpoints[stack] = CheckpointWatch(stack, "dc-a")
         checkpoints[stack].start()
         try:
-            subprocess.run([dcdrill, "drill", "--stack", stack, "--experiment", "kill-dc", "--dc", "dc-a",
-                            "--hold", str(args.hold), "--run-dir", str(args.out / stack)])
+            subprocess.run(
+                [
+                    dcdrill,
+                    "drill",
+                    "--stack",
+                    stack,
+                    "--experiment",
+                    "kill-dc",
+                    "--dc",
+                    "dc-a",
+                    "--hold",
+                    str(args.hold),
+                    "--run-dir",
+                    str(args.out / stack),
+                ]
+            )
         finally:
             watches[stack].done.set()
             checkpoints[stack].done.set()
             (args.out / stack).mkdir(parents=True, exist_ok=True)  # the raw samples, to read again
-            (args.out / stack / "watermarks.json").write_text(json.dumps(
-                {f"{tp.topic}-{tp.partition}": s for tp, s in watches[stack].samples.items()}))
-            (args.out / stack / "checkpointed-watermarks.json").write_text(json.dumps(
-                {f"{t}-{p}": s for (t, p), s in checkpoints[stack].samples.items()}))
+            (args.out / stack / "watermarks.json").write_text(
+                json.dumps({f"{tp.topic}-{tp.partition}": s for tp, s in watches[stack].samples.items()})
+            )
+            (args.out / stack / "checkpointed-watermarks.json").write_text(
+                json.dumps({f"{t}-{p}": s for (t, p), s in checkpoints[stack].samples.items()})
+            )
             subprocess.run([dcdrill, "lab", "down", "--stack", stack], check=True)
     for stack, w in watches.items():
-        print(f"{stack}: {sum(map(len, w.samples.values()))} watermark samples, {w.samplers} samplers "
-              f"(a new one after each stall); errors seen: {w.errors or 'none'}")
+        print(
+            f"{stack}: {sum(map(len, w.samples.values()))} watermark samples, {w.samplers} samplers "
+            f"(a new one after each stall); errors seen: {w.errors or 'none'}"
+        )
     for stack, c in checkpoints.items():
-        print(f"{stack}: {sum(map(len, c.samples.values()))} checkpointed watermark samples; errors seen: "
-              f"{c.errors or 'none'}")
-    rows = [row(stack, args.out / stack, watches.get(stack), checkpoints.get(stack)) for stack in stacks
-            if (args.out / stack / "report" / "summary.json").exists()]
+        print(
+            f"{stack}: {sum(map(len, c.samples.values()))} checkpointed watermark samples; errors seen: "
+            f"{c.errors or 'none'}"
+        )
+    rows = [
+        row(stack, args.out / stack, watches.get(stack), checkpoints.get(stack))
+        for stack in stacks
+        if (args.out / stack / "report" / "summary.json").exists()
+    ]
     print(f"\nkill-dc dc-a, acks=1, min.insync.replicas 3 (2 of 4 replicas survive), {args.hold:g} s hold:")
     print_table(rows)
 

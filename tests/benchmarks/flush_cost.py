@@ -13,6 +13,7 @@ not): latency is ack_ms - send_ms of the records sent after the run's first --wa
 On `local-power-loss` the fsyncs go through the lab's FUSE disks, which keep what a power cut
 would (docs/lab.md); on `local` they reach the machine's own filesystem.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,10 @@ def main() -> None:
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
     # The stack's own replication, as a drill's topic takes it, with or without the fsync per write.
-    setting = {flush: {"spec": {}, "replication": replace(stack.load(args.stack).replication, flush_each_write=flush)}
-               for flush in SETTINGS.values()}
+    setting = {
+        flush: {"spec": {}, "replication": replace(stack.load(args.stack).replication, flush_each_write=flush)}
+        for flush in SETTINGS.values()
+    }
     links = shaper.installed(layout.shaper_dir(cache_dir()))
     configured = links.current()
     links.apply({pair: shaper.LinkShape() for pair in configured})  # no added delay
@@ -52,8 +55,10 @@ def main() -> None:
                 print(json.dumps(results[-1]), flush=True)
     finally:
         links.apply(configured)
-    print(f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
-          f"latency after a {args.warmup:g} s warm-up:")
+    print(
+        f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
+        f"latency after a {args.warmup:g} s warm-up:"
+    )
     print_table(results, 44)
 
 

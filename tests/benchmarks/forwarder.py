@@ -8,6 +8,7 @@ Needs the lab up (`make lab`). Sets every DC pair to the one-way delay for the r
 stack's own shapes back at the end. Goals (issue 23): round trip = 2 x one-way within +-10 % at
 p50 and +25 % at p99, idle and loaded; >= 50 MB/s on one stream; forwarder < 20 % of a core.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,26 @@ c.close()
 
 def ping(ns: str, dst: str, count: int = 300, interval: float = 0.01) -> list[float]:
     # ping at the forwarder's real-time priority: the probe's own scheduling delay is not the link's.
-    out = subprocess.run(["chrt", "--fifo", shaper.RT_PRIORITY, "ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", str(interval), dst],
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            "chrt",
+            "--fifo",
+            shaper.RT_PRIORITY,
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "ping",
+            "-n",
+            "-c",
+            str(count),
+            "-i",
+            str(interval),
+            dst,
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
     return sorted(float(x) for x in re.findall(r"time=([\d.]+) ms", out))
 
 
@@ -55,10 +74,24 @@ def pct(values: list[float], q: float) -> float:
 def stream(src_ns: str, dst_ns: str, dst: str, seconds: float) -> float:
     """MB/s of one TCP stream from src to dst. The lab firewall admits no such flow: the benchmark
     opens its port on dst for the stream alone."""
-    rule = ["INPUT", "-p", "tcp", "--dport", "5201", "-m", "comment", "--comment", "forwarder benchmark", "-j", "ACCEPT"]
+    rule = [
+        "INPUT",
+        "-p",
+        "tcp",
+        "--dport",
+        "5201",
+        "-m",
+        "comment",
+        "--comment",
+        "forwarder benchmark",
+        "-j",
+        "ACCEPT",
+    ]
     subprocess.run(["ip", "netns", "exec", dst_ns, "iptables", "-I", *rule], check=True)
     try:
-        sink = subprocess.Popen(["ip", "netns", "exec", dst_ns, sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+        sink = subprocess.Popen(
+            ["ip", "netns", "exec", dst_ns, sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True
+        )
         time.sleep(0.5)
         subprocess.run(["ip", "netns", "exec", src_ns, sys.executable, "-c", SOURCE, dst, str(seconds)], check=True)
         return float(sink.communicate(timeout=30)[0]) / 1e6
@@ -74,7 +107,10 @@ def cpu_ticks(pid: int) -> int:
 def verdict(rtts: list[float], target: float) -> str:
     p50, p99 = pct(rtts, 0.5), pct(rtts, 0.99)
     ok = abs(p50 - target) <= 0.1 * target and p99 <= 1.25 * target
-    return f"p50 {p50:6.2f} ms ({p50 / target - 1:+.1%}), p99 {p99:6.2f} ms ({p99 / target - 1:+.1%})  {'ok' if ok else 'MISSED'}"
+    return (
+        f"p50 {p50:6.2f} ms ({p50 / target - 1:+.1%}), p99 {p99:6.2f} ms ({p99 / target - 1:+.1%})  "
+        f"{'ok' if ok else 'MISSED'}"
+    )
 
 
 def main() -> None:
@@ -110,7 +146,9 @@ def main() -> None:
     print(f"  round trip, idle                      {verdict(sorted(idle), target)}")
     print(f"  round trip, default drill load        {verdict(sorted(loaded), target)}")
     print(f"  one TCP stream                        {mbs:6.1f} MB/s  {'ok' if mbs >= 50 else 'MISSED'} (goal >= 50)")
-    print(f"  forwarder CPU, default drill load     {cpu:6.1%} of a core  {'ok' if cpu < 0.2 else 'MISSED'} (goal < 20 %)")
+    print(
+        f"  forwarder CPU, default drill load     {cpu:6.1%} of a core  {'ok' if cpu < 0.2 else 'MISSED'} (goal < 20 %)"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ session, with the same counts:
 
     .venv/bin/python tests/benchmarks/jsonl_reader.py [--size N] [--rounds R]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,23 +33,36 @@ def from_json(spark, record, kind):
     from pyspark.sql import functions as F
 
     files, fmt = record.ledger_files(kind)
-    struct = T.StructType([T.StructField(c, t) for c, t in ledgers.SCHEMAS[kind].items()]
-                          + [T.StructField(ledgers.CORRUPT, T.StringType())])
-    df = spark.read.text(files).select(F.from_json("value", struct, {
-        "mode": "PERMISSIVE", "columnNameOfCorruptRecord": ledgers.CORRUPT}).alias("r")).select("r.*")
-    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files),
-                "empty": False}
+    struct = T.StructType(
+        [T.StructField(c, t) for c, t in ledgers.SCHEMAS[kind].items()]
+        + [T.StructField(ledgers.CORRUPT, T.StringType())]
+    )
+    df = (
+        spark.read.text(files)
+        .select(
+            F.from_json("value", struct, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": ledgers.CORRUPT}).alias(
+                "r"
+            )
+        )
+        .select("r.*")
+    )
+    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files), "empty": False}
 
 
 def json_source(spark, record, kind):
     """The reader before: Spark's JSON data source, PERMISSIVE, no text pass."""
     files, fmt = record.ledger_files(kind)
     schema = ledgers.SCHEMAS[kind]
-    struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(ledgers.CORRUPT, T.StringType())])
-    df = spark.read.schema(struct).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", ledgers.CORRUPT) \
+    struct = T.StructType(
+        [T.StructField(c, t) for c, t in schema.items()] + [T.StructField(ledgers.CORRUPT, T.StringType())]
+    )
+    df = (
+        spark.read.schema(struct)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", ledgers.CORRUPT)
         .json(files)
-    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files),
-                "empty": False}
+    )
+    return df, {"files": files, "format": fmt, "torn": sum(record.torn_last_line(f) for f in files), "empty": False}
 
 
 def main() -> None:
@@ -74,8 +88,10 @@ def main() -> None:
         assert counts["today"] == counts["json source"] == counts["from_json"]
         med = {k: statistics.median(v) for k, v in times.items()}
         base = med["json source"]
-        print(f"{a.size:,} records, JSON Lines, verify time, median of {a.rounds}: "
-              + ", ".join(f"{k} {v:.1f} s ({v / base:.2f}x)" for k, v in med.items()))
+        print(
+            f"{a.size:,} records, JSON Lines, verify time, median of {a.rounds}: "
+            + ", ".join(f"{k} {v:.1f} s ({v / base:.2f}x)" for k, v in med.items())
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -12,6 +12,7 @@ nothing) is timed too; both as ratios to the first strategy's. --class-archive d
 the Kafka JVMs' class-data archive (DCDRILL_CLASS_ARCHIVE, infra/java_archive.py), and prints the
 JVMs' own CPU seconds (brokers, ZooKeeper) once the lab is healthy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,13 +31,15 @@ def used_mib() -> float:
 
 def jvm_rss_mib() -> float:
     out = subprocess.run(["ps", "-eo", "rss,args"], capture_output=True, text=True).stdout
-    return sum(int(l.split()[0]) for l in out.splitlines()[1:]
-               if "kafka.Kafka" in l or "QuorumPeerMain" in l) / 1024
+    jvms = [line for line in out.splitlines()[1:] if "kafka.Kafka" in line or "QuorumPeerMain" in line]
+    return sum(int(line.split()[0]) for line in jvms) / 1024
 
 
 def jvm_cpu_s() -> float:
     """User + system seconds of the running brokers, controllers and ZooKeeper nodes."""
-    pids = subprocess.run(["pgrep", "-f", "kafka[.]Kafka|QuorumPeerMain"], capture_output=True, text=True).stdout.split()
+    pids = subprocess.run(
+        ["pgrep", "-f", "kafka[.]Kafka|QuorumPeerMain"], capture_output=True, text=True
+    ).stdout.split()
     ticks = 0
     for pid in pids:
         try:
@@ -50,17 +53,27 @@ def jvm_cpu_s() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stack", action="append", help="a lab stack (repeat for several; default local)")
-    ap.add_argument("--strategy", action="append",
-                    help="an Ansible strategy (repeat to compare; default: dcdrill's, mitogen_linear)")
-    ap.add_argument("--class-archive", action="append", choices=["on", "off"],
-                    help="with or without the Kafka JVMs' class-data archive (repeat to compare)")
+    ap.add_argument(
+        "--strategy",
+        action="append",
+        help="an Ansible strategy (repeat to compare; default: dcdrill's, mitogen_linear)",
+    )
+    ap.add_argument(
+        "--class-archive",
+        action="append",
+        choices=["on", "off"],
+        help="with or without the Kafka JVMs' class-data archive (repeat to compare)",
+    )
     ap.add_argument("--keep", action="store_true", help="leave the last lab up")
     args = ap.parse_args()
     stacks = args.stack or ["local"]
     if args.strategy and args.class_archive:
         ap.error("compare --strategy or --class-archive, not both")
-    variants = [("DCDRILL_ANSIBLE_STRATEGY", s) for s in args.strategy or []] or \
-        [("DCDRILL_CLASS_ARCHIVE", c) for c in args.class_archive or []] or [(None, None)]
+    variants = (
+        [("DCDRILL_ANSIBLE_STRATEGY", s) for s in args.strategy or []]
+        or [("DCDRILL_CLASS_ARCHIVE", c) for c in args.class_archive or []]
+        or [(None, None)]
+    )
     first = None
     for n, name in enumerate(stacks):
         per_variant = []
@@ -72,8 +85,9 @@ def main() -> None:
             per_variant.append(measure(name, keep=args.keep and last, again=bool(var)))
             if k:
                 (up0, again0), (up, again) = per_variant[0], per_variant[k]
-                print(f"{value} / {variants[0][1]} on {name}: bring-up {up / up0:.2f}x, "
-                      f"re-converge {again / again0:.2f}x")
+                print(
+                    f"{value} / {variants[0][1]} on {name}: bring-up {up / up0:.2f}x, re-converge {again / again0:.2f}x"
+                )
         up_s = per_variant[0][0]
         first = first or up_s
         if n:
@@ -99,10 +113,13 @@ def measure(stack: str, keep: bool, again: bool) -> tuple[float, float | None]:
     up_s = time.monotonic() - t0
     time.sleep(2)
     done.set()
-    print(f"stack {stack}: bring-up {up_s:.1f}s (pulumi up + Ansible + healthy); "
-          f"the JVMs' CPU so far {jvm_cpu_s():.1f}s")
-    print(f"peak JVM RSS {peak['jvm']:.0f} MiB; machine used memory peak {peak['used']:.0f} MiB "
-          f"(baseline {base:.0f} MiB, +{peak['used'] - base:.0f} MiB) of {used_mib() + 0:.0f} now")
+    print(
+        f"stack {stack}: bring-up {up_s:.1f}s (pulumi up + Ansible + healthy); the JVMs' CPU so far {jvm_cpu_s():.1f}s"
+    )
+    print(
+        f"peak JVM RSS {peak['jvm']:.0f} MiB; machine used memory peak {peak['used']:.0f} MiB "
+        f"(baseline {base:.0f} MiB, +{peak['used'] - base:.0f} MiB) of {used_mib() + 0:.0f} now"
+    )
     again_s = None
     if again:
         t0 = time.monotonic()

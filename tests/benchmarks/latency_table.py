@@ -10,6 +10,7 @@ The prediction is infra/rules.produce_latency's range over the routes (producer 
 The load is light on purpose: at the default drill load this machine's CPUs, not the network,
 set the latency (tests/benchmarks/quiet_lab.py). The stack's own shapes are put back at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,14 +24,21 @@ from dcdrill.infra.lab import layout, shaper
 from dcdrill.record.ledger import read
 from dcdrill.validation import workload as wl
 
-
 TOPICS: list[str] = []
 
 
 def measure(inv, acks: str, rate: float, seconds: float, warmup: float, client: str) -> tuple[int, int, int]:
     dcs = sorted({h.dc for h in inv.clients})
-    spec = wl.WorkloadSpec(topic=f"dcdrill-latency-{acks}-{int(time.time())}", producers=len(dcs), consumers=0,
-                           rate=rate, duration_s=seconds, acks=acks, hosts=dcs, client=client)
+    spec = wl.WorkloadSpec(
+        topic=f"dcdrill-latency-{acks}-{int(time.time())}",
+        producers=len(dcs),
+        consumers=0,
+        rate=rate,
+        duration_s=seconds,
+        acks=acks,
+        hosts=dcs,
+        client=client,
+    )
     wl.ensure_topic(inv, spec)
     run = Path(tempfile.mkdtemp(prefix="dcdrill-latency-"))
     w = wl.Workload(run, inv, spec).start()
@@ -65,13 +73,16 @@ def main() -> None:
                 p50, p99, n = measure(inv, acks, args.rate, args.seconds, args.warmup, args.client)
                 lo, hi = predicted["range_ms"][acks]
                 rows.append((delay, acks, lo, hi, p50, p99, n))
-                print(f"one-way {delay:g} ms, acks={acks}: predicted {lo:g}-{hi:g} ms, measured p50 {p50} p99 {p99} "
-                      f"({n} records)", flush=True)
+                print(
+                    f"one-way {delay:g} ms, acks={acks}: predicted {lo:g}-{hi:g} ms, measured p50 {p50} p99 {p99} "
+                    f"({n} records)",
+                    flush=True,
+                )
     finally:
         links.apply(configured)
         for topic in TOPICS:
             wl.delete_topic(inv, topic)
-    print(f"\n| one-way delay | acks | predicted (network) | measured p50 | measured p99 |")
+    print("\n| one-way delay | acks | predicted (network) | measured p50 | measured p99 |")
     print("| --- | --- | --- | --- | --- |")
     for delay, acks, lo, hi, p50, p99, _ in rows:
         print(f"| {delay:g} ms | {acks} | {lo:g} to {hi:g} ms | {p50} ms | {p99} ms |")

@@ -11,6 +11,7 @@ most 1.5x. Also checks the mirror counts against what was generated.
 
     .venv/bin/python tests/benchmarks/mirror_verify.py [--size 10000000] [--rounds 3] [--keep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,19 @@ def replicate(stretched: Path, run: Path) -> dict:
     # east's log is one file, audit/east.parquet: the generator's log and its tail of duplicates
     # and phantoms (a second file, so that DuckDB keeps each in log order), in that order.
     parts = sorted((run / "audit").glob("*.parquet"), key=lambda f: f.name != "part.parquet")
-    con.execute(f"COPY (SELECT * FROM read_parquet({[str(f) for f in parts]})) TO '{run}/audit/east.parquet' "
-                "(FORMAT parquet)")
+    con.execute(
+        f"COPY (SELECT * FROM read_parquet({[str(f) for f in parts]})) TO '{run}/audit/east.parquet' (FORMAT parquet)"
+    )
     for f in parts:
         f.unlink()
     # RECORD.md: a replicated record's produced and consumed rows name their cluster (here every
     # producer and the group before its failover are east's); the home counts keep those rows.
     for kind in ("produced", "consumed"):
         files = sorted((run / kind).glob("*.parquet"))
-        con.execute(f"COPY (SELECT *, 'east' AS cluster FROM read_parquet({[str(f) for f in files]})) "
-                    f"TO '{run}/{kind}/east.parquet' (FORMAT parquet)")
+        con.execute(
+            f"COPY (SELECT *, 'east' AS cluster FROM read_parquet({[str(f) for f in files]})) "
+            f"TO '{run}/{kind}/east.parquet' (FORMAT parquet)"
+        )
         for f in files:
             f.unlink()
     src = f"read_parquet('{run}/audit/east.parquet')"
@@ -61,19 +65,27 @@ def replicate(stretched: Path, run: Path) -> dict:
           FROM {src} WHERE producer_id <> 'ghost' AND seq % 5000 = 13 AND seq % 2000 <> 11
       ) TO '{run}/audit/west.parquet' (FORMAT parquet)""")
     topo = json.loads((run / "topology.json").read_text())
-    topo.update({"cluster": "east", "datacenters": [{"name": "dc-a", "brokers": 2, "zookeepers": 0}],
-                 "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
-                 "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east."}}})
+    topo.update(
+        {
+            "cluster": "east",
+            "datacenters": [{"name": "dc-a", "brokers": 2, "zookeepers": 0}],
+            "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
+            "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east."}},
+        }
+    )
     (run / "topology.json").write_text(json.dumps(topo))
-    (run / "failovers.jsonl").write_text(json.dumps({"group": "g", "from": "east", "to": "west",
-                                                     "at_ms": FAULT_START + 5000, "topic": "east.bench"}) + "\n")
+    (run / "failovers.jsonl").write_text(
+        json.dumps({"group": "g", "from": "east", "to": "west", "at_ms": FAULT_START + 5000, "topic": "east.bench"})
+        + "\n"
+    )
     # What the copy must show: acknowledged identities in east's log, and the ones west lacks.
     kept = f"(SELECT DISTINCT producer_id, seq FROM {src} WHERE producer_id <> 'ghost')"
     acked = f"(SELECT producer_id, seq FROM read_parquet('{run}/produced/*.parquet') WHERE status = 'ok')"
-    not_mirrored, = con.execute(f"SELECT count(*) FROM {acked} a SEMI JOIN {kept} k USING (producer_id, seq) "
-                                f"WHERE seq % 2000 = 11").fetchone()
+    (not_mirrored,) = con.execute(
+        f"SELECT count(*) FROM {acked} a SEMI JOIN {kept} k USING (producer_id, seq) WHERE seq % 2000 = 11"
+    ).fetchone()
     # every east row of those identities is copied once more (an identity twice in east: twice more)
-    dups, = con.execute(f"SELECT count(*) FROM {src} WHERE producer_id <> 'ghost' AND seq % 5000 = 13").fetchone()
+    (dups,) = con.execute(f"SELECT count(*) FROM {src} WHERE producer_id <> 'ghost' AND seq % 5000 = 13").fetchone()
     return {"not_mirrored": not_mirrored, "replication_duplicates": dups}
 
 
@@ -105,11 +117,15 @@ def main() -> None:
             m = summary["mirrors"]["east->west"]["counts"]
             got = {k: m[k] for k in expected}
             assert got == expected, (got, expected)
-            assert summary["counts"]["acked_lost"] == json.loads(
-                (stretched / "report" / "summary.json").read_text())["counts"]["acked_lost"]
+            assert (
+                summary["counts"]["acked_lost"]
+                == json.loads((stretched / "report" / "summary.json").read_text())["counts"]["acked_lost"]
+            )
         s, rep = statistics.median(times["stretched"]), statistics.median(times["replicated"])
-        print(f"{args.size:,} source records, median of {args.rounds}: stretched {s:.1f}s, replicated (mirrors "
-              f"included) {rep:.1f}s, ratio {rep / s:.2f}x (goal <= 1.5x); mirror counts as generated: {expected}")
+        print(
+            f"{args.size:,} source records, median of {args.rounds}: stretched {s:.1f}s, replicated (mirrors "
+            f"included) {rep:.1f}s, ratio {rep / s:.2f}x (goal <= 1.5x); mirror counts as generated: {expected}"
+        )
         if args.keep:
             print(f"kept: {tmp}")
     finally:

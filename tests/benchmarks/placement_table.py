@@ -12,6 +12,7 @@ at a time: the other placement's lab is brought down first.
     python tests/benchmarks/placement_table.py [--repeat 3] [--hold 20] [--out runs/placement]
     python tests/benchmarks/placement_table.py --table-only --out runs/placement
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,22 @@ FAULTS = ("kill-source-dc", "cut-mirror-link")
 def row(placement: str, fault: str, run: Path) -> dict:
     s = json.loads((run / "report" / "summary.json").read_text())
     m = next(iter(s["mirrors"].values()))
-    f = s["faults"][0]
-    return {"placement": placement, "fault": fault, "drill": run.name, "verdict": s["verdict"],
-            "rpo_records": m["rpo"]["records"], "rpo_s": m["rpo"]["seconds"],
-            "duplicates": m["counts"]["replication_duplicates"], "not_mirrored": m["counts"]["not_mirrored"],
-            "catch_up_s": None if m["catch_up_ms"] is None else m["catch_up_ms"] / 1000,
-            "steady_lag_p99_s": None if m["steady_lag_ms"]["p99"] is None else m["steady_lag_ms"]["p99"] / 1000,
-            "skipped": sum(fo["failover_skipped"] for fo in s.get("failovers") or []),
-            # from the first fault on, as the drill read MM2's log (summary `mm2`, RECORD.md)
-            "rebalances": (m.get("mm2") or {}).get("rebalances"), "restarts": (m.get("mm2") or {}).get("restarts")}
+    return {
+        "placement": placement,
+        "fault": fault,
+        "drill": run.name,
+        "verdict": s["verdict"],
+        "rpo_records": m["rpo"]["records"],
+        "rpo_s": m["rpo"]["seconds"],
+        "duplicates": m["counts"]["replication_duplicates"],
+        "not_mirrored": m["counts"]["not_mirrored"],
+        "catch_up_s": None if m["catch_up_ms"] is None else m["catch_up_ms"] / 1000,
+        "steady_lag_p99_s": None if m["steady_lag_ms"]["p99"] is None else m["steady_lag_ms"]["p99"] / 1000,
+        "skipped": sum(fo["failover_skipped"] for fo in s.get("failovers") or []),
+        # from the first fault on, as the drill read MM2's log (summary `mm2`, RECORD.md)
+        "rebalances": (m.get("mm2") or {}).get("rebalances"),
+        "restarts": (m.get("mm2") or {}).get("restarts"),
+    }
 
 
 def med(rows: list[dict], key: str):
@@ -50,8 +58,21 @@ def med(rows: list[dict], key: str):
 
 
 def table(rows: list[dict]) -> str:
-    cols = ["placement", "fault", "drill", "verdict", "rpo_records", "rpo_s", "duplicates", "not_mirrored",
-            "rebalances", "restarts", "catch_up_s", "steady_lag_p99_s", "skipped"]
+    cols = [
+        "placement",
+        "fault",
+        "drill",
+        "verdict",
+        "rpo_records",
+        "rpo_s",
+        "duplicates",
+        "not_mirrored",
+        "rebalances",
+        "restarts",
+        "catch_up_s",
+        "steady_lag_p99_s",
+        "skipped",
+    ]
     out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for r in rows:
         out.append("| " + " | ".join("-" if r[c] is None else str(r[c]) for c in cols) + " |")
@@ -60,8 +81,10 @@ def table(rows: list[dict]) -> str:
     out.append("medians: | placement | fault | RPO records | RPO s | duplicates | rebalances | restarts | catch-up s |")
     for p, f in pairs:
         rs = [r for r in rows if (r["placement"], r["fault"]) == (p, f)]
-        out.append(f"| {p} | {f} | {med(rs, 'rpo_records')} | {med(rs, 'rpo_s')} | {med(rs, 'duplicates')} | "
-                   f"{med(rs, 'rebalances')} | {med(rs, 'restarts')} | {med(rs, 'catch_up_s')} |")
+        out.append(
+            f"| {p} | {f} | {med(rs, 'rpo_records')} | {med(rs, 'rpo_s')} | {med(rs, 'duplicates')} | "
+            f"{med(rs, 'rebalances')} | {med(rs, 'restarts')} | {med(rs, 'catch_up_s')} |"
+        )
     return "\n".join(out)
 
 
@@ -81,8 +104,24 @@ def main() -> int:
         for fault in FAULTS:
             series = args.out / placement / fault
             if not args.table_only:
-                subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", stack, "--experiment", fault,
-                                "--repeat", str(args.repeat), "--hold", str(args.hold), "--run-dir", str(series)])
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "dcdrill.cli",
+                        "drill",
+                        "--stack",
+                        stack,
+                        "--experiment",
+                        fault,
+                        "--repeat",
+                        str(args.repeat),
+                        "--hold",
+                        str(args.hold),
+                        "--run-dir",
+                        str(series),
+                    ]
+                )
             for run in sorted(series.glob("drill-*")):
                 if (run / "report" / "summary.json").exists():
                     rows.append(row(placement, fault, run))

@@ -10,6 +10,7 @@ file copied in with `powerLoss` set), so the two differ in that key only. Brings
 down first and leaves it down. Prints produce latency (p50, p99), the machine's idle share, and
 CPU by process kind, the disks' daemons included.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,11 @@ DEFAULT_LOAD = {"broker_opts": None, "spec": {}}
 
 
 def variant_project(stack: str, power_loss: bool) -> Path:
-    return variant.project_with(stack, f"dcdrill-disk-bench-{'on' if power_loss else 'off'}-",
-                                lambda cfg: cfg.setdefault("dcdrill:lab", {}).update(powerLoss=power_loss))
+    return variant.project_with(
+        stack,
+        f"dcdrill-disk-bench-{'on' if power_loss else 'off'}-",
+        lambda cfg: cfg.setdefault("dcdrill:lab", {}).update(powerLoss=power_loss),
+    )
 
 
 def main() -> None:
@@ -47,8 +51,10 @@ def main() -> None:
             print(json.dumps(results[-1]), flush=True)
         finally:
             lifecycle.down(args.stack)
-    print(f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
-          f"latency after a {args.warmup:g} s warm-up:")
+    print(
+        f"\n{args.stack}, default drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, "
+        f"latency after a {args.warmup:g} s warm-up:"
+    )
     quiet_lab.print_table(results, 20)
 
 

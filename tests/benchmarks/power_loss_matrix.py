@@ -16,6 +16,7 @@ experiment cuts dc-b off until the ISR has shrunk into dc-a, then loses dc-a: `i
 `--flush-each-write` (flush.messages=1), the control. One drill each, one lab at a time; each lab
 is brought down after its drills. `--table-only` reads the summaries of an earlier run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,12 @@ from variant import project_with  # a sibling module: the script runs from its o
 ROOT = Path(__file__).resolve().parents[2]
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 STACK = "local-power-loss"
-EXPERIMENTS = {"isolate-then-kill": [], "isolate-then-stop": [], "isolate-then-power-loss": [],
-               "flush": ["--flush-each-write"]}
+EXPERIMENTS = {
+    "isolate-then-kill": [],
+    "isolate-then-stop": [],
+    "isolate-then-power-loss": [],
+    "flush": ["--flush-each-write"],
+}
 
 
 def on_kraft(config: dict) -> None:
@@ -57,8 +62,27 @@ def drill(variant: str, experiment: str, out: Path, env: dict) -> None:
         return
     shutil.rmtree(folder, ignore_errors=True)
     name = "isolate-then-power-loss" if experiment == "flush" else experiment
-    subprocess.run(DCDRILL + ["drill", "--stack", VARIANTS[variant][0], "--experiment", name, "--dc", "dc-a", "--other-dc", "dc-b",
-                              "--hold", "15", "--run-dir", str(folder), *EXPERIMENTS[experiment]], cwd=ROOT, env=env)
+    subprocess.run(
+        DCDRILL
+        + [
+            "drill",
+            "--stack",
+            VARIANTS[variant][0],
+            "--experiment",
+            name,
+            "--dc",
+            "dc-a",
+            "--other-dc",
+            "dc-b",
+            "--hold",
+            "15",
+            "--run-dir",
+            str(folder),
+            *EXPERIMENTS[experiment],
+        ],
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def row(variant: str, experiment: str, folder: Path) -> str:
@@ -67,21 +91,24 @@ def row(variant: str, experiment: str, folder: Path) -> str:
         journal = folder / "journal.json"
         failed = []
         if journal.exists():
-            failed = [r["activity"]["name"] for r in json.loads(journal.read_text())["run"] if r["status"] != "succeeded"]
+            failed = [
+                r["activity"]["name"] for r in json.loads(journal.read_text())["run"] if r["status"] != "succeeded"
+            ]
         return f"| {variant} | {experiment} | | no verdict: {', '.join(failed) or 'no record'} failed | | |"
     s = json.loads(summary.read_text())
     [check] = [c for c in s["prediction_checks"] if c["target"] == "dc-a"]
     predicted = "possible" if check["predicted"]["acked_loss_possible"] else "impossible"
     c = s["counts"]
-    return (f"| {variant} | {experiment} | {predicted} | {c['acked_lost']:,} of {c['acked']:,} "
-            f"| {s['verdict'].upper()} | {'yes' if check['as_predicted'] else 'NO'} |")
+    return (
+        f"| {variant} | {experiment} | {predicted} | {c['acked_lost']:,} of {c['acked']:,} "
+        f"| {s['verdict'].upper()} | {'yes' if check['as_predicted'] else 'NO'} |"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="runs/power-loss-matrix")
-    ap.add_argument("--stack", action="append", choices=list(VARIANTS),
-                    help="default: local-power-loss, then kraft")
+    ap.add_argument("--stack", action="append", choices=list(VARIANTS), help="default: local-power-loss, then kraft")
     ap.add_argument("--experiment", action="append", choices=list(EXPERIMENTS), help="default: all four")
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
@@ -97,8 +124,10 @@ def main() -> None:
             for experiment in experiments:
                 drill(variant, experiment, out, env)
             subprocess.run(DCDRILL + ["lab", "down", "--stack", stack], cwd=ROOT, env=env)
-    print("| stack | loss of dc-a after the ISR shrank into it | acked loss predicted | acked lost | verdict "
-          "| as predicted |")
+    print(
+        "| stack | loss of dc-a after the ISR shrank into it | acked loss predicted | acked lost | verdict "
+        "| as predicted |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for variant in variants:
         for experiment in experiments:

@@ -13,6 +13,7 @@ warm-up. Idle is /proc/stat over the same window, and CPU is split by process ki
 /proc/<pid>/stat. The brokers are left on their rendered flags at the end. Goal: p50 <= 10 ms,
 p99 <= 50 ms, idle >= 40 %.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,13 +38,20 @@ EAGER_CONSUMERS = {"fetch_min_bytes": 1, "fetch_max_wait_ms": 500}
 # `spec` overrides the workload's defaults.
 SETTINGS = {
     "before: C1-only brokers, kafka-python, eager consumers": {
-        "broker_opts": C1_ONLY, "spec": {"client": "kafka-python", **EAGER_CONSUMERS}},
+        "broker_opts": C1_ONLY,
+        "spec": {"client": "kafka-python", **EAGER_CONSUMERS},
+    },
     "C1-only brokers, confluent": {"broker_opts": C1_ONLY, "spec": {}},
     "today: C2 brokers, kafka-python": {"broker_opts": None, "spec": {"client": "kafka-python"}},
     "today: C2 brokers, confluent (the defaults)": {"broker_opts": None, "spec": {}},
 }
-KINDS = {"broker": b"kafka.Kafka", "zookeeper": b"QuorumPeerMain", "producer": b"dcdrill.validation.producer",
-         "consumer": b"dcdrill.validation.consumer", "forwarder": b"dcdrill-forwarder"}
+KINDS = {
+    "broker": b"kafka.Kafka",
+    "zookeeper": b"QuorumPeerMain",
+    "producer": b"dcdrill.validation.producer",
+    "consumer": b"dcdrill.validation.consumer",
+    "forwarder": b"dcdrill-forwarder",
+}
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -99,11 +107,13 @@ def preferred_leaders(inv) -> None:
 
 def lifecycle_start(host, path: str) -> None:
     from dcdrill.chaos.faults.lab import start_service
+
     start_service(host.name, path, host.netns)
 
 
 def wait_isr(inv, timeout_s: float = 120.0) -> None:
     from dcdrill.infra import status
+
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -141,13 +151,21 @@ def measure(inv, name: str, cfg: dict, seconds: float, warmup: float) -> dict:
     w.wait_producers(progress=False)
     w.stop()
     (t0, (tot0, idle0), k0), (t1, (tot1, idle1), k1) = marks["a"], marks["b"]
-    lat = sorted(r["ack_ms"] - r["send_ms"] for f in (run / "produced").glob("*.jsonl") for r in read(f)[0]
-                 if r["status"] == "ok" and t0 * 1000 <= r["send_ms"] <= t1 * 1000)
+    lat = sorted(
+        r["ack_ms"] - r["send_ms"]
+        for f in (run / "produced").glob("*.jsonl")
+        for r in read(f)[0]
+        if r["status"] == "ok" and t0 * 1000 <= r["send_ms"] <= t1 * 1000
+    )
     hz, wall = os.sysconf("SC_CLK_TCK"), t1 - t0
-    return {"setting": name, "records": len(lat), "p50_ms": lat[len(lat) // 2] if lat else None,
-            "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
-            "idle_pct": round(100 * (idle1 - idle0) / max(1, tot1 - tot0), 1),
-            "cpu_pct_of_core": {k: round(100 * (k1[k] - k0[k]) / hz / wall, 1) for k in KINDS}}
+    return {
+        "setting": name,
+        "records": len(lat),
+        "p50_ms": lat[len(lat) // 2] if lat else None,
+        "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
+        "idle_pct": round(100 * (idle1 - idle0) / max(1, tot1 - tot0), 1),
+        "cpu_pct_of_core": {k: round(100 * (k1[k] - k0[k]) / hz / wall, 1) for k in KINDS},
+    }
 
 
 def load_arguments(description: str, warm_load_s: float, warm_load_after: str) -> argparse.ArgumentParser:
@@ -156,8 +174,9 @@ def load_arguments(description: str, warm_load_s: float, warm_load_after: str) -
     ap.add_argument("--stack", default="local")
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of the measured run not counted")
-    ap.add_argument("--warm-load", type=float, default=warm_load_s,
-                    help=f"seconds of unmeasured load after {warm_load_after}")
+    ap.add_argument(
+        "--warm-load", type=float, default=warm_load_s, help=f"seconds of unmeasured load after {warm_load_after}"
+    )
     return ap
 
 
@@ -191,8 +210,10 @@ def main() -> None:
         if originals:
             roll_brokers(inv, None, {}, originals)
         links.apply(configured)
-    print(f"\ndefault drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, latency after "
-          f"a {args.warmup:g} s warm-up:")
+    print(
+        f"\ndefault drill load, {args.seconds:g} s each after {args.warm_load:g} s of load, latency after "
+        f"a {args.warmup:g} s warm-up:"
+    )
     print_table(results, 52)
     print("  goal: p50 <= 10 ms, p99 <= 50 ms, idle >= 40 %")
 

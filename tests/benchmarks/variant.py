@@ -1,6 +1,7 @@
 """A benchmark's own project: `dcdrill init` into a temporary folder, with one stack's file copied
 in and edited, so a variant differs from the shipped stack in the keys the edit sets only. Point
 DCDRILL_PROJECT at the folder to drill it."""
+
 from __future__ import annotations
 
 import tempfile

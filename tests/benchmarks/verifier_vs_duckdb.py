@@ -22,6 +22,7 @@ and, as a fresh `dcdrill verify` too, the verifier's own fixed cost:
     .venv/bin/python tests/benchmarks/verifier_vs_duckdb.py [--sizes N ...] [--rounds R] [--floor]
                                                             [--format parquet|jsonl] [--keep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,11 +60,23 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
     parts = sh["partitions"]
     for d in ("produced", "consumed", "audit"):
         (run / d).mkdir(parents=True, exist_ok=True)
-    (run / "topology.json").write_text(json.dumps({"cluster": "bench", "profile": "consistency-first",
-                                                   "replication_factor": 3, "min_insync_replicas": 2,
-                                                   "unclean_leader_election": False, "acks": "all", "datacenters": []}))
-    (run / "faults.jsonl").write_text(json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1_700_000_300_000,
-                                                  "end_ms": 1_700_000_330_000}) + "\n")
+    (run / "topology.json").write_text(
+        json.dumps(
+            {
+                "cluster": "bench",
+                "profile": "consistency-first",
+                "replication_factor": 3,
+                "min_insync_replicas": 2,
+                "unclean_leader_election": False,
+                "acks": "all",
+                "datacenters": [],
+            }
+        )
+    )
+    (run / "faults.jsonl").write_text(
+        json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 1_700_000_300_000, "end_ms": 1_700_000_330_000})
+        + "\n"
+    )
     con = duckdb.connect()
     con.execute("SET threads TO 2")
     con.execute("SET enable_progress_bar = false")
@@ -73,27 +86,32 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
              (i % {parts})::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
              (1700000000000 + i // 20)::BIGINT AS send_ms, ({info}) AS info, i FROM range({n}) t(i)"""
     row_group = f", ROW_GROUP_SIZE {sh['row_group']}" if sh["row_group"] else ""
-    out = (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet{row_group})") if fmt == "parquet" else \
-        (lambda name: f"'{run}/{name}/part.jsonl' (FORMAT json)")
+    out = (
+        (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet{row_group})")
+        if fmt == "parquet"
+        else (lambda name: f"'{run}/{name}/part.jsonl' (FORMAT json)")
+    )
     con.execute(f"""COPY (SELECT producer_id, seq, topic, partition, key, send_ms,
-                   CASE WHEN info THEN 'info' ELSE 'ok' END AS status, CASE WHEN info THEN NULL ELSE send_ms + 5 END AS ack_ms,
+                   CASE WHEN info THEN 'info' ELSE 'ok' END AS status,
+                   CASE WHEN info THEN NULL ELSE send_ms + 5 END AS ack_ms,
                    CASE WHEN info THEN NULL ELSE (i // {parts})::BIGINT END AS "offset",
-                   CASE WHEN info THEN 'timed out' END AS error, 'dc-a' AS dc FROM ({base})) TO {out('produced')}""")
+                   CASE WHEN info THEN 'timed out' END AS error, 'dc-a' AS dc FROM ({base})) TO {out("produced")}""")
     # The audit in log order, as dcdrill writes it: the log's body in one file, the duplicates'
     # later copies and the phantoms (higher offsets) in a second one (a union in one COPY does not
     # keep its branches' order at the seam).
     con.execute(f"""COPY (
         SELECT topic, partition, "offset", producer_id, seq, send_ms AS timestamp_ms FROM (
           SELECT topic, partition, (i // {parts})::BIGINT AS "offset", producer_id, seq, send_ms, i FROM ({base}))
-        WHERE i % {sh['lost_every']} <> 7) TO {out('audit')}""")
+        WHERE i % {sh["lost_every"]} <> 7) TO {out("audit")}""")
     con.execute(f"""COPY (
-        SELECT topic, partition, (i // {parts})::BIGINT + 100000000 AS "offset", producer_id, seq, send_ms AS timestamp_ms
+        SELECT topic, partition, (i // {parts})::BIGINT + 100000000 AS "offset", producer_id, seq,
+               send_ms AS timestamp_ms
           FROM ({base}) WHERE i % 997 = 3
         UNION ALL SELECT 'bench', 0, 200000000 + i, 'ghost', i, 0 FROM range({n // 5000}) t(i)
-      ) TO {out('audit').replace('/part.', '/tail.')}""")
+      ) TO {out("audit").replace("/part.", "/tail.")}""")
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
-                   timestamp_ms AS consume_ms, 'dc-b' AS dc FROM read_{'parquet' if fmt == 'parquet' else 'json'}(
-                   '{run}/audit/*.{'parquet' if fmt == 'parquet' else 'jsonl'}')) TO {out('consumed')}""")
+                   timestamp_ms AS consume_ms, 'dc-b' AS dc FROM read_{"parquet" if fmt == "parquet" else "json"}(
+                   '{run}/audit/*.{"parquet" if fmt == "parquet" else "jsonl"}')) TO {out("consumed")}""")
 
 
 def duck(run: Path, fmt: str) -> tuple[float, dict]:
@@ -113,14 +131,19 @@ def duck(run: Path, fmt: str) -> tuple[float, dict]:
         (SELECT sum(n - 1) FROM a),
         (SELECT sum(n) FROM a ANTI JOIN p USING (producer_id, seq))"""
     lost, unseen, dups, phantoms = con.execute(q).fetchone()
-    return time.monotonic() - t0, {"acked_lost": lost, "acked_unseen": unseen, "duplicates_in_log": int(dups),
-                                   "phantoms": int(phantoms)}
+    return time.monotonic() - t0, {
+        "acked_lost": lost,
+        "acked_unseen": unseen,
+        "duplicates_in_log": int(dups),
+        "phantoms": int(phantoms),
+    }
 
 
 def spark(run: Path) -> tuple[float, dict]:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"], capture_output=True,
-                         text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"], capture_output=True, text=True, cwd=ROOT
+    )
     took = time.monotonic() - t0
     if res.returncode not in (0, 1):
         raise SystemExit(f"verify failed: {res.stderr[-2000:]}")
@@ -139,30 +162,50 @@ def floor_program(mode: str, run: str) -> None:
     from dcdrill.spark.verify import session
 
     spark = session()
-    read = (lambda k: spark.read.parquet(f"{run}/{k}")) if Path(run, "produced", "part.parquet").exists() else \
-        (lambda k: spark.read.json(f"{run}/{k}"))
+    read = (
+        (lambda k: spark.read.parquet(f"{run}/{k}"))
+        if Path(run, "produced", "part.parquet").exists()
+        else (lambda k: spark.read.json(f"{run}/{k}"))
+    )
     if mode == "startup":
         print(spark.range(1).count())
     elif mode == "scan":
-        print([read(k).select(F.bit_xor(F.xxhash64("producer_id").bitwiseXOR(F.col("seq")))).first()[0]
-               for k in ("produced", "audit", "consumed")])
+        print(
+            [
+                read(k).select(F.bit_xor(F.xxhash64("producer_id").bitwiseXOR(F.col("seq")))).first()[0]
+                for k in ("produced", "audit", "consumed")
+            ]
+        )
     else:  # occurrences per identity in 16-bit fields: ok-produced, other-produced, audit, consumed
+
         def ledger(kind, value):
             return read(kind).select(F.xxhash64("producer_id").alias("h"), "seq", value.cast("long").alias("v"))
+
         p = ledger("produced", F.when(F.col("status") == "ok", 1).otherwise(1 << 16))
-        g = p.union(ledger("audit", F.lit(1 << 32))).union(ledger("consumed", F.lit(1 << 48))) \
-            .groupBy("h", "seq").agg(F.sum("v").alias("v"))
+        g = (
+            p.union(ledger("audit", F.lit(1 << 32)))
+            .union(ledger("consumed", F.lit(1 << 48)))
+            .groupBy("h", "seq")
+            .agg(F.sum("v").alias("v"))
+        )
         field = lambda i: F.shiftright("v", 16 * i).bitwiseAND(0xFFFF)  # noqa: E731
         ok, produced, a, c = field(0) > 0, field(0) + field(1), field(2), field(3)
-        print(g.agg(F.sum(F.when(ok & (a == 0), 1).otherwise(0)), F.sum(F.when(ok & (c == 0), 1).otherwise(0)),
-                    F.sum(F.greatest(a - 1, F.lit(0))), F.sum(F.when(produced == 0, a).otherwise(0))).first())
+        print(
+            g.agg(
+                F.sum(F.when(ok & (a == 0), 1).otherwise(0)),
+                F.sum(F.when(ok & (c == 0), 1).otherwise(0)),
+                F.sum(F.greatest(a - 1, F.lit(0))),
+                F.sum(F.when(produced == 0, a).otherwise(0)),
+            ).first()
+        )
     spark.stop()
 
 
 def floor(run: Path, mode: str) -> float:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, __file__, "--floor-program", mode, str(run)], capture_output=True,
-                         text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, __file__, "--floor-program", mode, str(run)], capture_output=True, text=True, cwd=ROOT
+    )
     if res.returncode:
         raise SystemExit(f"spark floor {mode} failed: {res.stderr[-2000:]}")
     return time.monotonic() - t0
@@ -201,13 +244,19 @@ def main() -> None:
             for mode, times in floors.items():
                 times.append((spark(small)[0] if mode == "verify-10k" else floor(run, mode)) / d_s)
             if args.rounds > 1:
-                print(f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x" +
-                      "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()), flush=True)
+                print(
+                    f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x"
+                    + "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()),
+                    flush=True,
+                )
         d_s, s_s = statistics.median(ducks), statistics.median(verifies)
         rows.append((n, d_s, s_s))
-        print(f"N={n:>11,} ({args.format}, {args.shape}, generated in {gen:.1f}s, medians of {args.rounds}): duckdb {d_s:6.2f}s  "
-              f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
-              flush=True)
+        print(
+            f"N={n:>11,} ({args.format}, {args.shape}, generated in {gen:.1f}s, medians of {args.rounds}): "
+            f"duckdb {d_s:6.2f}s  "
+            f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
+            flush=True,
+        )
         for mode, times in floors.items():
             print(f"  spark floor {mode:<11} {statistics.median(times):5.2f}x DuckDB's time (median of {len(times)})")
         if args.keep or args.reuse:

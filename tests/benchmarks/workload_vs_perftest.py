@@ -9,6 +9,7 @@ own defaults but for acks and linger.ms: ProducerPerformance's Java producer wit
 1000000 (one partition to a request). ProducerPerformance also runs with batch.size=1000000,
 so that a reader sees what the Java producer does with batches as large.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,20 +49,55 @@ def main() -> None:
         for name, extra in java_runs.items():
             topic = f"dcdrill-bench-perf-{int(time.time())}-{rnd}"
             wl.ensure_topic(inv, wl.WorkloadSpec(topic=topic))
-            out = subprocess.run(["ip", "netns", "exec", client.netns, "java", "-Xmx512m", "-cp", f"{libs}/*",
-                                  "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
-                                  "--num-records", str(args.records), "--record-size", "100", "--throughput", "-1",
-                                  "--producer-props", f"bootstrap.servers={boot}", "acks=all", "linger.ms=5", *extra,
-                                  "--producer.config", str(java_config)],
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    client.netns,
+                    "java",
+                    "-Xmx512m",
+                    "-cp",
+                    f"{libs}/*",
+                    "org.apache.kafka.tools.ProducerPerformance",
+                    "--topic",
+                    topic,
+                    "--num-records",
+                    str(args.records),
+                    "--record-size",
+                    "100",
+                    "--throughput",
+                    "-1",
+                    "--producer-props",
+                    f"bootstrap.servers={boot}",
+                    "acks=all",
+                    "linger.ms=5",
+                    *extra,
+                    "--producer.config",
+                    str(java_config),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             runs[name].append(float(re.findall(r"([\d.]+) records/sec", out)[-1]))
             # Each round's topics go once measured: left behind, their replicas' fetches load the
             # brokers of every later round (and of whatever shares the lab next).
             wl.delete_topic(inv, topic)
         for backend in ("kafka-python", "confluent"):
-            spec = wl.WorkloadSpec(topic=f"dcdrill-bench-{backend}-{int(time.time())}-{rnd}", producers=1, consumers=0,
-                                   rate=None, duration_s=None, count=args.records, record_size=100, acks="all",
-                                   linger_ms=5, hosts=[client.dc], client=backend)
+            spec = wl.WorkloadSpec(
+                topic=f"dcdrill-bench-{backend}-{int(time.time())}-{rnd}",
+                producers=1,
+                consumers=0,
+                rate=None,
+                duration_s=None,
+                count=args.records,
+                record_size=100,
+                acks="all",
+                linger_ms=5,
+                hosts=[client.dc],
+                client=backend,
+            )
             wl.ensure_topic(inv, spec)
             run = Path(tempfile.mkdtemp(prefix="dcdrill-bench-"))
             w = wl.Workload(run, inv, spec).start()
@@ -74,14 +110,20 @@ def main() -> None:
             runs[backend].append(len(ok) / ((max(r["ack_ms"] for r in ok) - min(r["send_ms"] for r in rows)) / 1000))
         print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in runs.items()), flush=True)
     med = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"medians over {args.rounds} rounds, {args.records} records of 100 bytes, acks=all, one producer in {client.dc}:")
+    print(
+        f"medians over {args.rounds} rounds, {args.records} records of 100 bytes, acks=all, "
+        f"one producer in {client.dc}:"
+    )
     print(f"  ProducerPerformance (Java, no ledger)   {med['ProducerPerformance']:9.0f} records/s")
     big = med["ProducerPerformance batch.size=1000000"]
-    print(f"    the same, batch.size=1000000          {big:9.0f} records/s   "
-          f"ratio {big / med['ProducerPerformance']:.2f}")
+    print(
+        f"    the same, batch.size=1000000          {big:9.0f} records/s   ratio {big / med['ProducerPerformance']:.2f}"
+    )
     for backend in ("kafka-python", "confluent"):
-        print(f"  dcdrill {backend:<14} (full ledger)  {med[backend]:9.0f} records/s   "
-              f"ratio {med[backend] / med['ProducerPerformance']:.2f} ({med[backend] / big:.2f} of the large batches)")
+        print(
+            f"  dcdrill {backend:<14} (full ledger)  {med[backend]:9.0f} records/s   "
+            f"ratio {med[backend] / med['ProducerPerformance']:.2f} ({med[backend] / big:.2f} of the large batches)"
+        )
     print(json.dumps(med))
 
 

@@ -1,6 +1,7 @@
 """The AWS fault driver against moto (in-process): every fault and its heal, on the instances and
 subnets the stack's own outputs list. Heal leaves the account as it was, and a second stack with
 the very same tags in the same region is never touched."""
+
 import json
 
 import boto3
@@ -40,7 +41,10 @@ def with_fis_effects(client, service: str, region: str):
         # moto ends an experiment as soon as it runs; AWS holds it for the action's duration
         # (minutes): here it runs until stopped.
         fis_backends[DEFAULT_ACCOUNT_ID][region].experiments[exp["id"]]._transitions = [
-            ("pending", "initiating"), ("initiating", "running"), ("stopping", "stopped")]
+            ("pending", "initiating"),
+            ("initiating", "running"),
+            ("stopping", "stopped"),
+        ]
         t = fis.get_experiment_template(id=exp["experimentTemplateId"])["experimentTemplate"]
         [action], [target] = t["actions"].values(), t["targets"].values()
         ids = [arn.split("/")[-1] for arn in target["resourceArns"]]
@@ -51,12 +55,18 @@ def with_fis_effects(client, service: str, region: str):
         assert action["actionId"] == aws_fis.DISRUPT_CONNECTIVITY and action["parameters"]["scope"] == "all"
         [subnet] = ids
         vpc = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["VpcId"]
-        [own] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"]
-        cut = ec2.create_network_acl(VpcId=vpc, TagSpecifications=[{"ResourceType": "network-acl", "Tags": [
-            {"Key": "managedByFIS", "Value": "true"}]}])["NetworkAcl"]["NetworkAclId"]
+        [own] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])[
+            "NetworkAcls"
+        ]
+        cut = ec2.create_network_acl(
+            VpcId=vpc,
+            TagSpecifications=[{"ResourceType": "network-acl", "Tags": [{"Key": "managedByFIS", "Value": "true"}]}],
+        )["NetworkAcl"]["NetworkAclId"]
 
         def swap(acl):
-            [now] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])["NetworkAcls"]
+            [now] = ec2.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])[
+                "NetworkAcls"
+            ]
             assoc = next(a for a in now["Associations"] if a["SubnetId"] == subnet)["NetworkAclAssociationId"]
             ec2.replace_network_acl_association(AssociationId=assoc, NetworkAclId=acl)
 
@@ -76,16 +86,40 @@ def _build_stack(ec2, t, vpc, stack_tag=STACK_TAG):
     ids, subnets = {}, {}
     ami = ec2.describe_images()["Images"][0]["ImageId"]
     for i, dc in enumerate(t.datacenters):
-        sn = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i * 16}.0/20", AvailabilityZone=dc.zone,
-                               TagSpecifications=[{"ResourceType": "subnet", "Tags": [
-                                   {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": dc.name},
-                                   {"Key": plan.STACK_TAG, "Value": stack_tag}]}])
+        sn = ec2.create_subnet(
+            VpcId=vpc,
+            CidrBlock=f"10.20.{i * 16}.0/20",
+            AvailabilityZone=dc.zone,
+            TagSpecifications=[
+                {
+                    "ResourceType": "subnet",
+                    "Tags": [
+                        {"Key": "cluster", "Value": t.name},
+                        {"Key": "dc", "Value": dc.name},
+                        {"Key": plan.STACK_TAG, "Value": stack_tag},
+                    ],
+                }
+            ],
+        )
         subnets[dc.name] = sn["Subnet"]["SubnetId"]
     for h in t.hosts():
-        res = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, SubnetId=subnets[h.dc],
-                                TagSpecifications=[{"ResourceType": "instance", "Tags": [
-                                    {"Key": "cluster", "Value": t.name}, {"Key": "dc", "Value": h.dc},
-                                    {"Key": "role", "Value": h.role}, {"Key": plan.STACK_TAG, "Value": stack_tag}]}])
+        res = ec2.run_instances(
+            ImageId=ami,
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=subnets[h.dc],
+            TagSpecifications=[
+                {
+                    "ResourceType": "instance",
+                    "Tags": [
+                        {"Key": "cluster", "Value": t.name},
+                        {"Key": "dc", "Value": h.dc},
+                        {"Key": "role", "Value": h.role},
+                        {"Key": plan.STACK_TAG, "Value": stack_tag},
+                    ],
+                }
+            ],
+        )
         ids[h.name] = res["Instances"][0]["InstanceId"]
     return ids, subnets
 
@@ -96,7 +130,9 @@ def _listen_to_the_bucket(monkeypatch) -> None:
 
     def bucket_listened(inventory, credentials):
         client, name = real_bucket(inventory, credentials)
-        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}"))
+        client.meta.events.register(
+            "before-call", lambda model, **kw: CALLS.add(f"s3:{S3_ACTION.get(model.name, model.name)}")
+        )
         return client, name
 
     monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
@@ -104,8 +140,13 @@ def _listen_to_the_bucket(monkeypatch) -> None:
 
 @pytest.fixture
 def aws(monkeypatch, tmp_path):
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                 "AWS_DEFAULT_REGION": REGION, "DCDRILL_CACHE": str(tmp_path / "cache")}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "DCDRILL_CACHE": str(tmp_path / "cache"),
+    }.items():
         monkeypatch.setenv(k, v)
     # No cluster here to ask for the ISR, nor to wait on between broker restarts.
     monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
@@ -131,9 +172,17 @@ def aws(monkeypatch, tmp_path):
         ids, subnets = _build_stack(ec2, t, ours)
         twin_ids, twin_subnets = _build_stack(ec2, t, twin, stack_tag="dcdrill/another-stack")
         boto3.client("s3", region_name=REGION).create_bucket(  # the stack's bucket
-            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-        inv = plan.inventory(t, stack.load_config(STACK), instance_ids=ids, subnet_ids=subnets, bucket=BUCKET,
-                             stack_tag=STACK_TAG, fis_role=FIS_ROLE)
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        inv = plan.inventory(
+            t,
+            stack.load_config(STACK),
+            instance_ids=ids,
+            subnet_ids=subnets,
+            bucket=BUCKET,
+            stack_tag=STACK_TAG,
+            fis_role=FIS_ROLE,
+        )
         ansible.inventory_path(STACK).parent.mkdir(parents=True)
         ansible.inventory_path(STACK).write_text(inv.to_json())  # what `lab up` leaves for the drill
         cfg = {"stack": STACK, "run_dir": str(tmp_path / "run")}
@@ -142,15 +191,21 @@ def aws(monkeypatch, tmp_path):
 
 def account(ec2) -> dict:
     """What a fault may change and heal must put back."""
-    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"]
-              for i in r["Instances"]}
+    states = {
+        i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+    }
     acls = ec2.describe_network_acls()["NetworkAcls"]
     assoc = {a["SubnetId"]: acl["NetworkAclId"] for acl in acls for a in acl["Associations"]}
     fis = boto3.client("fis", region_name=ec2.meta.region_name)
-    return {"instances": states, "associations": assoc, "acls": sorted(a["NetworkAclId"] for a in acls),
-            "fis_templates": sorted(t["id"] for t in fis.list_experiment_templates()["experimentTemplates"]),
-            "fis_running": sorted(e["id"] for e in fis.list_experiments()["experiments"]
-                                  if e["state"]["status"] not in aws_fis.ENDED)}
+    return {
+        "instances": states,
+        "associations": assoc,
+        "acls": sorted(a["NetworkAclId"] for a in acls),
+        "fis_templates": sorted(t["id"] for t in fis.list_experiment_templates()["experimentTemplates"]),
+        "fis_running": sorted(
+            e["id"] for e in fis.list_experiments()["experiments"] if e["state"]["status"] not in aws_fis.ENDED
+        ),
+    }
 
 
 def test_stop_dc_and_a_cut_both_ways_run_as_fis_experiments_that_fis_would_end_by_itself(aws):
@@ -167,7 +222,9 @@ def test_stop_dc_and_a_cut_both_ways_run_as_fis_experiments_that_fis_would_end_b
     assert t["actions"]["fault"]["actionId"] == "aws:ec2:stop-instances"
     assert t["actions"]["fault"]["parameters"] == {"startInstancesAfterDuration": "PT6M"}  # 40 s + 300 s, in minutes
     assert [a.split("/")[-1] for a in t["targets"]["instances"]["resourceArns"]] == dc_b == out["instances"]
-    assert all(a.startswith(f"arn:aws:ec2:{REGION}:123456789012:instance/") for a in t["targets"]["instances"]["resourceArns"])
+    assert all(
+        a.startswith(f"arn:aws:ec2:{REGION}:123456789012:instance/") for a in t["targets"]["instances"]["resourceArns"]
+    )
     assert t["tags"][plan.STACK_TAG] == STACK_TAG and t["tags"]["dcdrill"] == "stop-dc"
     exp = fis.get_experiment(id=out["fis_experiment"])["experiment"]
     assert exp["state"]["status"] == "running" and exp["tags"][plan.STACK_TAG] == STACK_TAG
@@ -233,7 +290,8 @@ def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
 
     actions.stop_dc("dc-b", configuration=cfg)
     assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
-        ids[n] for n in ids if ".dc-b." in n and not n.startswith("c")}
+        ids[n] for n in ids if ".dc-b." in n and not n.startswith("c")
+    }
     actions.heal(configuration=cfg)
     assert account(ec2) == before
 
@@ -246,7 +304,9 @@ def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
     for direction, allowed in (("both", set()), ("ingress", {True}), ("egress", {False})):
         actions.isolate_dc("dc-b", direction=direction, configuration=cfg)
         now = account(ec2)
-        assert {s: a for s, a in now["associations"].items() if a != before["associations"][s]}.keys() == {subnets["dc-b"]}
+        assert {s: a for s, a in now["associations"].items() if a != before["associations"][s]}.keys() == {
+            subnets["dc-b"]
+        }
         acl = ec2.describe_network_acls(NetworkAclIds=[now["associations"][subnets["dc-b"]]])["NetworkAcls"][0]
         # Stateless: a one-way cut allows the other direction back, and nothing else.
         assert {e["Egress"] for e in acl["Entries"] if e["RuleAction"] == "allow" and e["RuleNumber"] == 100} == allowed
@@ -258,21 +318,33 @@ def test_every_fault_and_its_heal_leave_the_account_as_before(aws):
     issued = commands()
     ab = {ids[n] for n in ids if ".dc-a." in n or ".dc-b." in n}
     assert [set(i) for i, _ in issued] == [
-        {ids[n] for n in ids if ".dc-a." in n}, {ids[n] for n in ids if ".dc-b." in n},  # netem on both sides
-        {ids[n] for n in ids if ".dc-a." in n}, {ids[n] for n in ids if ".dc-b." in n}]  # and its heal
+        {ids[n] for n in ids if ".dc-a." in n},
+        {ids[n] for n in ids if ".dc-b." in n},  # netem on both sides
+        {ids[n] for n in ids if ".dc-a." in n},
+        {ids[n] for n in ids if ".dc-b." in n},
+    ]  # and its heal
     assert set().union(*(set(i) for i, _ in issued)) == ab
     assert "u32 match ip dst 10.20.16.0/20" in " ".join(issued[0][1]) and "delay 20ms loss 5%" in " ".join(issued[0][1])
     assert all("tc qdisc del" in " ".join(c) for _, c in issued[2:])
     assert account(ec2) == before
 
     actions.rolling_restart(configuration=cfg)
-    restarts = commands()[len(issued):]
-    assert [(i, c) for i, c in restarts] == [([ids[n]], ["systemctl restart kafka"])
-                                            for n in sorted(ids) if n.startswith("b")]
+    restarts = commands()[len(issued) :]
+    assert [(i, c) for i, c in restarts] == [
+        ([ids[n]], ["systemctl restart kafka"]) for n in sorted(ids) if n.startswith("b")
+    ]
 
     faults = DrillRecord(cfg["run_dir"]).faults()
-    assert [f["fault"] for f in faults] == ["kill-dc", "stop-dc", "kill-tiebreaker", "isolate-dc", "isolate-dc",
-                                            "isolate-dc", "degrade-link", "rolling-restart"]
+    assert [f["fault"] for f in faults] == [
+        "kill-dc",
+        "stop-dc",
+        "kill-tiebreaker",
+        "isolate-dc",
+        "isolate-dc",
+        "isolate-dc",
+        "degrade-link",
+        "rolling-restart",
+    ]
     assert all(f["end_ms"] >= f["start_ms"] for f in faults) and not DrillRecord(cfg["run_dir"]).active_faults()
     # The twin stack: same tags, same region, never touched.
     assert all(before["instances"][i] == account(ec2)["instances"][i] == "running" for i in twin["ids"].values())
@@ -319,8 +391,10 @@ def test_a_fault_failing_halfway_is_still_healed_exactly(aws, monkeypatch):
     def failing(self, service, region):
         client = real(self, service, region)
         if service == "ec2":
+
             def boom(**kw):
                 raise RuntimeError("throttled")
+
             client.replace_network_acl_association = boom
         return client
 
@@ -398,7 +472,8 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkey
             assert STACK_TAG in json.dumps(st.get("Condition")), st["Sid"]
         elif st["Action"] == "iam:PassRole":  # the stack's FIS role, to FIS only
             assert st["Resource"] == FIS_ROLE and st["Condition"] == {
-                "StringEquals": {"iam:PassedToService": "fis.amazonaws.com"}}
+                "StringEquals": {"iam:PassedToService": "fis.amazonaws.com"}
+            }
     # Tags given at creation need ec2:CreateTags and fis:TagResource, which boto3 does not call by
     # name, nor iam:PassRole (FIS checks it when a template names the role); the plugin (Go, not
     # boto3) resumes a session whose stream dropped.
@@ -414,8 +489,13 @@ REPLICATED = "aws-2region-replicated"
 def aws_replicated(monkeypatch, tmp_path):
     """aws-2region-replicated in moto: a VPC per region, each DC's subnet and hosts tagged with
     their own cluster, MM2's host in the target's DC, and the inventories `lab up` would write."""
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                 "AWS_DEFAULT_REGION": REGION, "DCDRILL_CACHE": str(tmp_path / "cache")}.items():
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "DCDRILL_CACHE": str(tmp_path / "cache"),
+    }.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
     monkeypatch.setattr(aws_fis, "POLL_S", 0.0)
@@ -440,20 +520,43 @@ def aws_replicated(monkeypatch, tmp_path):
             for dc in (dc for dc in d.datacenters if dc.region == region):
                 cluster = d.cluster_of_dc(dc.name).name
                 subnets[dc.name] = ec2.create_subnet(
-                    VpcId=vpc, CidrBlock=f"10.{20 + n}.0.0/20", AvailabilityZone=dc.zone,
-                    TagSpecifications=[{"ResourceType": "subnet", "Tags": [
-                        {"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": dc.name}]}])["Subnet"]["SubnetId"]
+                    VpcId=vpc,
+                    CidrBlock=f"10.{20 + n}.0.0/20",
+                    AvailabilityZone=dc.zone,
+                    TagSpecifications=[
+                        {
+                            "ResourceType": "subnet",
+                            "Tags": [{"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": dc.name}],
+                        }
+                    ],
+                )["Subnet"]["SubnetId"]
                 for h in (h for h in d.hosts() if h.dc == dc.name):
                     ids[h.name] = ec2.run_instances(
-                        ImageId=ami, MinCount=1, MaxCount=1, SubnetId=subnets[dc.name],
-                        TagSpecifications=[{"ResourceType": "instance", "Tags": [
-                            {"Key": "cluster", "Value": cluster}, {"Key": "dc", "Value": h.dc},
-                            {"Key": "role", "Value": h.role}]}])["Instances"][0]["InstanceId"]
+                        ImageId=ami,
+                        MinCount=1,
+                        MaxCount=1,
+                        SubnetId=subnets[dc.name],
+                        TagSpecifications=[
+                            {
+                                "ResourceType": "instance",
+                                "Tags": [
+                                    {"Key": "cluster", "Value": cluster},
+                                    {"Key": "dc", "Value": h.dc},
+                                    {"Key": "role", "Value": h.role},
+                                ],
+                            }
+                        ],
+                    )["Instances"][0]["InstanceId"]
         home = plan.regions(d)[0]
-        boto3.client("s3", region_name=home).create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": home})
+        boto3.client("s3", region_name=home).create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": home}
+        )
         outs = plan.inventories(d, config, instance_ids=ids, subnet_ids=subnets, bucket=BUCKET, fis_role=FIS_ROLE)
-        for key, data in [(None, outs["inventory"]), ("west", outs["inventories"]["west"]),
-                          (ansible.MIRRORS, outs["mirrors"])]:
+        for key, data in [
+            (None, outs["inventory"]),
+            ("west", outs["inventories"]["west"]),
+            (ansible.MIRRORS, outs["mirrors"]),
+        ]:
             path = ansible.inventory_path(REPLICATED, key)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(data))
@@ -461,8 +564,12 @@ def aws_replicated(monkeypatch, tmp_path):
 
 
 def _states(clients) -> dict:
-    return {i["InstanceId"]: i["State"]["Name"] for ec2 in clients.values()
-            for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    return {
+        i["InstanceId"]: i["State"]["Name"]
+        for ec2 in clients.values()
+        for r in ec2.describe_instances()["Reservations"]
+        for i in r["Instances"]
+    }
 
 
 def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicated):
@@ -502,8 +609,12 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     actions.heal("dc-a", configuration=cfg)
     again = west.describe_network_acls(Filters=[{"Name": "association.subnet-id", "Values": [subnets["dc-a"]]}])
     assert again["NetworkAcls"][0]["NetworkAclId"] == original["NetworkAcls"][0]["NetworkAclId"]
-    assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == ["kill-mirror", "power-loss", "kill-dc",
-                                                                          "isolate-dc"]
+    assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == [
+        "kill-mirror",
+        "power-loss",
+        "kill-dc",
+        "isolate-dc",
+    ]
 
     # MM2's log is read where it lives, through SSM, and only the matching lines come back.
     SENT.clear()
@@ -532,8 +643,9 @@ def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
     composed = experiment.compose("kill-dc")
     assert set(composed["secrets"]["aws"]) >= set(CREDENTIALS)
     assert all(a["provider"]["secrets"] == ["aws"] for a in experiment.fault_activities(composed))
-    given = actions.driver(cfg, {"aws_access_key_id": "AKIAGIVEN", "aws_secret_access_key": "s3cret",
-                                 "aws_session_token": ""})
+    given = actions.driver(
+        cfg, {"aws_access_key_id": "AKIAGIVEN", "aws_secret_access_key": "s3cret", "aws_session_token": ""}
+    )
     creds = given._client("ec2", REGION)._request_signer._credentials
     assert (creds.access_key, creds.secret_key) == ("AKIAGIVEN", "s3cret")
     chained = actions.driver(cfg, {"aws_access_key_id": "", "aws_secret_access_key": ""})
@@ -541,9 +653,19 @@ def test_the_experiments_aws_secrets_are_the_drivers_credentials(aws):
     assert chained._client("ec2", REGION)._request_signer._credentials.access_key == plain != "AKIAGIVEN"
 
 
-MUTATING = {"StopInstances", "StartInstances", "CreateNetworkAcl", "CreateNetworkAclEntry",
-            "ReplaceNetworkAclAssociation", "DeleteNetworkAcl", "SendCommand",
-            "CreateExperimentTemplate", "StartExperiment", "StopExperiment", "DeleteExperimentTemplate"}
+MUTATING = {
+    "StopInstances",
+    "StartInstances",
+    "CreateNetworkAcl",
+    "CreateNetworkAclEntry",
+    "ReplaceNetworkAclAssociation",
+    "DeleteNetworkAcl",
+    "SendCommand",
+    "CreateExperimentTemplate",
+    "StartExperiment",
+    "StopExperiment",
+    "DeleteExperimentTemplate",
+}
 
 
 class Crash(BaseException):
@@ -562,6 +684,7 @@ def crashing_at(monkeypatch, n: int) -> dict:
                 seen["calls"] += 1
                 if seen["calls"] == n:
                     raise Crash(model.name)
+
         c.meta.events.register("before-call", count)
         return c
 
@@ -569,11 +692,13 @@ def crashing_at(monkeypatch, n: int) -> dict:
     return seen
 
 
-FAULTS = {"kill-dc": lambda cfg: actions.kill_dc("dc-a", configuration=cfg),
-          "stop-dc": lambda cfg: actions.stop_dc("dc-a", configuration=cfg),  # through FIS
-          "isolate-dc": lambda cfg: actions.isolate_dc("dc-b", direction="ingress", configuration=cfg),
-          "isolate-dc-both": lambda cfg: actions.isolate_dc("dc-b", direction="both", configuration=cfg),  # FIS
-          "slow-link": lambda cfg: actions.degrade_link("dc-a", "dc-b", latency_ms=20, configuration=cfg)}
+FAULTS = {
+    "kill-dc": lambda cfg: actions.kill_dc("dc-a", configuration=cfg),
+    "stop-dc": lambda cfg: actions.stop_dc("dc-a", configuration=cfg),  # through FIS
+    "isolate-dc": lambda cfg: actions.isolate_dc("dc-b", direction="ingress", configuration=cfg),
+    "isolate-dc-both": lambda cfg: actions.isolate_dc("dc-b", direction="both", configuration=cfg),  # FIS
+    "slow-link": lambda cfg: actions.degrade_link("dc-a", "dc-b", latency_ms=20, configuration=cfg),
+}
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -631,7 +756,8 @@ def test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(a
     assert account(ec2) != before
     assert sorted(recovery.left_behind(STACK)) == [
         f"isolate-dc dc-b (kept outside the record as {kept['Key'].split('/')[-1][:-5]})",
-        f"kill-dc dc-a (kept outside the record as {kept['Key'].split('/')[-1][:-5]})"]
+        f"kill-dc dc-a (kept outside the record as {kept['Key'].split('/')[-1][:-5]})",
+    ]
     done = recovery.heal_stack(STACK, say=lambda line: None)
     assert sorted(done) == ["isolate-dc dc-b", "kill-dc dc-a"]
     assert account(ec2) == before
@@ -646,7 +772,9 @@ def test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_st
 
     def stopped(self, service, region):
         client = real(self, service, region)
-        client.meta.events.register("provide-client-params.ec2.StopInstances", lambda params, **kw: stops.append(params))
+        client.meta.events.register(
+            "provide-client-params.ec2.StopInstances", lambda params, **kw: stops.append(params)
+        )
         return client
 
     with pytest.MonkeyPatch.context() as mp:
@@ -654,7 +782,8 @@ def test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_st
         out = actions.power_loss("dc-a", configuration=cfg)
         assert stops == [{"InstanceIds": out["instances"], "Force": True, "SkipOsShutdown": True}]
         assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == {
-            ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")}
+            ids[n] for n in ids if ".dc-a." in n and not n.startswith("c")
+        }
         actions.kill_dc("dc-b", configuration=cfg)  # a kill stops no instance: it SIGKILLs the services
         assert len(stops) == 1
     actions.heal(configuration=cfg)

@@ -1,4 +1,5 @@
 """A wait for convergence that gives up names a follower truncation loop from the brokers' logs."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,9 +11,15 @@ from tests.infra.test_broker_logs import _inventory, _status, fetcher_line
 
 
 def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):
-    status = {**_status(), "quorum": {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": []},
-              "offline_partitions": 0, "under_replicated_partitions": 1, "off_preferred_leader": 0, "error": None,
-              "controller": 1}
+    status = {
+        **_status(),
+        "quorum": {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": []},
+        "offline_partitions": 0,
+        "under_replicated_partitions": 1,
+        "off_preferred_leader": 0,
+        "error": None,
+        "controller": 1,
+    }
     status["brokers"] = [{**b, "dc": "dc-a", "host": f"b{b['id']}"} for b in status["brokers"]]
     for p in status["partitions"]:
         p.update(leader_dc="dc-a", isr_dcs=["dc-a"] * len(p["isr"]))
@@ -26,9 +33,15 @@ def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):
 
 
 def test_a_log_read_that_fails_leaves_the_timeout_as_the_error(monkeypatch):
-    status = {"brokers": [], "partitions": [], "quorum": {"kind": "zookeeper", "alive": 2, "total": 3, "quorum": True,
-                                                          "nodes": []},
-              "offline_partitions": 0, "under_replicated_partitions": 0, "off_preferred_leader": 0, "error": None}
+    status = {
+        "brokers": [],
+        "partitions": [],
+        "quorum": {"kind": "zookeeper", "alive": 2, "total": 3, "quorum": True, "nodes": []},
+        "offline_partitions": 0,
+        "under_replicated_partitions": 0,
+        "off_preferred_leader": 0,
+        "error": None,
+    }
     monkeypatch.setattr(probes, "cluster_now", lambda configuration: status)
 
     def no_inventory(configuration):

@@ -1,6 +1,7 @@
 """A drill killed halfway, on the real lab: `dcdrill heal` restores what the fault changed, stops
 what the drill started, and a second heal finds nothing to do. Each case kills another of the
 drill's processes during another fault (issue: crash-safe drills)."""
+
 import os
 import shutil
 import signal
@@ -72,14 +73,23 @@ KILLED = ("dcdrill", "chaos run", "workload")
 
 
 def _start_until_the_fault(run: Path, fault: str) -> tuple[subprocess.Popen, dict]:
-    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *FAULTS[fault]],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *FAULTS[fault]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     _wait_for_the_fault(run, proc)
     agents = DrillRecord(run).agents()
     experiment = next(a["pid"] for a in agents if a["name"] == "experiment")
     # the workload's processes themselves, on their client hosts (not the control's sessions to them)
-    on_hosts = [pid for pid in _processes_naming(run) if b"dcdrill.validation." in Path(f"/proc/{pid}/cmdline").read_bytes()
-                and b"host_process" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    on_hosts = [
+        pid
+        for pid in _processes_naming(run)
+        if b"dcdrill.validation." in Path(f"/proc/{pid}/cmdline").read_bytes()
+        and b"host_process" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     return proc, {"dcdrill": [proc.pid], "chaos run": [experiment], "workload": on_hosts}
 
 
@@ -91,7 +101,9 @@ def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
         record = DrillRecord(run)
         assert not record.active_faults(), res.stdout
         assert all(f["end_ms"] for f in record.faults()), record.faults()
-    assert stacks.backend("local").faults_in_place(stacks.load_deployment("local")) == []  # no DROP rule, links as configured
+    assert (
+        stacks.backend("local").faults_in_place(stacks.load_deployment("local")) == []
+    )  # no DROP rule, links as configured
     assert _processes_naming(run) == [], "a process of the drill is still running"
     if run.exists():  # every client host's files came back into the record, none is left there
         assert DrillRecord(run).uncollected() == [] and (run / "produced").is_dir()
@@ -109,9 +121,19 @@ def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
 
 # CI runs one case per fault and per process (about a minute each); DCDRILL_SLOW_LABS=1 runs all nine.
 DIAGONAL = {("kill-dc", "dcdrill"), ("isolate-dc", "chaos run"), ("slow-link", "workload")}
-CASES = [pytest.param(fault, killed, marks=() if (fault, killed) in DIAGONAL else pytest.mark.skipif(
-    not os.environ.get("DCDRILL_SLOW_LABS"), reason="off CI's diagonal: DCDRILL_SLOW_LABS=1 runs it"))
-    for fault in FAULTS for killed in KILLED]
+CASES = [
+    pytest.param(
+        fault,
+        killed,
+        marks=()
+        if (fault, killed) in DIAGONAL
+        else pytest.mark.skipif(
+            not os.environ.get("DCDRILL_SLOW_LABS"), reason="off CI's diagonal: DCDRILL_SLOW_LABS=1 runs it"
+        ),
+    )
+    for fault in FAULTS
+    for killed in KILLED
+]
 
 
 @pytest.mark.parametrize("fault,killed", CASES)
@@ -149,7 +171,10 @@ def test_lab_up_and_drill_refuse_a_stack_a_fault_was_left_on(lab, tmp_path):
 
     netns.isolate_dc(2, "ingress")
     try:
-        for argv in (["lab", "up", "--stack", "local"], ["drill", "--stack", "local", "--run-dir", str(tmp_path / "r")]):
+        for argv in (
+            ["lab", "up", "--stack", "local"],
+            ["drill", "--stack", "local", "--run-dir", str(tmp_path / "r")],
+        ):
             res = subprocess.run(DCDRILL + argv, capture_output=True, text=True, timeout=120)
             assert res.returncode == 2, res.stdout + res.stderr
             assert "dc-b is cut off at the router" in res.stderr and "dcdrill heal --stack local" in res.stderr

@@ -1,4 +1,5 @@
 """Whole drills on the real lab: `dcdrill drill` = chaos run + verify."""
+
 import json
 import signal
 import subprocess
@@ -17,8 +18,12 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 
 def drill(run, *args, hold=10, timeout=600):
-    return subprocess.run(DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def summary(run):
@@ -64,8 +69,14 @@ def test_preferred_leaders_are_restored_before_a_drill(lab):
         time.sleep(1)
     # The same replicas, another first one: the leader stays, but is no longer the preferred.
     replicas = p["replicas"][1:] + p["replicas"][:1]
-    moved = in_client(lab, "dc-b", REASSIGN, json.dumps(lab.bootstrap_servers()),
-                      json.dumps(lab.client_security(admin=True)), json.dumps(replicas))
+    moved = in_client(
+        lab,
+        "dc-b",
+        REASSIGN,
+        json.dumps(lab.bootstrap_servers()),
+        json.dumps(lab.client_security(admin=True)),
+        json.dumps(replicas),
+    )
     assert moved.returncode == 0, moved.stderr[-2000:]
     deadline = time.monotonic() + 30
     while (p := partition())["replicas"] != replicas:
@@ -89,8 +100,15 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert faults[0]["end_ms"] > faults[0]["start_ms"]
     # Taken just before the kill: the prediction below assumes every replica was in sync.
     assert faults[0]["isr_at_start"] == {"partitions": 6, "in_sync": 6}, faults[0]
-    for part in ("journal.json", "produced", "consumed", "audit", "topology.json", "report/index.html",
-                 "report/junit.xml"):
+    for part in (
+        "journal.json",
+        "produced",
+        "consumed",
+        "audit",
+        "topology.json",
+        "report/index.html",
+        "report/junit.xml",
+    ):
         assert (run / part).exists(), part
     s = summary(run)
     c = s["counts"]
@@ -104,8 +122,12 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert c["acked"] > 0 and c["indeterminate"] > 0
     during = next(p for p in s["phases"] if p["phase"] == "during kill-dc dc-a")
     assert during["indeterminate"] > 0
-    refused = [r for f in sorted((run / "produced").glob("*.jsonl")) for r in read(f)[0]
-               if "NOT_ENOUGH_REPLICAS" in (r["error"] or "")]
+    refused = [
+        r
+        for f in sorted((run / "produced").glob("*.jsonl"))
+        for r in read(f)[0]
+        if "NOT_ENOUGH_REPLICAS" in (r["error"] or "")
+    ]
     assert refused and {r["status"] for r in refused} == {"info"}, refused[:3]
     # The topology model said losing dc-a stops writes (2 replicas left, minISR 3); so it did.
     [check] = s["prediction_checks"]
@@ -168,17 +190,45 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     minInsync 3): the drill's topic and producers take them, the verdict checks their promise and
     the prediction is theirs. Held 56 s by default: writes must fail over before the heal."""
     run = tmp_path / "own"
-    res = subprocess.run(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--dc", "dc-a",
-                                    "--run-dir", str(run), "--acks", "1", "--min-insync", "2", "--unclean", "on",
-                                    "--profile", "availability-first", "--keep-topic"],
-                         capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        DCDRILL
+        + [
+            "drill",
+            "--stack",
+            "local",
+            "--experiment",
+            "kill-dc",
+            "--dc",
+            "dc-a",
+            "--run-dir",
+            str(run),
+            "--acks",
+            "1",
+            "--min-insync",
+            "2",
+            "--unclean",
+            "on",
+            "--profile",
+            "availability-first",
+            "--keep-topic",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     topo = json.loads((run / "topology.json").read_text())
-    assert (topo["profile"], topo["acks"], topo["replication_factor"], topo["min_insync_replicas"],
-            topo["unclean_leader_election"]) == ("availability-first", "1", 4, 2, True)
+    assert (
+        topo["profile"],
+        topo["acks"],
+        topo["replication_factor"],
+        topo["min_insync_replicas"],
+        topo["unclean_leader_election"],
+    ) == ("availability-first", "1", 4, 2, True)
     topic = activity(run, "start-workload")["output"]["topic"]
-    described = in_client(lab, "dc-a", DESCRIBE, json.dumps(lab.bootstrap_servers()),
-                          json.dumps(lab.client_security(admin=True)), topic)
+    described = in_client(
+        lab, "dc-a", DESCRIBE, json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security(admin=True)), topic
+    )
     assert described.returncode == 0, described.stderr[-2000:]
     configs = json.loads(described.stdout)
     assert configs["min.insync.replicas"]["value"] == "2", configs
@@ -190,7 +240,11 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
     assert [r["rule"] for r in s["rules"]] == ["no-phantoms", "no-failed-present", "writes-continued"]
     [check] = s["prediction_checks"]
     assert {k: check["predicted"][k] for k in ("quorum_survives", "writable", "visible", "acked_loss_possible")} == {
-        "quorum_survives": True, "writable": True, "visible": True, "acked_loss_possible": True}
+        "quorum_survives": True,
+        "writable": True,
+        "visible": True,
+        "acked_loss_possible": True,
+    }
     assert check["predicted"]["why"] == "acks=1: a leader in dc-a acknowledges before any follower has the record"
     assert check["observed"]["writable"] and check["as_predicted"], check
 
@@ -199,9 +253,12 @@ def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
     run = tmp_path / "interrupted"
     # Chaos Toolkit plays the rollbacks once the running pause (the hold) ends: a short hold keeps
     # the test short, and the SIGINT still lands during the fault.
-    proc = subprocess.Popen(DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "20",
-                                       "--run-dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "20", "--run-dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not ((run / "faults.jsonl").exists() and DrillRecord(run).faults()):
         time.sleep(0.5)
@@ -224,8 +281,9 @@ def test_slow_link_adds_its_delay_during_the_fault_and_heal_restores_the_links(l
     from dcdrill.infra.lab import layout, shaper
 
     run = tmp_path / "slow"
-    res = drill(run, "--experiment", "slow-link", "--dc", "dc-a", "--other-dc", "dc-b", "--latency-ms", "50",
-                "--loss-pct", "0")
+    res = drill(
+        run, "--experiment", "slow-link", "--dc", "dc-a", "--other-dc", "dc-b", "--latency-ms", "50", "--loss-pct", "0"
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     [fault] = DrillRecord(run).faults()
     assert (fault["fault"], fault["target"]) == ("degrade-link", "dc-a<->dc-b")

@@ -1,6 +1,7 @@
 """A drill that stops before its verdict (exit 2, 3 or 4) still leaves report/junit.xml, with
 the drill in error, so a CI pipeline has a test report to publish. The lab and Chaos Toolkit are
 stood in for here (what they left is what is given); the lab tests run real drills."""
+
 import json
 import xml.etree.ElementTree as ET
 
@@ -15,11 +16,26 @@ STEADY = {"steady_states": {"before": {"steady_state_met": True}}}
 CASES = {
     "no journal": (None, EXIT_NO_FAULT, "left no journal"),
     "not steady": ({"steady_states": {"before": {"steady_state_met": False}}}, EXIT_NOT_STEADY, "steady state not met"),
-    "bad input": ({**STEADY, "run": [{"status": "failed", "activity": {"name": "fail-over-consumers"},
-                                      "exception": ["ActivityFailed: [failover-no-offsets] no offsets for g\n"]}]},
-                  EXIT_BAD_INPUT, "[failover-no-offsets] no offsets for g"),
+    "bad input": (
+        {
+            **STEADY,
+            "run": [
+                {
+                    "status": "failed",
+                    "activity": {"name": "fail-over-consumers"},
+                    "exception": ["ActivityFailed: [failover-no-offsets] no offsets for g\n"],
+                }
+            ],
+        },
+        EXIT_BAD_INPUT,
+        "[failover-no-offsets] no offsets for g",
+    ),
     "no fault": (STEADY, EXIT_NO_FAULT, "faults.jsonl records no fault"),
-    "host lost": (STEADY, EXIT_NO_FAULT, "host access: c2.dc-b.lab (Connection refused) did not answer; nothing was injected"),
+    "host lost": (
+        STEADY,
+        EXIT_NO_FAULT,
+        "host access: c2.dc-b.lab (Connection refused) did not answer; nothing was injected",
+    ),
 }
 
 
@@ -37,8 +53,11 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
 
     monkeypatch.setattr(drill.lifecycle, "is_up", lambda stack: True)
     monkeypatch.setattr(drill.lifecycle, "inventory", lambda stack: None)
-    monkeypatch.setattr(drill.lifecycle, "unanswered_hosts",
-                        lambda stack: ["c2.dc-b.lab (Connection refused)"] if case == "host lost" else [])
+    monkeypatch.setattr(
+        drill.lifecycle,
+        "unanswered_hosts",
+        lambda stack: ["c2.dc-b.lab (Connection refused)"] if case == "host lost" else [],
+    )
     monkeypatch.setattr(drill.status, "cluster_status", lambda inv: {})
     monkeypatch.setattr(drill.status, "render", lambda st: "(the cluster's status)")
     monkeypatch.setattr(drill, "_chaos_run", chaos_run)
@@ -50,5 +69,6 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
     error = case_el.find("error")
     assert error.get("type") == f"exit {code}" and message in error.get("message")
     assert float(root.find("testsuite").get("time")) >= 0
-    assert json.loads((run / "experiment.json").read_text())["extensions"] == [{"name": "dcdrill",
-                                                                                 "experiment": "kill-dc"}]
+    assert json.loads((run / "experiment.json").read_text())["extensions"] == [
+        {"name": "dcdrill", "experiment": "kill-dc"}
+    ]

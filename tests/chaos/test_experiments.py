@@ -1,5 +1,6 @@
 """The shipped Chaos Toolkit experiments: composed from one shape, valid, and checked against each
 stack's backend before anything starts (`dcdrill drill --check`)."""
+
 import json
 import subprocess
 import sys
@@ -15,8 +16,21 @@ from dcdrill.infra import rules, stack
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
-SHIPPED = ["cut-mirror-link", "isolate-dc", "isolate-then-kill", "isolate-then-power-loss", "isolate-then-stop", "kill-dc",
-           "kill-mirror", "kill-source-dc", "power-loss", "rolling-restart", "slow-link", "stop-dc", "tiebreaker-loss"]
+SHIPPED = [
+    "cut-mirror-link",
+    "isolate-dc",
+    "isolate-then-kill",
+    "isolate-then-power-loss",
+    "isolate-then-stop",
+    "kill-dc",
+    "kill-mirror",
+    "kill-source-dc",
+    "power-loss",
+    "rolling-restart",
+    "slow-link",
+    "stop-dc",
+    "tiebreaker-loss",
+]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -25,8 +39,11 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     e = experiment.compose(name)
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(e))
-    res = subprocess.run([CHAOS, "--no-version-check", "--log-file", str(tmp_path / "chaos.log"), "validate", str(path)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [CHAOS, "--no-version-check", "--log-file", str(tmp_path / "chaos.log"), "validate", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert e["runtime"]["rollbacks"]["strategy"] == "always"
     assert [a["provider"]["func"] for a in e["rollbacks"]][:1] == ["heal"]
@@ -41,7 +58,10 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
     assert "stop-watching-coordination" in [a["name"] for a in e["rollbacks"]]
     assert e["configuration"]["keep_topic"] is False
     assert {p["name"] for p in e["steady-state-hypothesis"]["probes"]} >= {
-        "no-offline-partitions", "coordination-quorum", "workload-progressing"}
+        "no-offline-partitions",
+        "coordination-quorum",
+        "workload-progressing",
+    }
     faults = experiment.fault_activities({"method": e["method"]})
     assert faults and all(a["provider"]["module"] == "dcdrill.chaos.faults.actions" for a in faults)
     # A fault file holds only what differs: a few lines, not a copy of the drill.
@@ -50,11 +70,27 @@ def test_composed_experiment_is_valid_and_heals_always(name, tmp_path):
 
 def test_a_new_fault_is_a_short_file(tmp_path, monkeypatch):
     (tmp_path / "_drill.json").write_text(experiment.SHAPE.read_text())
-    (tmp_path / "egress-cut.json").write_text(json.dumps({
-        "title": "t", "description": "d", "configuration": {"dc": "dc-b"},
-        "fault": [{"type": "action", "name": "cut", "provider": {"type": "python", "module": "dcdrill.chaos.faults.actions",
-                                                                 "func": "isolate_dc",
-                                                                 "arguments": {"dc": "${dc}", "direction": "egress"}}}]}))
+    (tmp_path / "egress-cut.json").write_text(
+        json.dumps(
+            {
+                "title": "t",
+                "description": "d",
+                "configuration": {"dc": "dc-b"},
+                "fault": [
+                    {
+                        "type": "action",
+                        "name": "cut",
+                        "provider": {
+                            "type": "python",
+                            "module": "dcdrill.chaos.faults.actions",
+                            "func": "isolate_dc",
+                            "arguments": {"dc": "${dc}", "direction": "egress"},
+                        },
+                    }
+                ],
+            }
+        )
+    )
     monkeypatch.setattr(experiment, "FOLDER", tmp_path)
     monkeypatch.setattr(experiment, "SHAPE", tmp_path / "_drill.json")
     e = experiment.compose("egress-cut")
@@ -76,16 +112,32 @@ def test_every_fault_has_the_same_parameters_on_every_driver():
 REPLICATED_ONLY = {"cut-mirror-link", "kill-mirror", "kill-source-dc"}
 
 
-@pytest.mark.parametrize("stack_name", ["local", "local-3dc", "local-availability", "local-power-loss", "aws-3az",
-                                        "aws-3az-tiebreaker", "aws-2region-tiebreaker", "local-replicated",
-                                        "local-replicated-aa"])
+@pytest.mark.parametrize(
+    "stack_name",
+    [
+        "local",
+        "local-3dc",
+        "local-availability",
+        "local-power-loss",
+        "aws-3az",
+        "aws-3az-tiebreaker",
+        "aws-2region-tiebreaker",
+        "local-replicated",
+        "local-replicated-aa",
+    ],
+)
 def test_check_passes_every_shipped_experiment_where_it_applies(stack_name, aws_control):
     tie = bool(rules.tiebreakers(stack.load(stack_name)))
     replicated = stack.load_deployment(stack_name).replicated
     powerless = stack.backend(stack_name).cannot("power_loss")
     for name in SHIPPED:
-        res = subprocess.run(DCDRILL + ["drill", "--stack", stack_name, "--experiment", name, "--check"],
-                             capture_output=True, text=True, timeout=120, env=aws_control)
+        res = subprocess.run(
+            DCDRILL + ["drill", "--stack", stack_name, "--experiment", name, "--check"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=aws_control,
+        )
         if name == "tiebreaker-loss" and not tie:
             assert res.returncode == 2 and "the stack has no tiebreaker DC" in res.stderr, res.stderr
         elif name in REPLICATED_ONLY and not replicated:
@@ -98,12 +150,18 @@ def test_check_passes_every_shipped_experiment_where_it_applies(stack_name, aws_
 
 
 def test_check_names_what_is_wrong_and_starts_nothing(tmp_path):
-    for args, needle in ((["--experiment", "nope"], "unknown experiment 'nope'; valid: cut-mirror-link, isolate-dc"),
-                         (["--dc", "dc-z"], "dc 'dc-z' is not a DC of the stack; valid: dc-a, dc-b, dc-c"),
-                         (["--acks", "1"], "[consistency-acks]"),
-                         (["--stack", "nope"], "unknown stack 'nope'")):
-        res = subprocess.run(DCDRILL + ["drill", "--stack", "local", *args, "--check"],  # a later --stack wins
-                             capture_output=True, text=True, timeout=120)
+    for args, needle in (
+        (["--experiment", "nope"], "unknown experiment 'nope'; valid: cut-mirror-link, isolate-dc"),
+        (["--dc", "dc-z"], "dc 'dc-z' is not a DC of the stack; valid: dc-a, dc-b, dc-c"),
+        (["--acks", "1"], "[consistency-acks]"),
+        (["--stack", "nope"], "unknown stack 'nope'"),
+    ):
+        res = subprocess.run(
+            DCDRILL + ["drill", "--stack", "local", *args, "--check"],  # a later --stack wins
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 2 and needle in res.stderr, (args, res.stderr)
 
 
@@ -133,14 +191,31 @@ def test_discover_lists_every_action_and_probe():
     and every module any shipped experiment names."""
     assert chaos.activity_modules() == {
         "action": [f"dcdrill.chaos.{t}.actions" for t in ("faults", "kafka", "mirror", "workload")],
-        "probe": [f"dcdrill.chaos.{t}.probes" for t in ("kafka", "mirror", "workload")]}
+        "probe": [f"dcdrill.chaos.{t}.probes" for t in ("kafka", "mirror", "workload")],
+    }
     used = {p["provider"]["module"] for name in experiment.names() for p in _activities(experiment.compose(name))}
     assert used <= {m for ms in chaos.activity_modules().values() for m in ms}, used
     names = {a["name"] for a in chaos.discover()["activities"]}
-    assert {"kill_dc", "stop_dc", "isolate_dc", "degrade_link", "kill_tiebreaker", "heal", "rolling_restart",
-            "offline_partitions", "under_replicated_partitions", "isr_per_dc", "controller_present",
-            "coordination_quorum", "wait_converged", "wait_leaders", "workload_progressing", "elect_preferred_leaders",
-            "partitions_off_preferred_leader", "delete_topic"} <= names
+    assert {
+        "kill_dc",
+        "stop_dc",
+        "isolate_dc",
+        "degrade_link",
+        "kill_tiebreaker",
+        "heal",
+        "rolling_restart",
+        "offline_partitions",
+        "under_replicated_partitions",
+        "isr_per_dc",
+        "controller_present",
+        "coordination_quorum",
+        "wait_converged",
+        "wait_leaders",
+        "workload_progressing",
+        "elect_preferred_leaders",
+        "partitions_off_preferred_leader",
+        "delete_topic",
+    } <= names
 
 
 def test_a_power_loss_of_the_quorums_dc_needs_its_risk_accepted():

@@ -2,9 +2,10 @@
 drilled for real: the controller quorum in status, a second configuration run that formats
 nothing, and the drills whose promises depend on the quorum. These run after every `local` lab
 test (tests/conftest.py), so each lab comes up once."""
+
 import json
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,12 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 
 def drill(run: Path, *args, hold=20, timeout=600):
-    return subprocess.run(DCDRILL + ["drill", "--stack", "local-kraft", "--hold", str(hold), "--run-dir", str(run),
-                                     *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        DCDRILL + ["drill", "--stack", "local-kraft", "--hold", str(hold), "--run-dir", str(run), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_kraft_lab_has_its_quorum_in_three_dcs_and_a_second_run_formats_nothing(kraft_lab):
@@ -26,14 +31,18 @@ def test_kraft_lab_has_its_quorum_in_three_dcs_and_a_second_run_formats_nothing(
     q = st["quorum"]
     assert (q["kind"], q["alive"], q["total"], q["quorum"]) == ("kraft", 3, 3, True), status.render(st)
     assert q["leader"] in {"ctl1.dc-a.lab", "ctl2.dc-b.lab", "ctl3.dc-c.lab"}
-    assert sorted(n["dc"] for n in q["nodes"]) == ["dc-a", "dc-b", "dc-c"] and all(n["lag"] == 0 or n["lag"] < 50
-                                                                                    for n in q["nodes"])
+    assert sorted(n["dc"] for n in q["nodes"]) == ["dc-a", "dc-b", "dc-c"] and all(
+        n["lag"] == 0 or n["lag"] < 50 for n in q["nodes"]
+    )
     assert status.healthy(st) and len(st["brokers"]) == 4
     got = cluster_ports_from_the_control("local-kraft")  # the controllers' 9094 too: none answers the control
     assert ("ctl1.dc-a.lab", 9094) in got and set(got.values()) == {"dropped"}, got
+
     def formatted():
-        return {h.name: (Path(h.vars["data_root"]) / "kafka" / "data" / "meta.properties").read_text()
-                for h in kraft_lab.hosts("kafka_controller", "kafka_broker")}
+        return {
+            h.name: (Path(h.vars["data_root"]) / "kafka" / "data" / "meta.properties").read_text()
+            for h in kraft_lab.hosts("kafka_controller", "kafka_broker")
+        }
 
     meta = formatted()
     assert ansible.changed_total(ansible.run_site("local-kraft", quiet=True)) == 0  # formats (and changes) nothing

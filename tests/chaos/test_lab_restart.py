@@ -2,6 +2,7 @@
 that exits some seconds after its start (NodeExists, while its old ZooKeeper session lives) is
 started again, and the heal returns only once every service stayed up `settle_s` after the last
 start."""
+
 import time
 
 import pytest
@@ -50,8 +51,10 @@ def driver(topo):
 
 
 def _undo(d, killed_ago_ms: int) -> dict:
-    return {"restart": [[h.name, "spec", "ns"] for h in d.inventory.in_dc("dc-a")],
-            "killed_ms": lab.now_ms() - killed_ago_ms}
+    return {
+        "restart": [[h.name, "spec", "ns"] for h in d.inventory.in_dc("dc-a")],
+        "killed_ms": lab.now_ms() - killed_ago_ms,
+    }
 
 
 def test_heal_starts_killed_brokers_with_no_settle_once_the_cluster_dropped_them(driver, monkeypatch):
@@ -83,11 +86,10 @@ def test_heal_keeps_the_settle_when_nobody_can_say(driver, monkeypatch):
 def test_a_killed_service_counts_as_stopped_at_once_though_no_one_reaped_it(tmp_path, monkeypatch):
     """The lab's services are children of init, which reaps in its own time: stop() must not wait
     its whole timeout on a zombie. A grandchild whose parent never waits stands in for one."""
-    import os
     import subprocess
 
     pidfile = tmp_path / "pid"
-    holder = subprocess.Popen(["sh", "-c", f'sleep 300 & echo $! > {pidfile}; exec sleep 300'])
+    holder = subprocess.Popen(["sh", "-c", f"sleep 300 & echo $! > {pidfile}; exec sleep 300"])
     try:
         deadline = time.monotonic() + 5
         while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:

@@ -2,6 +2,7 @@
 can be met inside one DC; unclean election off), whose hosts' data roots sit on dcdrill-disk.
 A kill of a DC loses no acknowledged record there; a power loss after the ISR shrank into that
 DC does, as `dcdrill plan` predicts."""
+
 import os
 import subprocess
 import sys
@@ -18,8 +19,24 @@ STACK = "local-power-loss"
 
 
 def drill(run, *args, hold=15):
-    return subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", STACK, "--hold", str(hold),
-                           "--run-dir", str(run), *args], capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dcdrill.cli",
+            "drill",
+            "--stack",
+            STACK,
+            "--hold",
+            str(hold),
+            "--run-dir",
+            str(run),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _recovered(lab, dc: str) -> list[str]:
@@ -27,16 +44,18 @@ def _recovered(lab, dc: str) -> list[str]:
     out = []
     for h in lab.in_dc(dc, ("kafka_broker",)):
         log = Path(h.vars["data_root"]) / "kafka" / "server.log"
-        out += [line for line in log.read_text(errors="replace").splitlines()
-                if "unflushed" in line or "Recovering" in line]
+        out += [
+            line for line in log.read_text(errors="replace").splitlines() if "unflushed" in line or "Recovering" in line
+        ]
     return out
 
 
 # A lab of its own (FUSE disks under every data root): its bring-up and this drill took 4.2 min of
 # CI, whose 45 minutes the SSM plugin's build in setup now shares; the disks' cut is tested
 # without a lab (tests/infra/test_lab_disk.py) and a kill-dc drill on `local` runs in CI.
-@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 4 min): "
-                    "DCDRILL_SLOW_LABS=1 runs it")
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 4 min): DCDRILL_SLOW_LABS=1 runs it"
+)
 def test_a_kill_of_the_dc_loses_no_acknowledged_record(power_loss_lab, tmp_path):
     run = tmp_path / "kill"
     # Held past the failover (ZooKeeper session 18 s + request timeout 10 s): writes go on without dc-a.
@@ -51,8 +70,9 @@ def test_a_kill_of_the_dc_loses_no_acknowledged_record(power_loss_lab, tmp_path)
 
 # A lab of its own, as above. (A cut seconds after the leader changes could leave a follower loop
 # in Kafka, docs/evidence.md: the experiment now waits out the journal's commit first.)
-@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 5 min): "
-                    "DCDRILL_SLOW_LABS=1 runs it")
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 5 min): DCDRILL_SLOW_LABS=1 runs it"
+)
 def test_a_power_loss_after_the_isr_shrank_into_the_dc_loses_acknowledged_records(power_loss_lab, tmp_path):
     """dc-b is cut off, the ISR shrinks to dc-a's two replicas, dc-a keeps acknowledging alone,
     then loses power: its disks drop what was not flushed, and dc-a's replicas, still the ISR,
@@ -60,8 +80,10 @@ def test_a_power_loss_after_the_isr_shrank_into_the_dc_loses_acknowledged_record
     run = tmp_path / "shrink"
     res = drill(run, "--experiment", "isolate-then-power-loss", "--dc", "dc-a", "--other-dc", "dc-b")
     assert res.returncode in (0, 1), res.stdout + res.stderr  # a verdict, either way: never a crash
-    assert [(f["fault"], f["target"]) for f in DrillRecord(run).faults()] == [("isolate-dc", "dc-b"),
-                                                                             ("power-loss", "dc-a")]
+    assert [(f["fault"], f["target"]) for f in DrillRecord(run).faults()] == [
+        ("isolate-dc", "dc-b"),
+        ("power-loss", "dc-a"),
+    ]
     cut = activity(run, "power-loss")["output"]
     assert sorted(cut["lost"]) == ["b1.dc-a.lab", "b2.dc-a.lab", "zk1.dc-a.lab"], cut
     assert all(cut["lost"][b]["bytes_lost"] > 0 for b in ("b1.dc-a.lab", "b2.dc-a.lab")), cut

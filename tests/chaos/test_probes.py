@@ -1,5 +1,6 @@
 """The steady-state hypothesis's cluster probes read the cluster once between them; waits read it
 afresh every time."""
+
 from __future__ import annotations
 
 from dcdrill.chaos import context
@@ -12,8 +13,14 @@ def _counting(monkeypatch) -> list[int]:
 
     def read(inventory, avoid_dc=None):
         reads.append(1)
-        return {"offline_partitions": 0, "under_replicated_partitions": len(reads), "off_preferred_leader": 0,
-                "quorum": {"quorum": True}, "brokers": [], "partitions": []}
+        return {
+            "offline_partitions": 0,
+            "under_replicated_partitions": len(reads),
+            "off_preferred_leader": 0,
+            "quorum": {"quorum": True},
+            "brokers": [],
+            "partitions": [],
+        }
 
     monkeypatch.setattr(cluster, "cluster_status", read)
     monkeypatch.setattr(context, "inventory", lambda configuration: None)
@@ -40,4 +47,6 @@ def test_a_read_older_than_the_share_and_every_wait_read_afresh(monkeypatch):
     key = next(iter(probes._last))
     probes._last[key] = (probes._last[key][0] - probes.HYPOTHESIS_SHARE_S - 1, probes._last[key][1])
     assert probes.under_replicated_partitions(configuration=cfg) == 2
-    assert probes.partitions_off_preferred_leader(configuration=cfg) == 0 and len(reads) == 3  # not the hypothesis's: afresh
+    assert (
+        probes.partitions_off_preferred_leader(configuration=cfg) == 0 and len(reads) == 3
+    )  # not the hypothesis's: afresh

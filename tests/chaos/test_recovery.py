@@ -1,5 +1,6 @@
 """What heal finds after a crash, without a lab: the stack's open drills, the record's agents (by
 pid and command line), and the workload processes' own watch of their starter and deadline."""
+
 import json
 import subprocess
 import sys
@@ -69,18 +70,26 @@ def test_uncollected_lists_the_workload_processes_whose_folder_has_not_come_back
     time.sleep(0.002)
     record.note_agent("a", 103, "c1.dc-a.lab", folder="/h/c1/agents/x")  # the audit, after the collection
     assert [a["name"] for a in record.uncollected()] == ["c1", "a"]
-    assert "agents.jsonl: c1's files on c2.dc-b.lab never came back (/h/c2/agents/x; `dcdrill heal` collects them)" \
+    assert (
+        "agents.jsonl: c1's files on c2.dc-b.lab never came back (/h/c2/agents/x; `dcdrill heal` collects them)"
         in record.incomplete()
+    )
     record.note_collected("c2.dc-b.lab", "/h/c2/agents/x", lost=True)
     record.note_collected("c1.dc-a.lab", "/h/c1/agents/x")
     assert record.uncollected() == []
-    assert record.incomplete() == ["collected.jsonl: the files in /h/c2/agents/x on c2.dc-b.lab were lost before they came back"]
+    assert record.incomplete() == [
+        "collected.jsonl: the files in /h/c2/agents/x on c2.dc-b.lab were lost before they came back"
+    ]
 
 
 def test_a_bad_agents_line_is_named_by_file_and_line(tmp_path):
     record = DrillRecord(tmp_path)
-    (tmp_path / AGENTS).write_text(json.dumps({"name": "p1", "pid": 12, "started_ms": 1}) + "\n"
-                                   + json.dumps({"name": "p2", "pid": -3, "started_ms": 1}) + "\n")
+    (tmp_path / AGENTS).write_text(
+        json.dumps({"name": "p1", "pid": 12, "started_ms": 1})
+        + "\n"
+        + json.dumps({"name": "p2", "pid": -3, "started_ms": 1})
+        + "\n"
+    )
     with pytest.raises(BadRecord, match=rf"{AGENTS}:2: pid must be a positive integer"):
         record.agents()
 
@@ -104,8 +113,11 @@ def test_a_workload_process_stops_when_its_starter_dies_or_its_deadline_passes(t
     out = tmp_path / "out"
     # The starter lives on (sleeps) when the test is about the deadline.
     script = WATCHED + ("import time; time.sleep(30)\n" if why.startswith("its deadline") else "")
-    starter = subprocess.Popen([sys.executable, "-c", script, str(now_ms() + int(deadline_s * 1000)), str(out)],
-                               stdout=subprocess.PIPE, text=True)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", script, str(now_ms() + int(deadline_s * 1000)), str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not (out.exists() and out.read_text()):

@@ -3,6 +3,7 @@
 connect-mirror jars under its own SCRAM principal; the drills kill the source's DC and fail the
 consumer group over to the copy, or kill MM2. These run after the other labs' tests
 (tests/conftest.py LAB_ORDER), so each lab comes up once."""
+
 import json
 import os
 import subprocess
@@ -22,8 +23,12 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 
 def drill(stack: str, run: Path, *args, hold=20, timeout=900):
-    return subprocess.run(DCDRILL + ["drill", "--stack", stack, "--hold", str(hold), "--run-dir", str(run), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        DCDRILL + ["drill", "--stack", stack, "--hold", str(hold), "--run-dir", str(run), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
@@ -61,8 +66,9 @@ def test_mm2_down_fails_the_steady_state_probe_and_the_lab_is_not_up(replicated_
     finally:
         ansible.run_site("local-replicated", quiet=True, cluster=ansible.MIRRORS)  # starts it again
     assert mirrors_running({"stack": "local-replicated"}) is True
-    assert status.mirror_status(lifecycle.inventory("local-replicated", ansible.MIRRORS),
-                                via=lifecycle.inventory("local-replicated"))[0]["alive"]
+    assert status.mirror_status(
+        lifecycle.inventory("local-replicated", ansible.MIRRORS), via=lifecycle.inventory("local-replicated")
+    )[0]["alive"]
     # What a drill records of it (mirror-events.jsonl), read from MM2's real log: the new start, then
     # its herder's rebalance as it joins its group again.
     deadline, found = time.monotonic() + 60, []
@@ -84,8 +90,9 @@ def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp
     assert sorted(p.name for p in (run / "audit").iterdir()) == ["east.jsonl", "west.jsonl"]
     # identity and origin travel in headers, which MM2 copied: west's copies say they came from east
     copies = [json.loads(line) for line in (run / "audit" / "west.jsonl").read_text().splitlines()[:50]]
-    assert copies and all(c["origin"] == "east" and c["topic"].startswith("east.") and c["seq"] is not None
-                          for c in copies), copies[:3]
+    assert copies and all(
+        c["origin"] == "east" and c["topic"].startswith("east.") and c["seq"] is not None for c in copies
+    ), copies[:3]
     m = s["mirrors"]["east->west"]
     assert m["counts"]["acked"] > 0 and m["counts"]["mirrored"] == m["counts"]["acked"], m["counts"]
     assert m["counts"]["not_mirrored"] == 0 and m["counts"]["target_phantoms"] == 0
@@ -101,8 +108,10 @@ def test_losing_the_source_dc_and_failing_over_skips_nothing(replicated_lab, tmp
     assert "Mirrors (MirrorMaker 2)" in (run / "report" / "index.html").read_text()
 
 
-@pytest.mark.skipif(not os.environ.get("DCDRILL_SLOW_LABS"), reason="a third lab bring-up (about 7 min): CI stays "
-                    "under its hour without it; DCDRILL_SLOW_LABS=1 runs it")
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_LABS"),
+    reason="a third lab bring-up (about 7 min): CI stays under its hour without it; DCDRILL_SLOW_LABS=1 runs it",
+)
 def test_active_active_copies_both_ways_and_nothing_comes_back(active_active_lab, tmp_path):
     """kill-mirror on the active-active stack: producers write to both clusters, MM2 is SIGKILLed
     and restarted; each flow ends complete and no record returns to the cluster it came from."""

@@ -1,4 +1,5 @@
 """`dcdrill plan` and the refusals that need no cluster."""
+
 import argparse
 import json
 import os
@@ -23,9 +24,13 @@ def test_plan_json_has_inventory_violations_and_predictions():
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["violations"] == []
-    assert {k: v for k, v in out["predictions"]["dc-a"].items() if k not in ("faults", "writes_why", "visible_why")} == {
-        "quorum_survives": True, "writable": False, "visible": False, "acked_loss_possible": False}
-    assert out["predictions"]["dc-a"]["writes_why"] == "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused"
+    assert {
+        k: v for k, v in out["predictions"]["dc-a"].items() if k not in ("faults", "writes_why", "visible_why")
+    } == {"quorum_survives": True, "writable": False, "visible": False, "acked_loss_possible": False}
+    assert (
+        out["predictions"]["dc-a"]["writes_why"]
+        == "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused"
+    )
     assert out["predictions"]["dc-a"]["faults"]["power-loss"]["acked_loss_possible"] is False
     assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_controller", "kafka_broker", "client"}
 
@@ -42,20 +47,25 @@ def broken_stack(tmp_path, monkeypatch):
 
 def test_plan_exits_2_naming_the_rule_unless_accepted(broken_stack, tmp_path, capsys):
     assert cli.main(["plan", "--stack", "broken"]) == 2
-    assert "[consistency-min-insync] consistency-first needs minInsync > replicas in the fullest DC: minInsync 2 <= r_d 2" \
+    assert (
+        "[consistency-min-insync] consistency-first needs minInsync > replicas in the fullest DC: minInsync 2 <= r_d 2"
         in capsys.readouterr().out
+    )
     broken_stack["config"]["dcdrill:acceptRisks"] = ["consistency-min-insync"]
     (tmp_path / "Pulumi.broken.yaml").write_text(yaml.safe_dump(broken_stack))
     assert cli.main(["plan", "--stack", "broken"]) == 0
     assert "(accepted risk)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("voters, code, says", [
-    ((1, 1, 1), 0, "3 controllers: dc-a 1, dc-b 1, dc-c 1; survives any one DC"),
-    ((2, 2, 1), 0, "5 controllers: dc-a 2, dc-b 2, dc-c 1; survives any one DC"),
-    ((2, 0, 1), 2, "[quorum-dc-loss] losing dc-a leaves 1 of 3 controllers, below the quorum of 2"),
-    ((1, 1, 2), 2, "[quorum-even-voters] 4 controllers is an even number"),
-])
+@pytest.mark.parametrize(
+    "voters, code, says",
+    [
+        ((1, 1, 1), 0, "3 controllers: dc-a 1, dc-b 1, dc-c 1; survives any one DC"),
+        ((2, 2, 1), 0, "5 controllers: dc-a 2, dc-b 2, dc-c 1; survives any one DC"),
+        ((2, 0, 1), 2, "[quorum-dc-loss] losing dc-a leaves 1 of 3 controllers, below the quorum of 2"),
+        ((1, 1, 2), 2, "[quorum-even-voters] 4 controllers is an even number"),
+    ],
+)
 def test_plan_on_kraft_layouts(voters, code, says, tmp_path, monkeypatch, capsys):
     cfg = yaml.safe_load((ROOT / "Pulumi.local-kraft.yaml").read_text())
     for dc, n in zip(cfg["config"]["dcdrill:cluster"]["datacenters"], voters):
@@ -76,6 +86,7 @@ def test_the_shipped_misplaced_quorum_is_an_accepted_risk_predicted_to_stall(cap
 
 def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, capsys):
     from dcdrill.infra import lifecycle
+
     with pytest.raises(lifecycle.RuleViolation, match="consistency-min-insync"):
         lifecycle.checked("broken")
 
@@ -83,8 +94,10 @@ def test_lab_up_refuses_a_broken_stack_before_creating_anything(broken_stack, ca
 def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, capsys):
     cfg = yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text())
     cfg["config"]["dcdrill:cluster"]["datacenters"] = [
-        {"name": "dc-a", "brokers": 4, "zookeepers": 1}, {"name": "dc-b", "brokers": 0, "zookeepers": 1},
-        {"name": "dc-c", "brokers": 0, "zookeepers": 1}]
+        {"name": "dc-a", "brokers": 4, "zookeepers": 1},
+        {"name": "dc-b", "brokers": 0, "zookeepers": 1},
+        {"name": "dc-c", "brokers": 0, "zookeepers": 1},
+    ]
     (tmp_path / "Pulumi.one.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     assert cli.main(["drill", "--stack", "one", "--experiment", "kill-dc", "--dc", "dc-a"]) == 2
@@ -93,8 +106,23 @@ def test_drill_refuses_the_only_broker_dc_unless_forced(tmp_path, monkeypatch, c
 
 def drill_args(**given):
     """`dcdrill drill` arguments as argparse gives them, with `given` changed."""
-    defaults = dict(stack="local", experiment="kill-dc", dc=None, other_dc=None, hold=None, repeat=1, force=False,
-                    acks=None, factor=None, min_insync=None, unclean=None, flush_each_write=False, profile=None, matrix=False, check=False)
+    defaults = dict(
+        stack="local",
+        experiment="kill-dc",
+        dc=None,
+        other_dc=None,
+        hold=None,
+        repeat=1,
+        force=False,
+        acks=None,
+        factor=None,
+        min_insync=None,
+        unclean=None,
+        flush_each_write=False,
+        profile=None,
+        matrix=False,
+        check=False,
+    )
     return argparse.Namespace(**{**defaults, **given})
 
 
@@ -108,7 +136,9 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
         args = drill_args(stack=stack_name, hold=hold)
         return settings.hold(args, drill.Plan(args).topology)
 
-    assert settings.failover_s() == 28.0 and settings.failover_s("kraft") == 29.0  # fenced after 9 s, unclean cycle 10 s
+    assert (
+        settings.failover_s() == 28.0 and settings.failover_s("kraft") == 29.0
+    )  # fenced after 9 s, unclean cycle 10 s
     assert validate("local-availability", None) == 56.0 and validate("local", None) == 30.0
     assert capsys.readouterr().err == ""
     assert validate("local-availability", 30) == 30  # as asked, with a warning
@@ -165,11 +195,17 @@ def test_drill_matrix_plans_one_drill_per_setting_that_meets_a_profile():
     t = drill.Plan(args).topology
     plans = dict(settings.plans(args, t))
     assert len(plans) == 8  # of the 16 settings on local's layout (see the plan --matrix test)
-    assert plans["acks-all_min-insync-3_unclean-off"] == {"profile": "consistency-first", "acks": "all", "min_insync": 3,
-                                                          "unclean_leader_election": False}
+    assert plans["acks-all_min-insync-3_unclean-off"] == {
+        "profile": "consistency-first",
+        "acks": "all",
+        "min_insync": 3,
+        "unclean_leader_election": False,
+    }
     assert plans["acks-1_min-insync-2_unclean-on"]["profile"] == "availability-first"
     assert settings.plans(drill_args(), t) == [("", {})]
-    assert any("--matrix drills every setting itself" in p for p in drill.Plan(drill_args(matrix=True, acks="all")).problems)
+    assert any(
+        "--matrix drills every setting itself" in p for p in drill.Plan(drill_args(matrix=True, acks="all")).problems
+    )
 
 
 def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
@@ -189,6 +225,7 @@ def test_plan_matrix_shows_every_setting_on_the_stack_layout(capsys):
 def test_plan_matrix_by_fault_shows_what_a_power_loss_takes(capsys):
     """local-power-loss: minInsync 2 fits in one DC's 2 replicas. A kill or a clean stop leaves that
     DC its records; a power loss takes what it had not flushed."""
+
     def own_row(*extra) -> list[str]:
         assert cli.main(["plan", "--stack", "local-power-loss", "--matrix", *extra]) == 0
         out = capsys.readouterr().out
@@ -205,8 +242,10 @@ def test_plan_matrix_by_fault_shows_what_a_power_loss_takes(capsys):
 
 def test_unknown_stack_lists_the_valid_ones(capsys):
     assert cli.main(["plan", "--stack", "nope"]) == 2
-    assert ("valid: aws-2region-replicated, aws-2region-tiebreaker, aws-3az, aws-3az-kraft, aws-3az-tiebreaker, local, local-3dc, local-availability, local-kraft, local-kraft-misplaced"
-            in capsys.readouterr().err)
+    assert (
+        "valid: aws-2region-replicated, aws-2region-tiebreaker, aws-3az, aws-3az-kraft, aws-3az-tiebreaker, "
+        "local, local-3dc, local-availability, local-kraft, local-kraft-misplaced" in capsys.readouterr().err
+    )
 
 
 def test_every_command_has_help():
@@ -223,8 +262,10 @@ def test_drill_settings_out_of_range_exit_2_naming_the_option(argv, capsys):
 
 
 def test_drill_check_takes_the_quorum_leaders_dc_for_a_dc_loss_only(capsys):
-    assert cli.main(["drill", "--stack", "local-kraft", "--experiment", "kill-dc", "--dc", "quorum-leader",
-                     "--check"]) == 0
+    assert (
+        cli.main(["drill", "--stack", "local-kraft", "--experiment", "kill-dc", "--dc", "quorum-leader", "--check"])
+        == 0
+    )
     assert "target the DC of the quorum leader" in capsys.readouterr().out
     assert cli.main(["drill", "--stack", "local", "--experiment", "slow-link", "--dc", "quorum-leader", "--check"]) == 2
     assert "--dc quorum-leader is for the loss of a DC" in capsys.readouterr().err
@@ -238,18 +279,27 @@ def test_version_and_verify_without_the_lab_modules():
     res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == f"dcdrill {importlib.metadata.version('dcdrill')}"
     # `dcdrill verify` parses with spark's subcommands alone: neither the lab's nor the drill's modules load
-    probe = ("import sys; from dcdrill import cli; p = cli.build_parser(verifier_only=True); p.parse_args(['verify', 'x']); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pulumi', 'ansible') or m.startswith(('dcdrill.chaos', 'dcdrill.infra.schema'))))")
+    probe = (
+        "import sys; from dcdrill import cli; p = cli.build_parser(verifier_only=True); p.parse_args(['verify', 'x']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pulumi', 'ansible') "
+        "or m.startswith(('dcdrill.chaos', 'dcdrill.infra.schema'))))"
+    )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
 
 
 def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
     """Refused by the preflight: no lab is brought up, nothing is written."""
-    for args, needle in ((["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, isolate-then-kill, isolate-then-power-loss"),
-                         (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c")):
-        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--run-dir",
-                              str(tmp_path / "x"), *args], capture_output=True, text=True, timeout=60)
+    for args, needle in (
+        (["--experiment", "nope"], "valid: cut-mirror-link, isolate-dc, isolate-then-kill, isolate-then-power-loss"),
+        (["--dc", "dc-z"], "valid: dc-a, dc-b, dc-c"),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--run-dir", str(tmp_path / "x"), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 2 and needle in res.stderr
     assert not (tmp_path / "x").exists()
 
@@ -258,8 +308,9 @@ def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
 def test_a_reader_that_leaves_early_ends_the_command_without_a_traceback(argv):
     """`dcdrill plan --json | head`: the pipe closes before dcdrill has written; it exits as a
     shell-killed writer would (141), saying nothing."""
-    proc = subprocess.Popen([sys.executable, "-m", "dcdrill.cli", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dcdrill.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # the reader is gone before the first line
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
@@ -271,7 +322,9 @@ def test_status_before_lab_up_names_the_command_to_run(tmp_path, monkeypatch):
     from dcdrill.infra import lifecycle, pulumi_cli
 
     monkeypatch.setattr(pulumi_cli, "outputs", lambda stack: {})  # what a stack never brought up outputs
-    with pytest.raises(lifecycle.NotUp, match=r"stack local is not up \(no inventory yet\): dcdrill lab up --stack local"):
+    with pytest.raises(
+        lifecycle.NotUp, match=r"stack local is not up \(no inventory yet\): dcdrill lab up --stack local"
+    ):
         lifecycle.inventory("local")
 
 
@@ -279,7 +332,12 @@ def test_status_before_setup_names_the_setup_not_a_traceback(tmp_path):
     """No `pulumi` on PATH and none built into the cache yet."""
     env = {**os.environ, "DCDRILL_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     env.pop("DCDRILL_PULUMI", None)
-    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert "no `pulumi` on PATH" in res.stderr and "run `dcdrill setup` (or `make setup`) first" in res.stderr

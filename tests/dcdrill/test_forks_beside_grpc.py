@@ -1,5 +1,6 @@
 """A dcdrill process that has run gRPC (Pulumi's Automation API does, in process) forks children
 that live to exec: pyspark starts the verifier's JVM that way (dcdrill/__init__.py)."""
+
 import subprocess
 import sys
 
@@ -28,7 +29,8 @@ print(died)
 
 def test_forked_children_of_a_process_that_ran_grpc_reach_exec():
     # Without the setting, 4 of 300 children aborted here (SIGABRT, gRPC's epoll_wait error).
-    out = subprocess.run([sys.executable, "-c", FORKS], capture_output=True, text=True, timeout=300,
-                         env={"PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", FORKS], capture_output=True, text=True, timeout=300, env={"PATH": "/usr/bin:/bin"}
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]

@@ -1,6 +1,7 @@
 """What the client hosts' agent Python is made of (infra/agent_runtime.py, roles/dcdrill_agent):
 the wheels at the control's own versions, and dcdrill's modules an agent runs, in a zip that is
 the same bytes for the same modules. The lab tests install and run it on every client host."""
+
 import zipfile
 from importlib import metadata
 
@@ -10,8 +11,13 @@ from dcdrill.infra import agent_runtime
 def test_the_bundle_holds_the_agents_layers_and_nothing_above_them(tmp_path):
     bundle = agent_runtime.bundle(tmp_path / "a")
     names = set(zipfile.ZipFile(bundle).namelist())
-    assert {"dcdrill/__init__.py", "dcdrill/infra/agent.py", "dcdrill/validation/host_process.py",
-            "dcdrill/record/ledger.py", "dcdrill/shipped/roles/zookeeper/defaults/main.yml"} <= names
+    assert {
+        "dcdrill/__init__.py",
+        "dcdrill/infra/agent.py",
+        "dcdrill/validation/host_process.py",
+        "dcdrill/record/ledger.py",
+        "dcdrill/shipped/roles/zookeeper/defaults/main.yml",
+    } <= names
     assert not [n for n in names if n.startswith(("dcdrill/spark/", "dcdrill/chaos/", "dcdrill/cli"))]
     assert not [n for n in names if "__pycache__" in n]
     again = agent_runtime.bundle(tmp_path / "b")

@@ -1,6 +1,6 @@
 """`dcdrill drill --check` on an AWS stack names what the control lacks to reach its hosts, and
 how to install it, before anything starts (exit 2); it sends nothing anywhere to find out."""
-import json
+
 import os
 import subprocess
 import sys
@@ -45,8 +45,16 @@ def test_each_piece_once_there_is_no_longer_named(aws_control, monkeypatch):
 
 
 def test_check_on_an_aws_stack_exits_2_naming_them(bare):
-    res = subprocess.run(DCDRILL + ["drill", "--stack", "aws-3az-tiebreaker", "--experiment", "kill-dc", "--check"],
-                         capture_output=True, text=True, timeout=120, env={**os.environ})
+    res = subprocess.run(
+        DCDRILL + ["drill", "--stack", "aws-3az-tiebreaker", "--experiment", "kill-dc", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
     assert res.returncode == 2, res.stdout + res.stderr
-    assert "cannot drive an AWS stack yet" in res.stderr and "session-manager-plugin" in res.stderr \
+    assert (
+        "cannot drive an AWS stack yet" in res.stderr
+        and "session-manager-plugin" in res.stderr
         and "credentials" in res.stderr
+    )

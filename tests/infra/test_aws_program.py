@@ -1,4 +1,5 @@
 """The real AWS Pulumi program under pulumi.runtime mocks, for each AWS stack."""
+
 from collections import Counter
 
 import pulumi
@@ -6,8 +7,8 @@ import pytest
 
 from dcdrill.infra import stack
 from dcdrill.infra.aws import plan, program
-from dcdrill.infra.topology import from_config
 from dcdrill.infra.ports import CLIENT_PORT, MIRROR_REST_PORT
+from dcdrill.infra.topology import from_config
 
 WORLD = "0.0.0.0/0"
 ACCOUNT = "123456789012"
@@ -113,13 +114,16 @@ def test_zookeeper_and_replication_ports_are_never_world_open(name):
         assert r.inputs["type"] == "ingress"
         assert WORLD not in (r.inputs.get("cidrBlocks") or [])
         if r.inputs["fromPort"] in (2181, 2888, 3888, 9093, 9094):
-            assert r.inputs.get("sourceSecurityGroupId") or all(
-                c.startswith("10.") for c in r.inputs["cidrBlocks"]), r.inputs
+            assert r.inputs.get("sourceSecurityGroupId") or all(c.startswith("10.") for c in r.inputs["cidrBlocks"]), (
+                r.inputs
+            )
     for sg in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
         assert not sg.inputs.get("ingress")
 
 
-@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker", "aws-3az-kraft", "aws-2region-replicated"])
+@pytest.mark.parametrize(
+    "name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker", "aws-3az-kraft", "aws-2region-replicated"]
+)
 def test_the_security_groups_are_the_flow_table(name):
     """Every ingress rule is a flow of infra/flows.py's table (a CIDR source stands for the roles
     of the regions it covers), and every flow whose target has a host is rendered."""
@@ -134,7 +138,7 @@ def test_the_security_groups_are_the_flow_table(name):
     for g in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
         if "role" in g.inputs["tags"]:  # not the VPC endpoints' own (infra/aws/network.py)
             role = g.inputs["tags"]["role"]
-            group_of[f"{g.name}-id"] = (g.name[len("sg-"):-len(role) - 1], role)
+            group_of[f"{g.name}-id"] = (g.name[len("sg-") : -len(role) - 1], role)
     region_of_cidr = {cidr: r for r, cidr in s.vpc_cidrs.items()}
     rendered = set()
     for r in mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule"):
@@ -151,15 +155,21 @@ def test_the_security_groups_are_the_flow_table(name):
         keys = {(src, target, port) for src in sources} & {f.key for f in flows.table(d)}
         assert keys, (r.name, sources, target, port)  # a rule no flow asks for
         rendered |= keys
-    wanted = {f.key for f in flows.table(d) if any(f.target in roles for roles in held.values())
-              and (f.source != flows.CLIENT_NETWORKS or s.client_cidrs)}
+    wanted = {
+        f.key
+        for f in flows.table(d)
+        if any(f.target in roles for roles in held.values()) and (f.source != flows.CLIENT_NETWORKS or s.client_cidrs)
+    }
     assert rendered == wanted, (sorted(wanted - rendered), sorted(rendered - wanted))
 
 
-@pytest.mark.parametrize("patch,rule", [
-    ({"zone": "eu-central-1a"}, "aws-zone-region"),
-    ({"zone": None}, "aws-zone-missing"),
-])
+@pytest.mark.parametrize(
+    "patch,rule",
+    [
+        ({"zone": "eu-central-1a"}, "aws-zone-region"),
+        ({"zone": None}, "aws-zone-missing"),
+    ],
+)
 def test_bad_aws_input_is_refused_before_any_resource(patch, rule):
     config = stack.load_config("aws-3az-tiebreaker")
     dcs = [dict(d) for d in config["dcdrill:cluster"]["datacenters"]]
@@ -171,8 +181,12 @@ def test_bad_aws_input_is_refused_before_any_resource(patch, rule):
 
 def test_overlapping_vpc_cidrs_are_refused():
     config = stack.load_config("aws-2region-tiebreaker")
-    cfg = {**config, "dcdrill:aws": {"vpcCidrs": {"eu-west-1": "10.20.0.0/16", "eu-central-1": "10.20.128.0/17",
-                                                  "eu-north-1": "10.22.0.0/16"}}}
+    cfg = {
+        **config,
+        "dcdrill:aws": {
+            "vpcCidrs": {"eu-west-1": "10.20.0.0/16", "eu-central-1": "10.20.128.0/17", "eu-north-1": "10.22.0.0/16"}
+        },
+    }
     assert [v.rule for v in plan.check(from_config(cfg), cfg)] == ["aws-cidr-overlap"]
 
 
@@ -186,8 +200,11 @@ def test_deployable_and_locked_down(name):
     assert not mocks.of("aws:ec2/natGateway:NatGateway") and not mocks.of("aws:ec2/internetGateway:InternetGateway")
     endpoints = mocks.of("aws:ec2/vpcEndpoint:VpcEndpoint")
     for region in plan.regions(t):
-        services = {e.inputs["serviceName"]: e.inputs for e in endpoints
-                    if e.inputs["serviceName"].startswith(f"com.amazonaws.{region}.")}
+        services = {
+            e.inputs["serviceName"]: e.inputs
+            for e in endpoints
+            if e.inputs["serviceName"].startswith(f"com.amazonaws.{region}.")
+        }
         assert set(services) == {f"com.amazonaws.{region}.{s}" for s in ("ssm", "ssmmessages", "ec2messages", "s3")}
         assert services[f"com.amazonaws.{region}.s3"]["vpcEndpointType"] == "Gateway"
         ssm = services[f"com.amazonaws.{region}.ssm"]
@@ -196,8 +213,10 @@ def test_deployable_and_locked_down(name):
         assert i.inputs["rootBlockDevice"]["encrypted"] is True and i.inputs["associatePublicIpAddress"] is False
     assert all(v.inputs["encrypted"] is True for v in mocks.of("aws:ebs/volume:Volume"))
     [block] = mocks.of("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
-    assert all(block.inputs[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
-                                                   "restrictPublicBuckets"))
+    assert all(
+        block.inputs[k] is True
+        for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
     [sse] = mocks.of("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
     assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
     # No password or private key in Pulumi's state: they live on the controller (0600) and reach
@@ -216,10 +235,14 @@ def test_replicated_stack_builds_both_clusters_and_mirrormaker():
     assert mm["tags"]["role"] == "kafka_mirror" and mm["tags"]["cluster"] == "west"
     assert mm["availabilityZone"] == "eu-central-1a" and mm["instanceType"] == "m6i.large"
     assert {n: i["tags"]["cluster"] for n, i in instances.items() if ".dc-a." in n} == {
-        h.name: "east" for h in d.cluster("east").hosts()}
+        h.name: "east" for h in d.cluster("east").hosts()
+    }
     subnets = {s.inputs["tags"]["dc"]: s.inputs["tags"]["cluster"] for s in mocks.of("aws:ec2/subnet:Subnet")}
     assert subnets == {"dc-a": "east", "dc-b": "west"}
-    assert len(mocks.of("aws:ec2/vpc:Vpc")) == 2 and len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 1
+    assert (
+        len(mocks.of("aws:ec2/vpc:Vpc")) == 2
+        and len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 1
+    )
     assert len(mocks.of("aws:ebs/volume:Volume")) == 12  # brokers and controllers; not MM2, not clients
     # MM2 reaches the brokers of both regions: its group in its own region, the other by CIDR.
     rules = [r.inputs for r in mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule")]
@@ -271,6 +294,7 @@ def test_the_image_stays_and_data_volumes_go_with_the_stack_unless_kept(monkeypa
             def __init__(self, name, *args, opts=None, **kwargs):
                 seen[kind].append(opts)
                 super().__init__(name, *args, opts=opts, **kwargs)
+
         return Recorded
 
     monkeypatch.setattr(hosts.aws.ec2, "Instance", recording(hosts.aws.ec2.Instance, "instance"))
@@ -293,8 +317,10 @@ def test_a_flow_table_lacking_what_the_probes_dial_is_refused_by_plan(monkeypatc
     monkeypatch.setattr(flows, "table", lambda d: [f for f in real(d) if f.key != ("client", "zookeeper", 2181)])
     assert cli.main(["plan", "--stack", "aws-3az-tiebreaker"]) == 2
     out = capsys.readouterr()
-    assert "[flow-missing] the stack's flow table (infra/flows.py) lacks client -> zookeeper:2181 " \
-           "(needed by infra/status.py zookeeper_quorum)" in out.out + out.err
+    assert (
+        "[flow-missing] the stack's flow table (infra/flows.py) lacks client -> zookeeper:2181 "
+        "(needed by infra/status.py zookeeper_quorum)" in out.out + out.err
+    )
     monkeypatch.setattr(flows, "table", real)
     assert cli.main(["plan", "--stack", "aws-3az-tiebreaker"]) == 0
 
@@ -308,9 +334,12 @@ def test_every_resource_carries_the_stack_tag_and_the_fault_drivers_policy_is_co
     mocks, t, inv = run_program(name)
     tag = f"dcdrill/{name}"
     providers = mocks.of("pulumi:providers:aws")
-    assert providers and all(json.loads(p.inputs["defaultTags"])["tags"] == {plan.STACK_TAG: tag}
-                             if isinstance(p.inputs["defaultTags"], str)
-                             else p.inputs["defaultTags"]["tags"] == {plan.STACK_TAG: tag} for p in providers)
+    assert providers and all(
+        json.loads(p.inputs["defaultTags"])["tags"] == {plan.STACK_TAG: tag}
+        if isinstance(p.inputs["defaultTags"], str)
+        else p.inputs["defaultTags"]["tags"] == {plan.STACK_TAG: tag}
+        for p in providers
+    )
     assert inv["all"]["vars"]["aws_stack_tag"] == tag  # what the fault driver checks
     # The subnets sit on an ACL of the stack's own (tagged by default), never the VPC's default one.
     acls = mocks.of("aws:ec2/networkAcl:NetworkAcl")
@@ -333,9 +362,14 @@ def test_fis_gets_a_role_of_the_stacks_own_that_only_the_fault_driver_may_pass_t
     tag = f"dcdrill/{name}"
     [role] = [r for r in mocks.of("aws:iam/role:Role") if r.name == "fis-role"]
     arn = f"arn:aws:iam::{ACCOUNT}:role/fis-role-0a1b2c3"
-    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"] == [{
-        "Effect": "Allow", "Principal": {"Service": "fis.amazonaws.com"}, "Action": "sts:AssumeRole",
-        "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}}}]
+    assert json.loads(role.inputs["assumeRolePolicy"])["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "fis.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+        }
+    ]
     [inline] = mocks.of("aws:iam/rolePolicy:RolePolicy")
     for st in json.loads(inline.inputs["policy"])["Statement"]:
         actions = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
@@ -343,10 +377,17 @@ def test_fis_gets_a_role_of_the_stacks_own_that_only_the_fault_driver_may_pass_t
             assert all(a.split(":")[1].startswith(("Describe", "Get")) or a == "kms:CreateGrant" for a in actions)
         else:  # every change is to the stack's own resources, or to the ACLs FIS itself made
             cond = json.dumps(st["Condition"])
-            assert tag in cond or '"aws:RequestTag/managedByFIS": "true"' in cond \
-                or '"aws:ResourceTag/managedByFIS": "true"' in cond, st["Sid"]
+            assert (
+                tag in cond
+                or '"aws:RequestTag/managedByFIS": "true"' in cond
+                or '"aws:ResourceTag/managedByFIS": "true"' in cond
+            ), st["Sid"]
     [policy] = mocks.of("aws:iam/policy:Policy")
     [passing] = [st for st in json.loads(policy.inputs["policy"])["Statement"] if st["Action"] == "iam:PassRole"]
     assert passing["Resource"] == arn
-    inventories = [outs["inventory"], *outs.get("inventories", {}).values(), *([outs["mirrors"]] if "mirrors" in outs else [])]
+    inventories = [
+        outs["inventory"],
+        *outs.get("inventories", {}).values(),
+        *([outs["mirrors"]] if "mirrors" in outs else []),
+    ]
     assert all(inv["all"]["vars"]["aws_fis_role_arn"] == arn for inv in inventories)

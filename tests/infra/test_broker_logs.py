@@ -1,4 +1,5 @@
 """infra/broker_logs.py: the follower truncation loop named from a broker's own log lines."""
+
 from __future__ import annotations
 
 from dcdrill.infra import broker_logs, hostaccess
@@ -8,29 +9,39 @@ TOPIC = "dcdrill-isolate-then-power-loss-1a2b"
 
 
 def fetcher_line(partition: int, offset: int) -> str:  # Kafka 3.9 and 4.3's AbstractFetcherThread, as a broker wrote it
-    return (f"[2026-11-28 02:59:10,123] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating "
-            f"partition {TOPIC}-{partition} with TruncationState(offset={offset}, completed=true) due to leader "
-            f"epoch and offset EpochEndOffset(errorCode=0, partition={partition}, leaderEpoch=0, "
-            f"endOffset={offset + 9}) (kafka.server.ReplicaFetcherThread)")
+    return (
+        f"[2026-11-28 02:59:10,123] INFO [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Truncating "
+        f"partition {TOPIC}-{partition} with TruncationState(offset={offset}, completed=true) due to leader "
+        f"epoch and offset EpochEndOffset(errorCode=0, partition={partition}, leaderEpoch=0, "
+        f"endOffset={offset + 9}) (kafka.server.ReplicaFetcherThread)"
+    )
 
 
 def log_line(partition: int, offset: int) -> str:  # UnifiedLog's own line for the same round
-    return (f"[2026-11-28 02:59:10,124] INFO [UnifiedLog partition={TOPIC}-{partition}, dir=/data] Truncating to "
-            f"offset {offset} (kafka.log.UnifiedLog)")
+    return (
+        f"[2026-11-28 02:59:10,124] INFO [UnifiedLog partition={TOPIC}-{partition}, dir=/data] Truncating to "
+        f"offset {offset} (kafka.log.UnifiedLog)"
+    )
 
 
 def test_each_round_counts_once_and_another_partition_s_name_is_not_this_one():
     other_topic = fetcher_line(4, 1856).replace(f"partition {TOPIC}", f"partition x{TOPIC}")
-    lines = ([fetcher_line(4, 1856), log_line(4, 1856)] * 30 + [fetcher_line(41, 1856)] * 50 + [other_topic] * 50
-             + [fetcher_line(4, 900)])
+    lines = (
+        [fetcher_line(4, 1856), log_line(4, 1856)] * 30
+        + [fetcher_line(41, 1856)] * 50
+        + [other_topic] * 50
+        + [fetcher_line(4, 900)]
+    )
     counts = broker_logs.truncations(lines, f"{TOPIC}-4")
     assert counts == {1856: 30, 900: 1}
     assert broker_logs.loop_in(counts) == (1856, 30)
 
 
 def test_the_log_s_own_lines_count_where_the_fetcher_s_are_missing():
-    no_op = (f"[2026-11-28 05:47:28,986] INFO [UnifiedLog partition={TOPIC}-4, dir=/data] Truncating to 7 has no "
-             "effect as the largest offset in the log is 6 (kafka.log.UnifiedLog)")  # as a 4.3 broker wrote it
+    no_op = (
+        f"[2026-11-28 05:47:28,986] INFO [UnifiedLog partition={TOPIC}-4, dir=/data] Truncating to 7 has no "
+        "effect as the largest offset in the log is 6 (kafka.log.UnifiedLog)"
+    )  # as a 4.3 broker wrote it
     assert broker_logs.truncations([log_line(4, 7)] * 3 + [no_op], f"{TOPIC}-4") == {7: 4}
 
 
@@ -40,15 +51,20 @@ def test_a_leader_change_truncates_once_or_twice_and_is_no_loop():
 
 
 def _inventory() -> Inventory:
-    brokers = {f"b{i}": {"dc": "dc-a", "broker_id": i, "ansible_host": f"ns-b{i}", "data_root": f"/lab/b{i}"}
-               for i in (1, 2)}
+    brokers = {
+        f"b{i}": {"dc": "dc-a", "broker_id": i, "ansible_host": f"ns-b{i}", "data_root": f"/lab/b{i}"} for i in (1, 2)
+    }
     return Inventory({"all": {"vars": {}, "children": {"kafka_broker": {"hosts": brokers}}}})
 
 
 def _status(alive: bool = True) -> dict:
-    return {"brokers": [{"id": 1, "alive": True}, {"id": 2, "alive": alive}],
-            "partitions": [{"topic": TOPIC, "partition": 4, "leader": 2, "replicas": [2, 1], "isr": [2]},
-                           {"topic": TOPIC, "partition": 5, "leader": 1, "replicas": [1, 2], "isr": [1, 2]}]}
+    return {
+        "brokers": [{"id": 1, "alive": True}, {"id": 2, "alive": alive}],
+        "partitions": [
+            {"topic": TOPIC, "partition": 4, "leader": 2, "replicas": [2, 1], "isr": [2]},
+            {"topic": TOPIC, "partition": 5, "leader": 1, "replicas": [1, 2], "isr": [1, 2]},
+        ],
+    }
 
 
 def test_the_out_of_sync_follower_s_log_is_read_and_its_loop_named(monkeypatch):

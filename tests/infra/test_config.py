@@ -1,4 +1,5 @@
 """Stack parsing, inventory and the roles' rendered config (rendered by Ansible itself)."""
+
 import io
 import json
 import os
@@ -20,7 +21,11 @@ def test_stack_parsing_and_lab_defaults():
     assert set(stack.stack_names()) >= {"local", "local-3dc"}
     t = stack.load("local")
     assert (t.backend, t.profile, t.acks) == ("local", "consistency-first", "all")
-    assert [(d.name, d.brokers, d.zookeepers) for d in t.datacenters] == [("dc-a", 2, 1), ("dc-b", 2, 1), ("dc-c", 0, 1)]
+    assert [(d.name, d.brokers, d.zookeepers) for d in t.datacenters] == [
+        ("dc-a", 2, 1),
+        ("dc-b", 2, 1),
+        ("dc-c", 0, 1),
+    ]
     assert stack.backend("local").settings.latency_ms == 5
     with pytest.raises(stack.UnknownStack, match="valid: .*local"):
         stack.load("nope")
@@ -41,7 +46,9 @@ def test_lab_inventory_schema():
     assert inv.vars["kafka_min_insync_replicas"] == 3
     assert [(h.name, h.dc, h.node_id) for h in inv.in_dc("dc-c")] == [("zk3.dc-c.lab", "dc-c", 3)]
     assert inv.bootstrap_servers() == ["b1.dc-a.lab:9092", "b2.dc-a.lab:9092", "b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
-    addrs = [hv["ansible_ssh_extra_args"].removeprefix("-o HostName=") for g in kids.values() for hv in g["hosts"].values()]
+    addrs = [
+        hv["ansible_ssh_extra_args"].removeprefix("-o HostName=") for g in kids.values() for hv in g["hosts"].values()
+    ]
     assert len(addrs) == len(set(addrs)) and all(a.startswith("10.77.") for a in addrs)
 
 
@@ -50,13 +57,19 @@ RENDER = """
   gather_facts: false
   connection: local
   tasks:
-    - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
+    - ansible.builtin.template:
+        src: "{root}/roles/kafka_broker/templates/server.properties.j2"
+        dest: "{out}/{{{{ inventory_hostname }}}}.properties"
       when: "'kafka_broker' in group_names"
       vars: {{kafka_process_role: broker}}
-    - ansible.builtin.template: {{src: "{root}/roles/kafka_broker/templates/server.properties.j2", dest: "{out}/{{{{ inventory_hostname }}}}.properties"}}
+    - ansible.builtin.template:
+        src: "{root}/roles/kafka_broker/templates/server.properties.j2"
+        dest: "{out}/{{{{ inventory_hostname }}}}.properties"
       when: "'kafka_controller' in group_names"
       vars: {{kafka_process_role: controller}}
-    - ansible.builtin.template: {{src: "{root}/roles/zookeeper/templates/zoo.cfg.j2", dest: "{out}/{{{{ inventory_hostname }}}}.cfg"}}
+    - ansible.builtin.template:
+        src: "{root}/roles/zookeeper/templates/zoo.cfg.j2"
+        dest: "{out}/{{{{ inventory_hostname }}}}.cfg"
       when: "'zookeeper' in group_names"
 """
 
@@ -69,17 +82,25 @@ def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
     defaults = {}
     for role in ("kafka_broker", "zookeeper"):
         defaults |= yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
-    inv["all"]["vars"] = {**ansible.SHARED_INPUTS, **defaults, **inv["all"]["vars"], "kafka_tls": tls,
-                          "ansible_python_interpreter": sys.executable}  # render on this machine
+    inv["all"]["vars"] = {
+        **ansible.SHARED_INPUTS,
+        **defaults,
+        **inv["all"]["vars"],
+        "kafka_tls": tls,
+        "ansible_python_interpreter": sys.executable,
+    }  # render on this machine
     if not tls:
         inv["all"]["vars"]["kafka_sasl"] = inv["all"]["vars"]["zookeeper_secure"] = False
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
     # Under the strategy run_site uses (Mitogen's), so the roles' templates are checked through it.
-    res = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inv.json"),
-                          str(tmp / "render.yml")], capture_output=True, text=True,
-                         env={**os.environ, **ansible.strategy_env()})
+    res = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inv.json"), str(tmp / "render.yml")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ansible.strategy_env()},
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout
 
@@ -102,8 +123,9 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     assert kv["listener.name.replication.ssl.client.auth"] == "required"
     assert kv["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
     assert kv["allow.everyone.if.no.acl.found"] == "false"
-    assert kv["super.users"] == ";".join(["User:admin"] + [f"User:CN=b{i}.dc-{d}.lab,O=dcdrill"
-                                                           for i, d in ((1, "a"), (2, "a"), (3, "b"), (4, "b"))])
+    assert kv["super.users"] == ";".join(
+        ["User:admin"] + [f"User:CN=b{i}.dc-{d}.lab,O=dcdrill" for i, d in ((1, "a"), (2, "a"), (3, "b"), (4, "b"))]
+    )
     tls = str(tmp_path / "lab" / "hosts" / "b3" / "kafka" / "tls")
     assert (kv["ssl.keystore.type"], kv["ssl.keystore.location"]) == ("PEM", f"{tls}/broker.pem")
     assert (kv["ssl.truststore.type"], kv["ssl.truststore.location"]) == ("PEM", f"{tls}/ca.pem")
@@ -111,11 +133,17 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     # ZooKeeper locked down: TLS to it, checked names, ACLs on the znodes brokers create.
     assert (kv["zookeeper.ssl.client.enable"], kv["zookeeper.set.acl"]) == ("true", "true")
     assert kv["zookeeper.ssl.endpoint.identification.algorithm"] == "HTTPS"
-    zoo = dict(line.split("=", 1) for line in (tmp_path / "one" / "zk1.dc-a.lab.cfg").read_text().splitlines()
-               if "=" in line and not line.startswith("#"))
+    zoo = dict(
+        line.split("=", 1)
+        for line in (tmp_path / "one" / "zk1.dc-a.lab.cfg").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
     assert "clientPort" not in zoo and zoo["secureClientPort"] == "2181" and zoo["sslQuorum"] == "true"
     assert (zoo["enforce.auth.enabled"], zoo["enforce.auth.schemes"], zoo["quorum.auth.serverRequireSasl"]) == (
-        "true", "sasl", "true")
+        "true",
+        "sasl",
+        "true",
+    )
     _render(tmp_path, tmp_path / "plain", tls=False)
     plain = (tmp_path / "plain" / "b3.dc-b.lab.properties").read_text()
     assert "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT" in plain and "ssl." not in plain
@@ -138,7 +166,11 @@ def test_kraft_config_has_a_dynamic_quorum_and_no_zookeeper(tmp_path):
     assert not [k for k in {**broker, **ctl} if k.startswith("zookeeper.") or k == "broker.id"]
     quorum = "ctl1.dc-a.lab:9094,ctl2.dc-b.lab:9094,ctl3.dc-c.lab:9094"
     assert (broker["node.id"], broker["process.roles"], broker["broker.rack"]) == ("3", "broker", "dc-b")
-    assert (ctl["node.id"], ctl["process.roles"], ctl["listeners"]) == ("1003", "controller", "CONTROLLER://0.0.0.0:9094")
+    assert (ctl["node.id"], ctl["process.roles"], ctl["listeners"]) == (
+        "1003",
+        "controller",
+        "CONTROLLER://0.0.0.0:9094",
+    )
     for kv in (broker, ctl):
         assert kv["controller.quorum.bootstrap.servers"] == quorum and "controller.quorum.voters" not in kv
         assert kv["controller.listener.names"] == "CONTROLLER"
@@ -159,7 +191,8 @@ def test_kraft_identities_are_made_once_and_name_every_voter(tmp_path):
     ids = first["directory_ids"]
     assert len(first["cluster_id"]) == 22 and not first["cluster_id"].startswith("-")
     assert kraft.initial_controllers({"ctl2.dc-b.lab": 1002, "ctl1.dc-a.lab": 1001}, ids) == (
-        f"1001@ctl1.dc-a.lab:9094:{ids['ctl1.dc-a.lab']},1002@ctl2.dc-b.lab:9094:{ids['ctl2.dc-b.lab']}")
+        f"1001@ctl1.dc-a.lab:9094:{ids['ctl1.dc-a.lab']},1002@ctl2.dc-b.lab:9094:{ids['ctl2.dc-b.lab']}"
+    )
 
 
 def test_stack_files_are_valid_yaml_with_the_documented_shape():
@@ -186,7 +219,9 @@ def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
     assert store.startswith("-----BEGIN PRIVATE KEY-----") and store.count("BEGIN CERTIFICATE") == 2
     ca = x509.load_pem_x509_certificate((d / "ca.pem").read_bytes())
     leaf = x509.load_pem_x509_certificates(store.encode())[0]
-    ca.public_key().verify(leaf.signature, leaf.tbs_certificate_bytes, padding.PKCS1v15(), leaf.signature_hash_algorithm)
+    ca.public_key().verify(
+        leaf.signature, leaf.tbs_certificate_bytes, padding.PKCS1v15(), leaf.signature_hash_algorithm
+    )
     assert oct((d / "ca.key").stat().st_mode & 0o777) == "0o600"
     before = {p.name: p.read_bytes() for p in d.iterdir()}
     pki.ensure(d, "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
@@ -197,8 +232,11 @@ def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
 
 def test_clients_get_the_stack_ca_only_on_tls_stacks():
     inv = inventory.Inventory({"all": {"vars": {"kafka_tls": True, "kafka_tls_dir": "/x/tls"}}})
-    assert inv.client_security() == {"security_protocol": "SSL", "ssl_cafile": "/x/tls/ca.pem",
-                                     "ssl_check_hostname": True}
+    assert inv.client_security() == {
+        "security_protocol": "SSL",
+        "ssl_cafile": "/x/tls/ca.pem",
+        "ssl_check_hostname": True,
+    }
     assert inventory.Inventory({"all": {"vars": {"kafka_tls": False}}}).client_security() == {}
     with pytest.raises(ValueError, match="kafka_tls_dir"):
         inventory.Inventory({"all": {"vars": {"kafka_tls": True}}}).client_security()
@@ -207,10 +245,16 @@ def test_clients_get_the_stack_ca_only_on_tls_stacks():
 def test_sasl_inventory_names_users_super_users_and_declared_acls():
     av = layout.build_inventory(stack.load("local"), stack.backend("local").settings, Path("/tmp/c")).vars
     assert (av["kafka_sasl"], av["kafka_sasl_admin"], av["kafka_sasl_client"], av["kafka_sasl_users"]) == (
-        True, "admin", "workload", ["admin", "workload"])
+        True,
+        "admin",
+        "workload",
+        ["admin", "workload"],
+    )
     assert av["kafka_super_users"][:2] == ["User:admin", "User:CN=b1.dc-a.lab,O=dcdrill"]
     assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_access_acls"]} == {
-        ("User:workload", "topic", "dcdrill", "prefixed"), ("User:workload", "group", "dcdrill", "prefixed")}
+        ("User:workload", "topic", "dcdrill", "prefixed"),
+        ("User:workload", "group", "dcdrill", "prefixed"),
+    }
 
 
 def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
@@ -221,9 +265,20 @@ def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     first = {"admin": "a-Secret1", "workload": "w-Secret2"}
     path = passwords.write(tmp_path / "credentials.json", first)
     assert json.loads(path.read_text()) == first and oct(path.stat().st_mode & 0o777) == "0o600"
-    inv = inventory.Inventory({"all": {"vars": {
-        "kafka_tls": True, "kafka_tls_dir": "/x", "kafka_sasl": True, "kafka_sasl_admin": "admin",
-        "kafka_sasl_client": "workload", "kafka_sasl_credentials": str(path)}}})
+    inv = inventory.Inventory(
+        {
+            "all": {
+                "vars": {
+                    "kafka_tls": True,
+                    "kafka_tls_dir": "/x",
+                    "kafka_sasl": True,
+                    "kafka_sasl_admin": "admin",
+                    "kafka_sasl_client": "workload",
+                    "kafka_sasl_credentials": str(path),
+                }
+            }
+        }
+    )
     assert inv.client_security(admin=True)["sasl_plain_password"] == first["admin"]
     child = inv.process_security()
     assert child["sasl_plain_password"] is None and first["workload"] not in json.dumps(child)
@@ -231,11 +286,20 @@ def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     # the workload hands each process its own user's password on stdin (validation/workload.py)
     monkeypatch.setattr("sys.stdin", io.StringIO(first["workload"] + "\n"))
     resolved = clients.resolve_security(clients.become_agent({"security": child}))
-    assert resolved == {"security_protocol": "SASL_SSL", "ssl_cafile": "/x/ca.pem", "ssl_check_hostname": True,
-                        "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "workload",
-                        "sasl_plain_password": first["workload"]}
+    assert resolved == {
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": "/x/ca.pem",
+        "ssl_check_hostname": True,
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "workload",
+        "sasl_plain_password": first["workload"],
+    }
     rd = clients.librdkafka_security(resolved)
-    assert (rd["security.protocol"], rd["sasl.mechanisms"], rd["sasl.username"]) == ("sasl_ssl", "SCRAM-SHA-512", "workload")
+    assert (rd["security.protocol"], rd["sasl.mechanisms"], rd["sasl.username"]) == (
+        "sasl_ssl",
+        "SCRAM-SHA-512",
+        "workload",
+    )
     assert f'password="{first["workload"]}";' in clients.java_properties(resolved)[-1]
 
 
@@ -243,14 +307,27 @@ def test_acl_reconcile_adds_the_missing_and_removes_the_undeclared():
     """roles/kafka_access/library/kafka_acls.py: the decision, without a cluster."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("kafka_access_acls", ROOT / "roles/kafka_access/library/kafka_acls.py")
+    spec = importlib.util.spec_from_file_location(
+        "kafka_access_acls", ROOT / "roles/kafka_access/library/kafka_acls.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    wanted = mod.desired([{"principal": "User:w", "resource": "topic", "name": "d", "pattern": "prefixed",
-                           "operations": ["read", "write"]}])
+    wanted = mod.desired(
+        [
+            {
+                "principal": "User:w",
+                "resource": "topic",
+                "name": "d",
+                "pattern": "prefixed",
+                "operations": ["read", "write"],
+            }
+        ]
+    )
     existing = {("User:w", "topic", "d", "prefixed", "read"), ("User:old", "group", "g", "literal", "read")}
-    assert mod.diff(existing, wanted) == ([("User:w", "topic", "d", "prefixed", "write")],
-                                          [("User:old", "group", "g", "literal", "read")])
+    assert mod.diff(existing, wanted) == (
+        [("User:w", "topic", "d", "prefixed", "write")],
+        [("User:old", "group", "g", "literal", "read")],
+    )
     assert mod.diff(wanted, wanted) == ([], [])
 
 
@@ -259,14 +336,20 @@ def test_topics_created_are_the_declared_ones_the_cluster_lacks_with_the_stacks_
     bring-up runs it against real brokers)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("kafka_topics_module", ROOT / "roles/kafka_topics/library/kafka_topics.py")
+    spec = importlib.util.spec_from_file_location(
+        "kafka_topics_module", ROOT / "roles/kafka_topics/library/kafka_topics.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    declared = [{"name": "dcdrill", "partitions": 6}, {"name": "dcdrill-canary", "partitions": 1},
-                {"name": "own", "partitions": "3", "replication_factor": 2, "min_insync": 1}]
+    declared = [
+        {"name": "dcdrill", "partitions": 6},
+        {"name": "dcdrill-canary", "partitions": 1},
+        {"name": "own", "partitions": "3", "replication_factor": 2, "min_insync": 1},
+    ]
     assert mod.missing(declared, {"dcdrill"}, 4, 3) == [
         {"name": "dcdrill-canary", "partitions": 1, "replication_factor": 4, "min_insync": 3},
-        {"name": "own", "partitions": 3, "replication_factor": 2, "min_insync": 1}]
+        {"name": "own", "partitions": 3, "replication_factor": 2, "min_insync": 1},
+    ]
     assert mod.missing(declared, {"dcdrill", "dcdrill-canary", "own", "other"}, 4, 3) == []
 
 

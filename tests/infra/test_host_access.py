@@ -1,6 +1,7 @@
 """One host-access model on both backends (issue 40): the inventory's ansible_host is an id only the
 connection understands, the login is unprivileged and plays become root, and service addresses
 are the inventory's DNS names. The lab takes the same path as AWS, so these hold for both."""
+
 import ipaddress
 import json
 import re
@@ -51,17 +52,23 @@ def test_the_jars_come_from_this_controls_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     d = stack.load_deployment("local-replicated")
     outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
-    made = {c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
-            for c, kinds in pulumi_passwords.wanted(d).items()}  # what the stack's Pulumi output holds
+    made = {
+        c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
+        for c, kinds in pulumi_passwords.wanted(d).items()
+    }  # what the stack's Pulumi output holds
     with pytest.raises(FileNotFoundError, match="dcdrill setup"):
         ansible.write_inventory("local-replicated", ansible.Inventory(outs["inventory"]), None, made["east"])
     wheels = agent_runtime.wheels_dir(tmp_path)
     wheels.mkdir(parents=True)
     (wheels / ".complete").write_text("")
-    for cluster, data in (("east", outs["inventory"]), ("west", outs["inventories"]["west"]),
-                          (ansible.MIRRORS, outs["mirrors"])):
-        path = ansible.write_inventory("local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster,
-                                       made.get(cluster))
+    for cluster, data in (
+        ("east", outs["inventory"]),
+        ("west", outs["inventories"]["west"]),
+        (ansible.MIRRORS, outs["mirrors"]),
+    ):
+        path = ansible.write_inventory(
+            "local-replicated", ansible.Inventory(data), None if cluster == "east" else cluster, made.get(cluster)
+        )
         av = json.loads(path.read_text())["all"]["vars"]
         assert av["java_kafka_libs_source"] == str(tmp_path / KAFKA_VERSIONS[d.mirror_kafka_version] / "libs")
         if cluster != ansible.MIRRORS:  # MM2's hosts run no agent

@@ -2,6 +2,7 @@
 infra/agent.py); the control never dials the cluster. What needs no lab: the command's shape,
 the choice of host, a refused connection and an agent that ends with its session. The lab tests run
 every status, health check and coordination watch through them."""
+
 import json
 import subprocess
 import sys
@@ -14,16 +15,42 @@ from dcdrill.infra.inventory import Inventory
 
 def inventory(connection: dict | None = None) -> Inventory:
     """A one-broker cluster on loopback (127.0.0.1 refuses every port here: nothing is sent away)."""
-    host = lambda role_id, dc, i: {"dc": dc, role_id: i, "ansible_host": f"dcd-x{i}", "ansible_ssh_extra_args": f"-o HostName=10.77.{i}.13",
-                                   **({"dcdrill_agent_dir": f"/lab/hosts/c{i}/agent"} if role_id == "client_id" else {})}
-    return Inventory({"all": {"vars": {"cluster_name": "t", "kafka_coordination": "zookeeper", "kafka_tls": False,
-                                       "kafka_sasl": False, "ansible_user": "dcdrill",
-                                       "ansible_ssh_private_key_file": "/lab/ssh/id_ed25519",
-                                       "ansible_ssh_common_args": "-o LogLevel=ERROR", **(connection or {})},
-                              "children": {"kafka_broker": {"hosts": {"127.0.0.1": host("broker_id", "dc-a", 1)}},
-                                           "zookeeper": {"hosts": {"127.0.0.1": host("zookeeper_id", "dc-a", 1)}},
-                                           "client": {"hosts": {"c1.dc-a.lab": host("client_id", "dc-a", 1),
-                                                                "c2.dc-b.lab": host("client_id", "dc-b", 2)}}}}})
+
+    def host(role_id, dc, i):
+        return {
+            "dc": dc,
+            role_id: i,
+            "ansible_host": f"dcd-x{i}",
+            "ansible_ssh_extra_args": f"-o HostName=10.77.{i}.13",
+            **({"dcdrill_agent_dir": f"/lab/hosts/c{i}/agent"} if role_id == "client_id" else {}),
+        }
+
+    return Inventory(
+        {
+            "all": {
+                "vars": {
+                    "cluster_name": "t",
+                    "kafka_coordination": "zookeeper",
+                    "kafka_tls": False,
+                    "kafka_sasl": False,
+                    "ansible_user": "dcdrill",
+                    "ansible_ssh_private_key_file": "/lab/ssh/id_ed25519",
+                    "ansible_ssh_common_args": "-o LogLevel=ERROR",
+                    **(connection or {}),
+                },
+                "children": {
+                    "kafka_broker": {"hosts": {"127.0.0.1": host("broker_id", "dc-a", 1)}},
+                    "zookeeper": {"hosts": {"127.0.0.1": host("zookeeper_id", "dc-a", 1)}},
+                    "client": {
+                        "hosts": {
+                            "c1.dc-a.lab": host("client_id", "dc-a", 1),
+                            "c2.dc-b.lab": host("client_id", "dc-b", 2),
+                        }
+                    },
+                },
+            }
+        }
+    )
 
 
 def test_an_agent_is_started_through_ssh_as_the_login_user_and_becomes_root():
@@ -64,8 +91,9 @@ def test_a_host_that_does_not_answer_is_named(monkeypatch):
 
 
 def test_the_watch_agent_ends_when_its_session_does():
-    proc = subprocess.Popen([sys.executable, "-m", "dcdrill.infra.agent", "watch"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dcdrill.infra.agent", "watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     proc.stdin.write(hostaccess.payload(inventory(), {"interval_s": 0.2}))
     proc.stdin.flush()
     sample = json.loads(proc.stdout.readline())
@@ -75,7 +103,9 @@ def test_the_watch_agent_ends_when_its_session_does():
 
 
 def test_the_agent_refuses_an_unknown_call():
-    res = subprocess.run([sys.executable, "-m", "dcdrill.infra.agent", "rm-rf"], capture_output=True, text=True, input="")
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.infra.agent", "rm-rf"], capture_output=True, text=True, input=""
+    )
     assert res.returncode == 2 and "usage" in res.stderr
 
 
@@ -90,14 +120,26 @@ def test_an_agent_gets_the_stacks_ca_and_passwords_in_its_request_and_reads_no_f
     tls = pki.ensure(tmp_path / "tls", "t", {"b1.dc-a.lab": "dcd-b1"})
     creds = tmp_path / "tls" / "credentials.json"
     passwords.write(creds, {"admin": "a-secret", "workload": "w-secret"})
-    inv = inventory({"kafka_tls": True, "kafka_sasl": True, "zookeeper_secure": True, "kafka_tls_dir": str(tls),
-                     "kafka_sasl_credentials": str(creds), "kafka_sasl_admin": "admin", "kafka_sasl_client": "workload",
-                     "lab_control_state": str(tmp_path)})
+    inv = inventory(
+        {
+            "kafka_tls": True,
+            "kafka_sasl": True,
+            "zookeeper_secure": True,
+            "kafka_tls_dir": str(tls),
+            "kafka_sasl_credentials": str(creds),
+            "kafka_sasl_admin": "admin",
+            "kafka_sasl_client": "workload",
+            "lab_control_state": str(tmp_path),
+        }
+    )
     request = json.loads(hostaccess.payload(inv, {"x": 1}))
     shutil.rmtree(tmp_path / "tls")  # what the host sees: nothing of the control's
     agent = Inventory(request["inventory"], secrets=request["secrets"])
     admin = agent.client_security(admin=True)
-    assert admin["sasl_plain_username"] == "admin" and admin["sasl_plain_password"] == request["secrets"]["passwords"]["admin"]
+    assert (
+        admin["sasl_plain_username"] == "admin"
+        and admin["sasl_plain_password"] == request["secrets"]["passwords"]["admin"]
+    )
     assert isinstance(admin["ssl_context"], ssl.SSLContext) and "ssl_cafile" not in admin
     assert agent.client_security()["sasl_plain_username"] == "workload"
     assert isinstance(agent.zookeeper_tls(), ssl.SSLContext)

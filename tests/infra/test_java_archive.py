@@ -1,6 +1,7 @@
 """The Kafka JVMs' class-data archive (infra/java_archive.py): its name follows the JDK and the
 jars it must match, and the lab's inventory names it only once setup trained it. That the lab's
 JVMs map it: tests/infra/test_lab_integration.py."""
+
 import os
 from pathlib import Path
 

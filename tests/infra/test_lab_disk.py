@@ -1,6 +1,7 @@
 """The lab's power-loss disk (infra/lab/disk, `dcdrill-disk`) on a real FUSE mount: what was
 fsync'd or written back survives a cut, nothing else does, and the kernel checks permissions
 as a disk would. Needs root and /dev/fuse (the lab needs both); no lab."""
+
 import mmap
 import os
 import shutil
@@ -119,8 +120,9 @@ def test_what_the_kernel_wrote_back_survives_a_cut(mounted):
 
 
 def _as_uid(uid: int, code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", f"import os; os.setgid({uid}); os.setuid({uid}); {code}"],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-c", f"import os; os.setgid({uid}); os.setuid({uid}); {code}"], capture_output=True, text=True
+    )
 
 
 def test_the_kernel_checks_each_services_permissions(mounted):
@@ -152,5 +154,3 @@ def test_a_missing_binary_and_a_dead_disk_are_named(tmp_path, monkeypatch):
         disk.start(tmp_path, "b1", tmp_path / "hosts" / "b1", 30)
     with pytest.raises(disk.DiskError, match=r"b1's disk did not answer 'cut'"):
         disk.cut(tmp_path, "b1")
-
-

@@ -1,4 +1,5 @@
 """The real lab: Kafka and ZooKeeper JVMs in network namespaces."""
+
 import json
 import subprocess
 import sys
@@ -17,8 +18,19 @@ pytestmark = pytest.mark.lab
 def test_lab_is_healthy_and_rack_aware(lab):
     st = status.cluster_status(lab)
     assert [(b["id"], b["dc"], b["alive"]) for b in st["brokers"]] == [
-        (1, "dc-a", True), (2, "dc-a", True), (3, "dc-b", True), (4, "dc-b", True)]
-    assert st["quorum"] | {"nodes": None, "leader": None} == {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": None, "leader": None}
+        (1, "dc-a", True),
+        (2, "dc-a", True),
+        (3, "dc-b", True),
+        (4, "dc-b", True),
+    ]
+    assert st["quorum"] | {"nodes": None, "leader": None} == {
+        "kind": "zookeeper",
+        "alive": 3,
+        "total": 3,
+        "quorum": True,
+        "nodes": None,
+        "leader": None,
+    }
     assert st["offline_partitions"] == 0 and st["under_replicated_partitions"] == 0
 
 
@@ -27,16 +39,23 @@ def test_every_kafka_and_zookeeper_jvm_maps_the_class_data_archive_setup_trained
     JVM that finds it stale loads its classes itself without a word: a mapped file is the proof."""
     archive = lab.vars["java_class_archive"]
     assert archive and Path(archive).is_file(), archive
-    pids = [int(p) for p in subprocess.run(["pgrep", "-f", "kafka[.]Kafka|QuorumPeerMain"], capture_output=True,
-                                           text=True).stdout.split()]
+    pids = [
+        int(p)
+        for p in subprocess.run(
+            ["pgrep", "-f", "kafka[.]Kafka|QuorumPeerMain"], capture_output=True, text=True
+        ).stdout.split()
+    ]
     assert len(pids) == 7, pids  # 4 brokers, 3 ZooKeeper nodes
     unmapped = [pid for pid in pids if archive not in Path(f"/proc/{pid}/maps").read_text()]
     assert not unmapped, unmapped
 
 
 def test_factor_4_topic_puts_two_replicas_in_each_broker_dc(lab):
-    hostaccess.call(lab, "create_topic", {"topic": "it-rack", "partitions": 12, "factor": 4,
-                                          "configs": {"min.insync.replicas": "3"}})
+    hostaccess.call(
+        lab,
+        "create_topic",
+        {"topic": "it-rack", "partitions": 12, "factor": 4, "configs": {"min.insync.replicas": "3"}},
+    )
     time.sleep(2)
     parts = [p for p in status.cluster_status(lab)["partitions"] if p["topic"] == "it-rack"]
     assert len(parts) == 12
@@ -61,13 +80,22 @@ with socket.create_connection(("b1.dc-a.lab", 9092), timeout=10) as raw:
     except ssl.SSLCertVerificationError as exc:
         print("other name:", "match" in str(exc))
 """
-    res = subprocess.run(["ip", "netns", "exec", lab.brokers[2].netns, sys.executable, "-c", code,
-                          lab.client_security()["ssl_cafile"]], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        ["ip", "netns", "exec", lab.brokers[2].netns, sys.executable, "-c", code, lab.client_security()["ssl_cafile"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.stdout.split("\n")[:3] == ["9092 b1.dc-a.lab", "9093 b1.dc-a.lab", "other name: True"], res.stderr
-    plaintext = in_client(lab, "dc-a", "import sys\nfrom kafka.admin import KafkaAdminClient\n"
-                          "from kafka.errors import KafkaTimeoutError\ntry:\n"
-                          "    KafkaAdminClient(bootstrap_servers=sys.argv[1:], bootstrap_timeout_ms=5000, request_timeout_ms=5000)\n"
-                          "except KafkaTimeoutError:\n    print('no answer')", *lab.bootstrap_servers())
+    plaintext = in_client(
+        lab,
+        "dc-a",
+        "import sys\nfrom kafka.admin import KafkaAdminClient\n"
+        "from kafka.errors import KafkaTimeoutError\ntry:\n"
+        "    KafkaAdminClient(bootstrap_servers=sys.argv[1:], bootstrap_timeout_ms=5000, request_timeout_ms=5000)\n"
+        "except KafkaTimeoutError:\n    print('no answer')",
+        *lab.bootstrap_servers(),
+    )
     assert plaintext.stdout.strip() == "no answer", plaintext.stderr
 
 
@@ -103,7 +131,8 @@ from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLRes
                          NewTopic, ResourcePattern, ResourcePatternFilter, ResourceType)
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
 
-step, boot, workload, admin_security = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+step = sys.argv[1]
+boot, workload, admin_security = (json.loads(a) for a in sys.argv[2:5])
 out = {}
 admin = KafkaAdminClient(bootstrap_servers=boot, **admin_security)
 everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
@@ -146,12 +175,19 @@ def test_users_log_in_the_declared_acls_decide_and_a_second_ansible_run_changes_
     a wrong password gets nowhere; an ACL nobody declared is gone after the next Ansible run
     (whose ACL play runs on the first client host). That run on the lab `lab up` left changes
     nothing else: the roles are idempotent."""
-    args = [json.dumps(lab.bootstrap_servers()), json.dumps(lab.client_security()),
-            json.dumps(lab.client_security(admin=True))]
+    args = [
+        json.dumps(lab.bootstrap_servers()),
+        json.dumps(lab.client_security()),
+        json.dumps(lab.client_security(admin=True)),
+    ]
     before = in_client(lab, "dc-a", ACL_CLIENT, "before", *args)
     assert before.returncode == 0, before.stderr[-3000:]
-    assert json.loads(before.stdout) == {"wrong password": "refused", "dcdrill-it-acl offset": 0, "it-acl": "denied",
-                                         "create": "denied"}
+    assert json.loads(before.stdout) == {
+        "wrong password": "refused",
+        "dcdrill-it-acl offset": 0,
+        "it-acl": "denied",
+        "create": "denied",
+    }
     stats = ansible.run_site("local", quiet=True)
     assert stats[lab.clients[0].name]["changed"] == 1, stats  # the reconcile removed it
     assert ansible.changed_total(stats) == 1, stats  # and nothing else changed, on any host
@@ -160,8 +196,12 @@ def test_users_log_in_the_declared_acls_decide_and_a_second_ansible_run_changes_
 
 
 def test_status_json_cli(lab):
-    out = subprocess.run([sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local", "--json"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     st = json.loads(out.stdout)
     assert out.returncode == 0
     assert set(st) >= {"brokers", "quorum", "partitions", "offline_partitions", "under_replicated_partitions"}
@@ -173,6 +213,7 @@ def test_refresh_notices_a_vanished_host(lab):
     subprocess.run(["ip", "netns", "exec", "dcd-c2", "true"], check=True)
     # c2 is a client host (no JVM): removing its namespace behind Pulumi's back, then refresh.
     from dcdrill.infra.lab import netns
+
     netns.delete_host("c2")
     pulumi_cli.refresh("local")
     assert pulumi_cli.resource_count("local") == before - 1
@@ -197,16 +238,30 @@ def test_pulumi_up_refuses_a_rule_breaking_stack_before_any_resource():
         assert "factor-exceeds-brokers" in said and "replication factor 5 > 4 brokers" in said, said[-2000:]
         assert pulumi_cli.resource_count(name) <= 1  # at most the Stack itself, no lab resource
     finally:
-        subprocess.run([str(cache_dir() / "bin" / "pulumi"), "stack", "rm", name, "--yes", "--force",
-                        "--non-interactive"], cwd=project_dir(), env=pulumi_cli.env(name), capture_output=True)
+        subprocess.run(
+            [str(cache_dir() / "bin" / "pulumi"), "stack", "rm", name, "--yes", "--force", "--non-interactive"],
+            cwd=project_dir(),
+            env=pulumi_cli.env(name),
+            capture_output=True,
+        )
         path.unlink(missing_ok=True)
 
 
 def _ssh(lab, host, user: str, command: str) -> subprocess.CompletedProcess:
     """Log in to a lab host as Ansible does: the inventory's key, id and HostName option."""
-    argv = ["ssh", "-i", lab.vars["ansible_ssh_private_key_file"], *lab.vars["ansible_ssh_common_args"].split(),
-            *host.vars["ansible_ssh_extra_args"].split(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
-            f"{user}@{host.address}", command]
+    argv = [
+        "ssh",
+        "-i",
+        lab.vars["ansible_ssh_private_key_file"],
+        *lab.vars["ansible_ssh_common_args"].split(),
+        *host.vars["ansible_ssh_extra_args"].split(),
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=5",
+        f"{user}@{host.address}",
+        command,
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
@@ -228,10 +283,17 @@ def test_agents_run_on_each_client_hosts_own_python(lab):
     packages they import installed there from what the control sent, as on an EC2 host; nothing
     an agent runs comes from the control's Python."""
     for host in lab.clients:
-        where = hostaccess.run(lab, host, [
-            f"{host.vars['dcdrill_agent_dir']}/venv/bin/python", "-c",
-            "import json, sys, dcdrill.infra.agent, confluent_kafka, kafka, pydantic; "
-            "print(json.dumps([sys.prefix, dcdrill.__file__, confluent_kafka.__file__, kafka.__file__, pydantic.__file__]))"])
+        where = hostaccess.run(
+            lab,
+            host,
+            [
+                f"{host.vars['dcdrill_agent_dir']}/venv/bin/python",
+                "-c",
+                "import json, sys, dcdrill.infra.agent, confluent_kafka, kafka, pydantic; "
+                "print(json.dumps([sys.prefix, dcdrill.__file__, confluent_kafka.__file__, kafka.__file__, "
+                "pydantic.__file__]))",
+            ],
+        )
         paths = json.loads(where)
         assert all(p.startswith(host.vars["dcdrill_agent_dir"] + "/") for p in paths), (host.name, paths)
         assert not any(p.startswith(sys.prefix + "/") for p in paths), paths  # the control's virtualenv
@@ -247,12 +309,19 @@ def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
     for short, rules in firewall.render(d, layout.addresses(d, prefix), prefix).items():
         assert firewall.installed(short) == firewall.expected(rules), short
     c1, b1, zk1 = lab.clients[0], lab.brokers[0], lab.zookeepers[0]
-    admitted = [(c1, b1.name, 9092), (b1, zk1.name, 2181), (b1, lab.brokers[2].name, 9093),
-                (None, lab_address(b1.name), 22)]
+    admitted = [
+        (c1, b1.name, 9092),
+        (b1, zk1.name, 2181),
+        (b1, lab.brokers[2].name, 9093),
+        (None, lab_address(b1.name), 22),
+    ]
     dropped = [(c1, b1.name, 9093), (c1, zk1.name, 3888), (b1, c1.name, 22), (lab.brokers[2], zk1.name, 3888)]
+
     def dial_all(triples):
-        return {(src.name if src else "control", host, port): dial(src.netns if src else None, host, port)
-                for src, host, port in triples}
+        return {
+            (src.name if src else "control", host, port): dial(src.netns if src else None, host, port)
+            for src, host, port in triples
+        }
 
     got = dial_all(admitted)
     assert set(got.values()) <= {"open", "refused"}, got
@@ -283,8 +352,23 @@ def test_a_drill_stops_before_any_fault_when_a_host_does_not_answer(lab, tmp_pat
     pidfile = lab_dir / "hosts" / "c2" / "sshd.pid"
     os.kill(int(pidfile.read_text()), signal.SIGTERM)
     try:
-        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "drill", "--stack", "local", "--experiment", "kill-dc",
-                              "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dcdrill.cli",
+                "drill",
+                "--stack",
+                "local",
+                "--experiment",
+                "kill-dc",
+                "--run-dir",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         time.sleep(0.5)
         pidfile.unlink(missing_ok=True)

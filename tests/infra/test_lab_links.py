@@ -1,6 +1,7 @@
 """The lab's inter-DC links on the real lab: the configured delay is the round trip ping sees,
 `degrade_link` changes delay and loss at run time and heal puts the configuration back, and the
 userspace forwarder (this kernel has no sch_netem) is restarted when it dies and never bypassed."""
+
 import os
 import re
 import signal
@@ -21,8 +22,11 @@ pytestmark = pytest.mark.lab
 
 def ping(src_ns: str, dst: str, count: int = 30, interval: float = 0.02) -> tuple[list[float], int]:
     """Round trips in ms, and how many of `count` were lost."""
-    out = subprocess.run(["ip", "netns", "exec", src_ns, "ping", "-n", "-c", str(count), "-i", str(interval), "-W", "1",
-                          dst], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", src_ns, "ping", "-n", "-c", str(count), "-i", str(interval), "-W", "1", dst],
+        capture_output=True,
+        text=True,
+    ).stdout
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
     return rtts, count - len(rtts)
 

@@ -1,6 +1,7 @@
 """The lab's security: ZooKeeper locked down (TLS only on its client port, SASL required, znode
 ACLs), no password on any command line while the lab comes up and a workload runs, and no
 service running as root."""
+
 import json
 import subprocess
 import sys
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CommandLines
 from dcdrill.infra.ports import ZOOKEEPER_CLIENT_PORT
+from tests.conftest import CommandLines
 
 pytestmark = pytest.mark.lab
 
@@ -20,14 +21,35 @@ def zk_cli(lab, *command, tls=True, login=False, timeout=40):
     av = lab.vars
     opts = []
     if tls:
-        opts += ["-Dzookeeper.client.secure=true", "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
-                 f"-Dzookeeper.ssl.trustStore.location={av['kafka_tls_dir']}/ca.pem", "-Dzookeeper.ssl.trustStore.type=PEM"]
+        opts += [
+            "-Dzookeeper.client.secure=true",
+            "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+            f"-Dzookeeper.ssl.trustStore.location={av['kafka_tls_dir']}/ca.pem",
+            "-Dzookeeper.ssl.trustStore.type=PEM",
+        ]
     if login:  # the brokers' own login (roles/kafka_broker: jaas.conf)
         b1 = lab.brokers[0].vars["data_root"]
         opts.append(f"-Djava.security.auth.login.config={b1}/kafka/jaas.conf")
     zk = f"{lab.zookeepers[0].name}:{ZOOKEEPER_CLIENT_PORT}"
-    res = subprocess.run(["ip", "netns", "exec", lab.clients[0].netns, "java", *opts, "-cp", f"{av['kafka_libs_dir']}/*", "org.apache.zookeeper.ZooKeeperMain",
-                          "-server", zk, *command], capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            lab.clients[0].netns,
+            "java",
+            *opts,
+            "-cp",
+            f"{av['kafka_libs_dir']}/*",
+            "org.apache.zookeeper.ZooKeeperMain",
+            "-server",
+            zk,
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return res.stdout + res.stderr
 
 
@@ -61,9 +83,24 @@ def test_no_password_on_any_command_line(lab, lab_up_command_lines, tmp_path):
     assert any("kafka.Kafka" in line for line in seen) and any("ConfigCommand" in line for line in seen)
     sampler = CommandLines()  # and during a workload with its producers, consumers and audit
     try:
-        res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "workload", "run", "--duration", "8",
-                              "--topic", "dcdrill-it-ps", "--run-dir", str(tmp_path / "run")],
-                             capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dcdrill.cli",
+                "workload",
+                "run",
+                "--duration",
+                "8",
+                "--topic",
+                "dcdrill-it-ps",
+                "--run-dir",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert res.returncode == 0, res.stderr
     finally:
         seen |= sampler.stop()
@@ -82,17 +119,34 @@ def test_every_service_runs_as_a_uid_of_its_own_that_cannot_read_another_service
         if "java" in args and ("kafka.Kafka" in args or "QuorumPeerMain" in args):
             host = next(h for h in lab.hosts("kafka_broker", "zookeeper") if h.vars["data_root"] + "/" in args)
             running[host.name] = int(uid)
-    wanted = {h.name: int(h.vars.get("kafka_broker_service_user") or h.vars["zookeeper_service_user"])
-              for h in lab.hosts("kafka_broker", "zookeeper")}
+    wanted = {
+        h.name: int(h.vars.get("kafka_broker_service_user") or h.vars["zookeeper_service_user"])
+        for h in lab.hosts("kafka_broker", "zookeeper")
+    }
     assert running == wanted and 0 not in running.values()
     assert len(set(running.values())) == len(running)
     b1, b2 = lab.brokers[:2]
     key = f"{b2.vars['data_root']}/kafka/tls/broker.pem"
-    as_b1 = subprocess.run(["setpriv", f"--reuid={running[b1.name]}", f"--regid={running[b1.name]}", "--clear-groups",
-                            "cat", key], capture_output=True, text=True)
+    as_b1 = subprocess.run(
+        ["setpriv", f"--reuid={running[b1.name]}", f"--regid={running[b1.name]}", "--clear-groups", "cat", key],
+        capture_output=True,
+        text=True,
+    )
     assert as_b1.returncode != 0 and "Permission denied" in as_b1.stderr
-    as_b2 = subprocess.run(["setpriv", f"--reuid={running[b2.name]}", f"--regid={running[b2.name]}", "--clear-groups",
-                            "head", "-c", "10", key], capture_output=True, text=True)
+    as_b2 = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={running[b2.name]}",
+            f"--regid={running[b2.name]}",
+            "--clear-groups",
+            "head",
+            "-c",
+            "10",
+            key,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert as_b2.returncode == 0 and as_b2.stdout.startswith("-----")
 
 
@@ -104,14 +158,20 @@ def test_the_scram_program_and_its_users_file_are_roots_alone(lab):
     tools, uid = Path(host.vars["data_root"]) / "kafka-tools", int(host.vars["kafka_broker_service_user"])
 
     def as_broker(*command):
-        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command],
-                              capture_output=True, text=True)
+        return subprocess.run(
+            ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command], capture_output=True, text=True
+        )
 
-    for tried in (as_broker("cat", str(tools / "scram-users")), as_broker("touch", str(tools / "ScramUsers.java")),
-                  as_broker("touch", str(tools / "Other.java"))):
+    for tried in (
+        as_broker("cat", str(tools / "scram-users")),
+        as_broker("touch", str(tools / "ScramUsers.java")),
+        as_broker("touch", str(tools / "Other.java")),
+    ):
         assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried
     assert {f.name: (f.stat().st_uid, oct(f.stat().st_mode & 0o777)) for f in tools.iterdir()} == {
-        "ScramUsers.java": (0, "0o644"), "scram-users": (0, "0o600")}
+        "ScramUsers.java": (0, "0o644"),
+        "scram-users": (0, "0o600"),
+    }
 
 
 def test_the_passwords_are_pulumi_secrets_that_lab_up_copied_for_the_roles(lab):
@@ -126,8 +186,11 @@ def test_the_passwords_are_pulumi_secrets_that_lab_up_copied_for_the_roles(lab):
         assert json.loads((tls / name).read_text()) == made[kind], kind
         assert oct((tls / name).stat().st_mode & 0o777) == "0o600"
     state = json.loads(pulumi_cli.run("local", "stack", "export", capture=True))
-    kept = [r for r in state["deployment"]["resources"] if r["type"] == "pulumi-python:dynamic:Resource"
-            and r["urn"].endswith(("::main-sasl", "::main-zookeeper"))]
+    kept = [
+        r
+        for r in state["deployment"]["resources"]
+        if r["type"] == "pulumi-python:dynamic:Resource" and r["urn"].endswith(("::main-sasl", "::main-zookeeper"))
+    ]
     assert len(kept) == 2 and all("ciphertext" in json.dumps(r["outputs"]["passwords"]) for r in kept)
     every = [pw for kind in made.values() for pw in kind.values()]
     assert not [pw for pw in every if pw in json.dumps(state)]  # nowhere in the state in the clear

@@ -1,6 +1,7 @@
 """The stack's passwords as Pulumi secrets (infra/pulumi_passwords.py): made once by the Passwords
 resource's provider and kept, adopted from a lab's files written before, replaced by the ones a
 user set with `pulumi config set --secret`, and exported as a secret."""
+
 import json
 
 import pulumi
@@ -30,8 +31,14 @@ def test_a_labs_earlier_passwords_are_adopted_when_the_resource_is_created(tmp_p
     """The clusters know their users by the passwords the files hold: new ones would lock them out."""
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     files = pulumi_passwords.files("local", None)
-    assert files == {"sasl": "stacks/local/tls/credentials.json", "zookeeper": "stacks/local/tls/zookeeper-credentials.json"}
-    assert pulumi_passwords.files("local-replicated", "west")["sasl"] == "stacks/local-replicated/clusters/west/tls/credentials.json"
+    assert files == {
+        "sasl": "stacks/local/tls/credentials.json",
+        "zookeeper": "stacks/local/tls/zookeeper-credentials.json",
+    }
+    assert (
+        pulumi_passwords.files("local-replicated", "west")["sasl"]
+        == "stacks/local-replicated/clusters/west/tls/credentials.json"
+    )
     (tmp_path / files["sasl"]).parent.mkdir(parents=True)
     (tmp_path / files["sasl"]).write_text(json.dumps({"admin": "old-admin", "gone": "old-gone"}))
     made = PasswordsProvider().create({"users": ["admin", "workload"], "adopt": files["sasl"]}).outs["passwords"]
@@ -40,7 +47,8 @@ def test_a_labs_earlier_passwords_are_adopted_when_the_resource_is_created(tmp_p
 
 def test_who_needs_a_password_comes_from_the_topology():
     assert pulumi_passwords.wanted(stack.load_deployment("local")) == {
-        "main": {"sasl": ["admin", "workload"], "zookeeper": ["kafka", "quorum"]}}
+        "main": {"sasl": ["admin", "workload"], "zookeeper": ["kafka", "quorum"]}
+    }
     kraft = pulumi_passwords.wanted(stack.load_deployment("local-kraft"))
     assert list(kraft.values()) == [{"sasl": ["admin", "workload"]}]  # no ZooKeeper to log in to
     replicated = pulumi_passwords.wanted(stack.load_deployment("local-replicated"))
@@ -48,20 +56,32 @@ def test_who_needs_a_password_comes_from_the_topology():
 
 
 def test_a_password_the_user_set_replaces_the_made_one_for_that_cluster_only():
-    made = {"east": {"sasl": {"admin": "m1", "workload": "m2"}, "zookeeper": {"kafka": "m3"}},
-            "west": {"sasl": {"admin": "m4"}}}
+    made = {
+        "east": {"sasl": {"admin": "m1", "workload": "m2"}, "zookeeper": {"kafka": "m3"}},
+        "west": {"sasl": {"admin": "m4"}},
+    }
     given = {"east": {"admin": "chosen"}}
     assert pulumi_passwords.merged(made, given) == {
         "east": {"sasl": {"admin": "chosen", "workload": "m2"}, "zookeeper": {"kafka": "m3"}},
-        "west": {"sasl": {"admin": "m4"}}}
+        "west": {"sasl": {"admin": "m4"}},
+    }
     assert pulumi_passwords.merged(made, None) == made
 
 
-@pytest.mark.parametrize("passwords,error", [
-    ({"nowhere": {"admin": {"secure": "v1:x"}}}, "dcdrill:passwords.nowhere: no such cluster (this stack's: main)"),
-    ({"main": {"nobody": {"secure": "v1:x"}}}, "dcdrill:passwords.main.nobody: no such SASL user (this cluster's: admin, workload)"),
-    ({"main": {"admin": {"plain": "hunter2"}}}, "dcdrill:passwords.main.admin: not a secret; set it with `pulumi config set --secret"),
-])
+@pytest.mark.parametrize(
+    "passwords,error",
+    [
+        ({"nowhere": {"admin": {"secure": "v1:x"}}}, "dcdrill:passwords.nowhere: no such cluster (this stack's: main)"),
+        (
+            {"main": {"nobody": {"secure": "v1:x"}}},
+            "dcdrill:passwords.main.nobody: no such SASL user (this cluster's: admin, workload)",
+        ),
+        (
+            {"main": {"admin": {"plain": "hunter2"}}},
+            "dcdrill:passwords.main.admin: not a secret; set it with `pulumi config set --secret",
+        ),
+    ],
+)
 def test_a_chosen_password_names_a_user_of_a_cluster_and_is_a_secret(passwords, error):
     cfg = {**stack.load_config("local"), "dcdrill:passwords": passwords}
     with pytest.raises(schema.ConfigError) as exc:
@@ -92,6 +112,7 @@ def test_the_program_exports_them_as_one_secret_output():
         def check(args):
             value, secret = args
             seen.update(value=value, secret=secret)
+
         return pulumi.Output.all(out, pulumi.Output.from_input(out.is_secret())).apply(check)
 
     go()

@@ -1,6 +1,7 @@
 """Pulumi drives the program through its Automation API (infra/pulumi_cli.py): the CLI setup
 builds has no language host, so the program runs in dcdrill's process and the CLI reaches it with
 `--client`. The same path serves a user's own CLI, and the stack files stay Pulumi's own."""
+
 import json
 
 import pytest

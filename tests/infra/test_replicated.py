@@ -2,6 +2,7 @@
 each named, with exit 2 from `dcdrill plan` and `dcdrill drill --check`; the model gives every
 host a lab-unique name, MM2 a host in its placement DC and a principal of its own; the lab's
 inventories split per cluster."""
+
 import copy
 from pathlib import Path
 
@@ -12,7 +13,6 @@ from dcdrill import cli
 from dcdrill.infra import mirror_rules, stack
 from dcdrill.infra.deployment import MIRROR_USER
 from dcdrill.infra.lab import layout
-from tests.infra.test_schema import stack_dir  # noqa: F401 (the fixture: stacks in a temporary folder)
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICATED = yaml.safe_load((ROOT / "Pulumi.local-replicated.yaml").read_text())
@@ -38,11 +38,13 @@ def add_mirror(**kv):
 
 def three_clusters(*flows):
     """A third cluster, north in dc-c, and one-way mirrors along `flows` (source, target)."""
+
     def change(c):
         north = copy.deepcopy(c["config"]["dcdrill:clusters"][1])
         north.update(name="north", datacenters=[{"name": "dc-c", "brokers": 2, "controllers": 1}])
         c["config"]["dcdrill:clusters"].append(north)
         c["config"]["dcdrill:mirrors"] = [{"source": a, "target": b} for a, b in flows]
+
     return change
 
 
@@ -50,49 +52,181 @@ def brokers_everywhere(c):
     """Four clusters of 8 DCs with 32 brokers each: more broker ids than fit below the controllers'."""
     template = c["config"]["dcdrill:clusters"][1]
     c["config"]["dcdrill:clusters"] = [
-        {**copy.deepcopy(template), "name": name,
-         "datacenters": [{"name": f"{name}-{i}", "brokers": 32, "controllers": 1} for i in range(8)]}
-        for name in ("east", "west", "north", "south")]
+        {
+            **copy.deepcopy(template),
+            "name": name,
+            "datacenters": [{"name": f"{name}-{i}", "brokers": 32, "controllers": 1} for i in range(8)],
+        }
+        for name in ("east", "west", "north", "south")
+    ]
 
 
 BAD = [
     # the replicated keys' hidden-suite cases (issue: crash-safe drills, "Bad input")
-    ("unknown source", REPLICATED, mirror(source="nowhere"), "[mirror-unknown-cluster] dcdrill:mirrors[0] (nowhere->west)"),
-    ("unknown target, active-active", REPLICATED, mirror(target="nowhere", mode="active-active"), "[mirror-unknown-cluster]"),
-    ("one flow twice", REPLICATED, add_mirror(), "dcdrill:mirrors[1]: the flow east -> west is declared already by dcdrill:mirrors[0]"),
-    ("one flow at both placements", REPLICATED, add_mirror(placement="source"), "the flow east -> west is declared already"),
-    ("active-active and the same one-way flow", REPLICATED, add_mirror(mode="active-active"), "the flow east -> west is declared already"),
-    ("two opposite one-way mirrors", REPLICATED, add_mirror(source="west", target="east"),
-     "dcdrill:mirrors: the flows east -> west -> east make a loop"),
-    ("a ring of three", REPLICATED, three_clusters(("east", "west"), ("west", "north"), ("north", "east")),
-     "the flows east -> west -> north -> east make a loop"),
-    ("a line break in topics", REPLICATED, mirror(topics="dcdrill-.*\nssl.endpoint.identification.algorithm="),
-     "dcdrill:mirrors[0].topics: a control character ('\\n') in a topic regex"),
-    ("a Python-only regex", REPLICATED, mirror(topics="(?P<name>dcdrill-.*)"), "'(?P<' (a named group: Java writes (?<name>...)) is Python's syntax"),
+    (
+        "unknown source",
+        REPLICATED,
+        mirror(source="nowhere"),
+        "[mirror-unknown-cluster] dcdrill:mirrors[0] (nowhere->west)",
+    ),
+    (
+        "unknown target, active-active",
+        REPLICATED,
+        mirror(target="nowhere", mode="active-active"),
+        "[mirror-unknown-cluster]",
+    ),
+    (
+        "one flow twice",
+        REPLICATED,
+        add_mirror(),
+        "dcdrill:mirrors[1]: the flow east -> west is declared already by dcdrill:mirrors[0]",
+    ),
+    (
+        "one flow at both placements",
+        REPLICATED,
+        add_mirror(placement="source"),
+        "the flow east -> west is declared already",
+    ),
+    (
+        "active-active and the same one-way flow",
+        REPLICATED,
+        add_mirror(mode="active-active"),
+        "the flow east -> west is declared already",
+    ),
+    (
+        "two opposite one-way mirrors",
+        REPLICATED,
+        add_mirror(source="west", target="east"),
+        "dcdrill:mirrors: the flows east -> west -> east make a loop",
+    ),
+    (
+        "a ring of three",
+        REPLICATED,
+        three_clusters(("east", "west"), ("west", "north"), ("north", "east")),
+        "the flows east -> west -> north -> east make a loop",
+    ),
+    (
+        "a line break in topics",
+        REPLICATED,
+        mirror(topics="dcdrill-.*\nssl.endpoint.identification.algorithm="),
+        "dcdrill:mirrors[0].topics: a control character ('\\n') in a topic regex",
+    ),
+    (
+        "a Python-only regex",
+        REPLICATED,
+        mirror(topics="(?P<name>dcdrill-.*)"),
+        "'(?P<' (a named group: Java writes (?<name>...)) is Python's syntax",
+    ),
     ("secured to open", REPLICATED, second(tls=False, sasl=False), "east has tls, sasl and west has neither"),
-    ("the workload as MM2", REPLICATED, second(sasl={"client": MIRROR_USER}), f"dcdrill:clusters[1].sasl.client: '{MIRROR_USER}' is MirrorMaker 2's user"),
-    ("broker ids into the controllers'", REPLICATED, brokers_everywhere, "1024 brokers in all; broker ids must stay below 1000"),
-    ("one DC pair linked twice", REPLICATED, lambda c: c["config"].update({"dcdrill:lab": {"links": [
-        {"between": ["dc-a", "dc-b"], "latencyMs": 3}, {"between": ["dc-b", "dc-a"], "latencyMs": 9}]}}),
-     "dcdrill:lab.links[1]: dc-b and dc-a are linked already by dcdrill:lab.links[0]"),
-    ("unknown cluster", REPLICATED, mirror(target="north"), "[mirror-unknown-cluster] dcdrill:mirrors[0] (east->north): unknown cluster 'north'"),
+    (
+        "the workload as MM2",
+        REPLICATED,
+        second(sasl={"client": MIRROR_USER}),
+        f"dcdrill:clusters[1].sasl.client: '{MIRROR_USER}' is MirrorMaker 2's user",
+    ),
+    (
+        "broker ids into the controllers'",
+        REPLICATED,
+        brokers_everywhere,
+        "1024 brokers in all; broker ids must stay below 1000",
+    ),
+    (
+        "one DC pair linked twice",
+        REPLICATED,
+        lambda c: c["config"].update(
+            {
+                "dcdrill:lab": {
+                    "links": [
+                        {"between": ["dc-a", "dc-b"], "latencyMs": 3},
+                        {"between": ["dc-b", "dc-a"], "latencyMs": 9},
+                    ]
+                }
+            }
+        ),
+        "dcdrill:lab.links[1]: dc-b and dc-a are linked already by dcdrill:lab.links[0]",
+    ),
+    (
+        "unknown cluster",
+        REPLICATED,
+        mirror(target="north"),
+        "[mirror-unknown-cluster] dcdrill:mirrors[0] (east->north): unknown cluster 'north'",
+    ),
     ("same cluster", REPLICATED, mirror(target="east"), "[mirror-same-cluster]"),
-    ("remote factor below the target's", REPLICATED, mirror(replicationFactor=1), "[mirror-remote-factor] dcdrill:mirrors[0] (east->west): remote topics in west get replicationFactor 1"),
-    ("offset syncs away from MM2", REPLICATED, mirror(offsetSyncsTopicLocation="source"), "[mirror-offset-syncs-location]"),
+    (
+        "remote factor below the target's",
+        REPLICATED,
+        mirror(replicationFactor=1),
+        "[mirror-remote-factor] dcdrill:mirrors[0] (east->west): remote topics in west get replicationFactor 1",
+    ),
+    (
+        "offset syncs away from MM2",
+        REPLICATED,
+        mirror(offsetSyncsTopicLocation="source"),
+        "[mirror-offset-syncs-location]",
+    ),
     ("identity with active-active", AA, mirror(replicationPolicy="identity"), "[mirror-identity-active-active]"),
-    ("refresh longer than a drill", REPLICATED, mirror(refreshTopicsIntervalS=600), "[mirror-refresh-interval] dcdrill:mirrors[0] (east->west): refreshTopicsIntervalS 600 > 30"),
-    ("group refresh longer than a drill", REPLICATED, mirror(refreshGroupsIntervalS=600), "refreshGroupsIntervalS 600 > 30"),
-    ("failed-over consumers may not read the copy", REPLICATED, acls_without_remote, "[mirror-workload-acls] dcdrill:mirrors[0] (east->west): west's ACLs do not let workload read"),
-    ("a DC in two clusters", REPLICATED, second(datacenters=[{"name": "dc-a", "brokers": 2, "controllers": 1}]), "DC dc-a is in both east and west"),
+    (
+        "refresh longer than a drill",
+        REPLICATED,
+        mirror(refreshTopicsIntervalS=600),
+        "[mirror-refresh-interval] dcdrill:mirrors[0] (east->west): refreshTopicsIntervalS 600 > 30",
+    ),
+    (
+        "group refresh longer than a drill",
+        REPLICATED,
+        mirror(refreshGroupsIntervalS=600),
+        "refreshGroupsIntervalS 600 > 30",
+    ),
+    (
+        "failed-over consumers may not read the copy",
+        REPLICATED,
+        acls_without_remote,
+        "[mirror-workload-acls] dcdrill:mirrors[0] (east->west): west's ACLs do not let workload read",
+    ),
+    (
+        "a DC in two clusters",
+        REPLICATED,
+        second(datacenters=[{"name": "dc-a", "brokers": 2, "controllers": 1}]),
+        "DC dc-a is in both east and west",
+    ),
     ("two clusters of one name", REPLICATED, second(name="east"), "cluster names must be unique; repeated: east"),
-    ("cluster and clusters", REPLICATED, lambda c: c["config"].update({"dcdrill:cluster": c["config"]["dcdrill:clusters"][0]}), "not both"),
-    ("mirrors without clusters", yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text()),
-     lambda c: c["config"].update({"dcdrill:mirrors": [{"source": "a", "target": "b"}]}), "a stack with one dcdrill:cluster mirrors nothing"),
-    ("bad topic regex", REPLICATED, mirror(topics="dcdrill-("),
-     "[mirror-topics-regex] dcdrill:mirrors[0] (east->west): topics 'dcdrill-(' is not a regex MM2 can compile (Java's java.util.regex.Pattern): Unclosed group"),
-    ("a regex Python reads and Java refuses", REPLICATED, mirror(topics="dcdrill-a{"), "is not a regex MM2 can compile (Java's java.util.regex.Pattern): Illegal repetition"),
-    ("misspelled mirror key", REPLICATED, mirror(placment="target"), "dcdrill:mirrors[0].placment: unknown key; did you mean 'placement'"),
-    ("unknown placement", REPLICATED, mirror(placement="cloud"), "dcdrill:mirrors[0].placement: Input should be 'target' or 'source'"),
+    (
+        "cluster and clusters",
+        REPLICATED,
+        lambda c: c["config"].update({"dcdrill:cluster": c["config"]["dcdrill:clusters"][0]}),
+        "not both",
+    ),
+    (
+        "mirrors without clusters",
+        yaml.safe_load((ROOT / "Pulumi.local.yaml").read_text()),
+        lambda c: c["config"].update({"dcdrill:mirrors": [{"source": "a", "target": "b"}]}),
+        "a stack with one dcdrill:cluster mirrors nothing",
+    ),
+    (
+        "bad topic regex",
+        REPLICATED,
+        mirror(topics="dcdrill-("),
+        "[mirror-topics-regex] dcdrill:mirrors[0] (east->west): topics 'dcdrill-(' is not a regex MM2 can compile "
+        "(Java's java.util.regex.Pattern): Unclosed group",
+    ),
+    (
+        "a regex Python reads and Java refuses",
+        REPLICATED,
+        mirror(topics="dcdrill-a{"),
+        "is not a regex MM2 can compile (Java's java.util.regex.Pattern): Illegal repetition",
+    ),
+    (
+        "misspelled mirror key",
+        REPLICATED,
+        mirror(placment="target"),
+        "dcdrill:mirrors[0].placment: unknown key; did you mean 'placement'",
+    ),
+    (
+        "unknown placement",
+        REPLICATED,
+        mirror(placement="cloud"),
+        "dcdrill:mirrors[0].placement: Input should be 'target' or 'source'",
+    ),
 ]
 
 
@@ -119,16 +253,25 @@ def test_the_shipped_replicated_stacks_plan_clean_with_predictions_per_flow(caps
     assert cli.main(["plan", "--stack", "local-replicated"]) == 0
     out = capsys.readouterr().out
     assert "mirror east->west: MirrorMaker 2 (active-passive) on mm1.dc-b.lab (target DC)" in out
-    assert "east->west   source-dc-loss  source writes STOP      target writable yes  acked records missing from the target POSSIBLE" in out
-    assert "east->west   link-cut        source writes continue  target writable yes  acked records missing from the target impossible" in out
+    assert (
+        "east->west   source-dc-loss  source writes STOP      target writable yes  "
+        "acked records missing from the target POSSIBLE" in out
+    )
+    assert (
+        "east->west   link-cut        source writes continue  target writable yes  "
+        "acked records missing from the target impossible" in out
+    )
     assert cli.main(["plan", "--stack", "local-replicated-aa"]) == 0
     assert "west->east   source-dc-loss" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("to,expected", [
-    ("north", "failover to unknown cluster 'north'; valid: east, west"),
-    ("east", "[mirror-failover-target] failover to east, which no mirror copies into"),
-])
+@pytest.mark.parametrize(
+    "to,expected",
+    [
+        ("north", "failover to unknown cluster 'north'; valid: east, west"),
+        ("east", "[mirror-failover-target] failover to east, which no mirror copies into"),
+    ],
+)
 def test_a_failover_nowhere_is_refused_before_the_drill(to, expected, capsys):
     assert cli.main(["drill", "--stack", "local-replicated", "--failover-to", to, "--check"]) == 2
     assert expected in capsys.readouterr().err
@@ -156,8 +299,17 @@ def test_the_model_names_every_host_once_and_places_mm2():
     names = [h.name for h in d.hosts()]
     shorts = [h.short for h in d.hosts()]
     assert len(set(shorts)) == len(shorts), shorts  # lab namespaces and folders are per short name
-    assert names == ["ctl1.dc-a.lab", "b1.dc-a.lab", "b2.dc-a.lab", "c1.dc-a.lab",
-                     "ctl2.dc-b.lab", "b3.dc-b.lab", "b4.dc-b.lab", "c2.dc-b.lab", "mm1.dc-b.lab"]
+    assert names == [
+        "ctl1.dc-a.lab",
+        "b1.dc-a.lab",
+        "b2.dc-a.lab",
+        "c1.dc-a.lab",
+        "ctl2.dc-b.lab",
+        "b3.dc-b.lab",
+        "b4.dc-b.lab",
+        "c2.dc-b.lab",
+        "mm1.dc-b.lab",
+    ]
     for c in d.clusters:  # MM2's own principal, on both clusters, allowed only its topics and groups
         assert MIRROR_USER in c.users
         mm = [a for a in c.acls if a.principal == MIRROR_USER]
@@ -181,8 +333,12 @@ def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
     assert outs["inventory"] == east
     assert sorted(east["all"]["children"]["kafka_broker"]["hosts"]) == ["b1.dc-a.lab", "b2.dc-a.lab"]
     assert sorted(west["all"]["children"]["kafka_broker"]["hosts"]) == ["b3.dc-b.lab", "b4.dc-b.lab"]
-    addresses = [h["ansible_ssh_extra_args"] for inv in (east, west) for g in inv["all"]["children"].values()
-                 for h in g["hosts"].values()]
+    addresses = [
+        h["ansible_ssh_extra_args"]
+        for inv in (east, west)
+        for g in inv["all"]["children"].values()
+        for h in g["hosts"].values()
+    ]
     assert len(set(addresses)) == len(addresses)  # one address plan over both clusters' DCs
     for inv in (east, west):  # each cluster's own append time, so MM2's lag can be measured
         assert inv["all"]["vars"]["kafka_broker_custom_properties"] == {"log.message.timestamp.type": "LogAppendTime"}
@@ -199,22 +355,27 @@ def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_pa
     the other, and MM2 reaches each as that cluster's user, trusting that cluster's CA only."""
     import json as _json
 
-    from dcdrill.infra import ansible
+    from dcdrill.infra import agent_runtime, ansible, pulumi_passwords
     from dcdrill.infra.inventory import Inventory
-
-    from dcdrill.infra import agent_runtime, pulumi_passwords
 
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     agent_runtime.wheels_dir(tmp_path).mkdir(parents=True)  # what setup downloads; nothing installs them here
     (agent_runtime.wheels_dir(tmp_path) / ".complete").write_text("")
     d = stack.load_deployment("local-replicated")
     outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
-    made = {c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
-            for c, kinds in pulumi_passwords.wanted(d).items()}  # what the stack's Pulumi output holds
+    made = {
+        c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
+        for c, kinds in pulumi_passwords.wanted(d).items()
+    }  # what the stack's Pulumi output holds
     written = {}
-    for key, data in ((None, outs["inventory"]), ("west", outs["inventories"]["west"]), (ansible.MIRRORS, outs["mirrors"])):
-        written[key] = Inventory.load(ansible.write_inventory("local-replicated", Inventory(data), key,
-                                                              made.get(key or "east"))).vars
+    for key, data in (
+        (None, outs["inventory"]),
+        ("west", outs["inventories"]["west"]),
+        (ansible.MIRRORS, outs["mirrors"]),
+    ):
+        written[key] = Inventory.load(
+            ansible.write_inventory("local-replicated", Inventory(data), key, made.get(key or "east"))
+        ).vars
     east, west, mm = written[None], written["west"], written[ansible.MIRRORS]
     assert east["kafka_tls_dir"] != west["kafka_tls_dir"]
     cas = {(Path(v["kafka_tls_dir"]) / "ca.pem").read_bytes() for v in (east, west)}
@@ -226,28 +387,45 @@ def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_pa
     assert clusters["east"]["tls_dir"] == east["kafka_tls_dir"] and clusters["west"]["tls_dir"] == west["kafka_tls_dir"]
     assert clusters["west"]["sasl_credentials"] == west["kafka_sasl_credentials"]
     # every lab service its own uid, so none reads another's key
-    uids = [h.get("kafka_broker_service_user") or h.get("zookeeper_service_user") or h.get("kafka_mirror_service_user")
-            for inv in (outs["inventories"]["east"], outs["inventories"]["west"], outs["mirrors"])
-            for role, g in inv["all"]["children"].items() if role != "client" for h in g["hosts"].values()]
+    uids = [
+        h.get("kafka_broker_service_user") or h.get("zookeeper_service_user") or h.get("kafka_mirror_service_user")
+        for inv in (outs["inventories"]["east"], outs["inventories"]["west"], outs["mirrors"])
+        for role, g in inv["all"]["children"].items()
+        if role != "client"
+        for h in g["hosts"].values()
+    ]
     assert len(uids) == len(set(uids)) and all(u and int(u) >= layout.SERVICE_UID_BASE for u in uids)
 
 
 def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault():
     from dcdrill.drill import _bad_input
 
-    failed = {"run": [{"activity": {"name": "fail-over-consumers"}, "status": "failed", "exception": [
-        "Traceback ...\n", "chaoslib.exceptions.ActivityFailed: [failover-no-offsets] group dcdrill-verifier has no "
-        "offsets for east.t in west after 30s: ...\n"]}]}
+    failed = {
+        "run": [
+            {
+                "activity": {"name": "fail-over-consumers"},
+                "status": "failed",
+                "exception": [
+                    "Traceback ...\n",
+                    "chaoslib.exceptions.ActivityFailed: [failover-no-offsets] group dcdrill-verifier has no "
+                    "offsets for east.t in west after 30s: ...\n",
+                ],
+            }
+        ]
+    }
     assert _bad_input(failed).startswith("[failover-no-offsets] group dcdrill-verifier has no offsets for east.t")
     assert _bad_input({"run": [{"activity": {"name": "kill-dc"}, "status": "failed", "exception": ["boom"]}]}) is None
 
 
-@pytest.mark.parametrize("line,expected", [
-    ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got None"),
-    ('{"group": "g", "from": "east", "to": 3, "at_ms": 5}', "failovers.jsonl:2: to must be a string, got 3"),
-    ('[1]', "failovers.jsonl:2: a failover must be a JSON object"),
-    ('{"group": ', "failovers.jsonl:2"),
-])
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got None"),
+        ('{"group": "g", "from": "east", "to": 3, "at_ms": 5}', "failovers.jsonl:2: to must be a string, got 3"),
+        ("[1]", "failovers.jsonl:2: a failover must be a JSON object"),
+        ('{"group": ', "failovers.jsonl:2"),
+    ],
+)
 def test_a_bad_failover_line_is_named_by_file_and_line(line, expected):
     from dcdrill.record.contents import parse_failovers
 

@@ -3,6 +3,7 @@ role's handler): each restarts once, the next one only after the cluster has no 
 partition, so the cluster never has two brokers down, and a broker whose config did not change
 keeps running. A change of the JVM's options alone rolls too (roles/jvm_service: the spec).
 Real lab, real site.yml."""
+
 import json
 import os
 import threading
@@ -20,8 +21,10 @@ ROLLED_DC = "dc-a"  # the change goes to this DC's brokers: two restarts in a ro
 
 
 def _pids(inv) -> dict[str, int | None]:
-    return {h.name: service.running_pid(service.load(str(Path(h.vars["data_root"]) / "kafka" / "kafka.json")))
-            for h in inv.brokers}
+    return {
+        h.name: service.running_pid(service.load(str(Path(h.vars["data_root"]) / "kafka" / "kafka.json")))
+        for h in inv.brokers
+    }
 
 
 class Watch:
@@ -91,10 +94,14 @@ def test_a_config_change_restarts_the_changed_brokers_one_at_a_time(lab):
     assert second - first >= 3, (first, second)  # one at a time: the second after the first was back and in sync
     assert all(stats[b].get("changed", 0) > 0 for b in rolled)
     for h in lab.brokers:
-        changed = "log.cleaner.backoff.ms=15001" in (Path(h.vars["data_root"]) / "kafka" / "server.properties").read_text()
+        changed = (
+            "log.cleaner.backoff.ms=15001" in (Path(h.vars["data_root"]) / "kafka" / "server.properties").read_text()
+        )
         assert changed == (h.name == by_config), h.name
     assert JVM_OPTION.encode() in Path(f"/proc/{after[by_jvm]}/cmdline").read_bytes().split(b"\0")
-    assert not [b for b in before if b != by_jvm and JVM_OPTION.encode() in Path(f"/proc/{after[b]}/cmdline").read_bytes()]
+    assert not [
+        b for b in before if b != by_jvm and JVM_OPTION.encode() in Path(f"/proc/{after[b]}/cmdline").read_bytes()
+    ]
     assert status.cluster_status(lab)["under_replicated_partitions"] == 0
     # The rolled brokers keep the changed settings (a cleaner backoff one millisecond longer, a
     # system property; nothing measures either): rolling them back would be the same roll again, about 70 s of CI. The

@@ -1,4 +1,5 @@
 """The multi-DC rules and predictions, both sides of each boundary."""
+
 from dataclasses import replace
 
 import pytest
@@ -23,7 +24,12 @@ def names(t):
 def test_shipped_local_stack_is_clean_and_predicted_right():
     t = stack.load("local")
     assert rules.check(t) == []
-    assert [h.name for h in t.hosts_with_role("kafka_broker")] == ["b1.dc-a.lab", "b2.dc-a.lab", "b3.dc-b.lab", "b4.dc-b.lab"]
+    assert [h.name for h in t.hosts_with_role("kafka_broker")] == [
+        "b1.dc-a.lab",
+        "b2.dc-a.lab",
+        "b3.dc-b.lab",
+        "b4.dc-b.lab",
+    ]
     assert t.replicas_in("dc-a") == 2 and t.replicas_in("dc-c") == 0
     p = rules.predictions(t)
     # 2.5 DC, consistency-first: losing a broker DC keeps quorum, stops acks=all writes, loses nothing.
@@ -34,8 +40,10 @@ def test_shipped_local_stack_is_clean_and_predicted_right():
 def test_shipped_3dc_stack_survives_any_dc_with_writes():
     t = stack.load("local-3dc")
     assert rules.check(t) == []
-    assert all(head(p) == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
-               for p in rules.predictions(t).values())
+    assert all(
+        head(p) == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
+        for p in rules.predictions(t).values()
+    )
 
 
 def test_quorum_boundary():
@@ -73,12 +81,23 @@ def test_matrix_of_settings_on_one_layout():
     assert [k for k, r in by.items() if r["current"]] == [("all", 3, False)]
     # consistency-first: acks=all and minInsync above the 2 replicas a DC holds, and nothing else.
     assert sorted(k for k, r in by.items() if "consistency-first" in r["profiles"]) == [
-        ("all", 3, False), ("all", 3, True), ("all", 4, False), ("all", 4, True)]
+        ("all", 3, False),
+        ("all", 3, True),
+        ("all", 4, False),
+        ("all", 4, True),
+    ]
     # availability-first: unclean election on and 2 replicas to spare.
     assert sorted(k for k, r in by.items() if "availability-first" in r["profiles"]) == [
-        ("1", 1, True), ("1", 2, True), ("all", 1, True), ("all", 2, True)]
-    assert head(by[("all", 3, False)]["predictions"]["dc-a"]) == {"quorum_survives": True, "writable": False,
-                                                            "acked_loss_possible": False}
+        ("1", 1, True),
+        ("1", 2, True),
+        ("all", 1, True),
+        ("all", 2, True),
+    ]
+    assert head(by[("all", 3, False)]["predictions"]["dc-a"]) == {
+        "quorum_survives": True,
+        "writable": False,
+        "acked_loss_possible": False,
+    }
     assert by[("1", 2, True)]["predictions"]["dc-a"]["acked_loss_possible"] is True
 
 
@@ -86,8 +105,12 @@ def test_availability_first_boundaries():
     ok = make(THREE, factor=3, min_insync=2, unclean=True, profile="availability-first")
     assert names(ok) == []
     # factor - minInsync = 0 < r_d = 1
-    assert "availability-headroom" in names(make(THREE, factor=3, min_insync=3, unclean=True, profile="availability-first"))
-    assert "availability-unclean" in names(make(THREE, factor=3, min_insync=2, unclean=False, profile="availability-first"))
+    assert "availability-headroom" in names(
+        make(THREE, factor=3, min_insync=3, unclean=True, profile="availability-first")
+    )
+    assert "availability-unclean" in names(
+        make(THREE, factor=3, min_insync=2, unclean=False, profile="availability-first")
+    )
 
 
 def test_three_dcs_give_both_promises():
@@ -181,7 +204,8 @@ def test_the_writes_reason_names_kraft_s_unclean_election_cycle():
     zk = make(TWO_AND_A_HALF, min_insync=2, unclean=True)
     assert "interval" not in rules.predictions(zk)["dc-a"]["writes_why"]
     assert rules.predictions(make(TWO_AND_A_HALF, min_insync=3))["dc-a"]["writes_why"] == (
-        "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused")
+        "2 replicas outside dc-a < min.insync.replicas=3: acks=all writes are refused"
+    )
 
 
 def test_plain_rules():
@@ -207,12 +231,23 @@ def test_accept_risks_waives_only_the_named_rule():
 def secured(tls=True, sasl=True, acls=None):
     from dcdrill.infra.topology import from_config
 
-    grant = [{"principal": "workload", "resource": "topic", "name": "dcdrill", "pattern": "prefixed",
-              "operations": ["read", "write", "describe"]},
-             {"principal": "workload", "resource": "group", "name": "dcdrill", "pattern": "prefixed", "operations": "read"}]
-    cluster = {"datacenters": [dict(zip(("name", "brokers", "zookeepers"), d)) for d in TWO_AND_A_HALF],
-               "replication": {"factor": 4, "minInsync": 3}, "tls": tls, "sasl": sasl,
-               "acls": grant if acls is None else acls}
+    grant = [
+        {
+            "principal": "workload",
+            "resource": "topic",
+            "name": "dcdrill",
+            "pattern": "prefixed",
+            "operations": ["read", "write", "describe"],
+        },
+        {"principal": "workload", "resource": "group", "name": "dcdrill", "pattern": "prefixed", "operations": "read"},
+    ]
+    cluster = {
+        "datacenters": [dict(zip(("name", "brokers", "zookeepers"), d)) for d in TWO_AND_A_HALF],
+        "replication": {"factor": 4, "minInsync": 3},
+        "tls": tls,
+        "sasl": sasl,
+        "acls": grant if acls is None else acls,
+    }
     return from_config({"dcdrill:cluster": cluster})
 
 
@@ -222,8 +257,17 @@ def test_security_rules():
     assert names(secured(tls=False)) == ["sasl-needs-tls"]
     assert names(secured(sasl=False)) == ["acls-need-sasl"]
     # Without the group grant the workload's consumers could not join: drills could not run.
-    t = secured(acls=[{"principal": "workload", "resource": "topic", "name": "dcdrill", "pattern": "prefixed",
-                       "operations": ["all"]}])
+    t = secured(
+        acls=[
+            {
+                "principal": "workload",
+                "resource": "topic",
+                "name": "dcdrill",
+                "pattern": "prefixed",
+                "operations": ["all"],
+            }
+        ]
+    )
     [v] = rules.check(t)
     assert v.rule == "workload-acls" and "read on group dcdrill-verifier" in v.message and "topic" not in v.message
     with pytest.raises(ConfigError) as bad:
@@ -231,7 +275,10 @@ def test_security_rules():
     for key in ("acls[0].resource", "acls[0].pattern", "acls[0].operations[0]"):
         assert f"dcdrill:cluster.{key}: Input should be" in str(bad.value)
     assert secured(acls=[{"principal": "x", "resource": "topic", "name": "a", "operations": ["read"]}]).users == [
-        "admin", "workload", "x"]  # every ACL principal is a user to create
+        "admin",
+        "workload",
+        "x",
+    ]  # every ACL principal is a user to create
 
 
 def test_a_literal_acl_matches_one_name_a_prefixed_one_every_name_it_starts():
@@ -251,8 +298,13 @@ def test_produce_latency_is_the_round_trip_to_the_leader_plus_to_its_farthest_re
     # The whole ISR acknowledges acks=all, so the farthest replica sets the price, not min.insync's nearest.
     assert p["acks_all_adds_ms"] == {"dc-a": 80.0, "dc-b": 10.0, "dc-c": 80.0}
     route = {(r["producer_dc"], r["leader_dc"]): r for r in p["routes"]}
-    assert route[("dc-b", "dc-b")] == {"producer_dc": "dc-b", "leader_dc": "dc-b", "acks_1_ms": 0.0,
-                                       "acks_all_ms": 10.0, "acks_all_max_ms": 20.0}
+    assert route[("dc-b", "dc-b")] == {
+        "producer_dc": "dc-b",
+        "leader_dc": "dc-b",
+        "acks_1_ms": 0.0,
+        "acks_all_ms": 10.0,
+        "acks_all_max_ms": 20.0,
+    }
     assert route[("dc-b", "dc-a")]["acks_all_ms"] == 10.0 + 80.0  # a record that just missed a fetch: + 80
     assert p["range_ms"] == {"1": [0.0, 80.0], "all": [10.0, 240.0]}
 
@@ -270,17 +322,25 @@ def _kraft(dcs, **kw):
     from dcdrill.infra.topology import from_config
 
     accept = kw.pop("accept", [])
-    cfg = {"dcdrill:cluster": {"coordination": "kraft",
-                               "datacenters": [{"name": n, "brokers": b, "controllers": c} for n, b, c in dcs],
-                               "replication": {"factor": 4, "minInsync": 3}},
-           "dcdrill:acceptRisks": accept}
+    cfg = {
+        "dcdrill:cluster": {
+            "coordination": "kraft",
+            "datacenters": [{"name": n, "brokers": b, "controllers": c} for n, b, c in dcs],
+            "replication": {"factor": 4, "minInsync": 3},
+        },
+        "dcdrill:acceptRisks": accept,
+    }
     return from_config(cfg)
 
 
 def test_shipped_kraft_stack_is_clean_and_predicted_like_local():
     t = stack.load("local-kraft")
     assert rules.check(t) == [] and t.kraft and t.kafka_version == "4.3.1"
-    assert [h.name for h in t.hosts_with_role("kafka_controller")] == ["ctl1.dc-a.lab", "ctl2.dc-b.lab", "ctl3.dc-c.lab"]
+    assert [h.name for h in t.hosts_with_role("kafka_controller")] == [
+        "ctl1.dc-a.lab",
+        "ctl2.dc-b.lab",
+        "ctl3.dc-c.lab",
+    ]
     assert [h.node_id for h in t.hosts_with_role("kafka_controller")] == [1001, 1002, 1003]  # apart from brokers' ids
     assert rules.tiebreakers(t) == ["dc-c"]
     assert rules.predictions(t) == rules.predictions(stack.load("local"))  # same layout, same promises
@@ -288,15 +348,22 @@ def test_shipped_kraft_stack_is_clean_and_predicted_like_local():
     assert rules.resolved(stack.load("local"))["eligible_leader_replicas"] is False
 
 
-@pytest.mark.parametrize("voters, rules_hit, dc_a_quorum", [
-    ((1, 1, 1), [], True),  # 2.5 DC: any one DC may go
-    ((2, 2, 1), [], True),  # 5 voters: losing 2 leaves 3 of 5
-    ((2, 1, 0), ["empty-dc", "quorum-dc-loss"], False),  # dc-a holds 2 of 3: losing it stalls metadata
-    ((3, 1, 1), ["quorum-dc-loss"], False),  # 3 of 5 in dc-a
-    ((1, 1, 0), ["empty-dc", "quorum-even-voters", "quorum-dc-loss", "quorum-dc-loss"], False),  # 2 voters: either loss stalls
-    ((2, 1, 1), ["quorum-even-voters", "quorum-dc-loss"], False),  # 4 voters: losing dc-a's 2 leaves 2 < 3
-    ((0, 0, 0), ["empty-dc", "no-controller"], False),
-])
+@pytest.mark.parametrize(
+    "voters, rules_hit, dc_a_quorum",
+    [
+        ((1, 1, 1), [], True),  # 2.5 DC: any one DC may go
+        ((2, 2, 1), [], True),  # 5 voters: losing 2 leaves 3 of 5
+        ((2, 1, 0), ["empty-dc", "quorum-dc-loss"], False),  # dc-a holds 2 of 3: losing it stalls metadata
+        ((3, 1, 1), ["quorum-dc-loss"], False),  # 3 of 5 in dc-a
+        (
+            (1, 1, 0),
+            ["empty-dc", "quorum-even-voters", "quorum-dc-loss", "quorum-dc-loss"],
+            False,
+        ),  # 2 voters: either loss stalls
+        ((2, 1, 1), ["quorum-even-voters", "quorum-dc-loss"], False),  # 4 voters: losing dc-a's 2 leaves 2 < 3
+        ((0, 0, 0), ["empty-dc", "no-controller"], False),
+    ],
+)
 def test_kraft_quorum_layouts(voters, rules_hit, dc_a_quorum):
     t = _kraft([("dc-a", 2, voters[0]), ("dc-b", 2, voters[1]), ("dc-c", 0, voters[2])])
     got = names(t)
@@ -312,7 +379,10 @@ def test_a_misplaced_kraft_quorum_blocks_unless_its_risk_is_accepted():
     assert v.rule == "quorum-dc-loss" and "losing dc-a leaves 1 of 3 controllers" in v.message
     accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss"])
     assert rules.blocking(accepted) == [] and head(rules.predictions(accepted)["dc-a"]) == {
-        "quorum_survives": False, "writable": False, "acked_loss_possible": False}
+        "quorum_survives": False,
+        "writable": False,
+        "acked_loss_possible": False,
+    }
 
 
 def test_a_cut_of_the_dc_that_holds_the_whole_cluster_loses_nothing_while_its_kill_loses_it_all():
@@ -327,8 +397,10 @@ def test_a_cut_of_the_dc_that_holds_the_whole_cluster_loses_nothing_while_its_ki
     assert (p["writable"], p["quorum_survives"]) == (False, False)  # the kill
     cut = p["faults"]["isolate-dc"]
     assert (cut["writable"], cut["quorum_survives"], cut["acked_loss_possible"]) == (True, True, False)
-    summary = {"faults": [{"fault": "isolate-dc", "target": "dc-a", "writes_continued": True, "held_ms": 20_000}],
-               "counts": {"acked_lost": 0}}
+    summary = {
+        "faults": [{"fault": "isolate-dc", "target": "dc-a", "writes_continued": True, "held_ms": 20_000}],
+        "counts": {"acked_lost": 0},
+    }
     [check] = verdict.prediction_checks({"predictions": rules.predictions(east)}, summary)
     assert check["as_predicted"] and check["predicted"]["writes_why"].startswith("dc-a holds the whole cluster")
     killed = {**summary, "faults": [{**summary["faults"][0], "fault": "kill-dc", "writes_continued": False}]}

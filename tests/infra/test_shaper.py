@@ -1,12 +1,12 @@
 """The link shaper's pure parts: the table every DC pair gets from the stack config, and the tc
 commands the netem shaper would run (this machine's kernel has no sch_netem, so the lab tests
 exercise the forwarder; tests/infra/test_lab_links.py)."""
+
 import yaml
 
 from dcdrill.infra import schema, stack
 from dcdrill.infra.lab import layout, shaper
 from dcdrill.infra.lab.shaper import LinkShape
-
 from tests.infra.test_schema import ROOT
 
 
@@ -17,8 +17,9 @@ def settings_and_topology(**lab):
 
 
 def test_every_ordered_pair_gets_the_lab_wide_shape_then_its_link_override():
-    settings, t = settings_and_topology(latencyMs=5, jitterMs=1, links=[
-        {"between": ["dc-a", "dc-c"], "latencyMs": 40, "rateMbit": 100}])
+    settings, t = settings_and_topology(
+        latencyMs=5, jitterMs=1, links=[{"between": ["dc-a", "dc-c"], "latencyMs": 40, "rateMbit": 100}]
+    )
     table = layout.link_table(t, settings)
     assert sorted(table) == [(1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2)]
     assert table[(1, 2)] == table[(2, 1)] == table[(2, 3)] == LinkShape(5, 1, 0, 0)
@@ -35,7 +36,10 @@ def test_netem_shapes_each_pair_on_the_device_into_its_destination_dc():
     table = {(1, 2): LinkShape(20, 2, 1, 0), (2, 1): LinkShape(20, 0, 0, 50)}
     cmds = [" ".join(c) for c in shaper.netem_commands("10.77", 2, table)]
     assert "tc qdisc replace dev dc2 parent 1:1 handle 10: netem limit 20000 delay 20ms 2ms loss 1%" in cmds
-    assert "tc filter replace dev dc2 parent 1: protocol ip prio 1 handle 800::1 u32 match ip src 10.77.1.0/24 flowid 1:1" in cmds
+    assert (
+        "tc filter replace dev dc2 parent 1: protocol ip prio 1 handle 800::1 u32 match ip src 10.77.1.0/24 flowid 1:1"
+        in cmds
+    )
     assert "tc class replace dev dc1 parent 1: classid 1:2 htb rate 50mbit" in cmds
     assert "tc qdisc replace dev dc1 parent 1:2 handle 20: netem limit 20000 delay 20ms" in cmds
     assert not any("dev dc1" in c and "src 10.77.1.0/24" in c for c in cmds)  # a DC's own traffic never crosses
@@ -43,5 +47,6 @@ def test_netem_shapes_each_pair_on_the_device_into_its_destination_dc():
 
 def test_shaper_kinds_are_checked():
     import pytest
+
     with pytest.raises(ValueError, match="shaper must be one of auto, netem, forwarder"):
         shaper.for_kind("tc", ROOT, "10.77", 3)

@@ -1,4 +1,5 @@
 """The drill record module: its paths, the fault lines and the fault state heal reads."""
+
 import json
 import os
 from pathlib import Path
@@ -59,8 +60,10 @@ def test_agents_write_their_ledgers_in_a_record_made_0700(tmp_path):
 
     run = Path(tempfile.mkdtemp(dir=tmp_path))
     DrillRecord(run).open_to_agents(300_000)
-    agent = (f"import os; os.chdir({str(run)!r}); os.setgroups([]); os.setgid(300000); os.setuid(300002); "
-             "open('produced/p1.jsonl', 'w').write('{}')")
+    agent = (
+        f"import os; os.chdir({str(run)!r}); os.setgroups([]); os.setgid(300000); os.setuid(300002); "
+        "open('produced/p1.jsonl', 'w').write('{}')"
+    )
     res = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert (run / "produced" / "p1.jsonl").stat().st_uid == 300_002

@@ -1,4 +1,5 @@
 """The crash-safe JSON Lines ledger: format, torn lines, SIGKILL mid-write, write errors."""
+
 import json
 import os
 import signal
@@ -8,8 +9,8 @@ import time
 
 import pytest
 
-from tests import ROOT
 from dcdrill.record.ledger import Ledger, LedgerError, read
+from tests import ROOT
 
 
 def test_ledger_rows_round_trip(tmp_path):
@@ -31,12 +32,14 @@ def test_torn_last_line_is_skipped_but_middle_garbage_is_an_error(tmp_path):
 
 def test_sigkill_mid_write_leaves_every_complete_line_parseable(tmp_path):
     path = tmp_path / "k.jsonl"
-    code = ("import sys; sys.path.insert(0, %r)\n"
-            "from record.ledger import Ledger\n"
-            "led = Ledger(%r)\n"
-            "i = 0\n"
-            "while True:\n"
-            "    led.write({'seq': i, 'pad': 'x' * 500}); i += 1\n") % (str(ROOT), str(path))
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from record.ledger import Ledger\n"
+        f"led = Ledger({str(path)!r})\n"
+        "i = 0\n"
+        "while True:\n"
+        "    led.write({'seq': i, 'pad': 'x' * 500}); i += 1\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 20
     while (not path.exists() or path.stat().st_size < 200_000) and time.monotonic() < deadline:
@@ -82,6 +85,7 @@ def test_an_fsync_error_surfaces(tmp_path, monkeypatch):
 
     def failing(fd):
         raise OSError(5, "Input/output error")
+
     monkeypatch.setattr(os, "fsync", failing)
     with pytest.raises(LedgerError, match="cannot fsync ledger .*Input/output error"):
         led.sync()
@@ -93,15 +97,28 @@ def test_an_fsync_error_surfaces(tmp_path, monkeypatch):
 
 
 def _produced(seq, status="ok"):
-    return {"producer_id": "p1", "seq": seq, "topic": "t", "partition": seq % 2, "key": f"k{seq % 3}",
-            "send_ms": 1000 + seq, "status": status, "ack_ms": 1001 + seq, "offset": seq if status == "ok" else None,
-            "error": None, "dc": "dc-a"}
+    return {
+        "producer_id": "p1",
+        "seq": seq,
+        "topic": "t",
+        "partition": seq % 2,
+        "key": f"k{seq % 3}",
+        "send_ms": 1000 + seq,
+        "status": status,
+        "ack_ms": 1001 + seq,
+        "offset": seq if status == "ok" else None,
+        "error": None,
+        "dc": "dc-a",
+    }
 
 
 def test_recover_in_flight_fills_every_reserved_seq_without_a_row(tmp_path):
     from dcdrill.record.ledger import IntentLog, recover_in_flight
-    intents = IntentLog(tmp_path / "intents.jsonl", {"producer_id": "p1", "topic": "t", "dc": "dc-a",
-                                                     "keys": ["k0", "k1", "k2"], "partitions": [0, 1, 1]})
+
+    intents = IntentLog(
+        tmp_path / "intents.jsonl",
+        {"producer_id": "p1", "topic": "t", "dc": "dc-a", "keys": ["k0", "k1", "k2"], "partitions": [0, 1, 1]},
+    )
     for seq in range(70):  # two blocks reserved at a drill's pace: up to 128; the process is then "killed"
         intents.before_send(seq, 5000 + 10 * seq)
     ledger = tmp_path / "p1.jsonl"
@@ -122,8 +139,9 @@ def test_the_intent_log_fsyncs_about_ten_times_a_second_at_any_rate(tmp_path):
     not 3,125; the sends of a drill's pace go back to blocks of 64."""
     from dcdrill.record.ledger import IntentLog, parse
 
-    intents = IntentLog(tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"],
-                                               "partitions": [0]})
+    intents = IntentLog(
+        tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"], "partitions": [0]}
+    )
     seq = 0
     for seq in range(200_000):  # 100 records a millisecond
         intents.before_send(seq, 1_000 + seq // 100)
@@ -131,7 +149,8 @@ def test_the_intent_log_fsyncs_about_ten_times_a_second_at_any_rate(tmp_path):
     assert 20 <= len(marks) <= 40 and marks[-1]["reserved"] > 200_000
     assert intents.reserved - seq <= 2 * 100 * 200  # unsent but reserved: at most a block of ~0.2 s
     now = 3_000
-    for seq in range(seq + 1, seq + 400_000):  # then 5 records a second... as the blocks shrink
+    first = seq + 1
+    for seq in range(first, first + 400_000 - 1):  # then 5 records a second... as the blocks shrink
         if seq >= intents.reserved:
             now += 1_000
         intents.before_send(seq, now)
@@ -142,8 +161,10 @@ def test_the_intent_log_fsyncs_about_ten_times_a_second_at_any_rate(tmp_path):
 
 def test_a_clean_stop_bounds_recovery_by_what_was_sent(tmp_path):
     from dcdrill.record.ledger import IntentLog, recover_in_flight
-    intents = IntentLog(tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"],
-                                               "partitions": [0]})
+
+    intents = IntentLog(
+        tmp_path / "i.jsonl", {"producer_id": "p1", "topic": "t", "dc": None, "keys": ["k0"], "partitions": [0]}
+    )
     for seq in range(5):
         intents.before_send(seq, 1)
     intents.close(sent=5)

@@ -1,4 +1,5 @@
 """What the verifier's in-process tests share: a Spark session per test module, on 2 cores."""
+
 import pytest
 
 from dcdrill.spark import session

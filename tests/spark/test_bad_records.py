@@ -1,12 +1,12 @@
 """Malformed drill records: each exits 2 naming its file (and line, for a ledger or faults.jsonl),
 never a traceback and never a verdict; a torn last line is tolerated and counted; one bad record
 does not stop the others of the same `dcdrill verify` call."""
+
 import json
 import os
 import shutil
 
 from dcdrill import exits, verify_command
-from dcdrill.spark import verify
 from tests import records
 from tests.records import a, c, p, verified
 
@@ -29,15 +29,18 @@ def with_file(name, text):
     def make(run):
         good(run)
         (run / name).write_text(text)
+
     return make
 
 
 def row(kind, change, index=1):
     """The good record with one row of one ledger changed."""
+
     def make(run):
         rows = {"P": [dict(r) for r in GOOD_P], "A": [dict(r) for r in GOOD_A], "C": [dict(r) for r in GOOD_C]}
         rows[kind][index].update(change)
         good(run, **rows)
+
     return make
 
 
@@ -87,80 +90,168 @@ def kill_dc(**change):
 
 # (case, record builder, what stderr must name)
 BAD = [
-    ("no profile", lambda r: good(r, topo={k: v for k, v in records.topology().items() if k != "profile"}),
-     "topology.json: profile must be str, got None"),
-    ("misspelled profile", lambda r: good(r, topo=topo(profile="consistency-frist")),
-     "topology.json: profile 'consistency-frist' is not one of"),
+    (
+        "no profile",
+        lambda r: good(r, topo={k: v for k, v in records.topology().items() if k != "profile"}),
+        "topology.json: profile must be str, got None",
+    ),
+    (
+        "misspelled profile",
+        lambda r: good(r, topo=topo(profile="consistency-frist")),
+        "topology.json: profile 'consistency-frist' is not one of",
+    ),
     ("topology is a list", with_file("topology.json", "[1, 2]"), "topology.json: must be a JSON object, got list"),
     ("topology not JSON", with_file("topology.json", "{"), "topology.json: not valid JSON"),
-    ("predictions a list", lambda r: good(r, topo=topo(predictions=[])), "topology.json: predictions must be dict, got []"),
-    ("prediction shape", lambda r: good(r, topo=topo(predictions={"dc-a": {"writable": "yes"}})),
-     "topology.json: predictions.dc-a must have"),
-    ("unclean as text", lambda r: good(r, topo=topo(unclean_leader_election="false")),
-     "topology.json: unclean_leader_election must be bool"),
-    ("fault line a number", with_file("faults.jsonl", json.dumps(kill_dc()) + "\n7\n"),
-     "faults.jsonl:2: a fault line must be a JSON object, got int"),
-    ("start_ms null", with_file("faults.jsonl", json.dumps(kill_dc(start_ms=None)) + "\n"),
-     "faults.jsonl:1: start_ms must be a whole number of ms >= 0, got None"),
-    ("end before start", with_file("faults.jsonl", json.dumps(kill_dc(end_ms=500)) + "\n"),
-     "faults.jsonl:1: end_ms must be null or a whole number >= start_ms (1000), got 500"),
-    ("unknown fault", with_file("faults.jsonl", json.dumps(kill_dc(fault="meteor")) + "\n"),
-     "faults.jsonl:1: fault 'meteor' is not one of"),
-    ("malformed fault line", with_file("faults.jsonl", "{oops\n" + json.dumps(kill_dc()) + "\n"),
-     "faults.jsonl:1: malformed ledger line"),
-    ("isr in_sync over partitions", with_file("faults.jsonl", json.dumps(kill_dc(isr_at_start={"partitions": 2, "in_sync": 3})) + "\n"),
-     "faults.jsonl:1: isr_at_start must be"),
+    (
+        "predictions a list",
+        lambda r: good(r, topo=topo(predictions=[])),
+        "topology.json: predictions must be dict, got []",
+    ),
+    (
+        "prediction shape",
+        lambda r: good(r, topo=topo(predictions={"dc-a": {"writable": "yes"}})),
+        "topology.json: predictions.dc-a must have",
+    ),
+    (
+        "unclean as text",
+        lambda r: good(r, topo=topo(unclean_leader_election="false")),
+        "topology.json: unclean_leader_election must be bool",
+    ),
+    (
+        "fault line a number",
+        with_file("faults.jsonl", json.dumps(kill_dc()) + "\n7\n"),
+        "faults.jsonl:2: a fault line must be a JSON object, got int",
+    ),
+    (
+        "start_ms null",
+        with_file("faults.jsonl", json.dumps(kill_dc(start_ms=None)) + "\n"),
+        "faults.jsonl:1: start_ms must be a whole number of ms >= 0, got None",
+    ),
+    (
+        "end before start",
+        with_file("faults.jsonl", json.dumps(kill_dc(end_ms=500)) + "\n"),
+        "faults.jsonl:1: end_ms must be null or a whole number >= start_ms (1000), got 500",
+    ),
+    (
+        "unknown fault",
+        with_file("faults.jsonl", json.dumps(kill_dc(fault="meteor")) + "\n"),
+        "faults.jsonl:1: fault 'meteor' is not one of",
+    ),
+    (
+        "malformed fault line",
+        with_file("faults.jsonl", "{oops\n" + json.dumps(kill_dc()) + "\n"),
+        "faults.jsonl:1: malformed ledger line",
+    ),
+    (
+        "isr in_sync over partitions",
+        with_file("faults.jsonl", json.dumps(kill_dc(isr_at_start={"partitions": 2, "in_sync": 3})) + "\n"),
+        "faults.jsonl:1: isr_at_start must be",
+    ),
     ("negative offset", row("P", {"offset": -4}), "produced/p1.jsonl:2: column 'offset' is negative (-4)"),
     ("negative audit offset", row("A", {"offset": -1}), "audit/audit.jsonl:2: column 'offset' is negative (-1)"),
     ("negative seq", row("C", {"seq": -2}), "consumed/c1.jsonl:2: column 'seq' is negative (-2)"),
     ("negative partition", row("P", {"partition": -1}), "produced/p1.jsonl:2: column 'partition' is negative (-1)"),
-    ("ok without offset", row("P", {"offset": None}),
-     "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'ok', offset None)"),
-    ("fail with offset", row("P", {"status": "fail"}),
-     "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'fail', offset 1)"),
+    (
+        "ok without offset",
+        row("P", {"offset": None}),
+        "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'ok', offset None)",
+    ),
+    (
+        "fail with offset",
+        row("P", {"status": "fail"}),
+        "produced/p1.jsonl:2: offset must be set if and only if status is ok (status 'fail', offset 1)",
+    ),
     ("seq as text", row("P", {"seq": "1"}), "produced/p1.jsonl:2: column 'seq' has the wrong type (str)"),
     ("gap in seqs", gap_in_seqs, "produced/p1.jsonl:2: producer 'p1' has no row for seqs 1 to 1"),
-    ("a produced row twice", lambda r: good(r, P=GOOD_P + GOOD_P[1:2]),
-     "produced/p1.jsonl:4: producer 'p1' seq 1 has a second produced row (the first: "),
-    ("an offset beyond 64 bits", row("A", {"offset": 2 ** 70}), f"audit/audit.jsonl:2: column 'offset' is {2 ** 70}, beyond a 64-bit integer"),
-    ("a partition beyond 32 bits", row("P", {"partition": 2 ** 40}), f"produced/p1.jsonl:2: column 'partition' is {2 ** 40}, beyond a 32-bit integer"),
-    ("a key twice in a produced row", key_twice_in_a_produced_row,
-     "produced/p1.jsonl:2: key 'seq' appears twice in one object"),
-    ("a key twice in a fault line", with_file("faults.jsonl", json.dumps(kill_dc())[:-1] + ', "target": "dc-b"}\n'),
-     "faults.jsonl:1: key 'target' appears twice in one object"),
-    ("a key twice in topology.json", with_file("topology.json", json.dumps(records.topology())[:-1] + ', "profile": "availability-first"}'),
-     "topology.json: not valid JSON (key 'profile' appears twice in one object)"),
-    ("malformed middle line", lambda r: good(r, tails={"produced/p1.jsonl": "{nope\n"}),
-     "produced/p1.jsonl:4: malformed line"),
-    ("a line holding an array", lambda r: good(r, tails={"consumed/c1.jsonl": json.dumps([c(0, 1, "p1", 1)] * 2) + "\n"}),
-     "consumed/c1.jsonl:4: a row must be a JSON object"),
+    (
+        "a produced row twice",
+        lambda r: good(r, P=GOOD_P + GOOD_P[1:2]),
+        "produced/p1.jsonl:4: producer 'p1' seq 1 has a second produced row (the first: ",
+    ),
+    (
+        "an offset beyond 64 bits",
+        row("A", {"offset": 2**70}),
+        f"audit/audit.jsonl:2: column 'offset' is {2**70}, beyond a 64-bit integer",
+    ),
+    (
+        "a partition beyond 32 bits",
+        row("P", {"partition": 2**40}),
+        f"produced/p1.jsonl:2: column 'partition' is {2**40}, beyond a 32-bit integer",
+    ),
+    (
+        "a key twice in a produced row",
+        key_twice_in_a_produced_row,
+        "produced/p1.jsonl:2: key 'seq' appears twice in one object",
+    ),
+    (
+        "a key twice in a fault line",
+        with_file("faults.jsonl", json.dumps(kill_dc())[:-1] + ', "target": "dc-b"}\n'),
+        "faults.jsonl:1: key 'target' appears twice in one object",
+    ),
+    (
+        "a key twice in topology.json",
+        with_file("topology.json", json.dumps(records.topology())[:-1] + ', "profile": "availability-first"}'),
+        "topology.json: not valid JSON (key 'profile' appears twice in one object)",
+    ),
+    (
+        "malformed middle line",
+        lambda r: good(r, tails={"produced/p1.jsonl": "{nope\n"}),
+        "produced/p1.jsonl:4: malformed line",
+    ),
+    (
+        "a line holding an array",
+        lambda r: good(r, tails={"consumed/c1.jsonl": json.dumps([c(0, 1, "p1", 1)] * 2) + "\n"}),
+        "consumed/c1.jsonl:4: a row must be a JSON object",
+    ),
     ("ledger symlinked from outside", symlinked_ledger, "audit/audit.jsonl: a symlink leading outside the record"),
     ("report a symlink", symlinked_report, "report: is a symlink; the report is written only inside the record"),
     ("report a file", report_is_a_file, "report: exists and is not a folder"),
     ("no topology", lambda r: (good(r), (r / "topology.json").unlink()), "topology.json: missing"),
     ("no produced folder", lambda r: (good(r), shutil.rmtree(r / "produced")), "produced: ledger folder missing"),
     ("empty produced", lambda r: good(r, P=[]), "the produced ledger is empty"),
-    ("mixed formats", lambda r: (good(r), (r / "audit" / "x.parquet").write_bytes(b"PAR1")), "mixes .parquet and .jsonl"),
+    (
+        "mixed formats",
+        lambda r: (good(r), (r / "audit" / "x.parquet").write_bytes(b"PAR1")),
+        "mixes .parquet and .jsonl",
+    ),
     # A drill that crashed halfway (issue: crash-safe drills): refused, never a verdict.
-    ("an open fault", lambda r: good(r, faults=[kill_dc(end_ms=None)]),
-     "an incomplete drill record: faults.jsonl: kill-dc dc-a has no end (never healed"),
-    ("a fault state still active", with_file("chaos-state.json", json.dumps({"active": [kill_dc(undo={})]})),
-     "chaos-state.json: still lists 1 fault(s) as active"),
-    ("an experiment without its journal", with_file("experiment.json", "{}"),
-     "experiment.json is there and journal.json is not: chaos run never finished"),
-    ("an interrupted journal", with_file("journal.json", json.dumps({"status": "interrupted"})),
-     "journal.json: the experiment was interrupted"),
-    ("a journal and no audit end", with_file("journal.json", json.dumps({"status": "completed"})),
-     "audit-end.json is missing: the audit never finished"),
+    (
+        "an open fault",
+        lambda r: good(r, faults=[kill_dc(end_ms=None)]),
+        "an incomplete drill record: faults.jsonl: kill-dc dc-a has no end (never healed",
+    ),
+    (
+        "a fault state still active",
+        with_file("chaos-state.json", json.dumps({"active": [kill_dc(undo={})]})),
+        "chaos-state.json: still lists 1 fault(s) as active",
+    ),
+    (
+        "an experiment without its journal",
+        with_file("experiment.json", "{}"),
+        "experiment.json is there and journal.json is not: chaos run never finished",
+    ),
+    (
+        "an interrupted journal",
+        with_file("journal.json", json.dumps({"status": "interrupted"})),
+        "journal.json: the experiment was interrupted",
+    ),
+    (
+        "a journal and no audit end",
+        with_file("journal.json", json.dumps({"status": "completed"})),
+        "audit-end.json is missing: the audit never finished",
+    ),
     ("an audit cut short", cut_audit, "audit/audit.jsonl: 94 bytes, 282 when the audit finished"),
-    ("a bad audit end", with_file("audit-end.json", json.dumps({"audit.jsonl": {"rows": 3}})),
-     "audit-end.json: audit.jsonl must be {rows, bytes}"),
+    (
+        "a bad audit end",
+        with_file("audit-end.json", json.dumps({"audit.jsonl": {"rows": 3}})),
+        "audit-end.json: audit.jsonl must be {rows, bytes}",
+    ),
 ]
 
 
 def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_still_verify(tmp_path, spark, capsys):
     runs = []
-    for i, (case, make, _) in enumerate(BAD):
+    for i, (_case, make, _) in enumerate(BAD):
         run = tmp_path / f"r{i:02d}"
         make(run)
         runs.append(run)
@@ -199,11 +290,17 @@ def test_a_killed_producers_records_in_flight_are_indeterminate_from_its_intent_
     """The workload was SIGKILLed: nothing wrote the info rows its intent log implies, and its
     ledger's torn last line is a record acknowledged and in the log. The verifier applies the
     intent log itself: no phantom, no seq gap, and the ledger stays as the crash left it."""
-    run = good(tmp_path / "killed", A=GOOD_A + [a(0, 3, "p1", 3)], C=GOOD_C + [c(0, 3, "p1", 3)],
-               tails={"produced/p1.jsonl": json.dumps(p("p1", 3, "ok", 0, 3, 1003))[:40]})
+    run = good(
+        tmp_path / "killed",
+        A=GOOD_A + [a(0, 3, "p1", 3)],
+        C=GOOD_C + [c(0, 3, "p1", 3)],
+        tails={"produced/p1.jsonl": json.dumps(p("p1", 3, "ok", 0, 3, 1003))[:40]},
+    )
     header = {"producer_id": "p1", "topic": records.TOPIC, "keys": ["k0", "k1"], "partitions": [0, 0], "dc": "dc-a"}
     (run / "intents").mkdir()
-    (run / "intents" / "p1.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"reserved": 8, "at_ms": 990}) + "\n")
+    (run / "intents" / "p1.jsonl").write_text(
+        json.dumps(header) + "\n" + json.dumps({"reserved": 8, "at_ms": 990}) + "\n"
+    )
     ledger = (run / "produced" / "p1.jsonl").read_bytes()
     code, s = verified(str(run), spark=spark)
     assert code == exits.EXIT_PASS, s["violations"]

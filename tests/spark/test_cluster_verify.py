@@ -1,19 +1,25 @@
 """`dcdrill verify` on a master whose executors are JVMs of their own (local-cluster[2,1,1024]):
 the kernel jar reaches them through spark.jars, and the counts are those of local[*]. What a
 user gets on a standalone, YARN or Kubernetes cluster, here on one machine and on loopback."""
+
 import json
 import os
 import subprocess
 import sys
 
-from tests import ROOT
-from tests import records
+from tests import ROOT, records
 
 
 def verify(run, master: str) -> dict:
     env = {**os.environ, "DCDRILL_SPARK_MASTER": master}
-    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json", "--quiet"],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+    )
     assert res.returncode in (0, 1), res.stderr[-3000:]
     return json.loads(res.stdout)
 

@@ -2,6 +2,7 @@
 (spark/jvm/Columnar.java) and the SQL narrowing (spark/identities.py narrow_ledger, the
 reference) give the same report and count the same bad rows, whatever the row groups and
 encodings."""
+
 import json
 import shutil
 
@@ -9,10 +10,11 @@ import duckdb
 import pytest
 from pyspark.sql import types as T
 
-from dcdrill.spark import identities, ledgers, verify
 from dcdrill.record import DrillRecord
+from dcdrill.spark import identities, ledgers
 from tests import records
 from tests.records import verified
+
 
 def to_parquet(spark, run, rows_by_ledger: dict, files: int, dictionary: bool = True) -> None:
     """Each ledger as Parquet files of RECORD.md's types (replacing its JSON Lines): `files` files
@@ -24,8 +26,9 @@ def to_parquet(spark, run, rows_by_ledger: dict, files: int, dictionary: bool = 
             old.unlink()
         schema = T.StructType([T.StructField(c, t) for c, t in ledgers.SCHEMAS[kind].items()])
         tmp = run / f"{kind}.tmp"
-        spark.createDataFrame([tuple(r.get(c) for c in schema.names) for r in rows], schema).repartition(files) \
-            .write.option("parquet.enable.dictionary", str(dictionary).lower()).parquet(str(tmp))
+        spark.createDataFrame([tuple(r.get(c) for c in schema.names) for r in rows], schema).repartition(
+            files
+        ).write.option("parquet.enable.dictionary", str(dictionary).lower()).parquet(str(tmp))
         folder.mkdir(parents=True, exist_ok=True)
         for i, f in enumerate(sorted(tmp.glob("part-*.parquet"))):
             f.rename(folder / f"part-{i}.parquet")
@@ -34,13 +37,21 @@ def to_parquet(spark, run, rows_by_ledger: dict, files: int, dictionary: bool = 
 
 def encodings(folder) -> list[str]:
     """producer_id's encodings in each row group of a ledger's Parquet files."""
-    return [e for (e,) in duckdb.sql(f"SELECT encodings FROM parquet_metadata('{folder}/*.parquet') "
-                                     "WHERE path_in_schema = 'producer_id'").fetchall()]
+    return [
+        e
+        for (e,) in duckdb.sql(
+            f"SELECT encodings FROM parquet_metadata('{folder}/*.parquet') WHERE path_in_schema = 'producer_id'"
+        ).fetchall()
+    ]
 
 
 def read_jsonl(run, kind) -> list[dict]:
-    return [json.loads(line) for f in sorted((run / kind).glob("*.jsonl"))
-            for line in f.read_text().splitlines() if line.strip() and line.lstrip().startswith("{") and line.endswith("}")]
+    return [
+        json.loads(line)
+        for f in sorted((run / kind).glob("*.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip() and line.lstrip().startswith("{") and line.endswith("}")
+    ]
 
 
 def both_ways(spark, run) -> tuple[dict, dict]:
@@ -67,7 +78,9 @@ def read_batchwise(spark, run, kind) -> bool:
 @pytest.mark.parametrize("seed,files,dictionary", [(1, 5, True), (2, 3, True), (3, 7, False), (4, 1, True)])
 def test_both_narrowings_give_the_same_report(tmp_path, spark, seed, files, dictionary):
     run = records.random_record(tmp_path / "run", seed)
-    to_parquet(spark, run, {kind: read_jsonl(run, kind) for kind in ("produced", "audit", "consumed")}, files, dictionary)
+    to_parquet(
+        spark, run, {kind: read_jsonl(run, kind) for kind in ("produced", "audit", "consumed")}, files, dictionary
+    )
     groups = encodings(run / "produced")
     assert len(groups) == files and all(("DICTIONARY" in e) == dictionary for e in groups), groups
     assert all(read_batchwise(spark, run, kind) for kind in ("produced", "audit", "consumed"))
@@ -86,9 +99,15 @@ def test_the_anomalies_record_reads_the_same_both_ways(tmp_path, spark):
 
 def test_bad_rows_are_counted_alike_and_rows_without_a_producer_are_not_bad(tmp_path, spark):
     good = [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(6)]
-    bad_p = [dict(good[0], producer_id=None), dict(good[1], seq=-1), dict(good[2], status="maybe"),
-             dict(good[3], offset=None), dict(records.p("p1", 9, "fail", 0), offset=4), dict(good[4], ack_ms=-5),
-             dict(good[5], topic=None)]
+    bad_p = [
+        dict(good[0], producer_id=None),
+        dict(good[1], seq=-1),
+        dict(good[2], status="maybe"),
+        dict(good[3], offset=None),
+        dict(records.p("p1", 9, "fail", 0), offset=4),
+        dict(good[4], ack_ms=-5),
+        dict(good[5], topic=None),
+    ]
     produced = [records.p("p1", i, "ok", 0, i, 1000 + i) for i in range(6, 12)] + bad_p
     audit = [records.a(0, i, "p1", i) for i in range(6, 12)] + [records.a(0, 20, None, None)]  # no producer: fine
     audit += [dict(records.a(0, 21, "p1", 6), topic=None), records.a(0, -1, "p1", 7)]

@@ -1,5 +1,6 @@
 """The verifier's JVM started in the background at the lowest priority while a drill runs
 (session.start_early), then given its command's priority back (session.await_early)."""
+
 import json
 import os
 import subprocess

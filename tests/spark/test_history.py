@@ -1,4 +1,5 @@
 """`dcdrill history`: repeated drills grouped by promise and fault, from their summaries."""
+
 import base64
 import json
 import re
@@ -6,21 +7,39 @@ import re
 from dcdrill import cli
 from dcdrill.spark import history
 
-CONSISTENCY = {"profile": "consistency-first", "replication_factor": 4, "min_insync_replicas": 3,
-               "unclean_leader_election": False, "acks": "all"}
-AVAILABILITY = {"profile": "availability-first", "replication_factor": 4, "min_insync_replicas": 2,
-                "unclean_leader_election": True, "acks": "1"}
+CONSISTENCY = {
+    "profile": "consistency-first",
+    "replication_factor": 4,
+    "min_insync_replicas": 3,
+    "unclean_leader_election": False,
+    "acks": "all",
+}
+AVAILABILITY = {
+    "profile": "availability-first",
+    "replication_factor": 4,
+    "min_insync_replicas": 2,
+    "unclean_leader_election": True,
+    "acks": "1",
+}
 
 
-def drill(runs, name, setup, recovery_ms=None, lost=0, window_ms=None, gap_ms=1000, predicted=None,
-          fault="kill-dc", idle=None):
+def drill(
+    runs, name, setup, recovery_ms=None, lost=0, window_ms=None, gap_ms=1000, predicted=None, fault="kill-dc", idle=None
+):
     """A drill record with the report `dcdrill verify` writes (the fields history reads)."""
-    faults = [{"fault": fault, "target": "dc-a", "start_ms": 1_000_000, "end_ms": 1_035_000,
-               "recovery_ms": recovery_ms}] if fault else []
-    summary = {"run": name, "topology": {**setup, "cluster": "main", "datacenters": []}, "faults": faults,
-               "verdict": "fail" if lost and setup is CONSISTENCY else "pass",
-               "counts": {"acked_lost": lost, "max_ack_gap_ms": gap_ms},
-               "data_loss_window": {"span_ms": window_ms} if window_ms is not None else None}
+    faults = (
+        [{"fault": fault, "target": "dc-a", "start_ms": 1_000_000, "end_ms": 1_035_000, "recovery_ms": recovery_ms}]
+        if fault
+        else []
+    )
+    summary = {
+        "run": name,
+        "topology": {**setup, "cluster": "main", "datacenters": []},
+        "faults": faults,
+        "verdict": "fail" if lost and setup is CONSISTENCY else "pass",
+        "counts": {"acked_lost": lost, "max_ack_gap_ms": gap_ms},
+        "data_loss_window": {"span_ms": window_ms} if window_ms is not None else None,
+    }
     if idle is not None:  # the latency-settled probe's baseline; older summaries have none
         summary["baseline"] = {"machine_idle_pct": idle}
     if predicted is not None:  # summaries from before prediction checks have none
@@ -46,8 +65,11 @@ def fleet(tmp_path):
 
 def test_drills_are_grouped_by_promise_and_fault_with_exact_spreads(tmp_path):
     groups = {(g["setup"]["profile"], tuple(g["faults"])): g for g in history.groups(history.load([fleet(tmp_path)]))}
-    assert set(groups) == {("availability-first", ("kill-dc dc-a",)), ("consistency-first", ("kill-dc dc-a",)),
-                           ("consistency-first", ())}
+    assert set(groups) == {
+        ("availability-first", ("kill-dc dc-a",)),
+        ("consistency-first", ("kill-dc dc-a",)),
+        ("consistency-first", ()),
+    }
     c = groups[("consistency-first", ("kill-dc dc-a",))]
     assert (c["drills"], c["passed"], c["with_acked_loss"]) == (4, 4, 0)
     assert c["runs"] == ["c3", "c4", "series-x2/drill-1", "series-x2/drill-2"]
@@ -71,8 +93,10 @@ def test_command_prints_text_or_json_and_writes_a_page_with_a_plot(tmp_path, cap
     assert "availability-first, RF 4, min.insync 2, unclean on, acks=1: kill-dc dc-a  (3 drills)" in text
     assert "acknowledged loss in 2/3 (at most 30 records, widest window 1.9s)" in text
     assert "recovery        min 40.0s  median 41.0s  max 44.0s  (1 never recovered)" in text
-    assert ("(machine idle before the fault: min 0 %  median 3.5 %  max 41 %; saturated (< 20 %) in 2/3)"
-            in text.split("kill-dc dc-a  (4 drills)")[1])
+    assert (
+        "(machine idle before the fault: min 0 %  median 3.5 %  max 41 %; saturated (< 20 %) in 2/3)"
+        in text.split("kill-dc dc-a  (4 drills)")[1]
+    )
     assert "machine idle before the fault: not measured" in text  # the availability-first drills have none
     assert "saturated (&lt; 20 %) in 2/3" in page.read_text()
     assert "prediction held 2/3" in text

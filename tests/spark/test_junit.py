@@ -1,16 +1,28 @@
 """junit.xml: valid for any names, a stable classname per stack and experiment, a time, and an
 error case for a drill that stopped before its verdict."""
+
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from dcdrill.spark import junit
 
-RULES = [{"rule": "no-acked-loss", "passed": False, "message": 'acked_lost = 3 (allowed 0) <"x" & y>',
-          "description": "acked_lost = 0: consistency-first loses no acknowledged record",
-          "numbers": {"acked_lost": 3, "allowed": 0}},
-         {"rule": "no-phantoms", "passed": True, "message": "phantoms = 0", "description": "phantoms = 0",
-          "numbers": {"phantoms": 0}}]
+RULES = [
+    {
+        "rule": "no-acked-loss",
+        "passed": False,
+        "message": 'acked_lost = 3 (allowed 0) <"x" & y>',
+        "description": "acked_lost = 0: consistency-first loses no acknowledged record",
+        "numbers": {"acked_lost": 3, "allowed": 0},
+    },
+    {
+        "rule": "no-phantoms",
+        "passed": True,
+        "message": "phantoms = 0",
+        "description": "phantoms = 0",
+        "numbers": {"phantoms": 0},
+    },
+]
 
 
 def test_verdict_cases_are_valid_xml_with_a_stable_classname_and_a_time():
@@ -24,13 +36,16 @@ def test_verdict_cases_are_valid_xml_with_a_stable_classname_and_a_time():
     failure = cases[0].find("failure")
     assert failure.get("message") == RULES[0]["message"]
     # a body a person reads in CI, not a Python dict
-    assert failure.text == ("promise: acked_lost = 0: consistency-first loses no acknowledged record\n"
-                            'measured: acked_lost = 3 (allowed 0) <"x" & y>\nacked_lost: 3\nallowed: 0')
+    assert failure.text == (
+        "promise: acked_lost = 0: consistency-first loses no acknowledged record\n"
+        'measured: acked_lost = 3 (allowed 0) <"x" & y>\nacked_lost: 3\nallowed: 0'
+    )
     assert cases[1].find("failure") is None
     # the same drill on another day: the same classname and names, so CI tracks each rule
     again = ET.fromstring(junit.verdict_xml({"rules": RULES, "run": "another-run"}, 'local"x', "kill-dc", 3.0))
-    assert [(c.get("classname"), c.get("name")) for c in again.iter("testcase")] == \
-        [(c.get("classname"), c.get("name")) for c in cases]
+    assert [(c.get("classname"), c.get("name")) for c in again.iter("testcase")] == [
+        (c.get("classname"), c.get("name")) for c in cases
+    ]
 
 
 @pytest.mark.parametrize("code", [2, 3, 4])

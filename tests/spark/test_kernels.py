@@ -1,5 +1,6 @@
 """The verifier's JVM kernels are compiled where they run, by the JDK alone: a verifier installed
 without Go, Maven or root builds them on first use, once, and the same sources give the same jar."""
+
 import zipfile
 
 import pytest

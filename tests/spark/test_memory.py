@@ -1,5 +1,6 @@
 """The verifier's memory plan (spark/memory.py): the heap and shuffle width follow the record and
 the machine; a record that does not fit in the heap it was given exits 2 naming the setting."""
+
 import importlib.util
 import json
 import os
@@ -32,8 +33,9 @@ def test_the_heap_grows_with_the_record_within_the_machines_share(tmp_path):
     assert big.heap == int(20 * GIB * memory.MACHINE_SHARE)
     assert big.partitions == -(-big.cache // memory.CACHE_PER_REDUCER) > 4
     # JSON Lines take more bytes a row; the largest of several records decides.
-    both = memory.plan([str(tmp_path / "small"), record_of(tmp_path / "json", 800_000_000, 0, ".jsonl")],
-                       cores=2, available=20 * GIB)
+    both = memory.plan(
+        [str(tmp_path / "small"), record_of(tmp_path / "json", 800_000_000, 0, ".jsonl")], cores=2, available=20 * GIB
+    )
     assert both.cache == 800_000_000 // 80 * 48 > small.cache
     # A small machine: the share, below the usual floor.
     tight = memory.plan([str(tmp_path / "small")], cores=2, available=2 * GIB)
@@ -50,10 +52,19 @@ def test_a_record_too_big_for_a_tiny_heap_exits_2_naming_the_setting(tmp_path):
     scratch = tmp_path / "scratch"  # the command's temporary files go here (TMPDIR)
     scratch.mkdir()
     env = {**os.environ, "DCDRILL_SPARK_DRIVER_MEMORY": "460m", "TMPDIR": str(scratch)}
-    spark_dirs = lambda: {p.name for p in Path("/tmp").glob("*") if p.name.startswith(("blockmgr-", "spark-"))}  # noqa: E731
+
+    def spark_dirs():
+        return {p.name for p in Path("/tmp").glob("*") if p.name.startswith(("blockmgr-", "spark-"))}
+
     before = spark_dirs()
-    done = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     # The JVM ended without its shutdown hooks: Spark's scratch space is removed all the same.
     assert list(scratch.iterdir()) == [] and spark_dirs() <= before
@@ -70,8 +81,13 @@ def _bench():
 
 
 def _verify(run: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode in (0, 1), done.stderr[-3000:]
     return json.loads((run / "report" / "summary.json").read_text())["counts"]
 
@@ -101,14 +117,16 @@ def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches
     (run / "topology.json").write_text(json.dumps(records.topology()))
     (run / "faults.jsonl").write_text("")
     con = duckdb.connect()
-    con.execute(f"""COPY (SELECT 'p1' AS producer_id, i::BIGINT AS seq, 't' AS topic, 0 AS partition, NULL::VARCHAR AS key,
+    con.execute(f"""COPY (SELECT 'p1' AS producer_id, i::BIGINT AS seq, 't' AS topic, 0 AS partition,
+                   NULL::VARCHAR AS key,
                    1000 + i AS send_ms, 'ok' AS status, 1005 + i AS ack_ms, i::BIGINT AS "offset",
                    NULL::VARCHAR AS error, 'dc-a' AS dc FROM range(300000) r(i)) TO '{run}/produced/p.parquet'""")
     con.execute(f"""COPY (SELECT 't' AS topic, 0 AS partition, i::BIGINT AS "offset", 'p1' AS producer_id,
                    i::BIGINT AS seq, 1000 + i AS timestamp_ms FROM range(300000) r(i) WHERE i % 2 = 0)
                    TO '{run}/audit/a.parquet'""")
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
-                   timestamp_ms AS consume_ms, 'dc-b' AS dc FROM '{run}/audit/a.parquet') TO '{run}/consumed/c.parquet'""")
+                   timestamp_ms AS consume_ms, 'dc-b' AS dc FROM '{run}/audit/a.parquet')
+                   TO '{run}/consumed/c.parquet'""")
     counts = _verify(run)
     assert counts["acked_lost"] == counts["acked_unseen"] == 150_000
     assert counts["duplicates_in_log"] == counts["phantoms"] == counts["ack_offset_mismatch"] == 0
@@ -117,6 +135,7 @@ def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches
 def test_a_failure_blames_the_jvm_only_when_it_crashed():
     """memory.failure: a JVM that exited 0 was let go once its Spark work was done (a command's
     last record), so an error after that is the error's own; a crash or Spark's OOM exit is not."""
+
     def ended(code: int) -> subprocess.Popen:
         proc = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"])
         proc.wait()

@@ -1,5 +1,6 @@
 """spark/mirrors.py on a hand-built replicated record (RECORD.md, "Mirrors"): every count worked
 out by hand below, and the stretched counts still the source cluster's alone."""
+
 import json
 
 import pytest
@@ -13,8 +14,16 @@ REMOTE = "east." + TOPIC
 
 
 def row(topic, offset, seq, ts, cluster, origin="east"):
-    return {"topic": topic, "partition": 0, "offset": offset, "producer_id": "p1", "seq": seq, "timestamp_ms": ts,
-            "cluster": cluster, "origin": origin}
+    return {
+        "topic": topic,
+        "partition": 0,
+        "offset": offset,
+        "producer_id": "p1",
+        "seq": seq,
+        "timestamp_ms": ts,
+        "cluster": cluster,
+        "origin": origin,
+    }
 
 
 def consumed(cid, cluster, topic, offset, seq):
@@ -35,35 +44,57 @@ def replicated(run):
     east.append(row("mirrored-back", 0, 0, 2100, "east"))
     C = [consumed("c1", "east", TOPIC, i, i) for i in range(5)]
     C += [consumed("c3", "west", REMOTE, off, seq) for off, seq in ((6, 4), (7, 6), (8, 7))]
-    topo = {**records.topology(), "cluster": "east",
-            "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
-            "mirrors": {"east->west": {"source": "east", "target": "west", "remote_topic_prefix": "east.",
-                                       "host": "mm1.dc-b.lab", "predictions": {
-                                           # seq 9 is acknowledged after dc-a's loss began: writes continued
-                                           "source-dc-loss": {"source_writable": True, "target_writable": True,
-                                                              "acked_loss_possible": True},
-                                           "link-cut": {"source_writable": True, "target_writable": True,
-                                                        "acked_loss_possible": False}}}}}
+    topo = {
+        **records.topology(),
+        "cluster": "east",
+        "clusters": {"east": {"datacenters": [{"name": "dc-a"}]}, "west": {"datacenters": [{"name": "dc-b"}]}},
+        "mirrors": {
+            "east->west": {
+                "source": "east",
+                "target": "west",
+                "remote_topic_prefix": "east.",
+                "host": "mm1.dc-b.lab",
+                "predictions": {
+                    # seq 9 is acknowledged after dc-a's loss began: writes continued
+                    "source-dc-loss": {"source_writable": True, "target_writable": True, "acked_loss_possible": True},
+                    "link-cut": {"source_writable": True, "target_writable": True, "acked_loss_possible": False},
+                },
+            }
+        },
+    }
     fault = {"fault": "kill-dc", "target": "dc-a", "start_ms": 1850, "end_ms": 2800}  # p1 silent 0.9 s: no outage
     records.write(run, P, [], C, faults=[fault], topo=topo)
     (run / "audit").mkdir(exist_ok=True)
     for name, rows in (("east", east), ("west", west)):
         (run / "audit" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (run / "failovers.jsonl").write_text(json.dumps({"group": "g", "from": "east", "to": "west", "at_ms": 1900,
-                                                     "topic": REMOTE, "offsets": {"0": 6}}) + "\n")
+    (run / "failovers.jsonl").write_text(
+        json.dumps({"group": "g", "from": "east", "to": "west", "at_ms": 1900, "topic": REMOTE, "offsets": {"0": 6}})
+        + "\n"
+    )
     # MM2 rebalanced once before the fault (not the fault's), then started again and rebalanced twice.
     events = [("rebalance", 1200), ("start", 2000), ("rebalance", 2100), ("rebalance", 2200)]
-    (run / "mirror-events.jsonl").write_text("".join(json.dumps(
-        {"host": "mm1.dc-b.lab", "flows": ["east->west"], "event": e, "at_ms": at}) + "\n" for e, at in events))
+    (run / "mirror-events.jsonl").write_text(
+        "".join(
+            json.dumps({"host": "mm1.dc-b.lab", "flows": ["east->west"], "event": e, "at_ms": at}) + "\n"
+            for e, at in events
+        )
+    )
     return run
 
 
 def test_every_mirror_count_exactly(tmp_path, spark):
     code, s = verified(str(replicated(tmp_path / "run")), spark=spark)
     m = s["mirrors"]["east->west"]
-    assert m["counts"] == {"acked": 10, "mirrored": 8, "not_mirrored": 2, "not_mirrored_by_phase": {"before": 1, "during": 1},
-                           "acked_absent_from_source": 0, "replication_duplicates": 1, "target_phantoms": 0,
-                           "target_order_violations": 1}
+    assert m["counts"] == {
+        "acked": 10,
+        "mirrored": 8,
+        "not_mirrored": 2,
+        "not_mirrored_by_phase": {"before": 1, "during": 1},
+        "acked_absent_from_source": 0,
+        "replication_duplicates": 1,
+        "target_phantoms": 0,
+        "target_order_violations": 1,
+    }
     # at the failover (1900) west lacked seqs 8 (acked 1800) and 9 (acked 1900): 2 records, 0.1 s
     assert m["rpo"] == {"at_ms": 1900, "records": 2, "seconds": 0.1}
     assert m["lag_ms"]["p50"] == 50 and m["lag_ms"]["max"] == 50
@@ -71,23 +102,40 @@ def test_every_mirror_count_exactly(tmp_path, spark):
     assert m["mm2"] == {"restarts": 1, "rebalances": 2}
     assert s["mirror_loops"] == {"east": 1, "west": 1}
     fo = s["failovers"][0]
-    assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
+    assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (
+        1,
+        1,
+        5,
+        3,
+    )
     # The stretched counts are east's own: its log holds every acked record; west's consumers are not east's.
     assert s["counts"]["acked_lost"] == 0 and s["counts"]["phantoms"] == 0 and s["counts"]["divergent_offsets"] == 0
     assert code == exits.EXIT_FAIL
-    assert sorted(v["rule"] for v in s["violations"]) == ["failover-skips-nothing", "mirror-complete", "no-mirror-loops",
-                                                         "no-mirror-loops"]  # one per cluster
+    assert sorted(v["rule"] for v in s["violations"]) == [
+        "failover-skips-nothing",
+        "mirror-complete",
+        "no-mirror-loops",
+        "no-mirror-loops",
+    ]  # one per cluster
     page = (tmp_path / "run" / "report" / "index.html").read_text()
     assert "Mirrors (MirrorMaker 2)" in page and 'alt="mirror lag"' in page
-    assert "RPO 2 records / 0.1 s" in report_files.one_screen(s) and "MM2 restarts 1, rebalances 2" in report_files.one_screen(s)
+    assert "RPO 2 records / 0.1 s" in report_files.one_screen(
+        s
+    ) and "MM2 restarts 1, rebalances 2" in report_files.one_screen(s)
     assert "MM2 restarts / rebalances" in page
     # dc-a's loss is east's: the model said the copy may lack acknowledged records, and it lacked 2
     [check] = s["mirror_prediction_checks"]
     assert (check["flow"], check["prediction"], check["observed"]["acked_missing"], check["as_predicted"]) == (
-        "east->west", "source-dc-loss", 2, True), check
+        "east->west",
+        "source-dc-loss",
+        2,
+        True,
+    ), check
     assert check["observed"]["source_writable"] is True
-    assert "east->west under kill-dc dc-a (source-dc-loss): acknowledged records missing from the target 2" \
+    assert (
+        "east->west under kill-dc dc-a (source-dc-loss): acknowledged records missing from the target 2"
         in report_files.one_screen(s)
+    )
 
 
 def as_parquet(spark, run, dictionary: bool) -> None:
@@ -101,11 +149,14 @@ def as_parquet(spark, run, dictionary: bool) -> None:
     for kind in ("produced", "consumed", "audit"):
         for f in sorted((run / kind).glob("*.jsonl")):
             rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-            schema = T.StructType([T.StructField(c, t) for c, t in SCHEMAS[kind].items()] +
-                                  [T.StructField(c, T.StringType()) for c in extra[kind]])
+            schema = T.StructType(
+                [T.StructField(c, t) for c, t in SCHEMAS[kind].items()]
+                + [T.StructField(c, T.StringType()) for c in extra[kind]]
+            )
             out = run / f"{kind}-{f.stem}.tmp"
-            spark.createDataFrame([tuple(r.get(c) for c in schema.names) for r in rows], schema).coalesce(1) \
-                .write.option("parquet.enable.dictionary", str(dictionary).lower()).parquet(str(out))
+            spark.createDataFrame([tuple(r.get(c) for c in schema.names) for r in rows], schema).coalesce(
+                1
+            ).write.option("parquet.enable.dictionary", str(dictionary).lower()).parquet(str(out))
             [part] = out.glob("part-*.parquet")
             part.rename(run / kind / f"{f.stem}.parquet")
             f.unlink()
@@ -126,8 +177,10 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
     run = replicated(tmp_path / "run")
     # west's own producer, which the home (east) counts must leave out, as they leave out c3's rows
     with open(run / "produced" / "p9.jsonl", "w") as f:
-        f.writelines(json.dumps({**records.p("p9", i, "ok", 0, i, 1000 + 100 * i, dc="dc-b"), "cluster": "west"}) + "\n"
-                     for i in range(4))
+        f.writelines(
+            json.dumps({**records.p("p9", i, "ok", 0, i, 1000 + 100 * i, dc="dc-b"), "cluster": "west"}) + "\n"
+            for i in range(4)
+        )
     as_parquet(spark, run, dictionary)
     # the home cluster's rows of both ledgers are read batch by batch, the other cluster's left out as they are read
     for kind in ("produced", "consumed"):
@@ -148,12 +201,24 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
             spark.conf.unset(identities.COLUMNAR_SCAN)
     for s in summaries:
         m = s["mirrors"]["east->west"]
-        assert m["counts"] == {"acked": 10, "mirrored": 8, "not_mirrored": 2, "not_mirrored_by_phase": {"before": 1, "during": 1},
-                               "acked_absent_from_source": 0, "replication_duplicates": 1, "target_phantoms": 0,
-                               "target_order_violations": 1}
+        assert m["counts"] == {
+            "acked": 10,
+            "mirrored": 8,
+            "not_mirrored": 2,
+            "not_mirrored_by_phase": {"before": 1, "during": 1},
+            "acked_absent_from_source": 0,
+            "replication_duplicates": 1,
+            "target_phantoms": 0,
+            "target_order_violations": 1,
+        }
         assert m["rpo"] == {"at_ms": 1900, "records": 2, "seconds": 0.1} and m["lag_ms"]["p50"] == 50
         fo = s["failovers"][0]
-        assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (1, 1, 5, 3)
+        assert (fo["failover_skipped"], fo["failover_redelivered"], fo["processed_before"], fo["processed_after"]) == (
+            1,
+            1,
+            5,
+            3,
+        )
         assert s["mirror_loops"] == {"east": 1, "west": 1}
         # east's own: its producer's 10 records, every one in its log; c1 read 0..4 (c3's reads on west are not east's)
         assert (s["counts"]["produced"], s["counts"]["acked_lost"], s["counts"]["phantoms"]) == (10, 0, 0)
@@ -166,16 +231,21 @@ def test_mirror_events_are_read_from_mm2s_log_lines_and_named_when_bad(tmp_path,
     from dcdrill.chaos.mirror import events
     from dcdrill.record.contents import parse_mirror_events
 
-    lines = ["[2026-11-25T15:40:01.123Z] INFO Kafka MirrorMaker initializing ... (org.apache.kafka.connect.mirror.MirrorMaker)",
-             "[2026-11-25T15:40:05.000+00:00] INFO [Worker clientId=east->west] Rebalance started (WorkerCoordinator)",
-             "[2026-11-25 15:40:06,000] INFO Rebalance started (an older pattern: no offset, skipped)",
-             "\tat org.apache.kafka.connect.runtime.Worker.run (a stack trace line)",
-             "[2026-11-25T16:40:07.000+01:00] INFO Rebalance started (WorkerCoordinator)"]
+    lines = [
+        "[2026-11-25T15:40:01.123Z] INFO Kafka MirrorMaker initializing ... "
+        "(org.apache.kafka.connect.mirror.MirrorMaker)",
+        "[2026-11-25T15:40:05.000+00:00] INFO [Worker clientId=east->west] Rebalance started (WorkerCoordinator)",
+        "[2026-11-25 15:40:06,000] INFO Rebalance started (an older pattern: no offset, skipped)",
+        "\tat org.apache.kafka.connect.runtime.Worker.run (a stack trace line)",
+        "[2026-11-25T16:40:07.000+01:00] INFO Rebalance started (WorkerCoordinator)",
+    ]
     t0 = 1795621201123  # 2026-11-25T15:40:01.123Z
     assert events.parse(lines) == [("start", t0), ("rebalance", t0 + 3877), ("rebalance", t0 + 5877)]
     assert events.parse(lines, since_ms=t0 + 1) == [("rebalance", t0 + 3877), ("rebalance", t0 + 5877)]
     with pytest.raises(ValueError, match=r"mirror-events.jsonl:1: event must be one of start, rebalance"):
-        parse_mirror_events(b'{"host": "mm1", "flows": ["a->b"], "event": "crash", "at_ms": 1}\n', "mirror-events.jsonl")
+        parse_mirror_events(
+            b'{"host": "mm1", "flows": ["a->b"], "event": "crash", "at_ms": 1}\n', "mirror-events.jsonl"
+        )
     run = replicated(tmp_path / "run")
     (run / "mirror-events.jsonl").write_text('{"host": "mm1", "flows": "east->west", "event": "start", "at_ms": 1}\n')
     with pytest.raises(verify.BadInput, match="flows must be a list of flow names"):
@@ -189,13 +259,22 @@ def test_order_across_blocks_is_joined_end_to_end_and_sorted_when_runs_overlap(s
 
     def fold(src_off, dst_off):
         n = len(src_off)
-        src = spark.createDataFrame([("p1", s, 0, src_off[s], 1000 + s) for s in range(n)],
-                                    "producer_id string, seq long, partition int, offset long, timestamp_ms long")
-        dst = spark.createDataFrame([("p1", s, 0, dst_off[s], 1050 + s) for s in range(n)],
-                                    "producer_id string, seq long, partition int, offset long, timestamp_ms long")
-        acked = spark.createDataFrame([("p1", s, 1000 + s) for s in range(n)], "producer_id string, seq long, ack_ms long")
-        sides = [packed_side(acked, None, "acked", "ack_ms", {}, 3), packed_side(src, None, "source", "timestamp_ms", {}, 3),
-                 packed_side(dst, None, "target", "timestamp_ms", {}, 3)]
+        src = spark.createDataFrame(
+            [("p1", s, 0, src_off[s], 1000 + s) for s in range(n)],
+            "producer_id string, seq long, partition int, offset long, timestamp_ms long",
+        )
+        dst = spark.createDataFrame(
+            [("p1", s, 0, dst_off[s], 1050 + s) for s in range(n)],
+            "producer_id string, seq long, partition int, offset long, timestamp_ms long",
+        )
+        acked = spark.createDataFrame(
+            [("p1", s, 1000 + s) for s in range(n)], "producer_id string, seq long, ack_ms long"
+        )
+        sides = [
+            packed_side(acked, None, "acked", "ack_ms", {}, 3),
+            packed_side(src, None, "source", "timestamp_ms", {}, 3),
+            packed_side(dst, None, "target", "timestamp_ms", {}, 3),
+        ]
         out = fold_sides(spark, sides, {k: None for k in ("start", "end", "at", "steady_from", "steady_to")}, None, 3)
         return out, _inversions_by_sort(src, dst)
 
@@ -234,30 +313,59 @@ def test_rows_too_large_to_pack_tightly_give_the_same_counts(spark):
         n = 6000
         logged = "producer_id string, seq long, partition int, offset long, timestamp_ms long"
         src = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, off0 + s, ts0 + s) for s in range(n)], logged)
-        dst = spark.createDataFrame([(f"p{s % 3}", seq0 + s, partition, off0 + s + (s % 7 == 0), ts0 + s + 40 + s % 5)
-                                     for s in range(n) if s % 1000 != 1] +
-                                    [("p1", seq0 + 4, partition, off0 + 9_000, ts0 + 900)], logged)
-        acked = spark.createDataFrame([(f"p{s % 3}", seq0 + s, ts0 + s) for s in range(n)],
-                                      "producer_id string, seq long, ack_ms long")
-        before = spark.createDataFrame([(f"p{s % 3}", seq0 + s) for s in range(0, n, 2)], "producer_id string, seq long")
+        dst = spark.createDataFrame(
+            [
+                (f"p{s % 3}", seq0 + s, partition, off0 + s + (s % 7 == 0), ts0 + s + 40 + s % 5)
+                for s in range(n)
+                if s % 1000 != 1
+            ]
+            + [("p1", seq0 + 4, partition, off0 + 9_000, ts0 + 900)],
+            logged,
+        )
+        acked = spark.createDataFrame(
+            [(f"p{s % 3}", seq0 + s, ts0 + s) for s in range(n)], "producer_id string, seq long, ack_ms long"
+        )
+        before = spark.createDataFrame(
+            [(f"p{s % 3}", seq0 + s) for s in range(0, n, 2)], "producer_id string, seq long"
+        )
         after = spark.createDataFrame([(f"p{s % 3}", seq0 + s) for s in range(1, n, 4)], "producer_id string, seq long")
-        instants = {"start": ts0 + 3000, "end": ts0 + 4000, "at": ts0 + 3500, "steady_from": ts0, "steady_to": ts0 + 2000}
-        sides = [packed_side(acked, None, "acked", "ack_ms", {}, 3), packed_side(src, None, "source", "timestamp_ms", {}, 3),
-                 packed_side(dst, None, "target", "timestamp_ms", {}, 3),
-                 packed_side(before, None, "consumed_before", None, {}, 3),
-                 packed_side(after, None, "consumed_after", None, {}, 3)]
+        instants = {
+            "start": ts0 + 3000,
+            "end": ts0 + 4000,
+            "at": ts0 + 3500,
+            "steady_from": ts0,
+            "steady_to": ts0 + 2000,
+        }
+        sides = [
+            packed_side(acked, None, "acked", "ack_ms", {}, 3),
+            packed_side(src, None, "source", "timestamp_ms", {}, 3),
+            packed_side(dst, None, "target", "timestamp_ms", {}, 3),
+            packed_side(before, None, "consumed_before", None, {}, 3),
+            packed_side(after, None, "consumed_after", None, {}, 3),
+        ]
         return fold_sides(spark, sides, instants, {partition: off0 + 5000}, 3)
 
     packed = fold(0, 1_700_000_000_000, 3)
     assert packed["counts"]["not_mirrored"] == 6 and packed["counts"]["dups"] == 1 and packed["failover"]["skipped"] > 0
     # tight still: a large seq, a time before 1970, a large partition; wide: a seq from 2^44 on,
     # offsets from 2^33 on
-    for other in (fold(1 << 41, 1_700_000_000_000, 3), fold(0, -1_000, 3), fold(0, 1_700_000_000_000, 1 << 20),
-                  fold(1 << 44, 1_700_000_000_000, 3), fold(0, 1_700_000_000_000, 3, off0=1 << 33)):
-        assert {k: other[k] for k in ("lag", "steady", "failover")} == {k: packed[k] for k in ("lag", "steady", "failover")}
-        assert other["inversions"] in (packed["inversions"], None)  # None: a partition too large for the order's sort key
-        assert {k: v for k, v in other["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")} == \
-               {k: v for k, v in packed["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")}
+    for other in (
+        fold(1 << 41, 1_700_000_000_000, 3),
+        fold(0, -1_000, 3),
+        fold(0, 1_700_000_000_000, 1 << 20),
+        fold(1 << 44, 1_700_000_000_000, 3),
+        fold(0, 1_700_000_000_000, 3, off0=1 << 33),
+    ):
+        assert {k: other[k] for k in ("lag", "steady", "failover")} == {
+            k: packed[k] for k in ("lag", "steady", "failover")
+        }
+        assert other["inversions"] in (
+            packed["inversions"],
+            None,
+        )  # None: a partition too large for the order's sort key
+        assert {k: v for k, v in other["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")} == {
+            k: v for k, v in packed["counts"].items() if k not in ("rpo_oldest", "last_ack", "caught")
+        }
 
 
 def test_a_fold_with_nothing_to_read_still_counts_its_failover(tmp_path, spark):
@@ -273,8 +381,13 @@ def test_a_fold_with_nothing_to_read_still_counts_its_failover(tmp_path, spark):
     consumed = mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3)
     instants = dict.fromkeys(spark._jvm.dcdrill.MirrorFold.INSTANTS)
     r = mirrors.fold_sides(spark, [spark.sparkContext._jsc.emptyRDD()], instants, None, 3, consumed)
-    assert r["counts"]["acked"] == 0 and r["failover"] == {"processed_before": 0, "processed_after": 0, "redelivered": 0,
-                                                           "skipped": 0, "unread": 0}
+    assert r["counts"]["acked"] == 0 and r["failover"] == {
+        "processed_before": 0,
+        "processed_after": 0,
+        "redelivered": 0,
+        "skipped": 0,
+        "unread": 0,
+    }
 
 
 def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_the_fold(tmp_path, spark):
@@ -287,7 +400,11 @@ def test_a_second_failover_into_the_same_copy_is_counted_the_same_way_outside_th
     folded, sparked = s["failovers"]
     assert folded["at_ms"] == 1900 and sparked["at_ms"] == 1901
     assert {k: v for k, v in folded.items() if k != "at_ms"} == {k: v for k, v in sparked.items() if k != "at_ms"}
-    assert (folded["failover_skipped"], folded["failover_redelivered"], folded["unread_at_end"]) == (1, 1, 0)  # the group read R to its end (offset 8)
+    assert (folded["failover_skipped"], folded["failover_redelivered"], folded["unread_at_end"]) == (
+        1,
+        1,
+        0,
+    )  # the group read R to its end (offset 8)
 
 
 def test_a_mirror_to_a_cluster_the_record_does_not_define_is_refused(tmp_path, spark):
@@ -295,8 +412,11 @@ def test_a_mirror_to_a_cluster_the_record_does_not_define_is_refused(tmp_path, s
     topo = json.loads((run / "topology.json").read_text())
     topo["mirrors"]["east->west"]["target"] = "north"
     (run / "topology.json").write_text(json.dumps(topo))
-    with pytest.raises(verify.BadInput, match=r"topology.json: mirrors.east->west.target: cluster 'north' is not one "
-                                              r"of the record's clusters \(east, west\)"):
+    with pytest.raises(
+        verify.BadInput,
+        match=r"topology.json: mirrors.east->west.target: cluster 'north' is not one "
+        r"of the record's clusters \(east, west\)",
+    ):
         verify.verify(str(run), spark=spark)
 
 
@@ -305,8 +425,9 @@ def test_spark_is_let_go_once_its_last_job_is_done_and_before_the_report_is_writ
     (the summary's counts are final), while the report is still to be drawn and written."""
     run = replicated(tmp_path / "run")
     calls = []
-    code, s = verified(str(run), spark=spark,
-                       when_spark_done=lambda: calls.append((run / "report" / "index.html").exists()))
+    code, s = verified(
+        str(run), spark=spark, when_spark_done=lambda: calls.append((run / "report" / "index.html").exists())
+    )
     assert calls == [False]
     assert s["mirrors"]["east->west"]["counts"]["mirrored"] == 8 and s["examples"]
     assert 'alt="mirror lag"' in (run / "report" / "index.html").read_text()
@@ -319,8 +440,12 @@ def test_the_command_ends_its_jvm_while_the_report_is_drawn_and_says_nothing_mor
     import sys
 
     run = replicated(tmp_path / "run")
-    done = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"], capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == exits.EXIT_FAIL, done.stderr[-3000:]
     assert done.stderr == ""
     assert "mirror east->west: mirrored 8 of 10 acked" in done.stdout

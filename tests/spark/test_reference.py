@@ -2,6 +2,7 @@
 records: every count of RECORD.md and the latencies by DC (also by phase) and by partition, on
 records with random loss, duplicates, reordering, divergence, phantoms, torn lines and failed and
 indeterminate sends."""
+
 import json
 import subprocess
 import sys
@@ -15,8 +16,12 @@ RECORDS = 20  # every count is non-zero by the fifth seed (tested below); more r
 def test_every_count_equals_the_reference_on_random_records(tmp_path):
     runs = [random_record(tmp_path / f"r{seed:03d}", seed) for seed in range(RECORDS)]
     # One `dcdrill verify` for all of them: one Spark session, as a user re-verifying a folder would.
-    res = subprocess.run([sys.executable, "-m", "dcdrill.cli", "verify", *map(str, runs), "--json", "--quiet"],
-                         capture_output=True, text=True, timeout=1800)
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", *map(str, runs), "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert res.returncode in (0, 1), res.stderr[-3000:]
     # Quiet means quiet: no JVM start-up warnings, no Spark log lines, no traceback at the JVM's end.
     assert res.stderr == "", res.stderr[-3000:]
@@ -29,12 +34,23 @@ def test_every_count_equals_the_reference_on_random_records(tmp_path):
         if got != want:
             wrong.append((run.name, {k: (got[k], want[k]) for k in want if got[k] != want[k]}))
         want = reference.latencies(run)  # the DC and partition tables' latency columns
-        got = {"by_dc": {r["dc"]: [r["latency_p50_ms"], r["latency_p99_ms"]] for r in summary["by_dc"]
-                         if r["latency_p50_ms"] is not None},
-               "by_dc_phase": {(r["dc"], r["phase"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
-                               for r in summary["by_dc_phase"] if r["latency_p50_ms"] is not None},
-               "by_partition": {(r["topic"], r["partition"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
-                                for r in summary["by_partition"] if r["latency_p50_ms"] is not None}}
+        got = {
+            "by_dc": {
+                r["dc"]: [r["latency_p50_ms"], r["latency_p99_ms"]]
+                for r in summary["by_dc"]
+                if r["latency_p50_ms"] is not None
+            },
+            "by_dc_phase": {
+                (r["dc"], r["phase"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
+                for r in summary["by_dc_phase"]
+                if r["latency_p50_ms"] is not None
+            },
+            "by_partition": {
+                (r["topic"], r["partition"]): [r["latency_p50_ms"], r["latency_p99_ms"]]
+                for r in summary["by_partition"]
+                if r["latency_p50_ms"] is not None
+            },
+        }
         if got != want:
             wrong.append((run.name, "latency", got, want))
     assert not wrong, wrong[:5]

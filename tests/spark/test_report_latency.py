@@ -1,12 +1,15 @@
 """The report's produce-latency paragraph: the prediction, the baseline and each phase, and a
 note when the baseline is queueing rather than the network (no Spark needed)."""
+
 from dcdrill.spark import report
 
 
 def summary(acks: str, p50: int) -> dict:
-    return {"topology": {"acks": acks, "produce_latency": {"range_ms": {"1": [0.0, 10.0], "all": [10.0, 30.0]}}},
-            "baseline": {"p50_ms": p50, "p99_ms": p50 * 2, "settled": True},
-            "phases": [{"phase": "before", "latency_p50_ms": p50, "latency_p99_ms": p50 * 2}]}
+    return {
+        "topology": {"acks": acks, "produce_latency": {"range_ms": {"1": [0.0, 10.0], "all": [10.0, 30.0]}}},
+        "baseline": {"p50_ms": p50, "p99_ms": p50 * 2, "settled": True},
+        "phases": [{"phase": "before", "latency_p50_ms": p50, "latency_p99_ms": p50 * 2}],
+    }
 
 
 def test_a_baseline_near_the_prediction_is_reported_as_it_is():

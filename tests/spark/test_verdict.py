@@ -1,11 +1,16 @@
 """The verdict's prediction check: the topology model's forecast for losing a DC against what
 the drill observed (pure Python, no Spark)."""
+
 from dcdrill.spark import report, rollup, verdict
 from tests.spark.test_rollup import words
 
-TOPOLOGY = {"profile": "consistency-first", "predictions": {
-    "dc-a": {"quorum_survives": True, "writable": False, "acked_loss_possible": False},
-    "dc-c": {"quorum_survives": True, "writable": True, "acked_loss_possible": False}}}
+TOPOLOGY = {
+    "profile": "consistency-first",
+    "predictions": {
+        "dc-a": {"quorum_survives": True, "writable": False, "acked_loss_possible": False},
+        "dc-c": {"quorum_survives": True, "writable": True, "acked_loss_possible": False},
+    },
+}
 
 
 def summary(*faults, acked_lost=0):
@@ -19,8 +24,9 @@ def fault(name, target, recovery_ms, held_ms=30_000):
     acks = list(range(start - 5_000, start, 100))
     if recovery_ms is not None:
         acks += range(start + recovery_ms, start + max(held_ms, recovery_ms) + 5_000, 100)
-    [stats] = rollup.recovery({("t", 0): rollup.AckTimeline(words(*acks))}, 1,
-                              [{"start_ms": start, "end_ms": start + held_ms}])
+    [stats] = rollup.recovery(
+        {("t", 0): rollup.AckTimeline(words(*acks))}, 1, [{"start_ms": start, "end_ms": start + held_ms}]
+    )
     return {**stats, "fault": name, "target": target, "start_ms": start, "end_ms": start + held_ms}
 
 
@@ -41,8 +47,9 @@ def test_surprises_are_not_as_predicted():
     # Predicted to stop, but every partition acknowledged again 5 s into a 30 s fault.
     assert not verdict.prediction_checks(TOPOLOGY, summary(fault("kill-dc", "dc-a", 5_000)))[0]["as_predicted"]
     # Writes stopped as predicted, but acknowledged records were lost where the model said impossible.
-    assert not verdict.prediction_checks(TOPOLOGY, summary(fault("kill-dc", "dc-a", 40_800),
-                                                           acked_lost=3))[0]["as_predicted"]
+    assert not verdict.prediction_checks(TOPOLOGY, summary(fault("kill-dc", "dc-a", 40_800), acked_lost=3))[0][
+        "as_predicted"
+    ]
 
 
 def test_a_fault_that_found_replicas_out_of_sync_carries_a_caveat():
@@ -51,19 +58,30 @@ def test_a_fault_that_found_replicas_out_of_sync_carries_a_caveat():
     short = {**fault("kill-dc", "dc-c", None), "isr_at_start": {"partitions": 6, "in_sync": 5}}
     [check] = verdict.prediction_checks(TOPOLOGY, summary(short))
     assert not check["as_predicted"]  # the comparison stays what it is; the caveat says why
-    assert check["caveat"] == ("the prediction assumes every replica in sync when the DC went; "
-                               "1 of 6 partitions had one out of sync")
+    assert check["caveat"] == (
+        "the prediction assumes every replica in sync when the DC went; 1 of 6 partitions had one out of sync"
+    )
     assert check["caveat"] in report.prediction_text(check)
     full = {**fault("kill-dc", "dc-a", 40_800), "isr_at_start": {"partitions": 6, "in_sync": 6}}
     assert "caveat" not in verdict.prediction_checks(TOPOLOGY, summary(full))[0]
 
 
-POWER = {"profile": "availability-first", "predictions": {
-    d: {"quorum_survives": True, "writable": True, "acked_loss_possible": False, "faults": {
-        "kill-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
-        "isolate-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
-        "power-loss": {"acked_loss_possible": True, "why": "a power loss takes what was not flushed"}}}
-    for d in ("dc-a", "dc-b")}}
+POWER = {
+    "profile": "availability-first",
+    "predictions": {
+        d: {
+            "quorum_survives": True,
+            "writable": True,
+            "acked_loss_possible": False,
+            "faults": {
+                "kill-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
+                "isolate-dc": {"acked_loss_possible": False, "why": "they come back with every record"},
+                "power-loss": {"acked_loss_possible": True, "why": "a power loss takes what was not flushed"},
+            },
+        }
+        for d in ("dc-a", "dc-b")
+    },
+}
 
 
 def test_a_power_loss_is_checked_against_its_own_prediction_with_its_reason():
@@ -111,8 +129,14 @@ def writes_rule(*faults):
 def test_availability_first_passes_when_every_partition_acks_again_before_the_heal():
     r = writes_rule(fault("kill-dc", "dc-a", 24_000, held_ms=60_000))
     assert r["passed"] and r["message"] == "writes continued during every fault"
-    assert r["numbers"]["faults"][0] == {"fault": "kill-dc", "target": "dc-a", "recovery_ms": 24_000,
-                                              "held_ms": 60_000, "partitions_acking_after_start": 1, "partitions": 1}
+    assert r["numbers"]["faults"][0] == {
+        "fault": "kill-dc",
+        "target": "dc-a",
+        "recovery_ms": 24_000,
+        "held_ms": 60_000,
+        "partitions_acking_after_start": 1,
+        "partitions": 1,
+    }
 
 
 def test_availability_first_fails_when_writes_resume_only_after_the_heal():
@@ -121,15 +145,19 @@ def test_availability_first_fails_when_writes_resume_only_after_the_heal():
     the writes had stopped)."""
     r = writes_rule(fault("kill-dc", "dc-a", 37_200, held_ms=37_000))
     assert not r["passed"]
-    assert r["message"] == ("kill-dc dc-a: the slowest partition acknowledged again 37.2 s after the start, "
-                            "not before the heal (37.0 s)")
-    [check] = verdict.prediction_checks({"predictions": {"dc-a": {"writable": True, "acked_loss_possible": True}}},
-                                        {"counts": CLEAN, "faults": [fault("kill-dc", "dc-a", 37_200, 37_000)]})
+    assert r["message"] == (
+        "kill-dc dc-a: the slowest partition acknowledged again 37.2 s after the start, not before the heal (37.0 s)"
+    )
+    [check] = verdict.prediction_checks(
+        {"predictions": {"dc-a": {"writable": True, "acked_loss_possible": True}}},
+        {"counts": CLEAN, "faults": [fault("kill-dc", "dc-a", 37_200, 37_000)]},
+    )
     assert check["observed"]["writable"] is False  # the same reading as the rule's
 
 
 def test_availability_first_fails_when_a_partition_never_acks_again_or_there_is_no_fault():
     r = writes_rule(fault("isolate-dc", "dc-a", None))
-    assert not r["passed"] and r["message"] == ("isolate-dc dc-a: 0 of 1 partitions acknowledged anything "
-                                                "after the fault started")
+    assert not r["passed"] and r["message"] == (
+        "isolate-dc dc-a: 0 of 1 partitions acknowledged anything after the fault started"
+    )
     assert writes_rule()["message"] == "no fault in the record" and not writes_rule()["passed"]

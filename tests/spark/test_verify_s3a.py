@@ -1,5 +1,6 @@
 """`dcdrill verify s3a://...`: a drill record in S3, read through hadoop-aws, with moto's S3
 server on loopback as the endpoint. The verifier runs as a user runs it: a fresh process."""
+
 import json
 import os
 import socket
@@ -12,10 +13,9 @@ import duckdb
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests import ROOT
 from dcdrill.spark import cds
 from dcdrill.spark.ledgers import REQUIRED, SCHEMAS
-from tests import records
+from tests import ROOT, records
 
 BUCKET = "drills"
 
@@ -32,8 +32,13 @@ def s3():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     client.create_bucket(Bucket=BUCKET)
     yield endpoint, client
     server.stop()
@@ -49,23 +54,38 @@ def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.Complet
     """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars and
     the kernel jar> dcdrill/verify_command.py URI`, as the README tells a user to run it. Also checks that the command
     returns with its JVM ended: nothing of its process group is still running."""
-    conf = {"fs.s3a.endpoint": endpoint, "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.path.style.access": "true",
-            "fs.s3a.connection.ssl.enabled": "false", "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
-            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"}
+    conf = {
+        "fs.s3a.endpoint": endpoint,
+        "fs.s3a.endpoint.region": "us-east-1",
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.access.key": "testing",
+        "fs.s3a.secret.key": "testing",
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    }
     args = [x for k, v in conf.items() for x in ("--conf", f"spark.hadoop.{k}={v}")]
     # Nothing may look for credentials or a region off this machine (the instance metadata service).
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "DCDRILL_SPARK_MASTER": "local[2]"}
     if via == "spark-submit":
         venv_bin = os.path.dirname(sys.executable)
         env["PATH"] = f"{venv_bin}:{env['PATH']}"
-        command = [os.path.join(venv_bin, "spark-submit"), "--master", "local[2]", "--jars", ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
-                   *args, "dcdrill/verify_command.py", uri, "--json", "--quiet"]
+        command = [
+            os.path.join(venv_bin, "spark-submit"),
+            "--master",
+            "local[2]",
+            "--jars",
+            ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
+            *args,
+            "dcdrill/verify_command.py",
+            uri,
+            "--json",
+            "--quiet",
+        ]
     else:
         command = [sys.executable, "-m", "dcdrill.cli", "verify", uri, "--json", "--quiet", *args]
     # Output to files, not pipes: a JVM still running would hold a pipe open and be waited for.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, cwd=ROOT,
-                                start_new_session=True)
+        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, cwd=ROOT, start_new_session=True)
         proc.wait(timeout=600)
         left = _group_alive(proc.pid)
         out.seek(0), err.seek(0)
@@ -78,15 +98,31 @@ def _group_alive(pgid: int) -> list[str]:
     if os.name != "posix":
         return []
     ps = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True).stdout
-    return [line.strip()[:120] for line in ps.splitlines()
-            if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")]
+    return [
+        line.strip()[:120]
+        for line in ps.splitlines()
+        if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")
+    ]
 
 
 EXPECTED = {
-    "produced": 23, "acked": 19, "failed": 2, "indeterminate": 2, "acked_lost": 3, "acked_unseen": 3,
-    "failed_present": 1, "indeterminate_present": 1, "duplicates_in_log": 1, "duplicates_delivered": 2,
-    "phantoms": 1, "ack_offset_mismatch": 1, "divergent_offsets": 3, "reordered": 1, "max_ack_gap_ms": 1100,
-    "torn_lines": 1}  # the same as tests/spark/test_checker.py on the local copy
+    "produced": 23,
+    "acked": 19,
+    "failed": 2,
+    "indeterminate": 2,
+    "acked_lost": 3,
+    "acked_unseen": 3,
+    "failed_present": 1,
+    "indeterminate_present": 1,
+    "duplicates_in_log": 1,
+    "duplicates_delivered": 2,
+    "phantoms": 1,
+    "ack_offset_mismatch": 1,
+    "divergent_offsets": 3,
+    "reordered": 1,
+    "max_ack_gap_ms": 1100,
+    "torn_lines": 1,
+}  # the same as tests/spark/test_checker.py on the local copy
 
 
 def _as_parquet(run, out):
@@ -95,9 +131,11 @@ def _as_parquet(run, out):
     for kind, schema in SCHEMAS.items():
         (out / kind).mkdir(parents=True)
         cols = ", ".join(f"'{c}': '{duck[t.simpleString()]}'" for c, t in schema.items())
-        duckdb.sql(f"COPY (SELECT * FROM read_json('{run}/{kind}/*.jsonl', columns={{{cols}}}, ignore_errors=true) "
-                   f"WHERE {REQUIRED[kind][0]} IS NOT NULL) "
-                   f"TO '{out}/{kind}/part0.parquet' (FORMAT parquet)")
+        duckdb.sql(
+            f"COPY (SELECT * FROM read_json('{run}/{kind}/*.jsonl', columns={{{cols}}}, ignore_errors=true) "
+            f"WHERE {REQUIRED[kind][0]} IS NOT NULL) "
+            f"TO '{out}/{kind}/part0.parquet' (FORMAT parquet)"
+        )
     for name in ("topology.json", "faults.jsonl"):
         (out / name).write_bytes((run / name).read_bytes())
     return out
@@ -113,7 +151,7 @@ def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3, fmt
     _upload(client, run, prefix)
     done = _verify(endpoint, f"s3a://{BUCKET}/{prefix}", via)
     assert done.returncode == 1, done.stderr[-3000:]  # the verdict fails: acked records were lost
-    summary = json.loads(done.stdout[:done.stdout.rindex("}") + 1])
+    summary = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
     assert summary["counts"] == {**EXPECTED, "torn_lines": 1 if fmt == "jsonl" else 0}
     assert summary["faults"][0]["target"] == "dc-a"
     keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/report/")["Contents"]}

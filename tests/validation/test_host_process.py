@@ -1,5 +1,6 @@
 """The runner a workload process starts under on its client host (validation/host_process.py),
 without a lab: its request, its last line, its log on the host's disk, and `--stop`."""
+
 import json
 import subprocess
 import sys
@@ -13,8 +14,14 @@ RUNNER = [sys.executable, "-m", "dcdrill.validation.host_process"]
 
 def test_a_process_that_fails_ends_with_its_exit_and_its_log_on_the_hosts_disk(tmp_path):
     folder = tmp_path / "agents" / "run-1"
-    config = {**asdict(WorkloadSpec(bootstrap_timeout_ms=2000)), "producer_id": "p1", "dc": None, "host": None,
-              "bootstrap": ["127.0.0.1:1"], "security": {}}
+    config = {
+        **asdict(WorkloadSpec(bootstrap_timeout_ms=2000)),
+        "producer_id": "p1",
+        "dc": None,
+        "host": None,
+        "bootstrap": ["127.0.0.1:1"],
+        "security": {},
+    }
     request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
     # stdin stays open: its closing would be the control saying stop
     runner = subprocess.Popen([*RUNNER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -29,17 +36,29 @@ def test_a_process_that_fails_ends_with_its_exit_and_its_log_on_the_hosts_disk(t
 
 
 def test_closing_stdin_stops_the_process_as_sigterm_would(tmp_path):
-    config = {**asdict(WorkloadSpec(bootstrap_timeout_ms=30000)), "producer_id": "p1", "dc": None, "host": None,
-              "bootstrap": ["127.0.0.1:1"], "security": {}}
+    config = {
+        **asdict(WorkloadSpec(bootstrap_timeout_ms=30000)),
+        "producer_id": "p1",
+        "dc": None,
+        "host": None,
+        "bootstrap": ["127.0.0.1:1"],
+        "security": {},
+    }
     request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
-    res = subprocess.run([*RUNNER, str(tmp_path / "f")], input=json.dumps(request) + "\n", capture_output=True,
-                         text=True, timeout=20)  # well before its 30 s bootstrap timeout
+    res = subprocess.run(
+        [*RUNNER, str(tmp_path / "f")], input=json.dumps(request) + "\n", capture_output=True, text=True, timeout=20
+    )  # well before its 30 s bootstrap timeout
     assert json.loads(res.stdout.strip().splitlines()[-1])[host_process.EXIT] in (0, 1, 2, 128 + 15), res.stdout
 
 
 def test_a_bad_request_is_refused_naming_what_is_missing(tmp_path):
-    res = subprocess.run([*RUNNER, str(tmp_path / "f")], input=json.dumps({"module": "shell", "name": "x"}) + "\n",
-                         capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        [*RUNNER, str(tmp_path / "f")],
+        input=json.dumps({"module": "shell", "name": "x"}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert res.returncode == 2 and "missing ['config', 'password']" in res.stderr
 
 
@@ -65,7 +84,10 @@ def test_a_producers_acknowledgements_are_relayed_as_its_ledger_grows(tmp_path):
     ledger = tmp_path / "p1.jsonl"
     tail = host_process.AckTail(ledger)
     assert tail.read() == []  # not written yet
-    row = lambda seq, status, ack: json.dumps({"seq": seq, "status": status, "send_ms": 1000, "ack_ms": ack})
+
+    def row(seq, status, ack):
+        return json.dumps({"seq": seq, "status": status, "send_ms": 1000, "ack_ms": ack})
+
     ledger.write_text(row(0, "ok", 1012) + "\n" + row(1, "fail", None) + "\n" + row(2, "ok", 1030)[:20])
     assert tail.read() == [[1012, 12]]
     with open(ledger, "a") as f:

@@ -1,14 +1,14 @@
 """The workload on the real lab: ledgers, crash safety, bad input."""
+
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
-
-from pathlib import Path
 
 from dcdrill.chaos.faults import recovery
 from dcdrill.record import DrillRecord
@@ -19,11 +19,30 @@ pytestmark = pytest.mark.lab
 
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 TYPES = {
-    "produced": {"producer_id": str, "seq": int, "topic": str, "partition": int, "key": (str, type(None)),
-                 "send_ms": int, "status": str, "ack_ms": (int, type(None)), "offset": (int, type(None)),
-                 "error": (str, type(None)), "dc": (str, type(None))},
-    "consumed": {"consumer_id": str, "group": str, "topic": str, "partition": int, "offset": int,
-                 "producer_id": str, "seq": int, "consume_ms": int, "dc": str},
+    "produced": {
+        "producer_id": str,
+        "seq": int,
+        "topic": str,
+        "partition": int,
+        "key": (str, type(None)),
+        "send_ms": int,
+        "status": str,
+        "ack_ms": (int, type(None)),
+        "offset": (int, type(None)),
+        "error": (str, type(None)),
+        "dc": (str, type(None)),
+    },
+    "consumed": {
+        "consumer_id": str,
+        "group": str,
+        "topic": str,
+        "partition": int,
+        "offset": int,
+        "producer_id": str,
+        "seq": int,
+        "consume_ms": int,
+        "dc": str,
+    },
     "audit": {"topic": str, "partition": int, "offset": int, "producer_id": str, "seq": int, "timestamp_ms": int},
 }
 
@@ -38,9 +57,28 @@ def rows(run, kind):
 @pytest.mark.parametrize("client", ["kafka-python", "confluent"])
 def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     run = tmp_path / "run"
-    res = subprocess.run(DCDRILL + ["workload", "run", "--duration", "15", "--producers", "3", "--consumers", "2",
-                                    "--topic", f"dcdrill-it-workload-{client}", "--client", client, "--run-dir", str(run)],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        DCDRILL
+        + [
+            "workload",
+            "run",
+            "--duration",
+            "15",
+            "--producers",
+            "3",
+            "--consumers",
+            "2",
+            "--topic",
+            f"dcdrill-it-workload-{client}",
+            "--client",
+            client,
+            "--run-dir",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     for kind, types in TYPES.items():
         rs = rows(run, kind)
@@ -74,7 +112,11 @@ def _progress(run, name: str) -> int:
 
 def _workload_pids(run, name: str | None = None) -> list[int]:
     """The workload processes on the client hosts, by the host folders the record noted."""
-    folders = {a["folder"] for a in DrillRecord(run).agents() if a.get("folder")} if (run / "agents.jsonl").exists() else set()
+    folders = (
+        {a["folder"] for a in DrillRecord(run).agents() if a.get("folder")}
+        if (run / "agents.jsonl").exists()
+        else set()
+    )
     out = []
     for proc in os.listdir("/proc"):
         if not proc.isdigit():
@@ -83,17 +125,35 @@ def _workload_pids(run, name: str | None = None) -> list[int]:
             cmd = open(f"/proc/{proc}/cmdline", "rb").read().decode(errors="replace")
         except OSError:
             continue
-        if "dcdrill.validation." in cmd and any(f'"run_dir": "{f}"' in cmd for f in folders) \
-                and (name is None or f'"producer_id": "{name}"' in cmd or f'"consumer_id": "{name}"' in cmd):
+        if (
+            "dcdrill.validation." in cmd
+            and any(f'"run_dir": "{f}"' in cmd for f in folders)
+            and (name is None or f'"producer_id": "{name}"' in cmd or f'"consumer_id": "{name}"' in cmd)
+        ):
             out.append(int(proc))
     return out
 
 
 def test_sigkill_leaves_parseable_ledgers_on_the_hosts_which_heal_collects(lab, tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen(DCDRILL + ["workload", "produce", "--duration", "60", "--rate", "0", "--topic", "dcdrill-it-kill",
-                                       "--run-dir", str(run)], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        DCDRILL
+        + [
+            "workload",
+            "produce",
+            "--duration",
+            "60",
+            "--rate",
+            "0",
+            "--topic",
+            "dcdrill-it-kill",
+            "--run-dir",
+            str(run),
+        ],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and sum(_progress(run, p) for p in ("p1", "p2", "p3")) < 1000:
         time.sleep(0.2)
@@ -139,16 +199,26 @@ def test_a_workload_whose_files_do_not_come_back_fails_naming_the_host(lab, tmp_
     record = DrillRecord(run)
     assert recovery.collect_agents("local", record)  # what did come back is collected; nothing is left
     assert record.uncollected() == [] and (run / "produced" / "p2.jsonl").exists()
-    assert record.incomplete() == [f"collected.jsonl: the files in {lost.folder} on {lost.host.name} were lost "
-                                   "before they came back"]  # so the verifier refuses the record
+    assert record.incomplete() == [
+        f"collected.jsonl: the files in {lost.folder} on {lost.host.name} were lost before they came back"
+    ]  # so the verifier refuses the record
 
 
 def test_unreachable_bootstrap_is_a_clear_error_within_the_timeout(tmp_path):
-    cfg = {**wl.asdict(wl.WorkloadSpec(bootstrap_timeout_ms=3000)), "producer_id": "p1", "dc": None,
-           "run_dir": str(tmp_path), "bootstrap": ["127.0.0.1:1"]}
+    cfg = {
+        **wl.asdict(wl.WorkloadSpec(bootstrap_timeout_ms=3000)),
+        "producer_id": "p1",
+        "dc": None,
+        "run_dir": str(tmp_path),
+        "bootstrap": ["127.0.0.1:1"],
+    }
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "dcdrill.validation.producer", "--config", json.dumps(cfg)],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "dcdrill.validation.producer", "--config", json.dumps(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and "no broker reachable at 127.0.0.1:1" in res.stderr
     assert time.monotonic() - t0 < 20
 
@@ -174,9 +244,28 @@ def test_a_killed_producer_leaves_info_rows_not_phantoms_and_the_drill_passes(la
     """SIGKILL one producer mid-run: its reserved, unfinished records become info rows (intent
     log), its seqs stay dense, and the record verifies as a pass with no phantom."""
     run = tmp_path / "run"
-    proc = subprocess.Popen(DCDRILL + ["workload", "run", "--duration", "20", "--producers", "2", "--consumers", "1",
-                                       "--rate", "300", "--topic", "dcdrill-it-killed-producer", "--run-dir", str(run)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        DCDRILL
+        + [
+            "workload",
+            "run",
+            "--duration",
+            "20",
+            "--producers",
+            "2",
+            "--consumers",
+            "1",
+            "--rate",
+            "300",
+            "--topic",
+            "dcdrill-it-killed-producer",
+            "--run-dir",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 90
     victim = []
     while time.monotonic() < deadline and not victim:
@@ -191,7 +280,9 @@ def test_a_killed_producer_leaves_info_rows_not_phantoms_and_the_drill_passes(la
     assert p1 == list(range(len(p1)))
     recovered = [r for r in produced if r["producer_id"] == "p1" and "intent log" in (r["error"] or "")]
     assert recovered and all(r["status"] == "info" for r in recovered)
-    res = subprocess.run(DCDRILL + ["verify", str(run), "--json", "--quiet"], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        DCDRILL + ["verify", str(run), "--json", "--quiet"], capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr
     counts = json.loads(res.stdout)["counts"]
     assert counts["phantoms"] == 0 and counts["acked_lost"] == 0 and counts["indeterminate"] >= len(recovered)

@@ -1,4 +1,5 @@
 """Outcome classification and the record value format (no cluster needed)."""
+
 import json
 
 import pytest
@@ -7,38 +8,45 @@ from kafka import errors as E
 from dcdrill.validation import clients, outcomes
 
 
-@pytest.mark.parametrize("exc,retries,expected", [
-    (E.NotEnoughReplicasError(), 0, "fail"),
-    (E.NotEnoughReplicasError(), 3, "info"),        # an earlier attempt may have been written
-    (E.NotEnoughReplicasAfterAppendError(), 0, "info"),
-    (E.NotLeaderForPartitionError(), 0, "info"),   # may be appended already (seen in a kill-dc drill)
-    (E.RequestTimedOutError(), 0, "info"),
-    (E.KafkaConnectionError(), 0, "info"),
-    (E.KafkaTimeoutError("Failed to update metadata after 5.0 secs."), 0, "fail"),
-    (E.KafkaTimeoutError("Batch expired"), 0, "info"),
-])
+@pytest.mark.parametrize(
+    "exc,retries,expected",
+    [
+        (E.NotEnoughReplicasError(), 0, "fail"),
+        (E.NotEnoughReplicasError(), 3, "info"),  # an earlier attempt may have been written
+        (E.NotEnoughReplicasAfterAppendError(), 0, "info"),
+        (E.NotLeaderForPartitionError(), 0, "info"),  # may be appended already (seen in a kill-dc drill)
+        (E.RequestTimedOutError(), 0, "info"),
+        (E.KafkaConnectionError(), 0, "info"),
+        (E.KafkaTimeoutError("Failed to update metadata after 5.0 secs."), 0, "fail"),
+        (E.KafkaTimeoutError("Batch expired"), 0, "info"),
+    ],
+)
 def test_outcome_classification(exc, retries, expected):
     assert outcomes.classify(exc, retries) == expected
 
 
 def _rd(name: str):
     from confluent_kafka import KafkaError
+
     return KafkaError(getattr(KafkaError, name))
 
 
-@pytest.mark.parametrize("code,retries,expected", [
-    ("NOT_ENOUGH_REPLICAS", 0, "info"),  # an uncounted resend after NOT_LEADER may follow a written attempt
-    ("NOT_ENOUGH_REPLICAS", 3, "info"),
-    ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", 0, "info"),
-    ("MSG_SIZE_TOO_LARGE", 0, "fail"),
-    ("RECORD_LIST_TOO_LARGE", 0, "fail"),
-    ("TOPIC_AUTHORIZATION_FAILED", 0, "fail"),
-    ("_UNKNOWN_PARTITION", 0, "fail"),
-    ("NOT_LEADER_FOR_PARTITION", 0, "info"),
-    ("_MSG_TIMED_OUT", 0, "info"),   # the delivery timeout: it may have been written
-    ("REQUEST_TIMED_OUT", 0, "info"),
-    ("_TRANSPORT", 0, "info"),
-])
+@pytest.mark.parametrize(
+    "code,retries,expected",
+    [
+        ("NOT_ENOUGH_REPLICAS", 0, "info"),  # an uncounted resend after NOT_LEADER may follow a written attempt
+        ("NOT_ENOUGH_REPLICAS", 3, "info"),
+        ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", 0, "info"),
+        ("MSG_SIZE_TOO_LARGE", 0, "fail"),
+        ("RECORD_LIST_TOO_LARGE", 0, "fail"),
+        ("TOPIC_AUTHORIZATION_FAILED", 0, "fail"),
+        ("_UNKNOWN_PARTITION", 0, "fail"),
+        ("NOT_LEADER_FOR_PARTITION", 0, "info"),
+        ("_MSG_TIMED_OUT", 0, "info"),  # the delivery timeout: it may have been written
+        ("REQUEST_TIMED_OUT", 0, "info"),
+        ("_TRANSPORT", 0, "info"),
+    ],
+)
 def test_librdkafka_outcome_classification(code, retries, expected):
     assert outcomes.classify_librdkafka(_rd(code), retries) == expected
 
@@ -77,9 +85,13 @@ def test_the_drain_ends_once_every_partition_is_read_to_its_last_acknowledged_of
     assert not caught_up(producers + [{"consumer_id": "c1", "read_to": {a: 40, b: 9}}])  # p2's 41 not read yet
     assert not caught_up(producers + [{"consumer_id": "c1", "read_to": {a: 41}}])  # partition 1 not read at all
     # A producer without its final snapshot (killed) may have acknowledged more than it said.
-    assert not caught_up([_producer({a: 40}), _producer({a: 41}, final=False), {"consumer_id": "c", "read_to": {a: 99}}])
+    assert not caught_up(
+        [_producer({a: 40}), _producer({a: 41}, final=False), {"consumer_id": "c", "read_to": {a: 99}}]
+    )
     # Another cluster's copy is another partition: a failed-over group's reads do not count.
-    assert not caught_up([_producer({a: 40}), {"consumer_id": "c", "read_to": {clients.position_key("west", "t", 0): 99}}])
+    assert not caught_up(
+        [_producer({a: 40}), {"consumer_id": "c", "read_to": {clients.position_key("west", "t", 0): 99}}]
+    )
     assert not caught_up([{"consumer_id": "c", "read_to": {a: 1}}])  # no producer: nothing says what to wait for
 
 
