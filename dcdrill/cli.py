@@ -84,8 +84,8 @@ def _main(argv: list[str], own_process: bool) -> int:
             print(f"dcdrill: {exc}", file=sys.stderr)
             return exits.EXIT_BAD_INPUT
     from dcdrill.infra.ansible import AnsibleFailed
-    from dcdrill.infra.hostaccess import HostAccessUnavailable, HostUnreachable
     from dcdrill.infra.lab.netns import LabUnavailable
+    from dcdrill.infra.observe.hostaccess import HostAccessUnavailable, HostUnreachable
     from dcdrill.infra.pulumi_cli import PulumiError
 
     try:

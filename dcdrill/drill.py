@@ -20,9 +20,10 @@ from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
 from dcdrill.chaos.faults import recovery
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
-from dcdrill.infra import hostaccess, lifecycle, mirror_rules, rules, status
+from dcdrill.infra import lifecycle, mirror_rules, rules
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
+from dcdrill.infra.observe import hostaccess, status, status_text
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 
@@ -230,7 +231,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
         return stop(
             EXIT_NOT_STEADY,
             "steady state not met before the fault; nothing was injected. Cluster now:\n"
-            + status.render(status.cluster_status(lifecycle.inventory(args.stack))),
+            + status_text.render(status.cluster_status(lifecycle.inventory(args.stack))),
         )
     if bad := _bad_input(journal):
         return stop(EXIT_BAD_INPUT, bad)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from dcdrill import project
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
-from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema, status
+from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema
 from dcdrill.infra import stack as stacks
+from dcdrill.infra.observe import status, status_text
 
 
 def register(sub) -> None:
@@ -277,7 +278,7 @@ def _lab(args) -> int:
 
         recovery.require_healed(args.stack)
         st = lifecycle.up(args.stack, quiet=args.quiet)
-        print(status.render(st))
+        print(status_text.render(st))
     elif args.action == "down":
         lifecycle.down(args.stack)
         left = backend.leftovers()
@@ -293,7 +294,7 @@ def _status(args) -> int:
     d = stacks.load_deployment(args.stack)
     if not d.replicated:
         st = status.cluster_status(lifecycle.inventory(args.stack))
-        print(json.dumps(st, indent=2, sort_keys=True) if args.json else status.render(st))
+        print(json.dumps(st, indent=2, sort_keys=True) if args.json else status_text.render(st))
         return EXIT_PASS if status.healthy(st) else EXIT_FAIL
     clusters = {name: status.cluster_status(inv) for name, inv in lifecycle.inventories(args.stack).items()}
     mirrors = status.mirror_status(
@@ -303,7 +304,7 @@ def _status(args) -> int:
         print(json.dumps({"clusters": clusters, "mirrors": mirrors}, indent=2, sort_keys=True))
     else:
         for name, st in clusters.items():
-            print(f"cluster {name}:\n{status.render(st)}")
+            print(f"cluster {name}:\n{status_text.render(st)}")
         for m in mirrors:
             print(f"MirrorMaker 2 {m['mirror']} on {m['name']} ({m['dc']}): {'running' if m['alive'] else 'DOWN'}")
     ok = all(status.healthy(st) for st in clusters.values()) and all(m["alive"] for m in mirrors)

@@ -20,7 +20,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-# What infra/agent.py, infra/kafka_admin.py and validation/ import, and what those need.
+# What infra/observe/agent.py, infra/observe/kafka_admin.py and validation/ import, and what those need.
 PACKAGES = (
     "annotated-types",
     "cffi",

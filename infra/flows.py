@@ -86,17 +86,21 @@ def table(d: Deployment) -> list[Flow]:
 # What dcdrill's own code dials, by the module that dials it: each must be in the table wherever
 # its target role exists (`missing`).
 NEEDED = {
-    "infra/status.py cluster_status": ("client", "kafka_broker", CLIENT_PORT),
-    "infra/status.py zookeeper_quorum": ("client", "zookeeper", ZOOKEEPER_CLIENT_PORT),
-    "infra/status.py kraft_quorum": ("client", "kafka_controller", CONTROLLER_PORT),
-    "infra/status.py mirror_status": ("client", "kafka_mirror", MIRROR_REST_PORT),
+    "infra/observe/host_probes.py cluster_status": ("client", "kafka_broker", CLIENT_PORT),
+    "infra/observe/host_probes.py zookeeper_quorum": ("client", "zookeeper", ZOOKEEPER_CLIENT_PORT),
+    "infra/observe/host_probes.py kraft_quorum": ("client", "kafka_controller", CONTROLLER_PORT),
+    "infra/observe/host_probes.py mirror_status": ("client", "kafka_mirror", MIRROR_REST_PORT),
     "validation/ (producers, consumers, audit)": ("client", "kafka_broker", CLIENT_PORT),
-    "infra/kafka_admin.py (topics, elections, offsets, canary; the ACL play)": ("client", "kafka_broker", CLIENT_PORT),
+    "infra/observe/kafka_admin.py (topics, elections, offsets, canary; the ACL play)": (
+        "client",
+        "kafka_broker",
+        CLIENT_PORT,
+    ),
 }
 
 
 # The control (a CI runner on AWS, the lab's root namespace) dials no port of the cluster: what
-# it asks of the cluster runs as an agent on a client host (infra/agent.py, infra/kafka_admin.py),
+# it asks of the cluster runs as an agent on a client host (infra/observe/agent.py, infra/observe/kafka_admin.py),
 # started through host access, which is the firewall's only admission of the control.
 
 

@@ -233,7 +233,7 @@ class Inventory:
 
     def agent_secrets(self) -> dict:
         """What an agent on a client host needs to reach the cluster, read here on the control and
-        sent with its request (infra/hostaccess.py payload): the stack's CA and the SASL users'
+        sent with its request (infra/observe/hostaccess.py payload): the stack's CA and the SASL users'
         passwords. The host has no copy of the control's files, on AWS as on the lab."""
         av, out = self.vars, {}
         if av.get("kafka_tls") or av.get("zookeeper_secure"):

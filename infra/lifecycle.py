@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 import time
 
-from dcdrill.infra import ansible, hostaccess, open_drills, pulumi_cli, rules, status
+from dcdrill.infra import ansible, pulumi_cli, rules
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import hostaccess, open_drills, status, status_text
 from dcdrill.infra.topology import Topology
 
 
@@ -70,7 +71,7 @@ def inventories(stack: str) -> dict[str, Inventory]:
 
 
 def unanswered_hosts(stack: str) -> list[str]:
-    """The configured stack's hosts that do not answer on host access (infra/hostaccess.py); none
+    """The configured stack's hosts that do not answer on host access (infra/observe/hostaccess.py); none
     on a stack never configured (its hosts are made by `up`)."""
     if not ansible.inventory_path(stack).exists():
         return []
@@ -120,7 +121,7 @@ def wait_healthy(inv: Inventory, timeout_s: float = 240.0, quiet: bool = False) 
             say(line)
             last = line
         if time.monotonic() > deadline:
-            raise TimeoutError(f"cluster not healthy after {timeout_s:.0f}s:\n{status.render(st)}")
+            raise TimeoutError(f"cluster not healthy after {timeout_s:.0f}s:\n{status_text.render(st)}")
         time.sleep(2)
 
 

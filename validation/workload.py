@@ -1,6 +1,6 @@
 """Starting, watching and stopping the workload processes: the Python API the chaos experiment
 uses and `dcdrill workload` wraps. Each producer / consumer / audit runs on a client host of the
-inventory, inside a DC, started through host access (infra/hostaccess.py) as AWS allows it: its
+inventory, inside a DC, started through host access (infra/observe/hostaccess.py) as AWS allows it: its
 files stay on that host's disk until `collect` brings them into the record.
 """
 
@@ -16,9 +16,9 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, now_ms
 from dcdrill.infra.inventory import Inventory, InventoryHost
+from dcdrill.infra.observe import hostaccess
 from dcdrill.record import DrillRecord
 from dcdrill.validation import host_process
 
@@ -214,7 +214,7 @@ def ensure_topic(
     replication=None,
     fresh: bool = False,
 ) -> None:
-    """Create the topic if missing (from a client host: infra/kafka_admin.py). `replication`
+    """Create the topic if missing (from a client host: infra/observe/kafka_admin.py). `replication`
     (infra.topology.Replication): its factor, min.insync.replicas and unclean election as the
     topic's own settings (a drill's); without it, the cluster's (the inventory's). `fresh`: the
     topic must not exist yet (a drill's topic holds that drill's records only: older ones would

@@ -16,7 +16,8 @@ from dcdrill.chaos.faults import recovery
 from dcdrill.chaos.faults.driver import HEAL_GRACE_S, FaultDriver, Undo
 from dcdrill.chaos.kafka.actions import watched_isr
 from dcdrill.chaos.kafka.probes import wait_converged
-from dcdrill.infra import open_drills, rules, status
+from dcdrill.infra import rules
+from dcdrill.infra.observe import open_drills, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import (
     DEGRADE_LINK,

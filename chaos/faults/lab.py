@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import PACKAGE, cache_dir, now_ms
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.infra.lab import disk, layout, netns, service, shaper
+from dcdrill.infra.observe import hostaccess
 
 SERVICE = {"zookeeper": "zookeeper", "kafka_mirror": "mirror"}  # the roles' service names; kafka otherwise
 DC_LOSS_ROLES = (

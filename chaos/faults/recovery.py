@@ -1,7 +1,7 @@
 """Healing after anything: the end of a drill, a rollback, or a crash of any of its processes.
 
 Everything a drill changes is noted before it is changed: the record in the stack's open drills
-(infra/open_drills.py), each fault's undo in the record's fault state and in a copy the stack's
+(infra/observe/open_drills.py), each fault's undo in the record's fault state and in a copy the stack's
 backend keeps away from the machine running the drill (the stack's bucket on AWS: `fault_state`),
 each process it starts in the record's agents. `heal_stack` (`dcdrill heal`) reads those, stops
 the drill's processes, undoes each fault still noted (from the copy when the record is gone with
@@ -26,9 +26,10 @@ from chaoslib.exceptions import ActivityFailed
 from dcdrill.chaos import context
 from dcdrill.chaos.faults import driver_class
 from dcdrill.chaos.faults.driver import FaultDriver
-from dcdrill.infra import ansible, hostaccess, inventory, lifecycle, open_drills
+from dcdrill.infra import ansible, inventory, lifecycle
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import now_ms
+from dcdrill.infra.observe import hostaccess, open_drills
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import FAULT_STATE, fault_key
 from dcdrill.validation import workload as wl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dcdrill.chaos import context
 from dcdrill.chaos.kafka.probes import HYPOTHESIS_SHARE_S, cluster_now, wait_until
 from dcdrill.chaos.kafka.watch import CoordinationWatch
-from dcdrill.infra import hostaccess
+from dcdrill.infra.observe import hostaccess
 
 __all__ = ["elect_preferred_leaders", "watch_coordination", "stop_watching_coordination"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from dcdrill.chaos import context
-from dcdrill.infra import broker_logs
-from dcdrill.infra import status as cluster
+from dcdrill.infra.observe import broker_logs, status_text
+from dcdrill.infra.observe import status as cluster
 
 __all__ = [
     "offline_partitions",
@@ -32,7 +32,7 @@ _last: dict[tuple, tuple[float, dict]] = {}
 
 
 def cluster_now(configuration, max_age_s: float = 0.0) -> dict:
-    """infra.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
+    """infra.observe.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
     probe itself: __all__ lists those). `max_age_s`: a status read at most this long ago will do."""
     key = (context.stack_name(configuration), context.target_dc(configuration))
     if max_age_s > 0 and key in _last and time.monotonic() - _last[key][0] <= max_age_s:
@@ -93,7 +93,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
         if time.monotonic() - start > timeout_s:
             why = explain(st) if explain else ""
             raise TimeoutError(
-                f"{what} not reached within {timeout_s:.0f}s:\n{cluster.render(st)}" + (f"\n{why}" if why else "")
+                f"{what} not reached within {timeout_s:.0f}s:\n{status_text.render(st)}" + (f"\n{why}" if why else "")
             )
         time.sleep(2)  # each read is a host round trip the saturated lab pays for: every 1 s converged no sooner
 
@@ -101,7 +101,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
     """Until every broker and every quorum voter is back and every ISR is full again. On timeout
     with every broker alive, the out-of-sync followers' logs are read for a truncation loop
-    (infra/broker_logs.py), which the error then names."""
+    (infra/observe/broker_logs.py), which the error then names."""
 
     def explain(st: dict) -> str:
         try:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import threading
 
-from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import hostaccess
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
 
 
 class CoordinationWatch:
     """The samples come from a `watch` agent on a client host outside `avoid_dc` (the drill's
-    target), one JSON line each (infra/agent.py); this thread writes them into the record."""
+    target), one JSON line each (infra/observe/agent.py); this thread writes them into the record."""
 
     def __init__(
         self,

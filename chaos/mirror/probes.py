@@ -4,7 +4,8 @@ drill topic (records: the source's log end minus the copy's, summed over partiti
 from __future__ import annotations
 
 from dcdrill.chaos import context
-from dcdrill.infra import ansible, hostaccess, lifecycle, status
+from dcdrill.infra import ansible, lifecycle
+from dcdrill.infra.observe import hostaccess, status
 
 __all__ = ["mirrors_running", "mirror_lag"]
 

@@ -8,9 +8,10 @@ import os
 from chaoslib.exceptions import ActivityFailed
 
 from dcdrill.chaos import context
-from dcdrill.infra import hostaccess, lifecycle, mirror_rules, open_drills
+from dcdrill.infra import lifecycle, mirror_rules
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import WORKLOAD_GROUP, now_ms
+from dcdrill.infra.observe import hostaccess, open_drills
 from dcdrill.validation import workload as wl
 
 __all__ = ["start_workload", "stop_workload", "fail_over_consumers", "run_audit", "delete_topic"]

@@ -8,7 +8,7 @@ import time
 
 from dcdrill.chaos import context
 from dcdrill.chaos.workload.actions import running_workload
-from dcdrill.infra import hostaccess
+from dcdrill.infra.observe import hostaccess
 
 __all__ = ["workload_progressing", "produce_latency_settled"]
 

@@ -1,5 +1,5 @@
 """SSH to an EC2 host through Systems Manager: ssh's ProxyCommand on an AWS stack, so host access
-(infra/hostaccess.py) and Ansible take the same path on both backends, SSH as an unprivileged
+(infra/observe/hostaccess.py) and Ansible take the same path on both backends, SSH as an unprivileged
 login user, where the lab's hosts are one `ip` route away and AWS's have no address the control
 can reach. No port is opened for it: SSM's agent on the host dials out to SSM, and the session
 (document AWS-StartSSHSession) ends at the host's own sshd on localhost.

@@ -91,7 +91,7 @@ def _connection(lab: Path) -> dict:
         "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         "ansible_python_interpreter": "/usr/bin/python3",
         # The control's own state (inventories, the stack's CA and passwords): what host access
-        # runs on a lab host does not see it, as an EC2 host has no copy (infra/hostaccess.py).
+        # runs on a lab host does not see it, as an EC2 host has no copy (infra/observe/hostaccess.py).
         "lab_control_state": str(lab.parent / "stacks"),
         # The client hosts' agent Python is made from the hosts' own python3 (Debian's 3.11), as
         # from Amazon Linux's python3.11 on AWS (roles/dcdrill_agent).

@@ -163,8 +163,9 @@ class CheckpointWatch(WindowMoves, threading.Thread):
         self.errors: dict[str, str] = {}
 
     def run(self) -> None:
-        from dcdrill.infra import hostaccess, lifecycle
+        from dcdrill.infra import lifecycle
         from dcdrill.infra.constants import CANARY_TOPIC, DRILL_TOPIC_PREFIX
+        from dcdrill.infra.observe import hostaccess
 
         while not self.done.wait(2.0):
             try:

@@ -99,7 +99,7 @@ def roll_brokers(inv, opts: list[str] | None, server: dict[str, str], originals:
 def preferred_leaders(inv) -> None:
     """Leaders back on their preferred replicas: a roll leaves them all on the brokers restarted
     first, and one hot broker would measure the roll, not the setting."""
-    from dcdrill.infra import hostaccess
+    from dcdrill.infra.observe import hostaccess
 
     hostaccess.call(inv, "elect_preferred_leaders", {"election_ms": 30_000, "request_ms": 35_000})
     time.sleep(3)
@@ -112,7 +112,7 @@ def lifecycle_start(host, path: str) -> None:
 
 
 def wait_isr(inv, timeout_s: float = 120.0) -> None:
-    from dcdrill.infra import status
+    from dcdrill.infra.observe import status
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

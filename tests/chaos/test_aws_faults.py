@@ -742,7 +742,7 @@ def test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(a
     import shutil
 
     from dcdrill.chaos.faults import recovery
-    from dcdrill.infra import open_drills
+    from dcdrill.infra.observe import open_drills
 
     ec2, cfg, ids, _, _ = aws
     before = account(ec2)

@@ -6,7 +6,7 @@ import pytest
 
 from dcdrill.chaos import context
 from dcdrill.chaos.kafka import probes
-from dcdrill.infra import hostaccess
+from dcdrill.infra.observe import hostaccess
 from tests.infra.test_broker_logs import _inventory, _status, fetcher_line
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dcdrill.chaos.faults import recovery
-from dcdrill.infra import open_drills, status
 from dcdrill.infra import stack as stacks
+from dcdrill.infra.observe import open_drills, status, status_text
 from dcdrill.record import DrillRecord
 
 pytestmark = pytest.mark.lab
@@ -112,7 +112,7 @@ def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
     deadline = time.monotonic() + 180  # a killed DC's services were started again
     while not status.healthy(st := status.cluster_status(lab)) and time.monotonic() < deadline:
         time.sleep(2)
-    assert status.healthy(st), status.render(st)
+    assert status.healthy(st), status_text.render(st)
     again = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "nothing to heal" in again.stdout, again.stdout + again.stderr
     assert recovery.left_behind("local") == []

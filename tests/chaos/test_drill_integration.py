@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dcdrill.infra import hostaccess, status
+from dcdrill.infra.observe import hostaccess, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
 from tests.lab_access import in_client

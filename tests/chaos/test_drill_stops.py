@@ -59,7 +59,7 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
         lambda stack: ["c2.dc-b.lab (Connection refused)"] if case == "host lost" else [],
     )
     monkeypatch.setattr(drill.status, "cluster_status", lambda inv: {})
-    monkeypatch.setattr(drill.status, "render", lambda st: "(the cluster's status)")
+    monkeypatch.setattr(drill.status_text, "render", lambda st: "(the cluster's status)")
     monkeypatch.setattr(drill, "_chaos_run", chaos_run)
     assert drill._drill(args, plan, {}, run) == code
     assert message in capsys.readouterr().err

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dcdrill.infra import ansible, status
+from dcdrill.infra import ansible
+from dcdrill.infra.observe import status, status_text
 from tests.lab_access import cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
@@ -29,7 +30,7 @@ def drill(run: Path, *args, hold=20, timeout=600):
 def test_kraft_lab_has_its_quorum_in_three_dcs_and_a_second_run_formats_nothing(kraft_lab):
     st = status.cluster_status(kraft_lab)
     q = st["quorum"]
-    assert (q["kind"], q["alive"], q["total"], q["quorum"]) == ("kraft", 3, 3, True), status.render(st)
+    assert (q["kind"], q["alive"], q["total"], q["quorum"]) == ("kraft", 3, 3, True), status_text.render(st)
     assert q["leader"] in {"ctl1.dc-a.lab", "ctl2.dc-b.lab", "ctl3.dc-c.lab"}
     assert sorted(n["dc"] for n in q["nodes"]) == ["dc-a", "dc-b", "dc-c"] and all(
         n["lag"] == 0 or n["lag"] < 50 for n in q["nodes"]

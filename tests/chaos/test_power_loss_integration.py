@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dcdrill.infra import status
+from dcdrill.infra.observe import status
 from dcdrill.record import DrillRecord
 from tests.chaos.test_drill_integration import activity, summary
 

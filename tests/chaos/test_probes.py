@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dcdrill.chaos import context
 from dcdrill.chaos.kafka import probes
-from dcdrill.infra import status as cluster
+from dcdrill.infra.observe import status as cluster
 
 
 def _counting(monkeypatch) -> list[int]:

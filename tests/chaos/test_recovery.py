@@ -9,8 +9,8 @@ import time
 import pytest
 
 from dcdrill.chaos.faults import recovery
-from dcdrill.infra import open_drills
 from dcdrill.infra.constants import now_ms
+from dcdrill.infra.observe import open_drills
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import AGENTS, BadRecord
 

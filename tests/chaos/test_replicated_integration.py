@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from dcdrill.chaos.faults.lab import spec_path
-from dcdrill.infra import ansible, lifecycle, status
+from dcdrill.infra import ansible, lifecycle
 from dcdrill.infra.lab import service
+from dcdrill.infra.observe import status, status_text
 from tests.lab_access import cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
@@ -35,7 +36,7 @@ def test_both_clusters_and_mm2_run_with_mm2_as_its_own_user(replicated_lab):
     clusters = lifecycle.inventories("local-replicated")
     for name, inv in clusters.items():
         st = status.cluster_status(inv)
-        assert status.healthy(st), (name, status.render(st))
+        assert status.healthy(st), (name, status_text.render(st))
         assert {b["dc"] for b in st["brokers"]} == {"dc-a" if name == "east" else "dc-b"}
     mm = lifecycle.inventory("local-replicated", ansible.MIRRORS)
     [node] = status.mirror_status(mm, via=clusters["west"])

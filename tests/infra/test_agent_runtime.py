@@ -13,7 +13,7 @@ def test_the_bundle_holds_the_agents_layers_and_nothing_above_them(tmp_path):
     names = set(zipfile.ZipFile(bundle).namelist())
     assert {
         "dcdrill/__init__.py",
-        "dcdrill/infra/agent.py",
+        "dcdrill/infra/observe/agent.py",
         "dcdrill/validation/host_process.py",
         "dcdrill/record/ledger.py",
         "dcdrill/shipped/roles/zookeeper/defaults/main.yml",

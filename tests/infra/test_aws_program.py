@@ -319,7 +319,7 @@ def test_a_flow_table_lacking_what_the_probes_dial_is_refused_by_plan(monkeypatc
     out = capsys.readouterr()
     assert (
         "[flow-missing] the stack's flow table (infra/flows.py) lacks client -> zookeeper:2181 "
-        "(needed by infra/status.py zookeeper_quorum)" in out.out + out.err
+        "(needed by infra/observe/host_probes.py zookeeper_quorum)" in out.out + out.err
     )
     monkeypatch.setattr(flows, "table", real)
     assert cli.main(["plan", "--stack", "aws-3az-tiebreaker"]) == 0

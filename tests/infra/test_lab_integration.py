@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dcdrill.infra import ansible, hostaccess, pulumi_cli, status
+from dcdrill.infra import ansible, pulumi_cli
 from dcdrill.infra.constants import cache_dir, project_dir
+from dcdrill.infra.observe import hostaccess, status
 from tests.lab_access import cluster_ports_from_the_control, dial, in_client, lab_address
 
 pytestmark = pytest.mark.lab
@@ -289,7 +290,7 @@ def test_agents_run_on_each_client_hosts_own_python(lab):
             [
                 f"{host.vars['dcdrill_agent_dir']}/venv/bin/python",
                 "-c",
-                "import json, sys, dcdrill.infra.agent, confluent_kafka, kafka, pydantic; "
+                "import json, sys, dcdrill.infra.observe.agent, confluent_kafka, kafka, pydantic; "
                 "print(json.dumps([sys.prefix, dcdrill.__file__, confluent_kafka.__file__, kafka.__file__, "
                 "pydantic.__file__]))",
             ],
@@ -330,7 +331,7 @@ def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
 
 
 def test_no_cluster_port_answers_from_the_control(lab):
-    # What the control asks of the cluster runs on client hosts (infra/agent.py): it dials nothing.
+    # What the control asks of the cluster runs on client hosts (infra/observe/agent.py): it dials nothing.
     got = cluster_ports_from_the_control("local")
     assert len(got) >= 10 and set(got.values()) == {"dropped"}, got
     # Nor does it resolve their names, as a CI runner resolves none of a VPC's private zone; the

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from dcdrill.infra import ansible, status
+from dcdrill.infra import ansible
 from dcdrill.infra.lab import service
+from dcdrill.infra.observe import status
 
 pytestmark = pytest.mark.lab
 CHANGED = {"log.cleaner.backoff.ms": "15001"}  # harmless: the cleaner's idle wait

@@ -183,7 +183,7 @@ def test_a_workload_whose_files_do_not_come_back_fails_naming_the_host(lab, tmp_
     before the transfer fails the workload's stop (so a drill), naming the host and the folder."""
     import shutil
 
-    from dcdrill.infra import hostaccess
+    from dcdrill.infra.observe import hostaccess
 
     run = tmp_path / "run"
     spec = wl.WorkloadSpec(topic="dcdrill-it-lost", producers=2, consumers=0, duration_s=None, rate=100.0)

@@ -1,7 +1,7 @@
 """An agent on one of a stack's client hosts: what observes the cluster runs here, inside its DCs,
-started by the control through host access (infra/hostaccess.py), never on the control.
+started by the control through host access (infra/observe/hostaccess.py), never on the control.
 
-    python -m dcdrill.infra.agent CALL    < {"inventory": {...}, "args": {...}} (one JSON line)
+    python -m dcdrill.infra.observe.agent CALL    < {"inventory": {...}, "args": {...}} (one JSON line)
 
 A call writes its JSON answer to stdout; one the cluster refuses as the caller's mistake writes
 {"refused": why} and exits REFUSED. `watch` writes one coordination sample per line until
@@ -16,9 +16,9 @@ import sys
 import threading
 import time
 
-from dcdrill.infra import kafka_admin, status
-from dcdrill.infra.hostaccess import REFUSED
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import host_probes, kafka_admin
+from dcdrill.infra.observe.hostaccess import REFUSED
 
 WATCH_DEADLINE_S = 3600.0
 
@@ -32,7 +32,7 @@ def _watch(
     while not closed.is_set() and time.monotonic() < end:
         began = time.monotonic()
         try:
-            sample = status.coordination_sample_here(inventory, topic=topic)
+            sample = host_probes.coordination_sample_here(inventory, topic=topic)
         except Exception as exc:  # noqa: BLE001 - a missed sample is a gap in the log, said as such
             sample = {"agent_error": f"{type(exc).__name__}: {exc}"}
         try:
@@ -45,16 +45,21 @@ def _watch(
 
 CALLS = {
     **kafka_admin.CALLS,
-    "coordination_sample": lambda inv, a: status.coordination_sample_here(inv, float(a.get("timeout_s", 2.0))),
-    "cluster_status": lambda inv, a: status.cluster_status_here(inv, float(a.get("timeout_s", 5.0))),
-    "mirror_status": lambda inv, a: status.mirror_status_here(Inventory(a["mirrors"]), float(a.get("timeout_s", 2.0))),
+    "coordination_sample": lambda inv, a: host_probes.coordination_sample_here(inv, float(a.get("timeout_s", 2.0))),
+    "cluster_status": lambda inv, a: host_probes.cluster_status_here(inv, float(a.get("timeout_s", 5.0))),
+    "mirror_status": lambda inv, a: host_probes.mirror_status_here(
+        Inventory(a["mirrors"]), float(a.get("timeout_s", 2.0))
+    ),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] not in (*CALLS, "watch"):
-        print(f"usage: python -m dcdrill.infra.agent {{{'|'.join([*CALLS, 'watch'])}}} < request.json", file=sys.stderr)
+        print(
+            f"usage: python -m dcdrill.infra.observe.agent {{{'|'.join([*CALLS, 'watch'])}}} < request.json",
+            file=sys.stderr,
+        )
         return 2
     request = json.loads(sys.stdin.readline())
     inventory, args = Inventory(request["inventory"], secrets=request.get("secrets") or {}), request.get("args", {})

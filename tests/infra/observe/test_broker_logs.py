@@ -1,9 +1,9 @@
-"""infra/broker_logs.py: the follower truncation loop named from a broker's own log lines."""
+"""infra/observe/broker_logs.py: the follower truncation loop named from a broker's own log lines."""
 
 from __future__ import annotations
 
-from dcdrill.infra import broker_logs, hostaccess
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import broker_logs, hostaccess
 
 TOPIC = "dcdrill-isolate-then-power-loss-1a2b"
 

@@ -15,8 +15,8 @@ import shlex
 from collections import Counter
 from collections.abc import Iterable
 
-from dcdrill.infra import hostaccess
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import hostaccess
 
 # "Truncating partition t-4 with TruncationState(offset=1856, ...)" (the fetcher) and
 # "[UnifiedLog partition=t-4, dir=...] Truncating to offset 1856" (the log itself; "Truncating to
@@ -52,7 +52,7 @@ def loop_in(counts: Counter) -> tuple[int, int] | None:
 
 
 def truncation_loops(inventory: Inventory, status: dict) -> list[dict]:
-    """For each partition of `status` (infra.status.cluster_status) with a replica out of its ISR
+    """For each partition of `status` (infra.observe.status.cluster_status) with a replica out of its ISR
     while every broker is alive: the out-of-sync replicas whose log shows a truncation loop.
     Brokers that cannot be read are skipped, and said so in `unread`."""
     if not all(b["alive"] for b in status["brokers"]):

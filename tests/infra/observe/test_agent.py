@@ -1,5 +1,5 @@
-"""Observers run as agents on client hosts, reached through host access (infra/hostaccess.py,
-infra/agent.py); the control never dials the cluster. What needs no lab: the command's shape,
+"""Observers run as agents on client hosts, reached through host access (infra/observe/hostaccess.py,
+infra/observe/agent.py); the control never dials the cluster. What needs no lab: the command's shape,
 the choice of host, a refused connection and an agent that ends with its session. The lab tests run
 every status, health check and coordination watch through them."""
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from dcdrill.infra import hostaccess
 from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import hostaccess
 
 
 def inventory(connection: dict | None = None) -> Inventory:
@@ -58,7 +58,7 @@ def test_an_agent_is_started_through_ssh_as_the_login_user_and_becomes_root():
     argv = hostaccess.agent_command(inv, inv.clients[0], "cluster_status")
     assert argv[0] == "ssh" and "dcdrill@dcd-x1" in argv and "HostName=10.77.1.13" in argv
     # the host's own Python (roles/dcdrill_agent), never the control's
-    assert argv[-1] == "sudo -n /lab/hosts/c1/agent/venv/bin/python -m dcdrill.infra.agent cluster_status"
+    assert argv[-1] == "sudo -n /lab/hosts/c1/agent/venv/bin/python -m dcdrill.infra.observe.agent cluster_status"
 
 
 def test_only_a_client_host_runs_agents():
@@ -92,7 +92,10 @@ def test_a_host_that_does_not_answer_is_named(monkeypatch):
 
 def test_the_watch_agent_ends_when_its_session_does():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dcdrill.infra.agent", "watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "dcdrill.infra.observe.agent", "watch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     proc.stdin.write(hostaccess.payload(inventory(), {"interval_s": 0.2}))
     proc.stdin.flush()
@@ -104,7 +107,7 @@ def test_the_watch_agent_ends_when_its_session_does():
 
 def test_the_agent_refuses_an_unknown_call():
     res = subprocess.run(
-        [sys.executable, "-m", "dcdrill.infra.agent", "rm-rf"], capture_output=True, text=True, input=""
+        [sys.executable, "-m", "dcdrill.infra.observe.agent", "rm-rf"], capture_output=True, text=True, input=""
     )
     assert res.returncode == 2 and "usage" in res.stderr
 

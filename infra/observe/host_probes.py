@@ -1,8 +1,6 @@
-"""`dcdrill status`: what the cluster looks like right now, seen from one of its client hosts.
-
-The control never dials the cluster: `cluster_status` and `mirror_status` run as agents on a client
-host through host access (infra/hostaccess.py, infra/agent.py), and so does the coordination watch
-(its `watch` agent); the agents call the `*_here` functions below, the probes themselves.
+"""The probes a client host runs for the control: the cluster's status, the coordination sample
+and the MirrorMaker 2 nodes, asked of the cluster from inside its DCs. infra/observe/agent.py
+calls them; the control asks through infra/observe/status.py and never dials the cluster itself.
 
 Brokers are alive when their CLIENT port answers and the cluster metadata lists them. The
 coordination quorum: ZooKeeper nodes report their mode through the `srvr` four-letter word; KRaft
@@ -16,7 +14,6 @@ import socket
 import ssl
 from contextlib import closing
 
-from dcdrill.infra import hostaccess
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.ports import CLIENT_PORT, CONTROLLER_PORT, MIRROR_REST_PORT, ZOOKEEPER_CLIENT_PORT
@@ -160,12 +157,6 @@ def kraft_quorum(inventory: Inventory, described: dict | None) -> dict:
         "quorum": leader is not None and len(serving) >= len(voters or hosts) // 2 + 1,
         "nodes": nodes,
     }
-
-
-def cluster_status(inventory: Inventory, timeout_s: float = 5.0, avoid_dc: str | None = None) -> dict:
-    """The cluster's brokers, quorum and partitions, observed from a client host (outside
-    `avoid_dc` when it can: a drill's target)."""
-    return hostaccess.call(inventory, "cluster_status", {"timeout_s": timeout_s}, avoid_dc)
 
 
 def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
@@ -315,12 +306,6 @@ def _in_sync(admin, topic: str) -> dict | None:
     return {"partitions": len(parts), "in_sync": sum(len(p["isr_nodes"]) == len(p["replica_nodes"]) for p in parts)}
 
 
-def mirror_status(inventory: Inventory, via: Inventory, timeout_s: float = 2.0) -> list[dict]:
-    """mirror_status_here of the MM2 hosts' inventory, run on a client host of `via` (a cluster of
-    the stack: the MM2 inventory has no client hosts)."""
-    return hostaccess.call(via, "mirror_status", {"mirrors": inventory.data, "timeout_s": timeout_s})
-
-
 def mirror_status_here(inventory: Inventory, timeout_s: float = 2.0) -> list[dict]:
     """Each MirrorMaker 2 node of a replicated stack's MM2 inventory: alive while its internal
     REST listener answers (the role waits for it; a killed MM2 closes it)."""
@@ -333,48 +318,3 @@ def mirror_status_here(inventory: Inventory, timeout_s: float = 2.0) -> list[dic
         }
         for h in inventory.hosts("kafka_mirror")
     ]
-
-
-def healthy(status: dict) -> bool:
-    return (
-        all(b["alive"] for b in status["brokers"])
-        and status["quorum"]["quorum"]
-        and status["quorum"]["alive"] == status["quorum"]["total"]
-        and status["offline_partitions"] == 0
-        and status["under_replicated_partitions"] == 0
-        and status["error"] is None
-    )
-
-
-def render(status: dict) -> str:
-    lines = ["brokers:"]
-    for b in status["brokers"]:
-        lines.append(f"  {b['id']:>3} {b['dc']:<8} {b['host']:<24} {'alive' if b['alive'] else 'DOWN'}")
-    q = status["quorum"]
-    if q["kind"] == "kraft":
-        lines.append(
-            f"controller quorum (KRaft): {q['alive']}/{q['total']} voters serving, quorum "
-            f"{'yes' if q['quorum'] else 'NO'}, leader {q['leader'] or 'none'}"
-            + (f" (epoch {q['leader_epoch']})" if q["leader"] else "")
-        )
-        for n in q["nodes"]:
-            lag = "" if n["lag"] is None else f" lag {n['lag']}"
-            lines.append(f"  {n['id']:>5} {n['dc']:<8} {n['host']:<24} {n['mode'] or 'DOWN'}{lag}")
-    else:
-        lines.append(f"zookeeper: {q['alive']}/{q['total']} serving, quorum {'yes' if q['quorum'] else 'NO'}")
-        for n in q["nodes"]:
-            lines.append(f"  {n['host']:<24} {n['mode'] or 'DOWN'}")
-    lines.append(
-        f"partitions: {len(status['partitions'])}, offline {status['offline_partitions']}, "
-        f"under-replicated {status['under_replicated_partitions']}, "
-        f"off their preferred leader {status['off_preferred_leader']}"
-    )
-    for p in status["partitions"]:
-        if not p["topic"].startswith("__"):
-            lines.append(
-                f"  {p['topic']}-{p['partition']}: leader {p['leader']} ({p['leader_dc']}) "
-                f"replicas {p['replicas']} isr {p['isr']} dcs {p['isr_dcs']}"
-            )
-    if status["error"]:
-        lines.append(f"error: {status['error']}")
-    return "\n".join(lines)

@@ -1,5 +1,5 @@
 """What the control asks of the cluster itself, run by an agent on one of its client hosts
-(infra/agent.py, through host access): creating and deleting a drill's topic, electing preferred
+(infra/observe/agent.py, through host access): creating and deleting a drill's topic, electing preferred
 leaders, reading a group's committed offsets, a canary write, a topic's log end offsets. The
 control never opens a broker's port; these run inside the cluster's DCs, as on AWS.
 

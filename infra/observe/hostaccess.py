@@ -1,6 +1,6 @@
 """Host access: the one way the control reaches a stack's hosts, on both backends. The control
 never dials a Kafka, ZooKeeper, controller or MM2 port: what observes the cluster runs as an
-agent (infra/agent.py) on one of the stack's client hosts, inside its DCs, started through host
+agent (infra/observe/agent.py) on one of the stack's client hosts, inside its DCs, started through host
 access, its answer read back from its output.
 
 Both backends: SSH as the inventory's unprivileged login user, `sudo` for what it runs, and the
@@ -20,7 +20,7 @@ from pathlib import Path
 from dcdrill.infra.inventory import Inventory, InventoryHost
 
 UNREACHABLE = 255  # ssh's own exit code: the session never ran the command
-REFUSED = 3  # infra/agent.py's exit for a call the cluster refused as the caller's mistake (ValueError)
+REFUSED = 3  # infra/observe/agent.py's exit for a call the cluster refused as the caller's mistake (ValueError)
 
 
 class HostAccessUnavailable(RuntimeError):
@@ -85,8 +85,8 @@ def python_module(host: InventoryHost, module: str, *args: str) -> list[str]:
 
 
 def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
-    """The control's command that runs `python -m dcdrill.infra.agent CALL` on `host`."""
-    return _ssh(inventory, host, python_module(host, "dcdrill.infra.agent", call))
+    """The control's command that runs `python -m dcdrill.infra.observe.agent CALL` on `host`."""
+    return _ssh(inventory, host, python_module(host, "dcdrill.infra.observe.agent", call))
 
 
 def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:
