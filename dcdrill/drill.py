@@ -20,7 +20,7 @@ from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
 from dcdrill.chaos.faults import recovery
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_NO_FAULT, EXIT_NOT_STEADY, missing_extras, verdict_code
-from dcdrill.infra import lifecycle, mirror_rules, rules
+from dcdrill.infra import lifecycle, mirror_rules, rules, stack_lock
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
 from dcdrill.infra.observe import hostaccess, status, status_text
@@ -129,7 +129,15 @@ def run(args) -> int:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     plan.backend.require_support()
     _require_verifier()
-    recovery.require_healed(args.stack)
+    # The stack's lock for the whole command, kept by its chaos run too (pass_fds): taken before
+    # the check that nothing is left, so no other command starts between the check and the drill.
+    with stack_lock.held(args.stack, "drill", args.run_dir) as lock_fd:
+        args.stack_lock_fd = lock_fd
+        recovery.require_healed(args.stack)
+        return _drills(args, plan)
+
+
+def _drills(args, plan: Plan) -> int:
     from dcdrill.spark import session  # the `verify` extra: only a drill that runs needs it
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -283,7 +291,10 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
     for key, value in variables.items():
         argv += ["--var", f"{key}:float={value}" if key in LINK_SHAPE else f"{key}={value}"]
     argv.append(str(record.file(EXPERIMENT)))
-    proc = subprocess.Popen(argv, env=child_env(), start_new_session=True)
+    lock_fd = getattr(args, "stack_lock_fd", None)
+    proc = subprocess.Popen(
+        argv, env=child_env(), start_new_session=True, pass_fds=() if lock_fd is None else (lock_fd,)
+    )
 
     def forward(signum, _frame):  # Chaos Toolkit plays the rollbacks (strategy: always) on SIGINT
         proc.send_signal(signal.SIGINT)

@@ -10,6 +10,7 @@ from pathlib import Path
 from dcdrill import drill
 from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
+from dcdrill.infra import stack_lock
 from dcdrill.infra.schema import MAX_FACTOR
 from dcdrill.validation.workload import WorkloadSpec
 
@@ -142,6 +143,12 @@ def register(sub) -> None:
         type=Path,
         help="one drill record to heal (default: every record the stack still lists as open)",
     )
+    h.add_argument(
+        "--force",
+        action="store_true",
+        help="heal even while another command holds the stack's lock (a drill still running, or a "
+        "drill's process that outlived it): the holder is named first",
+    )
     h.set_defaults(func=_heal)
 
     e = sub.add_parser(
@@ -169,11 +176,12 @@ def _heal(args) -> int:
             raise ValueError(f"{args.run}: no drill record there")
         only = DrillRecord(args.run.resolve())
     say = lambda line: print(f"dcdrill: {line}", flush=True)  # noqa: E731
-    try:
-        done = recovery.heal_stack(args.stack, only, say=say)
-    except ActivityFailed as exc:
-        print(f"dcdrill: {exc}", file=sys.stderr)
-        return EXIT_NO_FAULT
+    with stack_lock.held(args.stack, "heal", only.path if only else None, force=args.force):
+        try:
+            done = recovery.heal_stack(args.stack, only, say=say)
+        except ActivityFailed as exc:
+            print(f"dcdrill: {exc}", file=sys.stderr)
+            return EXIT_NO_FAULT
     say(f"stack {args.stack}: " + (f"healed {len(done)} thing(s)" if done else "nothing to heal"))
     return 0
 

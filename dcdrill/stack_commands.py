@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dcdrill import project
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
-from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema
+from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema, stack_lock
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.observe import status, status_text
 
@@ -273,6 +273,13 @@ def _matrix(stack: str, t, as_json: bool, fault: str) -> int:
 def _lab(args) -> int:
     backend = stacks.backend(args.stack)
     backend.require_support()
+    if args.action in ("up", "down"):
+        with stack_lock.held(args.stack, f"lab {args.action}"):
+            return _lab_action(args, backend)
+    return _lab_action(args, backend)
+
+
+def _lab_action(args, backend) -> int:
     if args.action == "up":
         from dcdrill.chaos.faults import recovery  # the drill's modules: only `lab up` needs them
 

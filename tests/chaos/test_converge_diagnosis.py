@@ -7,7 +7,7 @@ import pytest
 from dcdrill.chaos import context
 from dcdrill.chaos.kafka import probes
 from dcdrill.infra.observe import hostaccess
-from tests.infra.test_broker_logs import _inventory, _status, fetcher_line
+from tests.infra.observe.test_broker_logs import _inventory, _status, fetcher_line
 
 
 def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):

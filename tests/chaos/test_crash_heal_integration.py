@@ -93,8 +93,17 @@ def _start_until_the_fault(run: Path, fault: str) -> tuple[subprocess.Popen, dic
     return proc, {"dcdrill": [proc.pid], "chaos run": [experiment], "workload": on_hosts}
 
 
-def _heal_and_check(lab, run: Path, proc: subprocess.Popen) -> str:
-    res = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=300)
+def _heal_and_check(lab, run: Path, proc: subprocess.Popen, busy: bool = False) -> str:
+    """Heal the stack. `busy`: a process of the drill still holds the stack's lock (the drill
+    itself, or its chaos run after the drill was killed): a plain heal is refused at once, naming
+    it, and changes nothing; `--force` goes ahead."""
+    force = []
+    if busy:
+        res = subprocess.run(DCDRILL + ["heal", "--stack", "local"], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2 and "stack local is busy: pid " in res.stderr, res.stdout + res.stderr
+        assert DrillRecord(run).active_faults(), "a refused heal undid a fault"
+        force = ["--force"]
+    res = subprocess.run(DCDRILL + ["heal", "--stack", "local", *force], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     proc.wait(120)  # a drill that outlived the kill ends once heal stopped its chaos run
     if run.exists():
@@ -146,7 +155,7 @@ def test_heal_after_a_process_of_the_drill_is_killed_during_the_fault(lab, tmp_p
     elif killed == "dcdrill":
         proc.wait(10)
         assert DrillRecord(run).active_faults(), "the fault was healed before heal ran: the case tests nothing"
-    _heal_and_check(lab, run, proc)
+    _heal_and_check(lab, run, proc, busy=killed != "chaos run")
 
 
 def test_heal_from_the_kept_copy_when_the_drill_and_its_record_are_gone(lab, tmp_path):
