@@ -84,6 +84,19 @@ class Backend(ABC):
     def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
         """Keep `state` (the record's chaos-state.json) as `key`; with no active fault, remove it."""
 
+    @staticmethod
+    def parse_kept(where: str, text: bytes | str) -> dict:
+        """One kept copy, read back: a JSON object, or ValueError naming the copy."""
+        import json
+
+        try:
+            state = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the fault-state copy {where} is not JSON: {exc}") from None
+        if not isinstance(state, dict):
+            raise ValueError(f"the fault-state copy {where} is not a JSON object")
+        return state
+
     @abstractmethod
     def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
         """{key: state} of every drill whose copy lists an active fault."""

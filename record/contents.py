@@ -5,6 +5,7 @@ what is wrong. Pure functions of bytes: DrillRecord (drill_record.py) does the r
 from __future__ import annotations
 
 import json
+import re
 
 from dcdrill.infra.constants import PROFILES
 from dcdrill.record.ledger import loads, parse
@@ -44,6 +45,23 @@ AGENTS = "agents.jsonl"  # every process a drill started on a host: what heal st
 COLLECTED = "collected.jsonl"  # each client host's folder as it came back into the record
 MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
+
+# What a workload process writes in its folder on its client host, and so all the record takes
+# back from there (infra/observe/hostaccess.fetch refuses a folder holding anything else).
+AGENT_FOLDERS = ("produced", "intents", "consumed", "events", "status", "audit")
+AGENT_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=@-]{0,199}$")
+
+
+def is_agent_file(path: str) -> bool:
+    """`path` (relative to a host folder) is one of the agents' folders, a file directly in one
+    of them or in logs/, or audit-end.json: never a file the control writes (chaos-state.json,
+    agents.jsonl, ...)."""
+    parts = path.split("/")
+    if parts == [AUDIT_END]:
+        return True
+    if parts[0] not in (*AGENT_FOLDERS, "logs"):
+        return False
+    return len(parts) == 1 or (len(parts) == 2 and bool(AGENT_FILE.match(parts[1])))
 
 
 FAULT_NAMES = (KILL_DC, STOP_DC, ISOLATE_DC, KILL_TIEBREAKER, DEGRADE_LINK, ROLLING_RESTART, KILL_MIRROR, POWER_LOSS)

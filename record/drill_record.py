@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dcdrill.infra.constants import now_ms, write_json_atomically
 from dcdrill.record.contents import (
+    AGENT_FOLDERS,
     AGENTS,
     AUDIT_END,
     BASELINE,
@@ -179,7 +180,7 @@ class DrillRecord:
     # The folders the workload's processes write. They run as uids of their own (validation/
     # clients.py become_agent), in the agents' group: setgid keeps their files in it, and the
     # sticky bit lets each replace or remove only its own files.
-    AGENT_FOLDERS = ("produced", "intents", "consumed", "events", "status", "audit")
+    AGENT_FOLDERS = AGENT_FOLDERS
 
     def open_to_agents(self, gid: int) -> None:
         # The agents start in the record (validation/clients.become_agent): its own folder must let
@@ -331,7 +332,12 @@ class DrillRecord:
 
     def read_json(self, name: str, default=None):
         path = self.file(name)
-        return json.loads(path.read_text()) if path.exists() else default
+        if not path.exists():
+            return default
+        try:
+            return json.loads(path.read_bytes())
+        except ValueError as exc:  # a torn or tampered state file: named, never a traceback
+            raise BadRecord(f"{path}: not JSON ({exc})") from None
 
     def write_topology(self, resolved: dict) -> None:
         """topology.json: infra.stack.drill_topology's, written once before the workload starts."""
@@ -383,7 +389,7 @@ class DrillRecord:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            state = json.loads(path.read_text()) if path.exists() else {"active": []}
+            state = self.read_json(FAULT_STATE) or {"active": []}
             yield state
             write_json_atomically(path, state)
 

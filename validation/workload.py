@@ -20,6 +20,7 @@ from dcdrill.infra.constants import ACKS, WORKLOAD_GROUP, now_ms
 from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.infra.observe import hostaccess
 from dcdrill.record import DrillRecord
+from dcdrill.record.contents import is_agent_file
 from dcdrill.validation import host_process
 
 # A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
@@ -136,7 +137,7 @@ def host_folder(host: InventoryHost, record: DrillRecord) -> str:
 def collect_folder(record: DrillRecord, inventory: Inventory, host: InventoryHost, folder: str) -> None:
     """The transfer step for one host's folder of the drill: into the record, removed on the
     host, noted in collected.jsonl."""
-    hostaccess.fetch(inventory, host, folder, record.path)
+    hostaccess.fetch(inventory, host, folder, record.path, is_agent_file)
     record.note_collected(host.name, folder)
 
 

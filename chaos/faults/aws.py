@@ -21,6 +21,7 @@ live state before each step, so a fault or a heal interrupted at any step is fin
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 
@@ -66,6 +67,8 @@ ISOLATES = "dcdrill-isolates"  # the tag naming the subnet an isolation ACL was 
 WAIT = {"Delay": 5, "MaxAttempts": 120}  # EC2 waiters: up to 10 minutes for a state change
 SSM_POLL_S = 2.0
 
+UNDO_KEYS = ("region", "services", "fis", "start", "mirrors", "isolations", "netem")  # what the faults note
+FIS_TOKEN = re.compile(r"^[0-9a-f]{32}$")  # aws_fis.new_token
 MIRROR_UNIT = "mirror"  # roles/kafka_mirror's jvm_service_name: the systemd unit
 KILL_MIRROR = [
     f"systemctl kill --signal=SIGKILL {MIRROR_UNIT}",
@@ -355,6 +358,33 @@ class AwsFaults(FaultDriver):
                 netem_script(cidr, latency_ms, jitter_ms, loss_pct),
             )
         return {"sides": sorted(sides)}
+
+    def undo_problems(self, undo: dict) -> list[str]:
+        """Each entry against the stack's outputs: its regions, its instances (by host), the
+        subnets it made. FIS tokens are only named: their experiments are found by tag."""
+        regions = set(self.inventory.vars.get("aws_regions", {}).values())
+        instances = {h.address: h.name for h in self.inventory.hosts()}
+        subnets = set(self.inventory.vars.get("aws_subnet_ids", {}).values())
+        out = [f"{key}: not a change an AWS fault makes" for key in sorted(set(undo) - set(UNDO_KEYS))]
+        if "region" in undo and undo["region"] not in regions:
+            out.append(f"region {undo['region']!r}: not one of this stack's")
+        for key in ("services", "start"):
+            out += [f"{key} {i!r}: not an instance of this stack" for i in undo.get(key) or [] if i not in instances]
+        for m in undo.get("mirrors") or []:
+            if not isinstance(m, dict) or instances.get(m.get("instance")) != m.get("host"):
+                out.append(f"mirrors {m!r}: not a MirrorMaker 2 host of this stack")
+        for iso in undo.get("isolations") or []:
+            if not isinstance(iso, dict) or iso.get("subnet") not in subnets:
+                out.append(f"isolations {iso!r}: not a subnet of this stack")
+        for side in undo.get("netem") or []:
+            if not isinstance(side, dict) or side.get("region") not in regions:
+                out.append(f"netem {side!r}: not a region of this stack")
+                continue
+            out += [
+                f"netem {i!r}: not an instance of this stack" for i in side.get("instances") or [] if i not in instances
+            ]
+        out += [f"fis {t!r}: not a token dcdrill makes" for t in undo.get("fis") or [] if not FIS_TOKEN.match(str(t))]
+        return out
 
     def undo(self, undo: dict) -> None:
         """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next.

@@ -101,6 +101,11 @@ class FaultDriver(ABC):
     def undo(self, undo: dict) -> None:
         """Put back what one fault changed, as its Undo noted it (heal calls it once per fault)."""
 
+    @abstractmethod
+    def undo_problems(self, undo: dict) -> list[str]:
+        """What in `undo` (read back from a record, so input) this stack does not define: a service,
+        disk, DC, region or instance that is not the stack's. Heal runs no undo while any has one."""
+
     @staticmethod
     def check_direction(direction: str) -> None:
         if direction not in DIRECTIONS:

@@ -26,6 +26,24 @@ DC_LOSS_ROLES = (
 )  # clients survive: they are the observers
 
 
+UNDO_KEYS = ("restart", "killed_ms", "power", "isolation", "links")  # what this driver's faults note
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _items(undo: dict, key: str, problems: list[str]) -> list:
+    """undo[key] as a list (none: []); anything else is a problem."""
+    value = undo.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.append(f"{key} {value!r}: not a list")
+        return []
+    return value
+
+
 def spec_path(host: InventoryHost) -> str:
     """The service spec the role rendered on the host (roles/jvm_service)."""
     sub = SERVICE.get(host.role, "kafka")
@@ -186,6 +204,29 @@ class LabFaults(FaultDriver):
                 return 0.0
             time.sleep(1.0)
         return RESTART_SETTLE_S if ids else 0.0
+
+    def undo_problems(self, undo: dict) -> list[str]:
+        """Each entry against what this stack's own faults could have noted: the services
+        (name, spec, namespace) of its DC-loss hosts, their disks, its DCs by number."""
+        hosts = self.inventory.hosts(*DC_LOSS_ROLES)
+        services = {(h.name, spec_path(h), h.netns) for h in hosts}
+        disks = {Path(h.vars["data_root"]).name for h in hosts}
+        dcs = range(1, len(self.topology.dc_names) + 1)
+        out = [f"{key}: not a change a lab fault makes" for key in sorted(set(undo) - set(UNDO_KEYS))]
+        for entry in _items(undo, "restart", out):
+            if not (isinstance(entry, list) and tuple(entry) in services):
+                out.append(f"restart {entry!r}: not a service of this stack's hosts")
+        for short in _items(undo, "power", out):
+            if short not in disks:
+                out.append(f"power {short!r}: not a disk of this stack's hosts")
+        if "isolation" in undo and not (_whole(undo["isolation"]) and undo["isolation"] in dcs):
+            out.append(f"isolation {undo['isolation']!r}: not a DC of this stack")
+        for pair in _items(undo, "links", out):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(_whole(i) and i in dcs for i in pair)):
+                out.append(f"links {pair!r}: not a pair of this stack's DCs")
+        if "killed_ms" in undo and not (_whole(undo["killed_ms"]) and undo["killed_ms"] > 0):
+            out.append(f"killed_ms {undo['killed_ms']!r}: not a time")
+        return out
 
     def undo(self, undo: dict) -> None:
         for short in undo.get("power") or []:  # the disks first: the services start on them

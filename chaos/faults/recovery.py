@@ -31,10 +31,16 @@ from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.observe import hostaccess, open_drills
 from dcdrill.record import DrillRecord
-from dcdrill.record.contents import FAULT_STATE, fault_key
+from dcdrill.record.contents import AGENTS, FAULT_STATE, fault_key
 from dcdrill.validation import workload as wl
 
 AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
+AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a file name: the intents path takes it
+KEPT_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")  # kept_key's names: a folder of its own
+
+
+class RecordRefused(ValueError):
+    """A record (or a kept copy) names what the stack does not define: heal runs nothing (exit 2)."""
 
 
 def stack_driver(stack: str, record: DrillRecord | None, secrets: dict | None = None) -> FaultDriver:
@@ -72,6 +78,80 @@ def fault_state(record: DrillRecord, d: FaultDriver):
         key = state.setdefault("kept_as", kept_key(record))  # a recovered record keeps its drill's
         snapshot = json.loads(json.dumps(state))
     d.backend.keep_fault_state(d.inventory, key, snapshot, d.credentials)
+
+
+def refusals(stack: str, records: list[DrillRecord], kept: dict[str, dict]) -> list[str]:
+    """What in the records heal would act on, and in the kept copies, the stack does not define:
+    each fault's undo (the driver's undo_problems), each agent's name, host and folder (the one
+    validation/workload.host_folder gives that host for that record), each kept copy's name. Empty:
+    heal may go ahead. Read errors (a garbled file) are refusals too, named by file."""
+    out: list[str] = []
+    for record in records:
+        try:
+            out += _record_refusals(stack, record)
+        except ValueError as exc:  # BadRecord: the file and line
+            out.append(f"{record.path}: {exc}")
+    for key, state in kept.items():
+        if not KEPT_KEY.match(key):
+            out.append(f"the fault-state copy {key!r}: not a name dcdrill gives a copy")
+            continue
+        active = state.get("active") if isinstance(state, dict) else None
+        if not isinstance(active, list) or not all(
+            isinstance(a, dict) and isinstance(a.get("undo"), dict) for a in active
+        ):
+            out.append(f"the fault-state copy {key}: its active faults are not a list of faults with their undo")
+            continue
+        d = stack_driver(stack, None)
+        out += [
+            f"the fault-state copy {key}: {a.get('fault')} {a.get('target')}: {p}"
+            for a in active
+            for p in d.undo_problems(a["undo"])
+        ]
+    return out
+
+
+def _record_refusals(stack: str, record: DrillRecord) -> list[str]:
+    out = []
+    if active := record.active_faults():
+        if not isinstance(active, list) or not all(isinstance(a, dict) for a in active):
+            return [f"{record.file(FAULT_STATE)}: its active faults are not a list of faults"]
+        d = stack_driver(stack, record)
+        out += [
+            f"{record.file(FAULT_STATE)}: {a.get('fault')} {a.get('target')}: {p}"
+            for a in active
+            for p in (d.undo_problems(a["undo"]) if isinstance(a.get("undo"), dict) else ["no undo noted"])
+        ]
+    clusters = set(context.deployment_for(stack, record).cluster_names)
+    for agent in record.agents():
+        where = f"{record.file(AGENTS)}: agent {agent.get('name')!r}"
+        if not AGENT_NAME.match(agent["name"]):
+            out.append(f"{where}: not a name dcdrill gives a process")
+        if agent.get("folder") is None:
+            continue
+        if agent.get("cluster") is not None and agent["cluster"] not in clusters:
+            out.append(f"{where}: cluster {agent['cluster']!r} is not one of stack {stack}'s")
+            continue
+        expected = _agent_folder(stack, record, agent)
+        if agent["folder"] != expected:
+            out.append(f"{where}: folder {agent['folder']!r} on {agent['host']} is not this drill's ({expected})")
+    return out
+
+
+def _agent_folder(stack: str, record: DrillRecord, agent: dict) -> str:
+    """The folder a workload process of `record` keeps on its host: by the stack's inventory when
+    it is up, else by its shape alone (an absolute path ending in the drill's own folder name)."""
+    try:
+        inv = lifecycle.inventory(stack, agent.get("cluster"))
+    except lifecycle.NotUp:
+        inv = None
+    host = next((h for h in inv.hosts() if h.name == agent["host"]), None) if inv else None
+    if inv is not None and host is None:
+        return f"no folder: {agent['host']} is not a host of stack {stack}"
+    if host is not None:
+        return wl.host_folder(host, record)
+    folder = str(agent["folder"])
+    shaped = folder.startswith("/") and os.path.normpath(folder) == folder
+    return folder if shaped and folder.endswith(f"/agents/{record.agent_key}") else f".../agents/{record.agent_key}"
 
 
 def heal_record(stack: str, record: DrillRecord, dc: str | None = None, secrets: dict | None = None) -> list[dict]:
@@ -237,6 +317,9 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
     said as it is done. Returns what was undone (empty: nothing was left)."""
     done: list[str] = []
     records = [only] if only else [DrillRecord(loc) for loc in open_drills.listed(stack)]
+    kept = {} if only else _kept(stack, secrets)
+    if refused := refusals(stack, records, kept):
+        raise RecordRefused(f"heal of stack {stack} refused, nothing was done: " + "; ".join(refused))
     errors = []
     for record in records:
         if stopped := stop_agents(record):
@@ -252,7 +335,7 @@ def heal_stack(stack: str, only: DrillRecord | None = None, secrets: dict | None
             errors.append(str(exc))
             continue
         open_drills.forget(stack, str(record.path.resolve()))
-    for key, state in [] if only else _kept(stack, secrets).items():
+    for key, state in kept.items():
         _heal_one(
             stack,
             recovered_record(stack, key, state),

@@ -68,13 +68,13 @@ class AwsBackend(Backend):
             s3.delete_object(Bucket=bucket, Key=f"{self.KEPT_PREFIX}{key}.json")
 
     def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
-        import json
 
         s3, bucket = self._bucket(inventory, credentials)
         out = {}
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=self.KEPT_PREFIX):
             for obj in page.get("Contents", []):
-                state = json.loads(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+                body = s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+                state = self.parse_kept(f"s3://{bucket}/{obj['Key']}", body)
                 if state.get("active"):
                     out[obj["Key"][len(self.KEPT_PREFIX) :].removesuffix(".json")] = state
         return out

@@ -74,10 +74,12 @@ class LabBackend(Backend):
         write_json_atomically(path, state)
 
     def kept_fault_states(self, inventory: Inventory, credentials: dict | None = None) -> dict[str, dict]:
-        import json
-
         folder = self._kept(inventory)
-        found = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+        found = (
+            {p.stem: self.parse_kept(str(p), p.read_bytes()) for p in sorted(folder.glob("*.json"))}
+            if folder.is_dir()
+            else {}
+        )
         return {k: v for k, v in found.items() if v.get("active")}
 
     def forget_fault_states(self, inventory: Inventory) -> None:

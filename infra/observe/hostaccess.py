@@ -13,8 +13,13 @@ installed there by roles/dcdrill_agent), never on a copy of the control's.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dcdrill.infra.inventory import Inventory, InventoryHost
@@ -209,23 +214,68 @@ def run(inventory: Inventory, host: InventoryHost, remote: list[str], timeout_s:
     return res.stdout
 
 
-def fetch(inventory: Inventory, host: InventoryHost, folder: str, into: Path, timeout_s: float = 600) -> None:
+def fetch(
+    inventory: Inventory,
+    host: InventoryHost,
+    folder: str,
+    into: Path,
+    allowed: Callable[[str], bool],
+    timeout_s: float = 600,
+) -> None:
     """The transfer step: what an agent wrote in `folder` on its host's own disk, copied into the
-    local folder `into` (merged with what is there), then removed from the host. A folder that
-    does not come back whole raises (AgentFailed), so a drill missing its clients' files fails."""
+    local folder `into` (merged with what is there), then removed from the host. The host's tar
+    stream is input: it is unpacked into a staging folder with tarfile's `data` filter, and every
+    member must be a plain file or folder whose path `allowed` accepts (the agent's own files), or
+    nothing is merged. A folder that does not come back whole raises (AgentFailed), so a drill
+    missing its clients' files fails, and the host keeps its copy."""
     into.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=into))
     pack = subprocess.Popen(
         _ssh(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    unpack = subprocess.run(
-        ["tar", "-C", str(into), "-xf", "-", "--no-same-owner"],
-        stdin=pack.stdout,
-        capture_output=True,
-        timeout=timeout_s,
-    )
-    pack.stdout.close()
-    err = pack.stderr.read().decode(errors="replace").strip()
-    if pack.wait(timeout_s) != 0 or unpack.returncode != 0:
-        said = err.splitlines()[-1] if err else unpack.stderr.decode(errors="replace").strip()[-300:]
-        raise AgentFailed(f"the files in {folder} on {host.name} did not come back: {said}")
+    refused: list[str] = []
+    try:
+        try:
+            refused = _unpack(pack.stdout, staging, allowed)
+        except (tarfile.TarError, OSError) as exc:
+            refused = [f"not a tar stream ({exc})"]
+        pack.stdout.close()
+        err = pack.stderr.read().decode(errors="replace").strip()
+        if pack.wait(timeout_s) != 0 and not refused:
+            refused = [err.splitlines()[-1] if err else f"tar exited {pack.returncode}"]
+        if refused:
+            raise AgentFailed(f"the files in {folder} on {host.name} did not come back: {'; '.join(refused[:5])}")
+        _merge(staging, into)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     run(inventory, host, ["rm", "-rf", "--", folder])
+
+
+def _unpack(stream, staging: Path, allowed: Callable[[str], bool]) -> list[str]:
+    """Each member of the tar `stream` into `staging`; what was refused (nothing kept then)."""
+    refused = []
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            name = member.name.removeprefix("./")
+            if name in ("", "."):
+                continue
+            if not (member.isfile() or member.isdir()) or not allowed(name):
+                refused.append(f"{member.name!r} is not a file the drill's processes write")
+                continue
+            try:
+                tar.extract(member, staging, filter="data")
+            except tarfile.FilterError as exc:
+                refused.append(f"{member.name!r}: {exc}")
+    return refused
+
+
+def _merge(staging: Path, into: Path) -> None:
+    """The staged files into place, each replacing what is there (never through a link)."""
+    for path in sorted(staging.rglob("*")):
+        target = into / path.relative_to(staging)
+        if path.is_dir():
+            if target.is_symlink():
+                target.unlink()
+            target.mkdir(exist_ok=True)
+        else:
+            os.replace(path, target)
