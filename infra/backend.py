@@ -10,6 +10,7 @@ it never asks which backend it is on.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 
 from dcdrill.infra import flows, mirror_rules, rules
 from dcdrill.infra.deployment import Deployment
@@ -110,7 +111,10 @@ class Backend(ABC):
         prediction (infra/rules.produce_latency); None where the backend does not set it."""
         return None
 
-    def passphrase(self) -> str | None:
-        """The Pulumi secrets passphrase when the backend may choose one (state that never leaves
-        the machine); None: the user must set PULUMI_CONFIG_PASSPHRASE."""
+    def passphrase_file(self) -> Path | None:
+        """A file holding the Pulumi secrets passphrase when the backend may choose one (state that
+        never leaves the machine); None: the user must set PULUMI_CONFIG_PASSPHRASE(_FILE)."""
         return None
+
+    # Whether the stack's Pulumi state may live on a backend other than this machine's files.
+    remote_state_allowed = True

@@ -30,6 +30,10 @@ class PulumiError(RuntimeError):
     pass
 
 
+class RemoteStateRefused(ValueError):
+    """A lab stack's state would leave this machine, unasked (exit 2)."""
+
+
 def executable() -> Path:
     """DCDRILL_PULUMI, else `pulumi` on PATH (the official release, which bundles the Python
     language host), else the CLI that setup built into the cache."""
@@ -66,15 +70,24 @@ def env(stack: str) -> dict:
         e["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
     else:  # the user's CLI finds its own plugins; the program runs on this Python
         e["PATH"] = os.pathsep.join([python_bin, e.get("PATH", "")])
-    if not e.get("PULUMI_BACKEND_URL") and (built or not _logged_in(e)):
+    backend = stacks.backend(stack)
+    local_only = not backend.remote_state_allowed and os.environ.get("DCDRILL_LAB_REMOTE_BACKEND") != "1"
+    url = e.get("PULUMI_BACKEND_URL", "")
+    if local_only and url and not url.startswith("file://"):
+        raise RemoteStateRefused(
+            f"stack {stack} is a lab stack, whose Pulumi state holds its passwords and this machine's "
+            f"hosts: it stays on this machine, not at PULUMI_BACKEND_URL={url}. Unset it, or set "
+            "DCDRILL_LAB_REMOTE_BACKEND=1 to keep it there anyway"
+        )
+    if not url and (built or local_only or not _logged_in(e)):
         e["PULUMI_BACKEND_URL"] = f"file://{cache / 'pulumi-state'}"  # never Pulumi Cloud unasked
     e["PULUMI_SKIP_UPDATE_CHECK"] = "true"
     e.setdefault("PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK", "true")
     if "PULUMI_CONFIG_PASSPHRASE" not in e and "PULUMI_CONFIG_PASSPHRASE_FILE" not in e:
-        passphrase = stacks.backend(stack).passphrase()
+        passphrase = backend.passphrase_file()
         if passphrase is None:
             raise PulumiError(f"stack {stack} keeps secrets beyond this machine: set PULUMI_CONFIG_PASSPHRASE")
-        e["PULUMI_CONFIG_PASSPHRASE"] = passphrase
+        e["PULUMI_CONFIG_PASSPHRASE_FILE"] = str(passphrase)  # the file's name, never the passphrase
     return e
 
 

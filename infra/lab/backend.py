@@ -3,6 +3,11 @@ namespace (infra/lab/netns.py), hosts reached by SSH like any machine (infra/lab
 
 from __future__ import annotations
 
+import os
+import secrets
+import stat
+from pathlib import Path
+
 from dcdrill.infra import schema
 from dcdrill.infra.backend import Backend
 from dcdrill.infra.constants import cache_dir, write_json_atomically
@@ -12,8 +17,24 @@ from dcdrill.infra.rules import Violation
 from dcdrill.infra.schema import LabSpec
 from dcdrill.infra.topology import Topology
 
-# Only for lab stacks, whose Pulumi state never leaves this machine.
-LAB_PASSPHRASE = "dcdrill-local-lab"
+
+def lab_passphrase_file(cache: Path) -> Path:
+    """cache/secrets/lab-passphrase: 32 random bytes (URL-safe text), 0600 in a 0700 folder, made
+    at the first lab stack and kept. A file anyone else may read or write is refused."""
+    folder = cache / "secrets"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / "lab-passphrase"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # made before (by this command's first run, or another's)
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32))
+    st = path.lstat()
+    if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.getuid():
+        raise ValueError(f"{path}: the lab's passphrase must be a file of yours that only you read (chmod 600)")
+    return path
 
 
 # `dcdrill:lab`, validated by infra/schema.py and documented in README ("Stack config reference").
@@ -143,5 +164,11 @@ class LabBackend(Backend):
             for (a, b), shape in layout.link_table(t, self.settings).items()
         }
 
-    def passphrase(self) -> str | None:
-        return LAB_PASSPHRASE
+    # A lab's state names this machine's namespaces and holds its passwords: it stays here unless
+    # the user says otherwise (DCDRILL_LAB_REMOTE_BACKEND=1, docs/security.md).
+    remote_state_allowed = False
+
+    def passphrase_file(self) -> Path:
+        """This machine's own passphrase for the lab stacks' Pulumi secrets: random, made once,
+        in a file only its owner reads (cache/secrets/lab-passphrase)."""
+        return lab_passphrase_file(cache_dir())
