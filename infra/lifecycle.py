@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from dcdrill.infra import ansible, pulumi_cli, rules
+from dcdrill.infra import ansible, passwords, pulumi_cli, rules, schema
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.observe import hostaccess, open_drills, status, status_text
@@ -128,6 +128,8 @@ def wait_healthy(inv: Inventory, timeout_s: float = 240.0, quiet: bool = False) 
 def up(stack: str, quiet: bool = False) -> dict:
     checked(stack)
     stacks.backend(stack).require_support()
+    if stacks.load_config(stack).get("dcdrill:passwords"):  # secrets: only Pulumi reads them
+        _refuse(passwords.refusals(pulumi_cli.chosen_passwords(stack), "dcdrill:passwords"))
     t0 = time.monotonic()
     say(f"pulumi up --stack {stack}")
     pulumi_cli.up(stack, progress=not quiet)
@@ -139,6 +141,7 @@ def up(stack: str, quiet: bool = False) -> dict:
         parts += [(name, Inventory(outs["inventories"][name])) for name in d.cluster_names[1:]]
         parts.append((ansible.MIRRORS, Inventory(outs["mirrors"])))
     made = outs.get("passwords") or {}  # secrets: Pulumi decrypted them for `stack output --show-secrets`
+    _refuse(passwords.refusals(made, "the stack's Pulumi output `passwords`"))  # state is input too
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key, made.get(inv.vars["cluster_name"]))
     require_hosts_answer(stack)  # before Ansible, whose failure would name no host
@@ -152,6 +155,11 @@ def up(stack: str, quiet: bool = False) -> dict:
             st = st or healthy
     say(f"stack {stack} is up and healthy in {time.monotonic() - t0:.0f}s")
     return st
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise schema.ConfigError("; ".join(problems) + " (docs/security.md); no host was configured")
 
 
 def down(stack: str) -> None:

@@ -7,10 +7,29 @@ its `passwords` output. Child processes get the file's name, never the password.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 FILES = {"sasl": "credentials.json", "zookeeper": "zookeeper-credentials.json"}  # in each cluster's tls folder
 ZOOKEEPER_USERS = ("kafka", "quorum")  # roles/zookeeper: the brokers' login, and the quorum peers'
+
+# What a password may be (docs/security.md): it reaches JAAS files (quoted), the users file the
+# SCRAM program splits on white space, and the KRaft format's argument file. The ones dcdrill
+# makes (secrets.token_urlsafe) are of this set.
+PATTERN = re.compile(r"^[A-Za-z0-9_.~+@-]{12,128}$")
+RULE = "12 to 128 characters, each a letter, a digit or one of _ - . ~ + @"
+
+
+def refusals(found: dict, where: str) -> list[str]:
+    """Each password in `found` (nested dicts, passwords at the leaves) that breaks RULE, named by
+    its key under `where` (never its value)."""
+    out = []
+    for key, value in sorted((found or {}).items()):
+        if isinstance(value, dict):
+            out += refusals(value, f"{where}.{key}")
+        elif not (isinstance(value, str) and PATTERN.match(value)):
+            out.append(f"{where}.{key}: a password must be {RULE}")
+    return out
 
 
 def write(path: Path, passwords: dict[str, str]) -> Path:

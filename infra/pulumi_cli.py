@@ -220,6 +220,14 @@ def refresh(stack: str) -> None:
     _automated(stack, lambda s, out: s.refresh(suppress_progress=True, show_secrets=False), False)
 
 
+def chosen_passwords(stack: str) -> dict:
+    """The passwords the user set as secrets (dcdrill:passwords), as Pulumi decrypts them: kept in
+    this process only, for their check before `pulumi up`."""
+    ensure_stack(stack)
+    config = json.loads(run(stack, "config", "--json", "--show-secrets", capture=True) or "{}")
+    return (config.get("dcdrill:passwords") or {}).get("objectValue") or {}
+
+
 def outputs(stack: str) -> dict:
     ensure_stack(stack)
     return json.loads(run(stack, "stack", "output", "--json", "--show-secrets", capture=True) or "{}")
