@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from dcdrill.infra import agent_runtime, kraft, passwords, pki
@@ -157,11 +158,25 @@ def strategy_env() -> dict:
 def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster: str | None = None) -> dict:
     """Run site.yml on the stack's inventory (`cluster`: inventory_path's); returns per-host stats
     {host: {"changed": n, "failures": n, ...}}."""
-    import ansible_runner  # heavy import, only when configuring
+    inventory = inventory_path(stack, cluster)
+    aws = bool(Inventory.load(inventory).vars.get("aws_regions"))
+    return run_playbook(inventory.parent / "ansible-runner", SHIPPED / "site.yml", inventory, aws, quiet, limit)
 
-    private = inventory_path(stack, cluster).parent / "ansible-runner"
-    shutil.rmtree(private / "artifacts", ignore_errors=True)
+
+def run_playbook(
+    private: Path, playbook: Path, inventory: Path, aws: bool, quiet: bool = False, limit: str | None = None
+) -> dict:
+    """ansible-playbook through ansible-runner (`private`: its folder), with Mitogen's strategy
+    and child_env's environment; per-host stats, or AnsibleFailed naming the play's output."""
+    import ansible_runner.interface  # heavy import, only when configuring
+
+    shutil.rmtree(private / "artifacts", ignore_errors=True)  # an older dcdrill's, with its environment
     private.mkdir(parents=True, exist_ok=True)
+    # ansible-runner writes its child's whole environment into its artifacts: they go to a private
+    # temporary folder (0700, outside the cache CI keeps), removed after the run; the play's
+    # output is kept beside the inventory (ansible.log).
+    artifacts = Path(tempfile.mkdtemp(prefix="dcdrill-ansible-"))
+    log = private / "ansible.log"
 
     def progress(event: dict) -> bool:
         data = event.get("event_data", {})
@@ -177,11 +192,12 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster:
             )
         return True
 
-    r = ansible_runner.run(
+    r = ansible_runner.interface.init_runner(
         private_data_dir=str(private),
+        artifact_dir=str(artifacts),
         project_dir=str(SHIPPED),
-        playbook=str(SHIPPED / "site.yml"),
-        inventory=str(inventory_path(stack, cluster)),
+        playbook=str(playbook),
+        inventory=str(inventory),
         quiet=True,
         event_handler=progress,
         limit=limit,
@@ -195,14 +211,50 @@ def run_site(stack: str, quiet: bool = False, limit: str | None = None, cluster:
             **strategy_env(),
         },
     )
-    stats = r.stats or {}
+    r.config.env = child_env(r.config.env, aws)
+    try:
+        r.run()
+        stats = r.stats or {}
+        _keep_output(artifacts, log)
+    finally:
+        shutil.rmtree(artifacts, ignore_errors=True)
     per_host: dict[str, dict] = {}
     for key in ("ok", "changed", "failures", "dark", "skipped"):
         for host, n in (stats.get(key) or {}).items():
             per_host.setdefault(host, {})[key] = n
     if r.rc != 0:
-        raise AnsibleFailed(f"site.yml failed (rc {r.rc}, status {r.status}); logs in {private}/artifacts")
+        raise AnsibleFailed(f"{playbook.name} failed (rc {r.rc}, status {r.status}); its output: {log}")
     return per_host
+
+
+# What Ansible's process inherits of this one's environment: what it, ssh and Mitogen need, and
+# on AWS the credentials ssh's SSM ProxyCommand uses. Nothing else (the Pulumi passphrase, a CI
+# job's tokens) reaches it or ansible-runner's record of its environment.
+INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "TZ", "SSH_AUTH_SOCK", "PYTHONPATH")
+INHERITED_PREFIXES = ("LC_", "DCDRILL_", "ANSIBLE_", "MITOGEN_")
+AWS_PREFIXES = ("AWS_",)
+SECRET_NAMES = ("DCDRILL_PULUMI_PASSPHRASE",)  # never passed on, whatever its prefix
+
+
+def child_env(env: dict, aws: bool) -> dict:
+    """`env` (ansible-runner's: this process's environment with the runner's own settings on top)
+    less what Ansible does not need: a variable this process has is kept only when INHERITED
+    names it (or its prefix), or when the runner set or changed it."""
+    prefixes = INHERITED_PREFIXES + (AWS_PREFIXES if aws else ())
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in SECRET_NAMES and (os.environ.get(k) != v or k in INHERITED or k.startswith(prefixes))
+    }
+
+
+def _keep_output(artifacts: Path, log: Path) -> None:
+    """The play's own output (its stdout, which hides no_log values) beside the inventory, 0600."""
+    out = sorted(artifacts.glob("*/stdout"))
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        for path in out:
+            f.write(path.read_bytes())
 
 
 def changed_total(per_host: dict) -> int:

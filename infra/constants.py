@@ -91,6 +91,24 @@ def child_env() -> dict:
     return {**os.environ, "PYTHONPATH": path, "DCDRILL_PROJECT": str(project_dir())}
 
 
+# What in the cache is a tool (jars, binaries, the verifier's kernels and class-data archives,
+# Pulumi's plugins): safe to keep between CI jobs, and all the CI recipes cache (docs/ci). The
+# rest is a stack's state (stacks/: keys, passwords, inventories; lab/; pulumi-state/; secrets/;
+# locks/): never cached. Globs relative to cache_dir().
+TOOL_PATHS = (
+    "bin",
+    "kafka",
+    "kafka4",
+    "s3a",
+    "agent",
+    "spark-kernel",
+    "spark-cds-*.jsa",
+    "stamps",
+    "pulumi-home/plugins",
+)
+STATE_PATHS = ("stacks", "lab", "pulumi-state", "pulumi-root", "secrets", "locks")
+
+
 def cache_dir() -> Path:
     """Where setup and the lab keep their state (jars, Pulumi state, lab host dirs): DCDRILL_CACHE,
     else .cache/ in a checkout, else the user's cache folder (XDG_CACHE_HOME/dcdrill). One per

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 
@@ -170,6 +171,6 @@ def down(stack: str) -> None:
     open_drills.forget_all(stack)
     if kept is not None:
         stacks.backend(stack).forget_fault_states(kept)
-    d = stacks.load_deployment(stack)
-    for key in [None, *d.cluster_names[1:], *([ansible.MIRRORS] if d.replicated else [])]:
-        ansible.inventory_path(stack, key).unlink(missing_ok=True)
+    # The stack's state folder goes whole: its inventories, CAs and keys, passwords, KRaft ids,
+    # the play's output. Nothing of a destroyed stack's secrets stays on the machine.
+    shutil.rmtree(home.parent, ignore_errors=True)

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import STATE_PATHS, TOOL_PATHS, cache_dir
 from tests import ROOT
 
 RECIPES = ROOT / "docs" / "ci"
@@ -69,7 +69,14 @@ def test_the_github_workflow_keeps_path_under_sudo_builds_with_a_new_enough_go_a
     go = next(s["with"]["go-version"] for s in steps if s.get("uses", "").startswith("actions/setup-go"))
     assert tuple(int(x) for x in go.split(".")) >= _go_mod_version()[:2]
     cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
-    assert cache["with"]["path"] == "~/.cache/dcdrill"
+    assert cache["with"]["path"].split() == [f"~/.cache/dcdrill/{p}" for p in TOOL_PATHS]
+
+
+def test_the_recipes_cache_the_tools_and_no_folder_of_a_stacks_state():
+    """What the recipes cache is exactly TOOL_PATHS, and no path of a stack's state lies under it."""
+    gitlab = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())["dcdrill"]["cache"]["paths"]
+    assert gitlab == [f".dcdrill-cache/{p}" for p in TOOL_PATHS]
+    assert not [(t, s) for t in TOOL_PATHS for s in STATE_PATHS if s == t or s.startswith(t + "/") or t.startswith(s)]
 
 
 def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
@@ -78,7 +85,7 @@ def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
     assert image.startswith("golang:") and not any("golang" in line for line in job["dcdrill"]["before_script"])
     assert tuple(int(x) for x in image.split(":")[1].split("-")[0].split(".")) >= _go_mod_version()[:2]
     assert job["variables"]["DCDRILL_CACHE"] == "$CI_PROJECT_DIR/.dcdrill-cache"
-    assert ".dcdrill-cache/" in job["dcdrill"]["cache"]["paths"]
+    assert job["dcdrill"]["cache"]["paths"][0].startswith(".dcdrill-cache/")
 
 
 @pytest.mark.parametrize(

@@ -45,9 +45,10 @@ def _items(undo: dict, key: str, problems: list[str]) -> list:
 
 
 def spec_path(host: InventoryHost) -> str:
-    """The service spec the role rendered on the host (roles/jvm_service)."""
+    """The service spec the role rendered on the host, in its root-owned folder (roles/jvm_service
+    jvm_service_spec_dir)."""
     sub = SERVICE.get(host.role, "kafka")
-    return str(Path(host.vars["data_root"]) / sub / f"{sub}.json")
+    return str(Path(host.vars["data_root"]) / "services" / f"{sub}.json")
 
 
 def start_service(name: str, spec: str, ns: str) -> None:

@@ -11,18 +11,41 @@ status exits 3 when the service is not running.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import pwd
 import signal
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from dcdrill.infra.constants import LOGIN_USER
+
+
+class UnsafeSpec(SystemExit):
+    """A spec that someone other than root could have written: the supervisor runs nothing of it."""
+
 
 def load(spec_path: str) -> dict:
-    return json.loads(Path(spec_path).read_text())
+    """The spec, once it and its folder are root's alone (roles/jvm_service jvm_service_spec_dir):
+    the supervisor runs as root what it names, so a spec the service's user could rewrite would
+    run anything as any user."""
+    path = Path(spec_path)
+    for what in (path.parent, path):
+        st = what.lstat()
+        if st.st_uid != 0 or st.st_mode & 0o022 or what.is_symlink():
+            raise UnsafeSpec(
+                f"refusing {spec_path}: {what} must be root's and writable by root alone "
+                f"(owner uid {st.st_uid}, mode {oct(stat.S_IMODE(st.st_mode))})"
+            )
+    spec = json.loads(path.read_text())
+    if Path(spec["pidfile"]).parent != path.parent:
+        raise UnsafeSpec(f"refusing {spec_path}: its pidfile must sit beside it, not at {spec['pidfile']}")
+    return spec
 
 
 def running_pid(spec: dict) -> int | None:
@@ -40,21 +63,43 @@ def running_pid(spec: dict) -> int | None:
 
 def identity(user: str | None) -> tuple[int, int]:
     """(uid, gid) a service runs as: a uid (the lab's, no passwd entry needed) or a user name.
-    Never root: a spec without a user is refused."""
+    Only a service's own: never root, nor the hosts' login user (it may sudo)."""
     if not user or str(user) in ("root", "0"):
         raise SystemExit("refusing to run a service as root: its spec names no unprivileged user")
     if str(user).isdigit():
-        return int(user), int(user)
-    entry = pwd.getpwnam(str(user))
-    return entry.pw_uid, entry.pw_gid
+        uid, gid = int(user), int(user)
+    else:
+        entry = pwd.getpwnam(str(user))
+        uid, gid = entry.pw_uid, entry.pw_gid
+    try:
+        login = pwd.getpwnam(LOGIN_USER).pw_uid
+    except KeyError:
+        login = None
+    if uid == login or uid < 1000:
+        raise SystemExit(
+            f"refusing to run a service as uid {uid}: not a service's own (the login user, or a system uid)"
+        )
+    return uid, gid
+
+
+@contextlib.contextmanager
+def locked(spec: dict):
+    """One start, stop or restart of a service at a time: two heals cannot both start it."""
+    fd = os.open(str(spec["pidfile"]) + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def start(spec: dict) -> str:
     if running_pid(spec):
         return "running"
-    Path(spec["log"]).parent.mkdir(parents=True, exist_ok=True)
-    log = open(spec["log"], "ab")
     uid, gid = identity(spec.get("user"))
+    Path(spec["log"]).parent.mkdir(parents=True, exist_ok=True)
+    # In the service's own folder: never through a link it put there.
+    log = os.fdopen(os.open(spec["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o640), "ab")
     proc = subprocess.Popen(
         spec["argv"],
         cwd=spec.get("cwd") or "/",
@@ -67,7 +112,10 @@ def start(spec: dict) -> str:
         group=gid,
         extra_groups=[],
     )
-    Path(spec["pidfile"]).write_text(str(proc.pid))
+    log.close()
+    pidfile = os.open(spec["pidfile"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(pidfile, "w") as f:
+        f.write(str(proc.pid))
     return "started"
 
 
@@ -109,15 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         pid = running_pid(spec)
         print(f"{spec['name']}: {'running pid ' + str(pid) if pid else 'not running'}")
         return 0 if pid else 3
-    if a.action == "start":
-        print(f"{spec['name']}: {start(spec)}")
-    elif a.action == "stop":
-        print(f"{spec['name']}: {stop(spec)}")
-    elif a.action == "kill":
-        print(f"{spec['name']}: {stop(spec, signal.SIGKILL, 5)}")
-    else:
-        stop(spec)
-        print(f"{spec['name']}: {start(spec)}")
+    with locked(spec):
+        if a.action == "start":
+            print(f"{spec['name']}: {start(spec)}")
+        elif a.action == "stop":
+            print(f"{spec['name']}: {stop(spec)}")
+        elif a.action == "kill":
+            print(f"{spec['name']}: {stop(spec, signal.SIGKILL, 5)}")
+        else:
+            stop(spec)
+            print(f"{spec['name']}: {start(spec)}")
     return 0
 
 

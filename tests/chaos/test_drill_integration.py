@@ -1,6 +1,7 @@
 """Whole drills on the real lab: `dcdrill drill` = chaos run + verify."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -8,9 +9,11 @@ import time
 
 import pytest
 
+from dcdrill.infra.constants import cache_dir
 from dcdrill.infra.observe import hostaccess, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
+from tests.conftest import MARKER_SECRET
 from tests.lab_access import in_client
 
 pytestmark = pytest.mark.lab
@@ -158,6 +161,14 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     while deleted["topic"] in {p["topic"] for p in status.cluster_status(lab)["partitions"]}:
         assert time.monotonic() < deadline, f"{deleted['topic']} still listed"
         time.sleep(1)
+    # The environment's secrets (the CI job's token, an AWS session's) were there for lab up and
+    # this drill, and are in no file they left, here or in the cache CI keeps (tests/conftest.py).
+    leaked = subprocess.run(
+        ["grep", "-rlF", "--binary-files=text", MARKER_SECRET, str(cache_dir()), str(run)],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert os.environ["GITHUB_TOKEN"] == MARKER_SECRET and not leaked, leaked
 
 
 def test_isolate_dc_split_brain(lab, tmp_path):

@@ -150,11 +150,11 @@ def test_every_service_runs_as_a_uid_of_its_own_that_cannot_read_another_service
     assert as_b2.returncode == 0 and as_b2.stdout.startswith("-----")
 
 
-def test_the_scram_program_and_its_users_file_are_roots_alone(lab):
+def test_the_scram_program_is_roots_alone_and_its_users_file_gone_once_it_ran(lab):
     """The SCRAM users' program (roles/kafka_broker/files/ScramUsers.java) runs as root from root's
-    own folder on one broker host: that broker's uid can neither read the users' passwords there
-    nor put another program in its place."""
-    [host] = [h for h in lab.brokers if (Path(h.vars["data_root"]) / "kafka-tools" / "scram-users").exists()]
+    own folder on one broker host: that broker's uid cannot put another program in its place, and
+    the file of the users' passwords the program read is gone once it ran."""
+    [host] = [h for h in lab.brokers if (Path(h.vars["data_root"]) / "kafka-tools" / "ScramUsers.java").exists()]
     tools, uid = Path(host.vars["data_root"]) / "kafka-tools", int(host.vars["kafka_broker_service_user"])
 
     def as_broker(*command):
@@ -163,14 +163,12 @@ def test_the_scram_program_and_its_users_file_are_roots_alone(lab):
         )
 
     for tried in (
-        as_broker("cat", str(tools / "scram-users")),
         as_broker("touch", str(tools / "ScramUsers.java")),
         as_broker("touch", str(tools / "Other.java")),
     ):
         assert tried.returncode != 0 and "Permission denied" in tried.stderr, tried
     assert {f.name: (f.stat().st_uid, oct(f.stat().st_mode & 0o777)) for f in tools.iterdir()} == {
         "ScramUsers.java": (0, "0o644"),
-        "scram-users": (0, "0o600"),
     }
 
 
@@ -196,3 +194,29 @@ def test_the_passwords_are_pulumi_secrets_that_lab_up_copied_for_the_roles(lab):
     assert not [pw for pw in every if pw in json.dumps(state)]  # nowhere in the state in the clear
     stack_file = (Path(__file__).resolve().parents[2] / "Pulumi.local.yaml").read_text()
     assert not [pw for pw in every if pw in stack_file]
+
+
+def test_no_service_can_write_its_spec_or_the_folder_the_root_supervisor_reads_it_from(lab):
+    """The supervisor runs as root what a spec names: for every service of the lab, its own uid
+    can change neither the spec, nor its pidfile, nor the folder they live in."""
+    from dcdrill.chaos.faults.lab import DC_LOSS_ROLES, spec_path
+
+    checked = 0
+    for host in lab.hosts(*DC_LOSS_ROLES):
+        spec = Path(spec_path(host))
+        uid = json.loads(spec.read_text())["user"]
+        for command in (
+            ["sh", "-c", f'echo "{{}}" >> {spec}'],
+            ["touch", str(spec.parent / "other.json")],
+            ["mv", str(spec), str(spec) + ".moved"],
+            ["sh", "-c", f"echo 1 > {spec.with_suffix('.pid')}"],
+        ):
+            tried = subprocess.run(
+                ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command],
+                capture_output=True,
+                text=True,
+            )
+            assert tried.returncode != 0 and "denied" in tried.stderr, (host.name, command, tried.stderr)
+        assert (spec.stat().st_uid, spec.parent.stat().st_uid) == (0, 0)
+        checked += 1
+    assert checked == len(lab.hosts(*DC_LOSS_ROLES)) >= 3
