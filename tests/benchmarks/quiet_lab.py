@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import lifecycle
 from dcdrill.infra.constants import cache_dir
 from dcdrill.infra.lab import layout, service, shaper
@@ -81,7 +82,7 @@ def roll_brokers(inv, opts: list[str] | None, server: dict[str, str], originals:
         rendered = originals.setdefault(str(props), props.read_text())
         lines = [ln for ln in rendered.splitlines() if ln.split("=", 1)[0] not in server]
         props.write_text("\n".join(lines + [f"{k}={v}" for k, v in sorted(server.items())]) + "\n")
-        path = str(Path(h.vars["data_root"]) / "kafka" / "kafka.json")
+        path = spec_path(h)
         spec = originals.setdefault(path, service.load(path))
         argv = list(spec["argv"])
         if opts is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import ansible
 from dcdrill.infra.lab import service
 from dcdrill.infra.observe import status
@@ -22,10 +23,7 @@ ROLLED_DC = "dc-a"  # the change goes to this DC's brokers: two restarts in a ro
 
 
 def _pids(inv) -> dict[str, int | None]:
-    return {
-        h.name: service.running_pid(service.load(str(Path(h.vars["data_root"]) / "kafka" / "kafka.json")))
-        for h in inv.brokers
-    }
+    return {h.name: service.running_pid(service.load(spec_path(h))) for h in inv.brokers}
 
 
 class Watch:
