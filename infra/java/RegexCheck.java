@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dcdrill: which regular expressions java.util.regex.Pattern refuses (MirrorMaker 2 compiles its
 // `topics` setting with it). Run as a single source file: java RegexCheck.java <regex>...
 // Prints one line per argument, "ok" or "error <description>", so the caller pairs them by order.

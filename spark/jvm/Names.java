@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dcdrill;
 
 import java.util.Arrays;

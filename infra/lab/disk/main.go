@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // dcdrill-disk: a lab host's data disk that can lose power.
 //
 // It mounts a folder of the machine (the backing folder) at the host's data root through FUSE,

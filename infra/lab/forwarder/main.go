@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // dcdrill-forwarder delays the lab's inter-DC traffic in userspace, for kernels without sch_netem.
 //
 // The router namespace routes every packet that crosses DCs into one TUN device (infra/lab/shaper.py

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build tools
 
 // The plugin's own module has no go.mod, and it needs twinj/uuid as it was in 2015 (before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SCRAM users a cluster lacks, created with Kafka's own ConfigCommand run in this one JVM.
 // Run as a single-file program (`java -cp <kafka libs>/* ScramUsers.java USERS_FILE
 // kafka.admin.ConfigCommand <connection arguments>`), USERS_FILE holding the declared users, one
