@@ -91,6 +91,7 @@ def refusals(stack: str, records: list[DrillRecord], kept: dict[str, dict]) -> l
             out += _record_refusals(stack, record)
         except ValueError as exc:  # BadRecord: the file and line
             out.append(f"{record.path}: {exc}")
+    driver = stack_driver(stack, None) if kept else None  # once: it loads the stack's inventory
     for key, state in kept.items():
         if not KEPT_KEY.match(key):
             out.append(f"the fault-state copy {key!r}: not a name dcdrill gives a copy")
@@ -101,11 +102,10 @@ def refusals(stack: str, records: list[DrillRecord], kept: dict[str, dict]) -> l
         ):
             out.append(f"the fault-state copy {key}: its active faults are not a list of faults with their undo")
             continue
-        d = stack_driver(stack, None)
         out += [
             f"the fault-state copy {key}: {a.get('fault')} {a.get('target')}: {p}"
             for a in active
-            for p in d.undo_problems(a["undo"])
+            for p in driver.undo_problems(a["undo"])
         ]
     return out
 
