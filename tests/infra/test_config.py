@@ -74,8 +74,9 @@ RENDER = """
 """
 
 
-def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
-    """The roles' templates for a lab stack; tls=False: its PLAINTEXT twin (no TLS, no SASL)."""
+def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local", sasl: bool = True) -> str:
+    """The roles' templates for a lab stack; tls=False: its PLAINTEXT twin (no TLS, no SASL);
+    sasl=False: its TLS-only twin."""
     inv = layout.build_inventory(stack.load(name), stack.backend(name).settings, tmp).data
     # The roles' defaults under the inventory's own vars and below its host vars, where Ansible
     # ranks role defaults too (the inventory's data_root and kafka_tls must win).
@@ -91,6 +92,8 @@ def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local") -> str:
     }  # render on this machine
     if not tls:
         inv["all"]["vars"]["kafka_sasl"] = inv["all"]["vars"]["zookeeper_secure"] = False
+    if not sasl:
+        inv["all"]["vars"]["kafka_sasl"] = False
     (tmp / "inv.json").write_text(json.dumps(inv))
     (tmp / "render.yml").write_text(RENDER.format(root=ROOT, out=out))
     out.mkdir(exist_ok=True)
@@ -147,6 +150,11 @@ def test_rendered_config_is_sorted_deterministic_and_rack_aware(tmp_path):
     _render(tmp_path, tmp_path / "plain", tls=False)
     plain = (tmp_path / "plain" / "b3.dc-b.lab.properties").read_text()
     assert "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT" in plain and "ssl." not in plain
+    # TLS alone: REPLICATION still asks for a broker's certificate, CLIENT for none.
+    _render(tmp_path, tmp_path / "tls", sasl=False)
+    tls_only = (tmp_path / "tls" / "b3.dc-b.lab.properties").read_text().splitlines()
+    assert "listener.security.protocol.map=CLIENT:SSL,REPLICATION:SSL" in tls_only
+    assert "listener.name.replication.ssl.client.auth=required" in tls_only and "ssl.client.auth=none" in tls_only
     assert kv["min.insync.replicas"] == "3" and kv["unclean.leader.election.enable"] == "false"
     assert kv["offsets.topic.replication.factor"] == "4" and kv["transaction.state.log.min.isr"] == "3"
     assert kv["zookeeper.connect"] == "zk1.dc-a.lab:2181,zk2.dc-b.lab:2181,zk3.dc-c.lab:2181"
