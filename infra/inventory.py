@@ -231,17 +231,18 @@ class Inventory:
             return ssl.create_default_context(cadata=self.secrets["ca_pem"])
         return ssl.create_default_context(cafile=f"{self.vars['kafka_tls_dir']}/ca.pem")
 
-    def agent_secrets(self) -> dict:
+    def agent_secrets(self, users: tuple[str, ...] = ("admin",)) -> dict:
         """What an agent on a client host needs to reach the cluster, read here on the control and
-        sent with its request (infra/observe/hostaccess.py payload): the stack's CA and the SASL users'
-        passwords. The host has no copy of the control's files, on AWS as on the lab."""
+        sent with its request (infra/observe/hostaccess.py payload): the stack's CA and the passwords
+        of the SASL `users` ("admin", "client") its call connects as, no other. The host has no copy
+        of the control's files, on AWS as on the lab."""
         av, out = self.vars, {}
         if av.get("kafka_tls") or av.get("zookeeper_secure"):
             out["ca_pem"] = Path(av["kafka_tls_dir"], "ca.pem").read_text() if av.get("kafka_tls_dir") else None
         if av.get("kafka_sasl"):
+            names = {"admin": av["kafka_sasl_admin"], "client": av["kafka_sasl_client"]}
             out["passwords"] = {
-                user: passwords.password(av["kafka_sasl_credentials"], user)
-                for user in (av["kafka_sasl_admin"], av["kafka_sasl_client"])
+                names[u]: passwords.password(av["kafka_sasl_credentials"], names[u]) for u in sorted(set(users))
             }
         return out
 
@@ -295,11 +296,12 @@ class Inventory:
             }
         if av.get("kafka_sasl"):
             user = av["kafka_sasl_admin"] if admin else av["kafka_sasl_client"]
-            password = (
-                self.secrets["passwords"][user]
-                if self.secrets is not None
-                else passwords.password(av["kafka_sasl_credentials"], user)
-            )
+            if self.secrets is None:
+                password = passwords.password(av["kafka_sasl_credentials"], user)
+            elif user in self.secrets.get("passwords", {}):
+                password = self.secrets["passwords"][user]
+            else:
+                raise ValueError(f"this call was not sent {user}'s password (hostaccess.CALL_USERS)")
             out |= {
                 "security_protocol": "SASL_SSL",
                 "sasl_mechanism": SASL_MECHANISM,

@@ -103,10 +103,16 @@ def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[Invento
     return clients
 
 
-def payload(inventory: Inventory, args: dict | None) -> str:
-    """An agent's request: the inventory, the call's arguments, and the secrets it needs (the
-    host has no copy of the control's files)."""
-    return json.dumps({"inventory": inventory.data, "args": args or {}, "secrets": inventory.agent_secrets()}) + "\n"
+# The SASL users each agent call connects as (every other call: the admin alone). A call is sent
+# those users' passwords and no other, so a host that runs a call learns no more than it needs.
+CALL_USERS = {"canary": ("client",), "mirror_status": ()}
+
+
+def payload(inventory: Inventory, call: str, args: dict | None) -> str:
+    """An agent's request for `call`: the inventory, the call's arguments, and the secrets it needs
+    (the host has no copy of the control's files)."""
+    secrets = inventory.agent_secrets(CALL_USERS.get(call, ("admin",)))
+    return json.dumps({"inventory": inventory.data, "args": args or {}, "secrets": secrets}) + "\n"
 
 
 def call(
@@ -118,7 +124,7 @@ def call(
         try:
             res = subprocess.run(
                 agent_command(inventory, host, name),
-                input=payload(inventory, args),
+                input=payload(inventory, name, args),
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
@@ -174,7 +180,7 @@ def stream(
         text=True,
         bufsize=1,
     )
-    proc.stdin.write(payload(inventory, args))
+    proc.stdin.write(payload(inventory, name, args))
     proc.stdin.flush()
     return proc
 

@@ -97,7 +97,7 @@ def test_the_watch_agent_ends_when_its_session_does():
         stdout=subprocess.PIPE,
         text=True,
     )
-    proc.stdin.write(hostaccess.payload(inventory(), {"interval_s": 0.2}))
+    proc.stdin.write(hostaccess.payload(inventory(), "watch", {"interval_s": 0.2}))
     proc.stdin.flush()
     sample = json.loads(proc.stdout.readline())
     assert sample["answered"] is False and sample["error"] == "no broker reachable"
@@ -135,16 +135,21 @@ def test_an_agent_gets_the_stacks_ca_and_passwords_in_its_request_and_reads_no_f
             "lab_control_state": str(tmp_path),
         }
     )
-    request = json.loads(hostaccess.payload(inv, {"x": 1}))
+    request = json.loads(hostaccess.payload(inv, "cluster_status", {"x": 1}))
+    # each call is sent the password of the user it connects as, no other
+    assert request["secrets"]["passwords"] == {"admin": "a-secret"}
+    canary = json.loads(hostaccess.payload(inv, "canary", {}))["secrets"]
+    assert canary["passwords"] == {"workload": "w-secret"} and canary["ca_pem"] == request["secrets"]["ca_pem"]
+    assert "passwords" in json.loads(hostaccess.payload(inv, "mirror_status", {}))["secrets"]
+    assert json.loads(hostaccess.payload(inv, "mirror_status", {}))["secrets"]["passwords"] == {}
     shutil.rmtree(tmp_path / "tls")  # what the host sees: nothing of the control's
     agent = Inventory(request["inventory"], secrets=request["secrets"])
     admin = agent.client_security(admin=True)
-    assert (
-        admin["sasl_plain_username"] == "admin"
-        and admin["sasl_plain_password"] == request["secrets"]["passwords"]["admin"]
-    )
+    assert admin["sasl_plain_username"] == "admin" and admin["sasl_plain_password"] == "a-secret"
     assert isinstance(admin["ssl_context"], ssl.SSLContext) and "ssl_cafile" not in admin
-    assert agent.client_security()["sasl_plain_username"] == "workload"
+    with pytest.raises(ValueError, match="not sent workload's password"):
+        agent.client_security()
+    assert Inventory(request["inventory"], secrets=canary).client_security()["sasl_plain_username"] == "workload"
     assert isinstance(agent.zookeeper_tls(), ssl.SSLContext)
     # and the lab's host access runs the agent where the control's state folder is an empty tmpfs
     argv = hostaccess.agent_command(inv, inv.clients[0], "cluster_status")
