@@ -204,7 +204,7 @@ def run_playbook(
         envvars={
             "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
             "ANSIBLE_ROLES_PATH": str(SHIPPED / "roles"),
-            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_HOST_KEY_CHECKING": "True",  # the inventory names its known_hosts
             "ANSIBLE_PIPELINING": "True",
             "ANSIBLE_FORKS": "10",
             "ANSIBLE_RETRY_FILES_ENABLED": "False",

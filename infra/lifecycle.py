@@ -9,7 +9,7 @@ import time
 from dcdrill.infra import ansible, passwords, pulumi_cli, rules, schema
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.inventory import Inventory
-from dcdrill.infra.observe import hostaccess, open_drills, status, status_text
+from dcdrill.infra.observe import host_keys, hostaccess, open_drills, status, status_text
 from dcdrill.infra.topology import Topology
 
 
@@ -145,6 +145,7 @@ def up(stack: str, quiet: bool = False) -> dict:
     _refuse(passwords.refusals(made, "the stack's Pulumi output `passwords`"))  # state is input too
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key, made.get(inv.vars["cluster_name"]))
+        host_keys.learn(inv)  # a new EC2 host's key, at first contact; the lab's are pinned
     require_hosts_answer(stack)  # before Ansible, whose failure would name no host
     st = {}
     for key, inv in parts:

@@ -51,8 +51,9 @@ def proxy_command(region: str, public_key: Path) -> str:
 def connect(inventory: Inventory, ssh_dir: Path) -> None:
     """Give an AWS inventory this control's way in (what `lab up` writes before Ansible runs): its
     own key pair in `ssh_dir` (made once per control, never uploaded: each connection hands the
-    host its public half) and each host's ProxyCommand through SSM in its region. Hosts are
-    known by their key at first contact, since the tunnel already proved which instance it reached."""
+    host its public half) and each host's ProxyCommand through SSM in its region. A host's key is
+    learned at first contact (infra/host_keys.py), since the tunnel already proved which instance
+    it reached, and checked from then on."""
     ssh_dir.mkdir(parents=True, exist_ok=True)
     key = ssh_dir / "id_ed25519"
     if not key.exists():
@@ -65,7 +66,7 @@ def connect(inventory: Inventory, ssh_dir: Path) -> None:
     av = inventory.vars
     av["ansible_ssh_private_key_file"] = str(key)
     av["ansible_ssh_common_args"] = (
-        f"-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile={ssh_dir / 'known_hosts'} -o LogLevel=ERROR"
+        f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={ssh_dir / 'known_hosts'} -o LogLevel=ERROR"
     )
     for host in inventory.hosts():
         command = proxy_command(host.vars["aws_region"], key.with_suffix(".pub"))

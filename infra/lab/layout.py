@@ -88,7 +88,10 @@ def _connection(lab: Path) -> dict:
     return {
         "ansible_user": sshd.LOGIN_USER,
         "ansible_ssh_private_key_file": str(lab / "ssh" / "id_ed25519"),
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        # Each host's key is pinned when its sshd starts (infra/lab/sshd.py), so a changed one is refused.
+        "ansible_ssh_common_args": (
+            f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={sshd.known_hosts(lab)} -o LogLevel=ERROR"
+        ),
         "ansible_python_interpreter": "/usr/bin/python3",
         # The control's own state (inventories, the stack's CA and passwords): what host access
         # runs on a lab host does not see it, as an EC2 host has no copy (infra/observe/hostaccess.py).

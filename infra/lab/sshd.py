@@ -71,9 +71,26 @@ def _login_user(public_key: Path) -> None:
         SUDOERS.chmod(0o440)
 
 
+def known_hosts(lab_dir: Path) -> Path:
+    """The lab's known_hosts: each host's address with the key its sshd shows (infra/host_keys.py)."""
+    return lab_dir / "ssh" / "known_hosts"
+
+
+def _pin(ip: str, lab_dir: Path) -> None:
+    """Pin the host key for `ip` (the lab made the key, so there is nothing to learn)."""
+    ssh = lab_dir / "ssh"
+    kind, key = (ssh / "ssh_host_ed25519_key.pub").read_text().split()[:2]
+    with open(ssh / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = known_hosts(lab_dir)
+        kept = [x for x in (path.read_text().splitlines() if path.exists() else []) if x.split(" ", 1)[0] != ip]
+        path.write_text("".join(f"{x}\n" for x in [*kept, f"{ip} {kind} {key}"]))
+
+
 def start(short: str, ip: str, lab_dir: Path) -> None:
     """Start sshd inside the host's namespace, listening on its lab address only."""
     keypair(lab_dir)  # made once per lab
+    _pin(ip, lab_dir)
     ssh = lab_dir / "ssh"
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
     pidfile = lab_dir / "hosts" / short / "sshd.pid"

@@ -40,7 +40,9 @@ class AgentFailed(RuntimeError):
     """The agent ran and failed."""
 
 
-def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[str]:
+def ssh_command(inventory: Inventory, host: InventoryHost, remote: list[str], first: list[str] = ()) -> list[str]:
+    """ssh's argv that runs `remote` on `host` as root (sudo), as Ansible logs in; `first`: options
+    ahead of the inventory's (ssh takes an option's first value)."""
     v = inventory.vars
     if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
         remote = [
@@ -63,6 +65,7 @@ def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[s
         )
     return [
         "ssh",
+        *first,
         "-i",
         v["ansible_ssh_private_key_file"],
         *shlex.split(v.get("ansible_ssh_common_args", "")),
@@ -76,7 +79,7 @@ def _ssh(inventory: Inventory, host: InventoryHost, remote: list[str]) -> list[s
     ]
 
 
-def _reason(res: subprocess.CompletedProcess) -> str:
+def reason(res: subprocess.CompletedProcess) -> str:
     """ssh's last word on a failed session (its error comes last on stderr)."""
     said = res.stderr.strip()
     return said.splitlines()[-1] if said else f"exit {res.returncode}"
@@ -91,7 +94,7 @@ def python_module(host: InventoryHost, module: str, *args: str) -> list[str]:
 
 def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[str]:
     """The control's command that runs `python -m dcdrill.infra.observe.agent CALL` on `host`."""
-    return _ssh(inventory, host, python_module(host, "dcdrill.infra.observe.agent", call))
+    return ssh_command(inventory, host, python_module(host, "dcdrill.infra.observe.agent", call))
 
 
 def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:
@@ -133,7 +136,7 @@ def call(
             tried.append(f"{host.name}: no answer in {timeout_s:.0f} s")
             continue
         if res.returncode == UNREACHABLE:
-            tried.append(f"{host.name}: {_reason(res)}")
+            tried.append(f"{host.name}: {reason(res)}")
             continue
         if res.returncode == REFUSED:
             raise ValueError(json.loads(res.stdout)["refused"])
@@ -152,12 +155,14 @@ def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
 
     def ask(host: InventoryHost) -> str | None:
         try:
-            res = subprocess.run(_ssh(inventory, host, ["true"]), capture_output=True, text=True, timeout=timeout_s)
+            res = subprocess.run(
+                ssh_command(inventory, host, ["true"]), capture_output=True, text=True, timeout=timeout_s
+            )
         except subprocess.TimeoutExpired:
             return f"{host.name} (no answer in {timeout_s:.0f} s)"
         if res.returncode == 0:
             return None
-        return f"{host.name} ({_reason(res)})"
+        return f"{host.name} ({reason(res)})"
 
     hosts = inventory.hosts()
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
@@ -191,7 +196,7 @@ def start(inventory: Inventory, host: InventoryHost, remote: list[str], request:
     the same). Its stdout is the returned process's, line by line; its stderr goes to `log`."""
     # Its own session: a Ctrl-C at the terminal goes to dcdrill, which stops its agents its own way.
     proc = subprocess.Popen(
-        _ssh(inventory, host, remote),
+        ssh_command(inventory, host, remote),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -208,11 +213,11 @@ def run(inventory: Inventory, host: InventoryHost, remote: list[str], timeout_s:
     """`remote` on `host` (as root), to its end; its stdout. HostUnreachable / AgentFailed when it
     did not run or failed."""
     try:
-        res = subprocess.run(_ssh(inventory, host, remote), capture_output=True, text=True, timeout=timeout_s)
+        res = subprocess.run(ssh_command(inventory, host, remote), capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise HostUnreachable(f"{host.name}: no answer in {timeout_s:.0f} s") from None
     if res.returncode == UNREACHABLE:
-        raise HostUnreachable(f"{host.name}: {_reason(res)}")
+        raise HostUnreachable(f"{host.name}: {reason(res)}")
     if res.returncode != 0:
         raise AgentFailed(
             f"{shlex.join(remote[:4])} on {host.name} exited {res.returncode}: {res.stderr.strip()[-600:]}"
@@ -237,7 +242,9 @@ def fetch(
     into.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=into))
     pack = subprocess.Popen(
-        _ssh(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ssh_command(inventory, host, ["tar", "-C", folder, "-cf", "-", "."]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     refused: list[str] = []
     try:

@@ -1,5 +1,6 @@
 """The real lab: Kafka and ZooKeeper JVMs in network namespaces."""
 
+import copy
 import json
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import pytest
 
 from dcdrill.infra import ansible, pulumi_cli
 from dcdrill.infra.constants import cache_dir, project_dir
-from dcdrill.infra.observe import hostaccess, status
+from dcdrill.infra.inventory import Inventory
+from dcdrill.infra.observe import host_keys, hostaccess, status
 from tests.lab_access import cluster_ports_from_the_control, dial, in_client, lab_address
 
 pytestmark = pytest.mark.lab
@@ -277,6 +279,25 @@ def test_hosts_admit_only_the_unprivileged_login_which_becomes_root(lab):
     assert _ssh(lab, host, "root", "true").returncode == 255  # refused
     # The id is the connection's alone: the control cannot dial it as a name.
     assert subprocess.run(["getent", "hosts", host.address], capture_output=True).returncode != 0
+
+
+def test_host_keys_are_pinned_learned_at_first_contact_and_a_changed_one_refused(lab, tmp_path):
+    # The lab pinned each host's key as its sshd started: nothing left to learn.
+    assert host_keys.learn(lab) == []
+    # AWS's first contact (accept-new), taken here into an empty known_hosts
+    fresh = Inventory(copy.deepcopy(lab.data))
+    pinned = str(host_keys.known_hosts(lab))
+    fresh.vars["ansible_ssh_common_args"] = lab.vars["ansible_ssh_common_args"].replace(pinned, str(tmp_path / "kh"))
+    assert sorted(host_keys.learn(fresh)) == sorted(h.name for h in lab.hosts())
+    assert host_keys.learn(fresh) == []  # and once known, not contacted again
+    host = lab.brokers[0]
+    ip = host.vars["ansible_ssh_extra_args"].split("HostName=")[1].split()[0]
+    assert host_keys.known(tmp_path / "kh", ip)
+    # a host showing another key than the one known is refused
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    (tmp_path / "kh").write_text(f"{ip} {' '.join((tmp_path / 'other.pub').read_text().split()[:2])}\n")
+    refused = _ssh(fresh, host, lab.vars["ansible_user"], "true")
+    assert refused.returncode != 0 and "Host key verification failed" in refused.stderr, refused.stderr
 
 
 def test_agents_run_on_each_client_hosts_own_python(lab):
