@@ -313,7 +313,11 @@ def matrix(t: Topology) -> list[dict]:
                         "unclean_leader_election": unclean,
                         "current": v.acks == t.acks and v.replication == t.replication,
                         "predictions": predictions(v),
-                        "profiles": [p for p in PROFILES if not check(v.with_settings({"profile": p}))],
+                        "profiles": [
+                            p
+                            for p in PROFILES
+                            if not [x for x in check(v.with_settings({"profile": p})) if x.rule not in EXPOSURE_RULES]
+                        ],
                     }
                 )
     return rows
@@ -332,9 +336,36 @@ WORKLOAD_NEEDS = (
 )
 
 
+# What a stack exposes rather than promises: reported by `plan` and waived like the other risks,
+# but no setting of the matrix changes them, so it judges the profiles without them.
+EXPOSURE_RULES = ("unauthenticated-listener", "workload-cluster-all")
+
+
 def security(t: Topology) -> list[tuple[str, str]]:
     """(rule, message) for the TLS / SASL / ACL settings."""
     out = []
+    if t.sasl is None:
+        listeners, lacking = ("CLIENT", "sasl") if t.tls else ("CLIENT and REPLICATION", "sasl, no tls")
+        out.append(
+            (
+                "unauthenticated-listener",
+                f"{listeners} authenticate no one (no {lacking}): whoever reaches the brokers' ports "
+                "reads and writes every topic as User:ANONYMOUS",
+            )
+        )
+    wide = [
+        a
+        for a in t.acls
+        if t.sasl and a.principal == t.sasl.client and a.resource == "cluster" and "all" in a.operations
+    ]
+    if wide:
+        out.append(
+            (
+                "workload-cluster-all",
+                f"the ACLs grant {t.sasl.client} (the workload's user) all on the cluster: it may create, alter and "
+                "delete any topic, ACL or user's quota; grant the operations WORKLOAD_NEEDS lists instead",
+            )
+        )
     if t.sasl is not None and not t.tls:
         out.append(("sasl-needs-tls", "sasl needs tls: true, or the passwords cross the network in the clear"))
     if t.acls and t.sasl is None:

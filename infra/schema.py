@@ -66,8 +66,9 @@ ACL_OPERATIONS = (
     "alter_configs",
     "idempotent_write",
 )
-# The rules dcdrill:acceptRisks may waive: the profile's promises and the quorum's, each a risk a
-# team may knowingly take. Shape and safety rules (sasl-needs-tls, acl-shape, ...) cannot be waived.
+# The rules dcdrill:acceptRisks may waive: the profile's promises, the quorum's and the exposures
+# (infra/rules.py EXPOSURE_RULES), each a risk a team may knowingly take. Shape and safety rules
+# (sasl-needs-tls, acl-shape, ...) cannot be waived.
 RISK_RULES = (
     "consistency-min-insync",
     "consistency-acks",
@@ -75,6 +76,8 @@ RISK_RULES = (
     "availability-unclean",
     "quorum-dc-loss",
     "quorum-even-voters",
+    "unauthenticated-listener",
+    "workload-cluster-all",
 )
 
 

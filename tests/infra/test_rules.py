@@ -18,7 +18,8 @@ def head(p: dict) -> dict:
 
 
 def names(t):
-    return [v.rule for v in rules.check(t)]
+    """The rules `t` breaks, its exposures left out (test_exposures checks them)."""
+    return [v.rule for v in rules.check(t) if v.rule not in rules.EXPOSURE_RULES]
 
 
 def test_shipped_local_stack_is_clean_and_predicted_right():
@@ -39,7 +40,7 @@ def test_shipped_local_stack_is_clean_and_predicted_right():
 
 def test_shipped_3dc_stack_survives_any_dc_with_writes():
     t = stack.load("local-3dc")
-    assert rules.check(t) == []
+    assert names(t) == [] and rules.blocking(t) == []  # its PLAINTEXT accepted in the stack file
     assert all(
         head(p) == {"quorum_survives": True, "writable": True, "acked_loss_possible": False}
         for p in rules.predictions(t).values()
@@ -220,7 +221,7 @@ def test_plain_rules():
 def test_accept_risks_waives_only_the_named_rule():
     t = make(TWO_AND_A_HALF, min_insync=2, **{"dcdrill:acceptRisks": ["consistency-min-insync"]})
     assert names(t) == ["consistency-min-insync"]
-    assert rules.blocking(t) == []
+    assert [v.rule for v in rules.blocking(t)] == ["unauthenticated-listener"]  # not waived
     # A safety rule cannot be waived: the schema refuses the name, and blocking() ignores it anyway.
     with pytest.raises(ConfigError, match=r"dcdrill:acceptRisks\[0\]: .*\(got 'sasl-needs-tls'\)"):
         make(TWO_AND_A_HALF, **{"dcdrill:acceptRisks": ["sasl-needs-tls"]})
@@ -228,25 +229,27 @@ def test_accept_risks_waives_only_the_named_rule():
     assert [v.rule for v in rules.blocking(unsafe)] == ["sasl-needs-tls"]
 
 
+GRANT = [
+    {
+        "principal": "workload",
+        "resource": "topic",
+        "name": "dcdrill",
+        "pattern": "prefixed",
+        "operations": ["read", "write", "describe"],
+    },
+    {"principal": "workload", "resource": "group", "name": "dcdrill", "pattern": "prefixed", "operations": "read"},
+]
+
+
 def secured(tls=True, sasl=True, acls=None):
     from dcdrill.infra.topology import from_config
 
-    grant = [
-        {
-            "principal": "workload",
-            "resource": "topic",
-            "name": "dcdrill",
-            "pattern": "prefixed",
-            "operations": ["read", "write", "describe"],
-        },
-        {"principal": "workload", "resource": "group", "name": "dcdrill", "pattern": "prefixed", "operations": "read"},
-    ]
     cluster = {
         "datacenters": [dict(zip(("name", "brokers", "zookeepers"), d)) for d in TWO_AND_A_HALF],
         "replication": {"factor": 4, "minInsync": 3},
         "tls": tls,
         "sasl": sasl,
-        "acls": grant if acls is None else acls,
+        "acls": GRANT if acls is None else acls,
     }
     return from_config({"dcdrill:cluster": cluster})
 
@@ -279,6 +282,24 @@ def test_security_rules():
         "workload",
         "x",
     ]  # every ACL principal is a user to create
+
+
+def test_exposures_are_reported_waivable_and_leave_the_matrix_alone():
+    plain = make(TWO_AND_A_HALF)
+    [v] = [v for v in rules.check(plain) if v.rule in rules.EXPOSURE_RULES]
+    assert v.rule == "unauthenticated-listener" and v.message.startswith("CLIENT and REPLICATION authenticate no one")
+    assert "no sasl, no tls" in v.message and rules.blocking(plain) == [v]
+    tls_only = replace(secured(), sasl=None, acls=())
+    assert [v.message.split(" authenticate")[0] for v in rules.check(tls_only)] == ["CLIENT"]  # REPLICATION: mTLS
+    assert rules.check(secured()) == []
+    wide = secured(acls=[*GRANT, {"principal": "workload", "resource": "cluster", "operations": ["all"]}])
+    [v] = rules.check(wide)
+    assert v.rule == "workload-cluster-all" and "grant workload (the workload's user) all on the cluster" in v.message
+    admin_wide = secured(acls=[*GRANT, {"principal": "ops", "resource": "cluster", "operations": ["all"]}])
+    assert rules.check(admin_wide) == []  # another user's grant is the team's own business
+    assert rules.blocking(replace(wide, accept_risks=("workload-cluster-all",))) == []
+    # the matrix judges profiles by the settings it varies, which change no exposure
+    assert {r["current"]: r["profiles"] for r in rules.matrix(plain)}[True] == ["consistency-first"]
 
 
 def test_a_literal_acl_matches_one_name_a_prefixed_one_every_name_it_starts():
@@ -375,9 +396,9 @@ def test_kraft_quorum_layouts(voters, rules_hit, dc_a_quorum):
 
 def test_a_misplaced_kraft_quorum_blocks_unless_its_risk_is_accepted():
     t = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)])
-    [v] = [v for v in rules.blocking(t)]
+    [v] = [v for v in rules.blocking(t) if v.rule not in rules.EXPOSURE_RULES]
     assert v.rule == "quorum-dc-loss" and "losing dc-a leaves 1 of 3 controllers" in v.message
-    accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss"])
+    accepted = _kraft([("dc-a", 2, 2), ("dc-b", 2, 1)], accept=["quorum-dc-loss", "unauthenticated-listener"])
     assert rules.blocking(accepted) == [] and head(rules.predictions(accepted)["dc-a"]) == {
         "quorum_survives": False,
         "writable": False,
