@@ -338,6 +338,7 @@ class AwsFaults(FaultDriver):
             Filters=[
                 {"Name": "tag:dcdrill", "Values": ["isolation"]},
                 {"Name": f"tag:{ISOLATES}", "Values": [iso["subnet"]]},
+                *([{"Name": f"tag:{STACK_TAG}", "Values": [self._stack_tag]}] if self._stack_tag else []),
             ]
         )
         for acl in made["NetworkAcls"]:
@@ -386,9 +387,41 @@ class AwsFaults(FaultDriver):
         out += [f"fis {t!r}: not a token dcdrill makes" for t in undo.get("fis") or [] if not FIS_TOKEN.match(str(t))]
         return out
 
+    def _recheck_owned(self, undo: dict) -> None:
+        """Before heal changes anything: every instance and subnet the undo names is still tagged as
+        this stack's, in the account now (a resource retagged or replaced since the fault is not)."""
+        dc_of = {h.address: h.dc for h in self.inventory.hosts()}
+        named = {i for key in ("services", "start") for i in undo.get(key) or []}
+        named |= {m["instance"] for m in undo.get("mirrors") or []}
+        by_region = {undo["region"]: set(named)} if named else {}
+        for side in undo.get("netem") or []:
+            by_region.setdefault(side["region"], set()).update(side["instances"])
+        for region, ids in by_region.items():
+            found = {
+                i["InstanceId"]: {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+                for r in self._client("ec2", region).describe_instances(InstanceIds=sorted(ids))["Reservations"]
+                for i in r["Instances"]
+            }
+            for i in sorted(ids):
+                if not self._ours(found.get(i, {}), dc_of[i]):
+                    raise RuntimeError(
+                        f"instance {i} is no longer tagged {self._expected(dc_of[i])} (tags: {found.get(i, {})}): "
+                        "heal changed nothing; check the account, then heal again"
+                    )
+        subnet_dc = {v: k for k, v in self.inventory.vars.get("aws_subnet_ids", {}).items()}
+        for iso in undo.get("isolations") or []:
+            [sn] = self._client("ec2", undo["region"]).describe_subnets(SubnetIds=[iso["subnet"]])["Subnets"]
+            tags = {t["Key"]: t["Value"] for t in sn.get("Tags", [])}
+            if not self._ours(tags, subnet_dc[iso["subnet"]]):
+                raise RuntimeError(
+                    f"subnet {iso['subnet']} is no longer tagged {self._expected(subnet_dc[iso['subnet']])} "
+                    f"(tags: {tags}): heal changed nothing; check the account, then heal again"
+                )
+
     def undo(self, undo: dict) -> None:
         """Every step re-checks the live state, so a heal interrupted anywhere is finished by the next.
         FIS's experiments end first: their own undo runs, and what it left is put back after."""
+        self._recheck_owned(undo)
         for token in undo.get("fis") or []:
             aws_fis.end(self._client("fis", undo["region"]), token)
         for m in undo.get("mirrors") or []:

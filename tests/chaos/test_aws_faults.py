@@ -788,3 +788,30 @@ def test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_st
         assert len(stops) == 1
     actions.heal(configuration=cfg)
     assert account(ec2) == before
+
+
+def test_heal_rechecks_each_resources_tags_before_changing_it(aws):
+    """An instance or subnet retagged since the fault (handed to another stack, say) is left alone:
+    heal changes nothing, says which, and heals once the tags are the stack's again."""
+    ec2, cfg, ids, subnets, _ = aws
+    before = account(ec2)
+    power = actions.power_loss("dc-a", configuration=cfg)
+    stopped = account(ec2)
+    moved = power["instances"][0]
+    ec2.create_tags(Resources=[moved], Tags=[{"Key": "cluster", "Value": "other"}])
+    with pytest.raises(Exception, match=rf"instance {moved} is no longer tagged cluster=main, dc=dc-a"):
+        actions.heal(configuration=cfg)
+    assert account(ec2)["instances"] == stopped["instances"]  # nothing started
+    ec2.create_tags(Resources=[moved], Tags=[{"Key": "cluster", "Value": "main"}])
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
+
+    actions.isolate_dc("dc-b", direction="egress", configuration=cfg)
+    cut = account(ec2)
+    ec2.create_tags(Resources=[subnets["dc-b"]], Tags=[{"Key": plan.STACK_TAG, "Value": "dcdrill/another-stack"}])
+    with pytest.raises(Exception, match=rf"subnet {subnets['dc-b']} is no longer tagged"):
+        actions.heal(configuration=cfg)
+    assert account(ec2) == cut  # the subnet still on the isolation ACL, which still exists
+    ec2.create_tags(Resources=[subnets["dc-b"]], Tags=[{"Key": plan.STACK_TAG, "Value": STACK_TAG}])
+    actions.heal(configuration=cfg)
+    assert account(ec2) == before
