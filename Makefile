@@ -70,4 +70,4 @@ lock:  ## renew requirements.lock: a fresh resolve of pyproject.toml's ranges wi
 
 clean:
 	-$(BIN)/dcdrill lab down --stack $(STACK)
-	rm -rf .cache runs
+	rm -rf .cache .state runs

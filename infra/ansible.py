@@ -2,7 +2,7 @@
 
 Runs through ansible-runner from Python, with Mitogen's strategy (strategy_env); by hand it is
 the same as
-    ansible-playbook -i .cache/stacks/<stack>/inventory.json site.yml
+    ansible-playbook -i .state/stacks/<stack>/inventory.json site.yml
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from dcdrill.infra import agent_runtime, kraft, passwords, pki
-from dcdrill.infra.constants import SHIPPED, cache_dir
+from dcdrill.infra.constants import SHIPPED, cache_dir, state_dir
 from dcdrill.infra.inventory import Inventory
 
 
@@ -25,7 +25,7 @@ class AnsibleFailed(RuntimeError):
 def inventory_path(stack: str, cluster: str | None = None) -> Path:
     """A stack's inventory; on a replicated stack `cluster` names one other than the home cluster
     (each keeps its KRaft ids beside its inventory), or MIRRORS for the MirrorMaker 2 hosts'."""
-    base = cache_dir() / "stacks" / stack
+    base = state_dir() / "stacks" / stack
     return (base / "clusters" / cluster if cluster else base) / "inventory.json"
 
 

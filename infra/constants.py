@@ -53,8 +53,9 @@ def now_ms() -> int:
 
 
 def write_json_atomically(path: Path, data) -> None:
-    """`data` as JSON in `path`, through a temporary file, fsync and rename: a crash leaves the
-    old file or the new one, never a torn one (the fault state and its copies, open drills)."""
+    """`data` as JSON in `path`, through a temporary file, fsync and rename, then an fsync of the
+    folder so the rename itself survives a crash: the old file or the new one, never a torn one
+    or none (the fault state and its copies, open drills, the lab's state files)."""
     import json
 
     tmp = path.with_suffix(".tmp")
@@ -63,6 +64,38 @@ def write_json_atomically(path: Path, data) -> None:
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+class BadStateFile(ValueError):
+    """A state file dcdrill wrote is not what it wrote (exit 2): the message names the file."""
+
+
+def read_state_json(path: Path, default=None, kind: type | None = None):
+    """A state file's JSON (`default` when there is none), or BadStateFile naming the file, what is
+    wrong with it and what to do, never a traceback. `kind`: the type its top level must be."""
+    import json
+
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return default
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadStateFile(f"{path}: cannot be read ({exc}); restore it, or remove it to start afresh") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BadStateFile(f"{path}: not JSON ({exc}); restore it, or remove it to start afresh") from exc
+    if kind is not None and not isinstance(data, kind):
+        raise BadStateFile(
+            f"{path}: holds a JSON {type(data).__name__}, not a {kind.__name__}; "
+            "restore it, or remove it to start afresh"
+        )
+    return data
 
 
 class NoProject(ValueError):
@@ -92,9 +125,8 @@ def child_env() -> dict:
 
 
 # What in the cache is a tool (jars, binaries, the verifier's kernels and class-data archives,
-# Pulumi's plugins): safe to keep between CI jobs, and all the CI recipes cache (docs/ci). The
-# rest is a stack's state (stacks/: keys, passwords, inventories; lab/; pulumi-state/; secrets/;
-# locks/): never cached. Globs relative to cache_dir().
+# Pulumi's plugins): safe to keep between CI jobs, and all the CI recipes cache (docs/ci). Globs
+# relative to cache_dir().
 TOOL_PATHS = (
     "bin",
     "kafka",
@@ -106,18 +138,35 @@ TOOL_PATHS = (
     "stamps",
     "pulumi-home/plugins",
 )
+# A stack's state (stacks/: keys, passwords, inventories; lab/: the lab's hosts and its ssh keys;
+# pulumi-state/; secrets/; locks/): never cached, in a folder of its own (state_dir()).
 STATE_PATHS = ("stacks", "lab", "pulumi-state", "pulumi-root", "secrets", "locks")
 
 
 def cache_dir() -> Path:
-    """Where setup and the lab keep their state (jars, Pulumi state, lab host dirs): DCDRILL_CACHE,
-    else .cache/ in a checkout, else the user's cache folder (XDG_CACHE_HOME/dcdrill). One per
-    machine, not per project: the lab's namespaces are the machine's too."""
+    """Where setup keeps the tools (TOOL_PATHS: jars, binaries, kernels): DCDRILL_CACHE, else .cache/
+    in a checkout, else the user's cache folder (XDG_CACHE_HOME/dcdrill). One per machine, not per
+    project. Nothing in it is secret: a CI cache may hold it whole."""
     if os.environ.get("DCDRILL_CACHE"):
         return Path(os.environ["DCDRILL_CACHE"]).resolve()
     if IN_CHECKOUT:
         return PACKAGE.parent / ".cache"
     return (Path(os.environ.get("XDG_CACHE_HOME") or _home() / ".cache") / "dcdrill").resolve()
+
+
+def state_dir() -> Path:
+    """Where the stacks' state lives (STATE_PATHS: keys, passwords, Pulumi state, the lab's hosts),
+    apart from the tools, so that no cache of the tools can hold it: DCDRILL_STATE, else beside
+    DCDRILL_CACHE (<cache>-state), else .state/ in a checkout, else XDG_STATE_HOME/dcdrill. One per
+    machine: the lab's namespaces are the machine's too."""
+    if os.environ.get("DCDRILL_STATE"):
+        return Path(os.environ["DCDRILL_STATE"]).resolve()
+    if os.environ.get("DCDRILL_CACHE"):
+        cache = Path(os.environ["DCDRILL_CACHE"]).resolve()
+        return cache.with_name(cache.name + "-state")
+    if IN_CHECKOUT:
+        return PACKAGE.parent / ".state"
+    return (Path(os.environ.get("XDG_STATE_HOME") or _home() / ".local" / "state") / "dcdrill").resolve()
 
 
 def _home() -> Path:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dcdrill.infra import passwords, pki
-from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.constants import KAFKA_VERSIONS, read_state_json
 from dcdrill.infra.deployment import MIRROR_USER, Deployment
 from dcdrill.infra.ports import CLIENT_PORT, ZOOKEEPER_CLIENT_PORT
 from dcdrill.infra.topology import Topology
@@ -196,7 +196,10 @@ class Inventory:
 
     @classmethod
     def load(cls, path: Path) -> Inventory:
-        return cls(json.loads(Path(path).read_text()))
+        data = read_state_json(Path(path), kind=dict)
+        if data is None:
+            raise FileNotFoundError(f"{path}: no inventory here (`dcdrill lab up` writes it)")
+        return cls(data)
 
     def to_json(self) -> str:
         return json.dumps(self.data, indent=2, sort_keys=True) + "\n"

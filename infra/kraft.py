@@ -7,10 +7,10 @@ must survive a second `lab up` unchanged: a new id would make the first run's di
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 from pathlib import Path
 
+from dcdrill.infra.constants import read_state_json, write_json_atomically
 from dcdrill.infra.ports import CONTROLLER_PORT
 
 
@@ -26,7 +26,7 @@ def new_uuid() -> str:
 def ensure(path: Path, controllers: list[str]) -> dict:
     """{"cluster_id": ..., "directory_ids": {controller: id}} in `path` (JSON); kept when present,
     with ids added for controllers new to the stack."""
-    known = json.loads(path.read_text()) if path.exists() else {}
+    known = read_state_json(path, {}, dict)
     ids = known.get("directory_ids", {})
     wanted = {
         "cluster_id": known.get("cluster_id") or new_uuid(),
@@ -34,7 +34,7 @@ def ensure(path: Path, controllers: list[str]) -> dict:
     }
     if wanted != known:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(wanted, indent=2, sort_keys=True) + "\n")
+        write_json_atomically(path, wanted)
     return wanted
 
 

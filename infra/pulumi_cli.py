@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from dcdrill.infra import stack as stacks
-from dcdrill.infra.constants import cache_dir, project_dir
+from dcdrill.infra.constants import cache_dir, project_dir, state_dir
 
 
 class PulumiError(RuntimeError):
@@ -80,7 +80,9 @@ def env(stack: str) -> dict:
             "DCDRILL_LAB_REMOTE_BACKEND=1 to keep it there anyway"
         )
     if not url and (built or local_only or not _logged_in(e)):
-        e["PULUMI_BACKEND_URL"] = f"file://{cache / 'pulumi-state'}"  # never Pulumi Cloud unasked
+        local = state_dir() / "pulumi-state"
+        local.mkdir(mode=0o700, parents=True, exist_ok=True)
+        e["PULUMI_BACKEND_URL"] = f"file://{local}"  # never Pulumi Cloud unasked
     e["PULUMI_SKIP_UPDATE_CHECK"] = "true"
     e.setdefault("PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK", "true")
     if "PULUMI_CONFIG_PASSPHRASE" not in e and "PULUMI_CONFIG_PASSPHRASE_FILE" not in e:
@@ -148,7 +150,7 @@ def _command(exe: Path):
 
     root = exe.parent.parent
     if exe.parent.name != "bin" or exe.name != "pulumi":  # DCDRILL_PULUMI may name any file
-        root = cache_dir() / "pulumi-root"
+        root = state_dir() / "pulumi-root"
         (root / "bin").mkdir(parents=True, exist_ok=True)
         link = root / "bin" / "pulumi"
         link.unlink(missing_ok=True)

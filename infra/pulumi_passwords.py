@@ -21,14 +21,14 @@ from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider,
 from pulumi.runtime import rpc
 
 from dcdrill.infra import ansible, passwords
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.deployment import Deployment
 
 
 def _adopted(path: str) -> dict:
     """The passwords a file written before Pulumi kept them holds ({} when there is none)."""
     try:
-        found = json.loads((cache_dir() / path).read_text())
+        found = json.loads((state_dir() / path).read_text())
     except (OSError, ValueError):
         return {}
     return {u: pw for u, pw in found.items() if isinstance(pw, str) and pw} if isinstance(found, dict) else {}
@@ -70,8 +70,8 @@ class Passwords(Resource):
 
 
 def files(stack: str, cluster: str | None) -> dict[str, str]:
-    """Where `lab up` writes a cluster's passwords (None: the home cluster), relative to the cache."""
-    folder = ansible.tls_dir(stack, cluster).relative_to(cache_dir())
+    """Where `lab up` writes a cluster's passwords (None: the home cluster), relative to the state folder."""
+    folder = ansible.tls_dir(stack, cluster).relative_to(state_dir())
     return {kind: str(folder / name) for kind, name in passwords.FILES.items()}
 
 

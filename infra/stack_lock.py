@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from dcdrill.infra.constants import cache_dir, now_ms
+from dcdrill.infra.constants import now_ms, state_dir
 
 STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # Pulumi's own rule for a stack's name
 
@@ -30,7 +30,7 @@ def path(stack: str) -> Path:
     """The stack's lock file, apart from its state folder (which `lab down` empties)."""
     if not STACK_NAME.match(stack):
         raise ValueError(f"stack name {stack!r}: letters, digits, '.', '_' and '-' only")
-    return cache_dir() / "locks" / f"{stack}.lock"
+    return state_dir() / "locks" / f"{stack}.lock"
 
 
 def holder(stack: str) -> dict | None:

@@ -26,10 +26,10 @@ DIAL = (
 def lab_address(name: str) -> str:
     """A lab host's address, from the lab's own hosts file: the names resolve on the lab's hosts
     only, as a VPC's private zone does, never on the control."""
-    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.constants import state_dir
     from dcdrill.infra.lab import layout, netns
 
-    return netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())[name]
+    return netns.names((layout.lab_dir(state_dir()) / "hosts.txt").read_text())[name]
 
 
 def dial(ns: str | None, host: str, port: int) -> str:

@@ -5,11 +5,13 @@ whatever happened, and publishes junit.xml."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
 
-from dcdrill.infra.constants import STATE_PATHS, TOOL_PATHS, cache_dir
+from dcdrill.infra import constants
+from dcdrill.infra.constants import STATE_PATHS, TOOL_PATHS, cache_dir, state_dir
 from tests import ROOT
 
 RECIPES = ROOT / "docs" / "ci"
@@ -68,15 +70,33 @@ def test_the_github_workflow_keeps_path_under_sudo_builds_with_a_new_enough_go_a
     assert runs and all('sudo env "PATH=$PATH"' in line for line in runs), runs  # secure_path drops --preserve-env=PATH
     go = next(s["with"]["go-version"] for s in steps if s.get("uses", "").startswith("actions/setup-go"))
     assert tuple(int(x) for x in go.split(".")) >= _go_mod_version()[:2]
-    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache"))
-    assert cache["with"]["path"].split() == [f"~/.cache/dcdrill/{p}" for p in TOOL_PATHS]
+    assert _github_cache_paths() == [f"~/.cache/dcdrill/{p}" for p in TOOL_PATHS]
 
 
-def test_the_recipes_cache_the_tools_and_no_folder_of_a_stacks_state():
-    """What the recipes cache is exactly TOOL_PATHS, and no path of a stack's state lies under it."""
-    gitlab = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())["dcdrill"]["cache"]["paths"]
+def _github_cache_paths() -> list[str]:
+    steps = yaml.safe_load((RECIPES / "github-actions.yml").read_text())["jobs"]["drill"]["steps"]
+    return next(s for s in steps if s.get("uses", "").startswith("actions/cache"))["with"]["path"].split()
+
+
+def test_the_recipes_cache_the_tools_and_no_folder_of_a_stacks_state(monkeypatch, tmp_path):
+    """What the recipes cache is exactly TOOL_PATHS, and the state folder the job gets lies under none
+    of it: GitLab's DCDRILL_CACHE has its state beside it, an installed dcdrill under ~/.local/state."""
+    job = yaml.safe_load((RECIPES / "gitlab-ci.yml").read_text())
+    gitlab = job["dcdrill"]["cache"]["paths"]
     assert gitlab == [f".dcdrill-cache/{p}" for p in TOOL_PATHS]
     assert not [(t, s) for t in TOOL_PATHS for s in STATE_PATHS if s == t or s.startswith(t + "/") or t.startswith(s)]
+    project = tmp_path / "project"
+    monkeypatch.setenv("DCDRILL_CACHE", job["variables"]["DCDRILL_CACHE"].replace("$CI_PROJECT_DIR", str(project)))
+    assert state_dir() == project / ".dcdrill-cache-state"
+    assert not [p for p in gitlab if (project / p).is_relative_to(state_dir())]
+    monkeypatch.delenv("DCDRILL_CACHE")
+    monkeypatch.setattr(constants, "IN_CHECKOUT", False)
+    monkeypatch.setenv("HOME", str(tmp_path / "runner"))
+    for var in ("DCDRILL_STATE", "XDG_CACHE_HOME", "XDG_STATE_HOME", "SUDO_USER"):
+        monkeypatch.delenv(var, raising=False)
+    cached = [Path(p.replace("~", str(tmp_path / "runner"))) for p in _github_cache_paths()]
+    assert state_dir() == tmp_path / "runner" / ".local" / "state" / "dcdrill"
+    assert all(p.is_relative_to(cache_dir()) and not p.is_relative_to(state_dir()) for p in cached)
 
 
 def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():

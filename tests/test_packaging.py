@@ -17,7 +17,7 @@ import yaml
 from dcdrill import project
 from dcdrill.infra import constants, schema
 from dcdrill.infra import stack as stacks
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import cache_dir, state_dir
 from tests import ROOT as SOURCE
 
 PYPROJECT = tomllib.loads((SOURCE / "pyproject.toml").read_text())
@@ -112,7 +112,8 @@ def installed(tmp_path_factory):
 
 def _run(dcdrill: Path, *args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DCDRILL_PROJECT", "VIRTUAL_ENV")}
-    env["DCDRILL_CACHE"] = str(cache_dir())  # this machine's jars, Pulumi CLI and lab state
+    env["DCDRILL_CACHE"] = str(cache_dir())  # this machine's jars and Pulumi CLI
+    env["DCDRILL_STATE"] = str(state_dir())  # and its lab state
     return subprocess.run([str(dcdrill), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

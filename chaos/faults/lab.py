@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
-from dcdrill.infra.constants import PACKAGE, cache_dir, now_ms
+from dcdrill.infra.constants import PACKAGE, now_ms, state_dir
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.infra.lab import disk, layout, netns, service, shaper
@@ -120,7 +120,7 @@ class LabFaults(FaultDriver):
 
     def power_loss(self, dc: str, undo: Undo) -> dict:
         """SIGKILL, then each host's disk drops what it had not made durable (infra/lab/disk.py)."""
-        lab = layout.lab_dir(cache_dir())
+        lab = layout.lab_dir(state_dir())
         roots = {h.name: Path(h.vars["data_root"]) for h in self.inventory.in_dc(dc, DC_LOSS_ROLES)}
         bare = [name for name, root in roots.items() if not disk.mounted(root)]
         if bare:
@@ -143,7 +143,7 @@ class LabFaults(FaultDriver):
         return {"direction": direction}
 
     def shaper(self) -> shaper.Shaper:
-        return shaper.installed(layout.shaper_dir(cache_dir()))
+        return shaper.installed(layout.shaper_dir(state_dir()))
 
     def configured_links(self) -> shaper.LinkTable:
         return layout.link_table(self.topology, self.backend.settings)
@@ -231,7 +231,7 @@ class LabFaults(FaultDriver):
 
     def undo(self, undo: dict) -> None:
         for short in undo.get("power") or []:  # the disks first: the services start on them
-            disk.power(layout.lab_dir(cache_dir()), short)
+            disk.power(layout.lab_dir(state_dir()), short)
         if undo.get("restart"):
             restart(undo["restart"], settle_s=self._settle_s(undo))
         if undo.get("isolation"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dcdrill.infra import schema
 from dcdrill.infra.backend import Backend
-from dcdrill.infra.constants import cache_dir, write_json_atomically
+from dcdrill.infra.constants import cache_dir, state_dir, write_json_atomically
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.rules import Violation
@@ -18,10 +18,10 @@ from dcdrill.infra.schema import LabSpec
 from dcdrill.infra.topology import Topology
 
 
-def lab_passphrase_file(cache: Path) -> Path:
-    """cache/secrets/lab-passphrase: 32 random bytes (URL-safe text), 0600 in a 0700 folder, made
+def lab_passphrase_file(state: Path) -> Path:
+    """state/secrets/lab-passphrase: 32 random bytes (URL-safe text), 0600 in a 0700 folder, made
     at the first lab stack and kept. A file anyone else may read or write is refused."""
-    folder = cache / "secrets"
+    folder = state / "secrets"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = folder / "lab-passphrase"
     try:
@@ -54,18 +54,19 @@ class LabBackend(Backend):
     def inventory(self, t: Topology) -> Inventory:
         from dcdrill.infra.lab import layout
 
-        return layout.build_inventory(t, self.settings, cache_dir())
+        return layout.build_inventory(t, self.settings, cache_dir(), state=state_dir())
 
     def program(self, d: Deployment) -> dict:
         from dcdrill.infra.lab import program
 
-        return program.build(d, self.settings, cache_dir())
+        return program.build(d, self.settings, cache_dir(), state_dir())
 
     def require_support(self) -> None:
         from dcdrill.infra.lab import layout, netns
 
         netns.require_support()
         layout.require_reachable(cache_dir())
+        layout.require_reachable(state_dir())
 
     def cannot(self, fault: str) -> str | None:
         if fault == "power_loss" and not self.settings.power_loss:
@@ -84,7 +85,7 @@ class LabBackend(Backend):
     def _kept(inventory: Inventory):
         from dcdrill.infra.lab import layout
 
-        return layout.lab_dir(cache_dir()) / "fault-states" / inventory.vars["cluster_name"]
+        return layout.lab_dir(state_dir()) / "fault-states" / inventory.vars["cluster_name"]
 
     def keep_fault_state(self, inventory: Inventory, key: str, state: dict, credentials: dict | None = None) -> None:
         path = self._kept(inventory) / f"{key}.json"
@@ -117,7 +118,7 @@ class LabBackend(Backend):
         out = [f"{dc} is cut off at the router" for i, dc in enumerate(d.dc_names, 1) if netns.is_isolated(i)]
         out += [f"{short}'s disk is without power" for short in self._unpowered()]
         try:
-            live = shaper.installed(layout.shaper_dir(cache_dir())).current()
+            live = shaper.installed(layout.shaper_dir(state_dir())).current()
         except shaper.ShaperDown:
             return out
         configured = layout.link_table(d, self.settings)
@@ -134,7 +135,7 @@ class LabBackend(Backend):
         """The lab hosts whose power-loss disk is cut (a power-loss fault not healed)."""
         from dcdrill.infra.lab import disk, layout
 
-        return disk.unpowered(layout.lab_dir(cache_dir()))
+        return disk.unpowered(layout.lab_dir(state_dir()))
 
     def heal_in_place(self, d: Deployment) -> list[str]:
         """Undo what faults_in_place finds: every disk powered, every isolation rule, every link back
@@ -145,11 +146,11 @@ class LabBackend(Backend):
         if not found:
             return []
         for short in self._unpowered():
-            disk.power(layout.lab_dir(cache_dir()), short)
+            disk.power(layout.lab_dir(state_dir()), short)
         for i in range(1, len(d.dc_names) + 1):
             netns.heal_isolation(i)
         try:
-            links = shaper.installed(layout.shaper_dir(cache_dir()))
+            links = shaper.installed(layout.shaper_dir(state_dir()))
         except shaper.ShaperDown:
             return found
         links.apply(layout.link_table(d, self.settings))
@@ -170,5 +171,5 @@ class LabBackend(Backend):
 
     def passphrase_file(self) -> Path:
         """This machine's own passphrase for the lab stacks' Pulumi secrets: random, made once,
-        in a file only its owner reads (cache/secrets/lab-passphrase)."""
-        return lab_passphrase_file(cache_dir())
+        in a file only its owner reads (state/secrets/lab-passphrase)."""
+        return lab_passphrase_file(state_dir())

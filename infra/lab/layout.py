@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dcdrill.infra import inventory, java_archive
-from dcdrill.infra.constants import KAFKA_VERSIONS
+from dcdrill.infra.constants import KAFKA_VERSIONS, state_dir
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.lab import netns, shaper, sshd
 from dcdrill.infra.topology import Topology
@@ -32,8 +32,8 @@ def service_uid(address: str) -> int:
 
 
 def require_reachable(cache: Path) -> None:
-    """The services' unprivileged uids read the Kafka jars and write their hosts' folders under
-    the cache: every folder above it must let others through (o+x)."""
+    """The services' unprivileged uids read the Kafka jars in the cache and write their hosts'
+    folders in the state folder: every folder above each must let others through (o+x)."""
     from dcdrill.infra.lab.netns import LabUnavailable
 
     for folder in [cache.resolve(), *cache.resolve().parents]:
@@ -66,8 +66,8 @@ def link_table(t: Topology | Deployment, settings) -> shaper.LinkTable:
     return table
 
 
-def shaper_dir(cache: Path) -> Path:
-    return lab_dir(cache) / "shaper"
+def shaper_dir(state: Path) -> Path:
+    return lab_dir(state) / "shaper"
 
 
 def addresses(t: Topology | Deployment, prefix: str) -> dict[str, str]:
@@ -79,8 +79,9 @@ def addresses(t: Topology | Deployment, prefix: str) -> dict[str, str]:
     return out
 
 
-def lab_dir(cache: Path) -> Path:
-    return cache / "lab"
+def lab_dir(state: Path) -> Path:
+    """The lab's own folder in the state folder (constants.state_dir): its hosts, keys and shaper."""
+    return state / "lab"
 
 
 def _connection(lab: Path) -> dict:
@@ -139,10 +140,13 @@ def _host_vars(lab: Path, hosts, address: dict[str, str]) -> dict:
     return out
 
 
-def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = None) -> inventory.Inventory:
-    """One cluster's inventory. settings: infra.lab.backend.LabSettings; `d`: the replicated stack
-    the cluster is part of, whose DCs and hosts share the lab's address plan."""
-    lab = lab_dir(cache)
+def build_inventory(
+    t: Topology, settings, cache: Path, d: Deployment | None = None, state: Path | None = None
+) -> inventory.Inventory:
+    """One cluster's inventory. settings: infra.lab.backend.LabSettings; `cache`: the tools' folder,
+    `state`: the state folder (state_dir() when None); `d`: the replicated stack the cluster is
+    part of, whose DCs and hosts share the lab's address plan."""
+    lab = lab_dir(state or state_dir())
     extra = {
         **_services(t.kafka_version, cache),
         "kafka_broker_heap_mb": settings.broker_heap_mb,
@@ -155,9 +159,9 @@ def build_inventory(t: Topology, settings, cache: Path, d: Deployment | None = N
     return inventory.build(t, address, _connection(lab), extra, _host_vars(lab, t.hosts(), address))
 
 
-def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.Inventory:
+def build_mirror_inventory(d: Deployment, settings, cache: Path, state: Path | None = None) -> inventory.Inventory:
     """The MirrorMaker 2 hosts' inventory, on the newest Kafka the stack's clusters run."""
-    lab = lab_dir(cache)
+    lab = lab_dir(state or state_dir())
     extra = {**_services(d.mirror_kafka_version, cache), "kafka_mirror_heap_mb": settings.mirror_heap_mb}
     address = addresses(d, settings.subnet_prefix)
     return inventory.build_mirrors(
@@ -165,13 +169,13 @@ def build_mirror_inventory(d: Deployment, settings, cache: Path) -> inventory.In
     )
 
 
-def build_inventories(d: Deployment, settings, cache: Path) -> dict:
+def build_inventories(d: Deployment, settings, cache: Path, state: Path | None = None) -> dict:
     """The stack output: `inventory` (the home cluster's), and on a replicated stack `inventories`
     (every cluster's, by name) and `mirrors` (the MM2 hosts')."""
     if not d.replicated:
-        return {"inventory": build_inventory(d.home, settings, cache).data}
+        return {"inventory": build_inventory(d.home, settings, cache, state=state).data}
     return {
-        "inventory": build_inventory(d.home, settings, cache, d).data,
-        "inventories": {c.name: build_inventory(c, settings, cache, d).data for c in d.clusters},
-        "mirrors": build_mirror_inventory(d, settings, cache).data,
+        "inventory": build_inventory(d.home, settings, cache, d, state).data,
+        "inventories": {c.name: build_inventory(c, settings, cache, d, state).data for c in d.clusters},
+        "mirrors": build_mirror_inventory(d, settings, cache, state).data,
     }

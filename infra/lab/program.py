@@ -35,13 +35,13 @@ def _child(parent: pulumi.Resource, depends_on: list | None = None) -> pulumi.Re
     )
 
 
-def build(t: Deployment, settings, cache: Path) -> dict:
+def build(t: Deployment, settings, cache: Path, state: Path) -> dict:
     """Every cluster's hosts and the MirrorMaker 2 hosts, in one lab (a DC belongs to one cluster).
     settings: infra.lab.backend.LabSettings. Returns the stack outputs (layout.build_inventories).
-    Paths in the resources' inputs are relative to the cache (infra/lab/resources.py)."""
+    Paths in the resources' inputs are relative to `state`, the state folder (infra/lab/resources.py)."""
     netns.require_support()
     prefix = settings.subnet_prefix
-    lab_dir = layout.lab_dir(cache).relative_to(cache)
+    lab_dir = layout.lab_dir(state).relative_to(state)
     lab = Lab("lab")
     router = Router("router", prefix, _child(lab))
     links, hosts = [], []
@@ -82,9 +82,9 @@ def build(t: Deployment, settings, cache: Path) -> dict:
             "requested": settings.shaper,
             "prefix": prefix,
             "dcs": len(t.datacenters),
-            "state_dir": str(layout.shaper_dir(cache).relative_to(cache)),
+            "state_dir": str(layout.shaper_dir(state).relative_to(state)),
             "links": shaper.table_to_json(layout.link_table(t, settings)),
         },
         _child(lab, links),
     )
-    return layout.build_inventories(t, settings, cache)
+    return layout.build_inventories(t, settings, cache, state)

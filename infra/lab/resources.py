@@ -5,8 +5,8 @@ operations are usable (and tested) without Pulumi. Every create cleans up after 
 it fails halfway: Pulumi records nothing for a failed create, so whatever it left behind
 would be out of `pulumi destroy`'s reach.
 
-Paths in inputs (PATH_KEYS) are relative to the cache (infra.constants.cache_dir), resolved
-when a provider acts: a checkout moved elsewhere is the same lab, not a new one.
+Paths in inputs (PATH_KEYS) are relative to the state folder (infra.constants.state_dir),
+resolved when a provider acts: a checkout moved elsewhere is the same lab, not a new one.
 """
 
 from __future__ import annotations
@@ -17,22 +17,22 @@ from pathlib import Path
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.lab import disk, firewall, netns, shaper, sshd
 
 PATH_KEYS = ("lab_dir", "hosts_file", "state_dir")
 
 
-def in_cache(path: str) -> Path:
-    """An input's path: relative to the cache (what the program gives), or absolute (state
+def in_state(path: str) -> Path:
+    """An input's path: relative to the state folder (what the program gives), or absolute (state
     written before paths were relative)."""
     p = Path(path)
-    return p if p.is_absolute() else cache_dir() / p
+    return p if p.is_absolute() else state_dir() / p
 
 
 def _same(key: str, old, new) -> bool:
     if key in PATH_KEYS and isinstance(old, str) and isinstance(new, str):
-        return in_cache(old) == in_cache(new)
+        return in_state(old) == in_state(new)
     return old == new
 
 
@@ -119,7 +119,7 @@ class ShaperProvider(ResourceProvider):
 
     @staticmethod
     def _shaper(props) -> shaper.Shaper:
-        return shaper.for_kind(props["requested"], in_cache(props["state_dir"]), props["prefix"], int(props["dcs"]))
+        return shaper.for_kind(props["requested"], in_state(props["state_dir"]), props["prefix"], int(props["dcs"]))
 
     def create(self, props):
         s = self._shaper(props)
@@ -131,19 +131,19 @@ class ShaperProvider(ResourceProvider):
     def update(self, id_, olds, news):
         from pulumi.dynamic import UpdateResult
 
-        s = shaper.installed(in_cache(news["state_dir"]))
+        s = shaper.installed(in_state(news["state_dir"]))
         s.apply(shaper.table_from_json(news["links"]))
         return UpdateResult(outs={**news, "ns": id_, "kind": s.kind})
 
     def delete(self, id_, props):
         try:
-            shaper.installed(in_cache(props["state_dir"])).remove()
+            shaper.installed(in_state(props["state_dir"])).remove()
         except shaper.ShaperDown:
             pass  # never installed, or already gone with the router
 
     def read(self, id_, props):
         try:
-            shaper.installed(in_cache(props["state_dir"])).check()
+            shaper.installed(in_state(props["state_dir"])).check()
         except (shaper.ShaperDown, OSError):
             return ReadResult("", props)
         return ReadResult(id_, props)
@@ -158,13 +158,13 @@ class HostProvider(ResourceProvider):
 
     @staticmethod
     def _data_root(props) -> Path:
-        return in_cache(props["lab_dir"]) / "hosts" / props["short"]
+        return in_state(props["lab_dir"]) / "hosts" / props["short"]
 
     def create(self, props):
         def make():
             if props.get("disk_writeback_s") is not None:  # before sshd, which writes its pid file there
                 disk.start(
-                    in_cache(props["lab_dir"]), props["short"], self._data_root(props), float(props["disk_writeback_s"])
+                    in_state(props["lab_dir"]), props["short"], self._data_root(props), float(props["disk_writeback_s"])
                 )
             netns.create_host(
                 props["short"],
@@ -172,17 +172,17 @@ class HostProvider(ResourceProvider):
                 props["ip"],
                 props["gateway"],
                 props["prefix"],
-                in_cache(props["hosts_file"]),
+                in_state(props["hosts_file"]),
             )
-            netns.set_names({props["name"]: props["ip"]}, in_cache(props["hosts_file"]))
-            sshd.start(props["short"], props["ip"], in_cache(props["lab_dir"]))
+            netns.set_names({props["name"]: props["ip"]}, in_state(props["hosts_file"]))
+            sshd.start(props["short"], props["ip"], in_state(props["lab_dir"]))
 
         return _created(netns.host_ns(props["short"]), props, lambda: self.delete("", props), make)
 
     def delete(self, id_, props):
         netns.delete_host(props["short"])  # kills every process in it: sshd, JVMs, clients
-        netns.set_names({props["name"]: None}, in_cache(props["hosts_file"]))
-        lab_dir = in_cache(props["lab_dir"])
+        netns.set_names({props["name"]: None}, in_state(props["hosts_file"]))
+        lab_dir = in_state(props["lab_dir"])
         if props.get("disk_writeback_s") is not None:
             disk.stop(lab_dir, props["short"], self._data_root(props))
             shutil.rmtree(disk.backing(lab_dir, props["short"]), ignore_errors=True)

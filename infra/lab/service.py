@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import json
 import os
 import pwd
 import signal
@@ -23,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from dcdrill.infra.constants import LOGIN_USER
+from dcdrill.infra.constants import LOGIN_USER, read_state_json
 
 
 class UnsafeSpec(SystemExit):
@@ -42,7 +41,9 @@ def load(spec_path: str) -> dict:
                 f"refusing {spec_path}: {what} must be root's and writable by root alone "
                 f"(owner uid {st.st_uid}, mode {oct(stat.S_IMODE(st.st_mode))})"
             )
-    spec = json.loads(path.read_text())
+    spec = read_state_json(path, kind=dict)
+    if spec is None or not isinstance(spec.get("pidfile"), str) or not isinstance(spec.get("argv"), list):
+        raise UnsafeSpec(f"refusing {spec_path}: not a service spec (no such file, or no pidfile and argv)")
     if Path(spec["pidfile"]).parent != path.parent:
         raise UnsafeSpec(f"refusing {spec_path}: its pidfile must sit beside it, not at {spec['pidfile']}")
     return spec

@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dcdrill.infra.constants import BadStateFile, read_state_json
 from dcdrill.infra.lab import netns
 
 TUN, TABLE, RULE_PRIORITY = "fwd0", "100", "100"
@@ -97,7 +98,7 @@ class Shaper(ABC):
         tmp.replace(self.state_dir / "shaper.json")
 
     def current(self) -> LinkTable:
-        return table_from_json(json.loads((self.state_dir / "shaper.json").read_text())["links"])
+        return table_from_json(read_state_json(self.state_dir / "shaper.json", kind=dict)["links"])
 
 
 # -- the userspace forwarder ---------------------------------------------------------------------
@@ -354,7 +355,11 @@ def installed(state_dir: Path) -> Shaper:
     path = Path(state_dir) / "shaper.json"
     if not path.exists():
         raise ShaperDown(f"no link shaper is installed ({path} is missing): bring the lab up with `dcdrill lab up`")
-    state = json.loads(path.read_text())
+    state = read_state_json(path, kind=dict)
+    if state.get("kind") not in ("netem", "forwarder") or not isinstance(state.get("dcs"), int):
+        raise BadStateFile(
+            f"{path}: not a shaper's state (kind netem or forwarder, dcs a number); `dcdrill lab up` rewrites it"
+        )
     return (NetemShaper if state["kind"] == "netem" else ForwarderShaper)(
         Path(state_dir), state["prefix"], state["dcs"]
     )

@@ -9,12 +9,11 @@ Kept beside the stack's inventory, written atomically under a lock (like the rec
 from __future__ import annotations
 
 import fcntl
-import json
 from contextlib import contextmanager
 from pathlib import Path
 
 from dcdrill.infra import ansible
-from dcdrill.infra.constants import write_json_atomically
+from dcdrill.infra.constants import BadStateFile, read_state_json, write_json_atomically
 
 
 def _path(stack: str) -> Path:
@@ -27,7 +26,7 @@ def _locked(stack: str):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        records = json.loads(path.read_text()) if path.exists() else []
+        records = _valid(path, read_state_json(path, [], list))
         yield records
         write_json_atomically(path, records)
 
@@ -49,7 +48,13 @@ def forget(stack: str, location: str) -> None:
 def listed(stack: str) -> list[str]:
     """The records noted and not yet forgotten, oldest first."""
     path = _path(stack)
-    return json.loads(path.read_text()) if path.exists() else []
+    return _valid(path, read_state_json(path, [], list))
+
+
+def _valid(path: Path, records: list) -> list:
+    if not all(isinstance(r, str) and r for r in records):
+        raise BadStateFile(f"{path}: every entry must be a record's location (a string); restore it or remove it")
+    return records
 
 
 def forget_all(stack: str) -> None:

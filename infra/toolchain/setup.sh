@@ -12,7 +12,7 @@
 #   4. Pulumi CLI -> cache/bin, unless `pulumi` is on PATH     Go module proxy (pulumi-go/go.mod)
 #      plus the dynamic-provider launcher (the program itself runs through the Automation API)
 #      and AWS's session-manager-plugin (SSH to EC2 hosts through SSM) -> cache/bin  Go module proxy (ssm-plugin/go.mod)
-#   5. Pulumi local file backend -> cache/pulumi-state
+#   5. Pulumi home -> cache/pulumi-home (its local file backend is state: infra/pulumi_cli.py)
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
 #   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
@@ -200,7 +200,7 @@ EOS
 fi
 
 # 5. Pulumi local file backend ---------------------------------------------------------------------
-mkdir -p "$CACHE/pulumi-state" "$CACHE/pulumi-home"
+mkdir -p "$CACHE/pulumi-home"
 
 # 6. The verifier's JVM kernels, compiled against pyspark's own jars (no Spark download) -------------
 # The JDK that runs Spark compiles them (spark/cds.py picks it), for Java 17 so any JDK Spark

@@ -30,10 +30,10 @@ def _resolve_lab_names() -> None:
     The file is read again on each call, so a process that outlives one lab resolves the next."""
     import socket
 
-    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.constants import state_dir
     from dcdrill.infra.lab import layout, netns
 
-    names = netns.names((layout.lab_dir(cache_dir()) / "hosts.txt").read_text())
+    names = netns.names((layout.lab_dir(state_dir()) / "hosts.txt").read_text())
     _NAMES.clear()
     _NAMES.update(names)
     if getattr(socket.getaddrinfo, "lab_names", False):

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quiet_lab import measure, print_table, start_load  # noqa: E402
 
 from dcdrill.infra import lifecycle  # noqa: E402
-from dcdrill.infra.constants import cache_dir  # noqa: E402
+from dcdrill.infra.constants import state_dir  # noqa: E402
 from dcdrill.infra.lab import layout, shaper  # noqa: E402
 
 DCDRILL = str(Path(sys.executable).parent / "dcdrill")
@@ -51,7 +51,7 @@ def main() -> None:
     for warm_s in args.warm or [0.0]:
         up_s = fresh_lab(args.stack)
         inv = lifecycle.inventory(args.stack)
-        links = shaper.installed(layout.shaper_dir(cache_dir()))
+        links = shaper.installed(layout.shaper_dir(state_dir()))
         configured = links.current()
         links.apply({pair: shaper.LinkShape() for pair in configured})  # no added delay
         try:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quiet_lab import load_arguments, measure, print_table, warm  # noqa: E402 - a sibling module
 
 from dcdrill.infra import lifecycle, stack  # noqa: E402
-from dcdrill.infra.constants import cache_dir  # noqa: E402
+from dcdrill.infra.constants import state_dir  # noqa: E402
 from dcdrill.infra.lab import layout, shaper  # noqa: E402
 
 SETTINGS = {"the OS flushes (Kafka's default)": False, "flush.messages=1 (fsync each write)": True}
@@ -42,7 +42,7 @@ def main() -> None:
         flush: {"spec": {}, "replication": replace(stack.load(args.stack).replication, flush_each_write=flush)}
         for flush in SETTINGS.values()
     }
-    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    links = shaper.installed(layout.shaper_dir(state_dir()))
     configured = links.current()
     links.apply({pair: shaper.LinkShape() for pair in configured})  # no added delay
     results = []

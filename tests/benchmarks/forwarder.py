@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from dcdrill.infra import lifecycle
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.lab import layout, shaper
 from dcdrill.validation import workload as wl
 
@@ -120,7 +120,7 @@ def main() -> None:
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
     a, b = (next(h for h in inv.clients if h.dc == dc) for dc in sorted({h.dc for h in inv.clients})[:2])
-    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    links = shaper.installed(layout.shaper_dir(state_dir()))
     configured = links.current()
     target = 2 * args.one_way_ms
     links.apply({pair: shaper.LinkShape(args.one_way_ms) for pair in configured})

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from dcdrill.infra import lifecycle, rules, stack
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.lab import layout, shaper
 from dcdrill.record.ledger import read
 from dcdrill.validation import workload as wl
@@ -62,7 +62,7 @@ def main() -> None:
     args = ap.parse_args()
     inv = lifecycle.inventory(args.stack)
     t = stack.load(args.stack)
-    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    links = shaper.installed(layout.shaper_dir(state_dir()))
     configured = links.current()
     rows = []
     try:

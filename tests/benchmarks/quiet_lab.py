@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import lifecycle
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.lab import layout, service, shaper
 from dcdrill.record.ledger import read
 from dcdrill.validation import workload as wl
@@ -195,7 +195,7 @@ def main() -> None:
     inv = lifecycle.inventory(args.stack)
     originals: dict[str, dict] = {}
     results = []
-    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    links = shaper.installed(layout.shaper_dir(state_dir()))
     configured = links.current()
     links.apply({pair: shaper.LinkShape() for pair in configured})  # no added delay
     try:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import cache_dir, state_dir
 from dcdrill.infra.observe import hostaccess, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
@@ -164,7 +164,7 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     # The environment's secrets (the CI job's token, an AWS session's) were there for lab up and
     # this drill, and are in no file they left, here or in the cache CI keeps (tests/conftest.py).
     leaked = subprocess.run(
-        ["grep", "-rlF", "--binary-files=text", MARKER_SECRET, str(cache_dir()), str(run)],
+        ["grep", "-rlF", "--binary-files=text", MARKER_SECRET, str(cache_dir()), str(state_dir()), str(run)],
         capture_output=True,
         text=True,
     ).stdout.split()
@@ -288,7 +288,6 @@ def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
 
 def test_slow_link_adds_its_delay_during_the_fault_and_heal_restores_the_links(lab, tmp_path):
     from dcdrill.infra import stack
-    from dcdrill.infra.constants import cache_dir
     from dcdrill.infra.lab import layout, shaper
 
     run = tmp_path / "slow"
@@ -307,5 +306,5 @@ def test_slow_link_adds_its_delay_during_the_fault_and_heal_restores_the_links(l
     assert s["baseline"]["p50_ms"] is not None and s["topology"]["produce_latency"]["range_ms"]["all"] == [10.0, 30.0]
     assert "Produce latency" in (run / "report" / "index.html").read_text()
     t = stack.load("local")
-    links = shaper.installed(layout.shaper_dir(cache_dir()))
+    links = shaper.installed(layout.shaper_dir(state_dir()))
     assert links.current() == layout.link_table(t, stack.backend("local").settings)  # healed to the stack's 5 ms

@@ -167,11 +167,11 @@ def test_the_folder_a_real_workload_process_notes_is_accepted(lab_stack, tmp_pat
 
 
 def keep(name: str, text: str) -> None:
-    from dcdrill.infra.constants import cache_dir
+    from dcdrill.infra.constants import state_dir
     from dcdrill.infra.lab import layout
 
     cluster = stack.load("local").name
-    folder = layout.lab_dir(cache_dir()) / "fault-states" / cluster
+    folder = layout.lab_dir(state_dir()) / "fault-states" / cluster
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(text)
 

@@ -77,7 +77,7 @@ RENDER = """
 def _render(tmp: Path, out: Path, tls: bool = True, name: str = "local", sasl: bool = True) -> str:
     """The roles' templates for a lab stack; tls=False: its PLAINTEXT twin (no TLS, no SASL);
     sasl=False: its TLS-only twin."""
-    inv = layout.build_inventory(stack.load(name), stack.backend(name).settings, tmp).data
+    inv = layout.build_inventory(stack.load(name), stack.backend(name).settings, tmp, state=tmp).data
     # The roles' defaults under the inventory's own vars and below its host vars, where Ansible
     # ranks role defaults too (the inventory's data_root and kafka_tls must win).
     defaults = {}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dcdrill.infra import ansible, pulumi_cli
-from dcdrill.infra.constants import cache_dir, project_dir
+from dcdrill.infra.constants import cache_dir, project_dir, state_dir
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.observe import host_keys, hostaccess, status
 from tests.lab_access import cluster_ports_from_the_control, dial, in_client, lab_address
@@ -370,7 +370,7 @@ def test_a_drill_stops_before_any_fault_when_a_host_does_not_answer(lab, tmp_pat
     from dcdrill.infra.lab import layout, sshd
 
     c2 = next(h for h in lab.clients if h.name.startswith("c2."))
-    lab_dir = layout.lab_dir(cache_dir())
+    lab_dir = layout.lab_dir(state_dir())
     pidfile = lab_dir / "hosts" / "c2" / "sshd.pid"
     os.kill(int(pidfile.read_text()), signal.SIGTERM)
     try:

@@ -14,7 +14,7 @@ import pytest
 from dcdrill.chaos.faults.driver import Undo
 from dcdrill.chaos.faults.lab import LabFaults
 from dcdrill.infra import stack
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import state_dir
 from dcdrill.infra.lab import layout, netns, shaper
 
 pytestmark = pytest.mark.lab
@@ -41,7 +41,7 @@ def driver(lab):
 
 
 def links():
-    return shaper.installed(layout.shaper_dir(cache_dir()))
+    return shaper.installed(layout.shaper_dir(state_dir()))
 
 
 def test_the_configured_delay_is_the_round_trip_between_dcs_and_not_within_one(lab):

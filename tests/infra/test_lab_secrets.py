@@ -2,6 +2,7 @@
 pointed at, and state that stays on this machine unless the user says otherwise."""
 
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,10 @@ def test_pulumi_gets_the_files_name_and_never_the_passphrase(cache):
     assert "PULUMI_CONFIG_PASSPHRASE" not in e
     secret = open(e["PULUMI_CONFIG_PASSPHRASE_FILE"]).read()
     assert secret not in "\0".join(f"{k}={v}" for k, v in e.items())
-    assert e["PULUMI_BACKEND_URL"] == f"file://{cache / 'pulumi-state'}"
+    # both in the state folder, beside the tools' and never in it
+    state = cache.with_name("cache-state")
+    assert e["PULUMI_BACKEND_URL"] == f"file://{state / 'pulumi-state'}"
+    assert Path(e["PULUMI_CONFIG_PASSPHRASE_FILE"]) == state / "secrets" / "lab-passphrase"
 
 
 def test_a_lab_stack_refuses_a_backend_off_the_machine_unless_asked(cache, monkeypatch):

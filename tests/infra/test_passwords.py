@@ -59,8 +59,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.setenv("DCDRILL_PROJECT", str(tmp_path))
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DCDRILL_PULUMI", str(built))
-    for folder in ("pulumi-state", "pulumi-home"):
-        (cache_dir() / folder).mkdir(parents=True)
+    (cache_dir() / "pulumi-home").mkdir(parents=True)
     return tmp_path
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dcdrill.infra import pulumi_cli
-from dcdrill.infra.constants import cache_dir
+from dcdrill.infra.constants import cache_dir, state_dir
 from tests import ROOT
 
 
@@ -71,14 +71,14 @@ def test_a_pulumi_on_path_is_used_with_the_users_login_or_backend(tmp_path, monk
     assert pulumi_cli.executable() == bin_dir / "pulumi" and not pulumi_cli.is_built(pulumi_cli.executable())
     e = pulumi_cli.env("local")
     assert e["PULUMI_HOME"] == str(tmp_path / "their-pulumi-home")  # their plugins and login, not setup's
-    assert e["PULUMI_BACKEND_URL"] == f"file://{cache_dir() / 'pulumi-state'}"  # not logged in: never the cloud
+    assert e["PULUMI_BACKEND_URL"] == f"file://{state_dir() / 'pulumi-state'}"  # not logged in: never the cloud
     assert "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION" not in e and not e["PATH"].startswith(str(cache_dir()))
     (tmp_path / "their-pulumi-home").mkdir()
     (tmp_path / "their-pulumi-home" / "credentials.json").write_text('{"current": "https://api.example.invalid"}')
     # Their `pulumi login` holds for an AWS stack; a lab stack's state stays on this machine.
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "theirs")
     assert "PULUMI_BACKEND_URL" not in pulumi_cli.env("aws-3az")
-    assert pulumi_cli.env("local")["PULUMI_BACKEND_URL"] == f"file://{cache_dir() / 'pulumi-state'}"
+    assert pulumi_cli.env("local")["PULUMI_BACKEND_URL"] == f"file://{state_dir() / 'pulumi-state'}"
     monkeypatch.setenv("PULUMI_BACKEND_URL", "file:///their/state")
     assert pulumi_cli.env("local")["PULUMI_BACKEND_URL"] == "file:///their/state"
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # none on PATH: setup's build, with its own state folder

@@ -362,7 +362,7 @@ def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_pa
     agent_runtime.wheels_dir(tmp_path).mkdir(parents=True)  # what setup downloads; nothing installs them here
     (agent_runtime.wheels_dir(tmp_path) / ".complete").write_text("")
     d = stack.load_deployment("local-replicated")
-    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path, tmp_path)
     made = {
         c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
         for c, kinds in pulumi_passwords.wanted(d).items()

@@ -15,7 +15,7 @@ from dcdrill.record.contents import is_agent_file
 def host_side(monkeypatch, tmp_path):
     removed = []
     stream = tmp_path / "stream.tar"
-    monkeypatch.setattr(hostaccess, "_ssh", lambda inv, host, remote: ["cat", str(stream)])
+    monkeypatch.setattr(hostaccess, "ssh_command", lambda inv, host, remote: ["cat", str(stream)])
     monkeypatch.setattr(hostaccess, "run", lambda inv, host, remote, **k: removed.append(remote) or "")
     return stream, removed
 

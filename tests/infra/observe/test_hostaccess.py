@@ -51,7 +51,7 @@ def test_the_jars_come_from_this_controls_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     d = stack.load_deployment("local-replicated")
-    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path)
+    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path, tmp_path)
     made = {
         c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
         for c, kinds in pulumi_passwords.wanted(d).items()
