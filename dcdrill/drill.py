@@ -10,6 +10,7 @@ exit codes (the series stops at the first 2, 3 or 4: the setup is wrong, not the
 
 from __future__ import annotations
 
+import math
 import signal
 import subprocess
 import sys
@@ -30,6 +31,10 @@ from dcdrill.record.contents import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "power-loss", "isolate-dc", "slow-link"}
 DC_LOSSES = {"kill-dc", "stop-dc", "power-loss", "isolate-dc"}
+# A fault is held at most 50 minutes: the workload's processes end an hour after they start
+# (validation/workload.py AGENT_LIFETIME_S), and the drain and audit come after the heal.
+MAX_HOLD_S = 3000.0
+MAX_RATE = 1_000_000.0  # records/s per producer: beyond any client's reach, so a typo
 QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
 STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given
 
@@ -89,8 +94,11 @@ class Plan:
             out.append(f"--repeat must be at least 1, got {args.repeat}")
         if len(d.datacenters) < 2 and not args.force:
             out.append("the stack has a single DC: a DC drill would take everything down (--force)")
-        if args.hold is not None and args.hold <= 0:
-            out.append(f"--hold must be > 0 seconds, got {args.hold:g}")
+        if args.hold is not None and not (math.isfinite(args.hold) and 0 < args.hold <= MAX_HOLD_S):
+            out.append(f"--hold must be > 0 seconds and at most {MAX_HOLD_S:.0f}, got {args.hold:g}")
+        rate = getattr(args, "rate", None)
+        if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE):
+            out.append(f"--rate must be > 0 records/s and at most {MAX_RATE:.0f}, got {rate:g}")
         if args.matrix and own:
             out.append(
                 "--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile"

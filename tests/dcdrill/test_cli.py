@@ -145,6 +145,11 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
     assert "a 30 s hold is short for availability-first" in capsys.readouterr().err
     assert cli.main(["drill", "--stack", "local", "--hold", "0"]) == 2
     assert "--hold must be > 0 seconds" in capsys.readouterr().err
+    # --check validates every flag the drill will use: a hold or rate that is no finite, bounded number
+    for flag, value in (("--hold", "nan"), ("--hold", "inf"), ("--hold", "3001"), ("--rate", "nan"), ("--rate", "-5")):
+        assert cli.main(["drill", "--stack", "local", "--check", flag, value]) == 2, (flag, value)
+        assert f"{flag} must be > 0" in capsys.readouterr().err
+    assert cli.main(["drill", "--stack", "local", "--check", "--hold", "20", "--rate", "500"]) == 0
 
 
 def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys):
