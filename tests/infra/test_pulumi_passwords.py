@@ -29,7 +29,7 @@ def test_each_user_gets_a_password_of_its_own_kept_across_updates_and_a_new_user
 
 def test_a_labs_earlier_passwords_are_adopted_when_the_resource_is_created(tmp_path, monkeypatch):
     """The clusters know their users by the passwords the files hold: new ones would lock them out."""
-    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
+    monkeypatch.setenv("DCDRILL_STATE", str(tmp_path))
     files = pulumi_passwords.files("local", None)
     assert files == {
         "sasl": "stacks/local/tls/credentials.json",

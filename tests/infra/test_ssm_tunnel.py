@@ -154,7 +154,8 @@ def test_an_aws_inventory_gets_this_controls_key_and_each_hosts_tunnel_in_its_re
             f"{sys.executable} -m dcdrill.infra.aws.ssm_tunnel --region "
             f"{regions[host.dc]} --public-key {key}.pub %h %p %r"
         )
-        assert config["stricthostkeychecking"] == "accept-new"
+        assert config["stricthostkeychecking"] == "true"  # learned at first contact (host_keys), then checked
+        assert config["userknownhostsfile"] == str(tmp_path / "ssh" / "known_hosts")
     before = key.read_bytes()
     ssm_tunnel.connect(inventory, tmp_path / "ssh")
     assert key.read_bytes() == before  # one key per control, kept
