@@ -24,6 +24,7 @@ from dcdrill.record.contents import (
     COORDINATION,
     EXPERIMENT,
     FAILOVERS,
+    FAULT_NAMES,
     FAULT_STATE,
     FAULTS,
     JOURNAL,
@@ -50,6 +51,15 @@ from dcdrill.record.contents import (
 )
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
+
+
+def _ends_with_sent(intents: bytes) -> bool:
+    """An intent log whose last line is its `sent` count: the producer stopped cleanly."""
+    try:
+        last = loads(intents.rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    except ValueError:
+        return False
+    return isinstance(last, dict) and set(last) == {"sent"}
 
 
 class DrillRecord:
@@ -175,7 +185,50 @@ class DrillRecord:
             for row in self._lines(COLLECTED, parse_collected) or []
             if row.get("lost")
         ]
+        return out + self._manifest_gaps(journal)
+
+    def _manifest_gaps(self, journal) -> list[str]:
+        """What a drill started and its record lacks. A drill (experiment.json and its journal) must
+        name what it started (agents.jsonl), and hold each producer's, consumer's and audit's ledger
+        and a fault line for every fault its journal says ran: a record with those files deleted is
+        refused, never verified as a drill that lost or injected nothing."""
+        if not isinstance(journal, dict) or self.files.read_bytes(self.uri(EXPERIMENT)) is None:
+            return []
+        out = []
+        agents = self._lines(AGENTS, parse_agents)
+        if agents is None:
+            out.append(f"{AGENTS} is missing: which producers, consumers and audits the drill started is unknown")
+        held = {kind: self._ledger_names(kind) for kind in LEDGERS}
+        for a in agents or []:
+            name = a["name"]
+            if name == "a":  # audit/audit.*, or on a replicated stack audit/<cluster>.*
+                kind, wanted = "audit", {"audit", a.get("cluster")} - {None}
+            elif name[:1] in ("p", "c") and name[1:].isdigit():
+                kind, wanted = ("produced" if name[0] == "p" else "consumed"), {name}
+            else:
+                continue  # the experiment itself
+            if not wanted & held[kind]:
+                out.append(
+                    f"{self.uri(kind, min(wanted))}.jsonl (or .parquet): missing, though {AGENTS} says {name} ran"
+                )
+        ran = sorted(
+            {
+                r["activity"]["provider"]["func"].replace("_", "-")
+                for r in journal.get("run", [])
+                if isinstance(r, dict)
+                and r.get("status") == "succeeded"
+                and isinstance((r.get("activity") or {}).get("provider"), dict)
+                and str(r["activity"]["provider"].get("func", "")).replace("_", "-") in FAULT_NAMES
+            }
+        )
+        recorded = {f["fault"] for f in self.faults()}
+        out += [f"{FAULTS}: no {fault} line, though {JOURNAL} says it ran" for fault in ran if fault not in recorded]
         return out
+
+    def _ledger_names(self, kind: str) -> set[str]:
+        """The ledger files of one folder, by name without their .jsonl or .parquet."""
+        names = self.files.listdir(self.uri(self.ledger_dir_name(kind))) or []
+        return {n.rsplit("/", 1)[-1].rsplit(".", 1)[0] for n in names if n.endswith((".jsonl", ".parquet"))}
 
     # The folders the workload's processes write. They run as uids of their own (validation/
     # clients.py become_agent), in the agents' group: setgid keeps their files in it, and the
@@ -248,7 +301,7 @@ class DrillRecord:
             if not name.endswith(".jsonl"):
                 continue
             intents = self.files.read_bytes(path) or b""
-            if b'"sent"' in intents[-64:]:
+            if _ends_with_sent(intents):
                 continue
             ledger = self.files.read_bytes(self.uri("produced", name)) or b""
             try:

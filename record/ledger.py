@@ -15,6 +15,7 @@ written are indeterminate, never phantoms.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import threading
@@ -218,27 +219,85 @@ class IntentLog:
         os.close(self._fd)
 
 
+# More seqs than this reserved and without a row is no producer's in-flight window (a block is
+# at most IntentLog.MAX_BLOCK; a client queues at most about 100,000 records): a tampered log.
+MAX_UNWRITTEN = 1_000_000
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def intent_marks(intents: bytes, name: str) -> tuple[dict | None, list[tuple[int, int]], int | None]:
+    """An intent log as (header, [(reserved, at_ms)], sent): ValueError naming the file and line
+    for what a producer never writes (a header without its keys and partitions, a mark that is
+    neither `reserved` nor `sent`, reservations that do not grow, a `sent` beyond them or not last)."""
+    marks, _ = parse(intents, name)
+    if not marks:
+        return None, [], None
+    header, marks = marks[0], marks[1:]
+    keys, parts = header.get("keys") if isinstance(header, dict) else None, None
+    if isinstance(header, dict):
+        parts = header.get("partitions")
+    if not (
+        isinstance(header, dict)
+        and isinstance(header.get("producer_id"), str)
+        and isinstance(header.get("topic"), str)
+        and isinstance(keys, list)
+        and keys
+        and isinstance(parts, list)
+        and len(parts) == len(keys)
+        and all(_whole(x) for x in parts)
+    ):
+        raise ValueError(f"{name}:1: not an intent log's header (producer_id, topic, keys, partitions)")
+    reserved, sent = [], None
+    for n, m in enumerate(marks, 2):
+        if sent is not None:
+            raise ValueError(f"{name}:{n}: a mark after the `sent` count, which ends the log")
+        if isinstance(m, dict) and set(m) == {"sent"} and _whole(m["sent"]):
+            sent = m["sent"]
+            if sent > (reserved[-1][0] if reserved else 0):
+                raise ValueError(f"{name}:{n}: sent {sent}, beyond the {reserved[-1][0] if reserved else 0} reserved")
+        elif isinstance(m, dict) and set(m) == {"reserved", "at_ms"} and _whole(m["reserved"]) and _whole(m["at_ms"]):
+            if reserved and m["reserved"] <= reserved[-1][0]:
+                raise ValueError(
+                    f"{name}:{n}: reserved {m['reserved']} after {reserved[-1][0]}: reservations only grow"
+                )
+            reserved.append((m["reserved"], m["at_ms"]))
+        else:
+            raise ValueError(f"{name}:{n}: neither {{reserved, at_ms}} nor {{sent}}: {m!r}")
+    return header, reserved, sent
+
+
 def in_flight(ledger: bytes, intents: bytes, intents_name: str) -> list[dict]:
     """The `info` rows a producer's intent log implies (pure: nothing is written): one for every
     seq below what it sent (or, killed, reserved) that has no whole row in its ledger. A torn
     last line is no row, so its seq gets an info row too: the record may have reached the log,
-    so it is indeterminate, never a phantom."""
-    marks, _ = parse(intents, intents_name)
-    if not marks:
+    so it is indeterminate, never a phantom. An intent log its ledger contradicts (a row for a
+    seq never reserved) is refused: ValueError naming both."""
+    header, reserved, sent = intent_marks(intents, intents_name)
+    if header is None:
         return []
-    header, marks = marks[0], marks[1:]
-    sent = next((m["sent"] for m in reversed(marks) if "sent" in m), None)
-    reserved = [(m["reserved"], m["at_ms"]) for m in marks if "reserved" in m]
-    upper = sent if sent is not None else max((r for r, _ in reserved), default=0)
-    rows, _ = parse(ledger[: ledger.rfind(b"\n") + 1], intents_name.replace("intents", "produced"))
+    upper = sent if sent is not None else (reserved[-1][0] if reserved else 0)
+    ledger_name = intents_name.replace("intents", "produced")
+    rows, _ = parse(ledger[: ledger.rfind(b"\n") + 1], ledger_name)
     have = {r.get("seq") for r in rows if isinstance(r, dict)}
+    beyond = [q for q in have if isinstance(q, int) and q >= upper]
+    if beyond:
+        raise ValueError(
+            f"{ledger_name} has a row for seq {min(beyond)}, which {intents_name} never reserved (up to {upper})"
+        )
+    if upper - len(have) > MAX_UNWRITTEN:
+        raise ValueError(f"{intents_name}: {upper - len(have)} seqs reserved with no row, beyond any producer's")
     keys, partitions = header["keys"], header["partitions"]
+    bounds = [r for r, _ in reserved]
     out = []
     for seq in range(upper):
         if seq in have:
             continue
         # The send time is unknown: the reservation's time bounds it from below.
-        at_ms = next((at for r, at in reserved if r > seq), reserved[-1][1] if reserved else 0)
+        at = bisect.bisect_right(bounds, seq)
+        at_ms = reserved[at][1] if at < len(reserved) else (reserved[-1][1] if reserved else 0)
         out.append(
             {
                 "producer_id": header["producer_id"],

@@ -84,6 +84,47 @@ def key_twice_in_a_produced_row(run):
     ledger.write_text("".join(lines))
 
 
+def edit_line(ledger, index, old, new):
+    """The good record with one line of one ledger edited as text (what a tamperer or a bad disk does)."""
+
+    def make(run):
+        good(run)
+        path = run / ledger
+        lines = path.read_text().splitlines(keepends=True)
+        assert old in lines[index], (old, lines[index])
+        lines[index] = lines[index].replace(old, new, 1)
+        path.write_text("".join(lines))
+
+    return make
+
+
+FAULT_RAN = {
+    "activity": {"name": "kill-dc", "provider": {"module": "dcdrill.chaos.faults.actions", "func": "kill_dc"}},
+    "status": "succeeded",
+}
+
+
+def whole_drill(run, agents=("p1", "c1", "a"), drop=(), journal_run=(FAULT_RAN,), intents=None):
+    """A whole drill as `dcdrill drill` leaves it: its experiment and journal, the processes it
+    started (agents.jsonl), its fault and that fault's end, the audit's end; then `drop` deleted."""
+    good(run, faults=[kill_dc()])
+    (run / "experiment.json").write_text(json.dumps({"title": "kill-dc", "method": []}))
+    (run / "journal.json").write_text(json.dumps({"status": "completed", "run": list(journal_run)}))
+    audit = run / "audit" / "audit.jsonl"
+    (run / "audit-end.json").write_text(json.dumps({"audit.jsonl": {"rows": 3, "bytes": audit.stat().st_size}}))
+    rows = [{"name": n, "pid": 7, "host": None, "folder": None, "cluster": None, "started_ms": 1} for n in agents]
+    (run / "agents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if intents is not None:
+        (run / "intents").mkdir()
+        (run / "intents" / "p1.jsonl").write_text("".join(json.dumps(m) + "\n" for m in intents))
+    for rel in drop:
+        (run / rel).unlink()
+    return run
+
+
+HEADER = {"producer_id": "p1", "topic": records.TOPIC, "keys": ["k0", "k1"], "partitions": [0, 0], "dc": "dc-a"}
+
+
 def kill_dc(**change):
     return {"fault": "kill-dc", "target": "dc-a", "start_ms": 1000, "end_ms": 2000, **change}
 
@@ -246,6 +287,103 @@ BAD = [
         with_file("audit-end.json", json.dumps({"audit.jsonl": {"rows": 3}})),
         "audit-end.json: audit.jsonl must be {rows, bytes}",
     ),
+    # What Spark's JSON source would let through: a key twice (the last value kept), text after the
+    # object, a line that is no object. Each ledger, and a key spelled with an escape.
+    (
+        "a status twice, the last one ok",
+        edit_line("produced/p1.jsonl", 1, '"status": "ok"', '"status": "fail", "status": "ok"'),
+        "produced/p1.jsonl:2: key 'status' appears twice in one object",
+    ),
+    (
+        "a key twice, the second spelled with an escape",
+        edit_line("produced/p1.jsonl", 1, '"status": "ok"', '"status": "fail", "st\\u0061tus": "ok"'),
+        "produced/p1.jsonl:2: key 'status' appears twice in one object",
+    ),
+    (
+        "a key twice in a consumed row",
+        edit_line("consumed/c1.jsonl", 2, '"offset": 2', '"offset": 2, "offset": 2'),
+        "consumed/c1.jsonl:3: key 'offset' appears twice in one object",
+    ),
+    (
+        "a key twice in an audit row",
+        edit_line("audit/audit.jsonl", 0, '"seq": 0', '"seq": 0, "seq": 0'),
+        "audit/audit.jsonl:1: key 'seq' appears twice in one object",
+    ),
+    (
+        "text after a produced row",
+        edit_line("produced/p1.jsonl", 1, "}\n", '} {"seq": 9}\n'),
+        "produced/p1.jsonl:2: text after the JSON object",
+    ),
+    (
+        "text after the audit's last row",
+        edit_line("audit/audit.jsonl", 2, "}\n", "} trailing\n"),
+        "audit/audit.jsonl:3: text after the JSON object",
+    ),
+    ("a number for a consumed row", edit_line("consumed/c1.jsonl", 1, "{", "7 {"), "consumed/c1.jsonl:2: "),
+    # A drill whose record lost a file it must hold (issue 67): refused, never "no fault" or "no loss".
+    (
+        "a consumer's ledger deleted",
+        lambda r: whole_drill(r, agents=("p1", "c1", "c2", "a")),
+        "consumed/c2.jsonl (or .parquet): missing, though agents.jsonl says c2 ran",
+    ),
+    (
+        "a producer's ledger deleted",
+        lambda r: whole_drill(r, agents=("p1", "p2", "c1", "a")),
+        "produced/p2.jsonl (or .parquet): missing, though agents.jsonl says p2 ran",
+    ),
+    (
+        "agents.jsonl deleted",
+        lambda r: whole_drill(r, drop=("agents.jsonl",)),
+        "agents.jsonl is missing: which producers, consumers and audits the drill started is unknown",
+    ),
+    (
+        "faults.jsonl deleted",
+        lambda r: whole_drill(r, drop=("faults.jsonl",)),
+        "faults.jsonl: no kill-dc line, though journal.json says it ran",
+    ),
+    (
+        "faults.jsonl emptied",
+        lambda r: (whole_drill(r), (r / "faults.jsonl").write_text("")),
+        "faults.jsonl: no kill-dc line, though journal.json says it ran",
+    ),
+    (
+        "the audit deleted",
+        lambda r: (whole_drill(r), (r / "audit" / "audit.jsonl").unlink()),
+        "audit/audit.jsonl (or .parquet): missing, though agents.jsonl says a ran",
+    ),
+    # Intent logs a producer never writes, or its ledger contradicts.
+    (
+        "an intent log without its header",
+        lambda r: whole_drill(r, intents=[{"reserved": 8, "at_ms": 990}]),
+        "intents/p1.jsonl:1: not an intent log's header",
+    ),
+    (
+        "reservations that shrink",
+        lambda r: whole_drill(r, intents=[HEADER, {"reserved": 64, "at_ms": 1}, {"reserved": 8, "at_ms": 2}]),
+        "intents/p1.jsonl:3: reserved 8 after 64: reservations only grow",
+    ),
+    (
+        "a sent count beyond the reservations",
+        lambda r: whole_drill(
+            r, intents=[HEADER, {"reserved": 4, "at_ms": 1}, {"sent": 9}, {"reserved": 70, "at_ms": 2}]
+        ),
+        "intents/p1.jsonl:3: sent 9, beyond the 4 reserved",
+    ),
+    (
+        "a mark that is neither",
+        lambda r: whole_drill(r, intents=[HEADER, {"reserved": 64, "at_ms": 1, "sent": 3}]),
+        "intents/p1.jsonl:2: neither {reserved, at_ms} nor {sent}",
+    ),
+    (
+        "a produced row the intents never reserved",
+        lambda r: whole_drill(r, intents=[HEADER, {"reserved": 2, "at_ms": 1}]),
+        "produced/p1.jsonl has a row for seq 2, which",
+    ),
+    (
+        "a reservation no producer makes",
+        lambda r: whole_drill(r, intents=[HEADER, {"reserved": 10**12, "at_ms": 1}]),
+        "seqs reserved with no row, beyond any producer's",
+    ),
 ]
 
 
@@ -271,6 +409,14 @@ def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_stil
     # Nothing was written where a symlinked report pointed.
     i = [b[0] for b in BAD].index("report a symlink")
     assert list((tmp_path / f"r{i:02d}-elsewhere").iterdir()) == []
+
+
+def test_a_whole_drill_as_the_hostile_cases_start_from_verifies(tmp_path, spark):
+    """The control for the manifest cases: nothing missing, it verifies (and an intent log of a
+    producer that stopped cleanly adds nothing)."""
+    run = whole_drill(tmp_path / "whole", intents=[HEADER, {"reserved": 64, "at_ms": 990}, {"sent": 3}])
+    code, s = verified(str(run), spark=spark)
+    assert code == exits.EXIT_PASS, s.get("violations")
 
 
 def test_a_torn_last_line_is_tolerated_and_counted(tmp_path, spark):
