@@ -64,6 +64,11 @@ class Backend(ABC):
         its backend's driver has it; None when it can."""
         return None
 
+    def host_side_logs(self, inventory: Inventory) -> dict[str, list[Path]]:
+        """{host: [paths on the control]}: logs of what runs beside a host rather than on it, which
+        a failed wait brings into the record with the host's own (infra/observe/service_logs.py)."""
+        return {}
+
     def leftovers(self) -> list[str]:
         """What a `lab down` should have removed and did not (names, for a warning)."""
         return []

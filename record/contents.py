@@ -40,6 +40,7 @@ COORDINATION = "coordination.jsonl"
 FAILOVERS = "failovers.jsonl"
 MIRROR_WAITS = "mirror-waits.jsonl"
 MIRROR_EVENTS = "mirror-events.jsonl"
+CONVERGENCE = "convergence.json"  # a failed wait for the cluster: the causes read, and the logs kept
 AUDIT_END = "audit-end.json"  # each audit ledger's length when its audit finished: a cut one is refused
 AGENTS = "agents.jsonl"  # every process a drill started on a host: what heal stops after a crash
 COLLECTED = "collected.jsonl"  # each client host's folder as it came back into the record

@@ -21,6 +21,7 @@ from dcdrill.record.contents import (
     AUDIT_END,
     BASELINE,
     COLLECTED,
+    CONVERGENCE,
     COORDINATION,
     EXPERIMENT,
     FAILOVERS,
@@ -398,6 +399,10 @@ class DrillRecord:
 
     def has_topology(self) -> bool:
         return self.file(TOPOLOGY).is_file()
+
+    def write_convergence(self, diagnosis: dict) -> None:
+        """A failed wait's diagnosis (RECORD.md: convergence.json), replaced whole by a later one."""
+        write_json_atomically(self.file(CONVERGENCE), diagnosis)
 
     def write_settings(self, settings: dict) -> None:
         """The drill's own settings (`dcdrill drill --acks ...`), read back inside the experiment."""

@@ -4,9 +4,11 @@ holds or raise on timeout, so an experiment never takes a fixed pause to mean "h
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from dcdrill.chaos import context
-from dcdrill.infra.observe import broker_logs, status_text
+from dcdrill.infra.constants import now_ms
+from dcdrill.infra.observe import broker_logs, service_logs, status_text
 from dcdrill.infra.observe import status as cluster
 
 __all__ = [
@@ -100,17 +102,44 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
     """Until every broker and every quorum voter is back and every ISR is full again. On timeout
-    with every broker alive, the out-of-sync followers' logs are read for a truncation loop
-    (infra/observe/broker_logs.py), which the error then names."""
+    the service logs of the hosts the fault touched come into the record (logs/<host>/, and
+    convergence.json), and the error names each cause read from them and the cluster's state
+    (infra/observe/broker_logs.py): an ISR whose members are down, recovering or unregistered, a
+    follower out of its ISR, a truncation loop."""
 
     def explain(st: dict) -> str:
         try:
-            loops = broker_logs.truncation_loops(context.inventory(configuration), st)
+            return _diagnosis(st, configuration)
         except Exception as exc:  # noqa: BLE001 - the timeout is the error; this only adds to it
-            return f"(the followers' logs could not be read: {type(exc).__name__}: {exc})"
-        return f"what the followers' logs say:\n{broker_logs.describe(loops)}" if loops else ""
+            return f"(the hosts' logs could not be read: {type(exc).__name__}: {exc})"
 
     return wait_until(cluster.healthy, "converged ISR", float(timeout_s), configuration, explain)
+
+
+def _diagnosis(st: dict, configuration: dict) -> str:
+    """What the logs and the status say about a cluster that did not converge, also kept in the
+    record (convergence.json) with the logs it read."""
+    inv, record = context.inventory(configuration), context.record(configuration)
+    dc = context.target_dc(configuration)
+    down = {b["host"] for b in st["brokers"] if not b["alive"]}
+    hosts = [h for h in inv.hosts("kafka_broker", "kafka_controller", "zookeeper") if h.dc == dc or h.name in down]
+    collected = service_logs.collect(inv, hosts, record.path, context.backend(configuration).host_side_logs(inv))
+    texts = {
+        h.node_id: "\n".join(Path(f).read_text(errors="replace") for f in collected.get(h.name, []) if "kafka-" in f)
+        for h in inv.brokers
+        if h.name in collected
+    }
+    causes = broker_logs.stuck_partitions(
+        st, texts, context.topology(configuration).replication.unclean_leader_election
+    )
+    loops = broker_logs.truncation_loops(inv, st)
+    record.write_convergence({"at_ms": now_ms(), "causes": causes, "loops": loops, "logs": collected})
+    lines = [f"  {c}" for c in causes]
+    if loops:
+        lines.append(broker_logs.describe(loops))
+    if collected["unread"]:
+        lines.append(f"  logs not read: {collected['unread']}")
+    return "why, from the cluster and its hosts' logs (kept in the record's logs/):\n" + "\n".join(lines)
 
 
 def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: dict = None) -> dict:

@@ -109,6 +109,17 @@ class LabBackend(Backend):
 
         shutil.rmtree(self._kept(inventory), ignore_errors=True)
 
+    def host_side_logs(self, inventory) -> dict[str, list[Path]]:
+        """Each lab host's disk daemon's log (it runs on the control, beside the host's namespace)."""
+        from dcdrill.infra.lab import layout
+
+        disks = layout.lab_dir(state_dir()) / "disks"
+        return {
+            h.name: [disks / f"{Path(h.vars['data_root']).name}.log"]
+            for h in inventory.hosts()
+            if h.vars.get("data_root")
+        }
+
     def faults_in_place(self, d: Deployment) -> list[str]:
         """A DC cut off at the router, or a link shaped otherwise than the stack configures it."""
         from dcdrill.infra.lab import layout, netns, shaper

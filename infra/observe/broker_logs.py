@@ -109,3 +109,75 @@ def describe(loops: list[dict]) -> str:
                 "seconds after a leader change leaves (docs/evidence.md); it does not end by itself"
             )
     return "\n".join(lines)
+
+
+# What a broker's server.log (and the supervisor's copy of its output) says at a start, while it
+# recovers its log segments, and when something went wrong; on Kafka 3.9 and 4.x alike.
+STARTED = re.compile(r"Kafka version: |KafkaServer id=\d+\] starting|BrokerServer id=\d+\] Transition from SHUTDOWN")
+RECOVERING = re.compile(
+    r"Recovering unflushed segment|Loading producer state till offset|Recovering segment|log recovery"
+)
+FAILED = re.compile(r"\b(ERROR|FATAL)\b|^Exception in thread|^Error: ")
+
+
+def since_start(text: str) -> list[str]:
+    """The log's lines since the broker's last start (all of them when no start is in the tail)."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if STARTED.search(line)]
+    return lines[starts[-1] :] if starts else lines
+
+
+def broker_state(broker: dict, log: str | None) -> str:
+    """Why one broker (a cluster status's entry) is or is not serving, in words, from the status and
+    its log: serving; up but not registered (a stale session, or a start that failed: its last
+    error); down while recovering its log (how far); down after an error (the error); down, silent."""
+    if broker.get("alive"):
+        return "serving"
+    lines = since_start(log or "")
+    errors = [i for i, line in enumerate(lines) if FAILED.search(line)]
+    recoveries = [i for i, line in enumerate(lines) if RECOVERING.search(line)]
+    error = lines[errors[-1]].strip()[:300] if errors else None
+    if broker.get("reachable") and not broker.get("registered"):
+        return "up but not registered with the cluster" + (f"; its last error: {error}" if error else "")
+    if log is None:
+        return "down (its log could not be read)"
+    if recoveries and (not errors or errors[-1] < recoveries[-1]):
+        return f"down while it recovers its log; the last recovery line: {lines[recoveries[-1]].strip()[:300]}"
+    if error:
+        return f"down; its last error since its start: {error}"
+    return "down, and its log says nothing since its last start"
+
+
+def stuck_partitions(status: dict, logs: dict[int, str], unclean: bool | None = None) -> list[str]:
+    """The causes of every partition a wait found unhealthy, one line per cause: partitions with no
+    leader grouped by their ISR, each ISR member's state (broker_state, from `logs`: {broker id:
+    its log text}); and the out-of-sync followers of partitions that have a leader."""
+    by_id = {b["id"]: b for b in status["brokers"]}
+    out = []
+    leaderless: dict[tuple, list[str]] = {}
+    behind: dict[int, list[str]] = {}
+    for p in status["partitions"]:
+        name = f"{p['topic']}-{p['partition']}"
+        if p["leader"] == -1:
+            leaderless.setdefault(tuple(sorted(p["isr"])), []).append(name)
+        else:
+            for r in sorted(set(p["replicas"]) - set(p["isr"])):
+                behind.setdefault(r, []).append(name)
+    for isr, names in sorted(leaderless.items()):
+        members = "; ".join(f"broker {i}: {broker_state(by_id.get(i, {'id': i}), logs.get(i))}" for i in isr)
+        rule = (
+            ": unclean election is off, so only they may lead"
+            if unclean is False
+            else (": unclean election is on, and no other replica took over" if unclean else "")
+        )
+        out.append(
+            f"{len(names)} partition(s) without a leader ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}), "
+            f"whose ISR is {list(isr)}{rule}. {members}"
+        )
+    for broker, names in sorted(behind.items()):
+        state = broker_state(by_id.get(broker, {"id": broker}), logs.get(broker))
+        out.append(
+            f"{len(names)} partition(s) with broker {broker} out of their ISR "
+            f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}): broker {broker} is {state}"
+        )
+    return out

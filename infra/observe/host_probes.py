@@ -175,6 +175,9 @@ def cluster_status_here(inventory: Inventory, timeout_s: float = 5.0) -> dict:
             "dc": h.dc,
             "host": h.name,
             "alive": f"{h.name}:{CLIENT_PORT}" in reachable and h.node_id in registered,
+            # apart, for a wait's diagnosis: a port that answers for a broker the cluster does not list
+            "reachable": f"{h.name}:{CLIENT_PORT}" in reachable,
+            "registered": h.node_id in registered,
         }
         for h in broker_hosts
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dcdrill.chaos import context
@@ -10,7 +12,7 @@ from dcdrill.infra.observe import hostaccess
 from tests.infra.observe.test_broker_logs import _inventory, _status, fetcher_line
 
 
-def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):
+def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch, tmp_path):
     status = {
         **_status(),
         "quorum": {"kind": "zookeeper", "alive": 3, "total": 3, "quorum": True, "nodes": []},
@@ -27,9 +29,12 @@ def test_the_timeout_names_the_loop_the_follower_s_log_shows(monkeypatch):
     monkeypatch.setattr(context, "inventory", lambda configuration: _inventory())
     monkeypatch.setattr(hostaccess, "run", lambda *a, **k: "\n".join([fetcher_line(4, 1856)] * 400))
     with pytest.raises(TimeoutError) as raised:
-        probes.wait_converged(timeout_s=0, configuration={})
+        probes.wait_converged(timeout_s=0, configuration={"stack": "local", "run_dir": str(tmp_path)})
     assert "converged ISR not reached" in str(raised.value)
     assert "follower 1 (b1) truncated to offset 1856 400 times" in str(raised.value)
+    assert "with broker 1 out of their ISR" in str(raised.value)  # and the cause, from the status
+    kept = json.loads((tmp_path / "convergence.json").read_text())
+    assert kept["loops"][0]["times"] == 400 and any("broker 1 out of their ISR" in c for c in kept["causes"])
 
 
 def test_a_log_read_that_fails_leaves_the_timeout_as_the_error(monkeypatch):

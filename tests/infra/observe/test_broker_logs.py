@@ -93,3 +93,72 @@ def test_a_log_that_cannot_be_read_is_said_so(monkeypatch):
     monkeypatch.setattr(hostaccess, "run", run)
     [found] = broker_logs.truncation_loops(_inventory(), _status())
     assert found["unread"].startswith("b1") and "could not be read" in broker_logs.describe([found])
+
+
+# What a partition that will not heal looks like, one cause at a time (infra/observe/broker_logs.py
+# stuck_partitions), from a status and the brokers' log tails as a failed wait collects them.
+START = "[2026-12-01 10:00:00,000] INFO Kafka version: 3.9.1 (org.apache.kafka.common.utils.AppInfoParser)"
+RECOVERY = (
+    f"[2026-12-01 10:00:03,210] INFO [LogLoader partition={TOPIC}-0, dir=/lab/hosts/b1/kafka/data] Recovering "
+    f"unflushed segment 1204. 3/12 recovered for {TOPIC}-0. (kafka.log.LogLoader)"
+)
+FATAL = (
+    "[2026-12-01 10:00:02,001] ERROR [KafkaServer id=1] Fatal error during KafkaServer startup. Prepare to "
+    "shutdown (kafka.server.KafkaServer)"
+)
+STALE = (
+    "[2026-12-01 10:00:04,500] ERROR Error while creating ephemeral at /brokers/ids/2, node already exists and "
+    "owner '72057611217' does not match current session '72057611218' (kafka.zk.KafkaZkClient$CheckedEphemeral)"
+)
+
+
+def stuck_status(brokers: dict) -> dict:
+    """dc-a's brokers 1 and 2 hold every ISR of a topic whose partitions have no leader; broker 3
+    leads a partition broker 4 follows from outside its ISR."""
+    return {
+        "brokers": [
+            {"id": i, "host": f"b{i}", "dc": "dc-a" if i < 3 else "dc-b", **state} for i, state in brokers.items()
+        ],
+        "partitions": [
+            {"topic": TOPIC, "partition": n, "leader": -1, "replicas": [1, 2, 3, 4], "isr": [1, 2]} for n in range(3)
+        ]
+        + [{"topic": TOPIC, "partition": 3, "leader": 3, "replicas": [3, 4], "isr": [3]}],
+    }
+
+
+ALIVE = {"alive": True, "reachable": True, "registered": True}
+DOWN = {"alive": False, "reachable": False, "registered": False}
+
+
+def test_a_leaderless_isr_is_named_with_each_member_s_state_from_its_log():
+    st = stuck_status({1: DOWN, 2: {"alive": False, "reachable": True, "registered": False}, 3: ALIVE, 4: ALIVE})
+    logs = {1: "\n".join([FATAL, START, "INFO ...", RECOVERY]), 2: "\n".join([START, STALE])}
+    [leaderless, behind] = broker_logs.stuck_partitions(st, logs, unclean=False)
+    assert leaderless.startswith(
+        f"3 partition(s) without a leader ({TOPIC}-0, {TOPIC}-1, {TOPIC}-2), whose ISR is [1, 2]"
+    )
+    assert "unclean election is off, so only they may lead" in leaderless
+    # b1 recovers since its last start (the fatal error was the start before); b2 runs unregistered
+    assert (
+        "broker 1: down while it recovers its log; the last recovery line:" in leaderless
+        and "3/12 recovered" in leaderless
+    )
+    assert (
+        "broker 2: up but not registered with the cluster; its last error:" in leaderless
+        and "does not match" in leaderless
+    )
+    assert behind.startswith(f"1 partition(s) with broker 4 out of their ISR ({TOPIC}-3): broker 4 is serving")
+
+
+def test_a_broker_that_failed_at_start_or_says_nothing_or_was_not_read_is_told_apart():
+    down = {"id": 1, **DOWN}
+    assert broker_logs.broker_state(down, "\n".join([START, FATAL])).startswith("down; its last error since its start:")
+    assert broker_logs.broker_state(down, START) == "down, and its log says nothing since its last start"
+    assert broker_logs.broker_state(down, None) == "down (its log could not be read)"
+    # an error after the recovery lines: the start failed after recovering
+    assert "Fatal error" in broker_logs.broker_state(down, "\n".join([START, RECOVERY, FATAL]))
+
+
+def test_unclean_election_on_says_no_other_replica_took_over():
+    st = stuck_status({1: DOWN, 2: DOWN, 3: ALIVE, 4: ALIVE})
+    assert "unclean election is on, and no other replica took over" in broker_logs.stuck_partitions(st, {}, True)[0]
