@@ -72,9 +72,10 @@ def _pulumi_yaml(target: Path) -> str:
 PIP_LINE = 'DCDRILL_PIP: ""'
 
 
-def install_spec(extras: str = "verify") -> str | None:
-    """What pip installs to get this very dcdrill on another machine, from how it was installed
-    here (PEP 610's direct_url.json): a git URL at its commit, or an archive's URL. None when it
+def install_spec(extras: str = "aws,verify") -> str | None:
+    """What pip installs to get this very dcdrill on another machine (with the extras the CI
+    recipes need, for a lab stack and an AWS one alike), from how it was installed here (PEP
+    610's direct_url.json): a git URL at its commit, or an archive's URL. None when it
     came from a local path (a wheel file, a checkout), which a CI runner cannot reach, or when
     pip left no record (then `dcdrill[<extras>]==<version>` from an index is the guess, not a fact)."""
     from importlib import metadata

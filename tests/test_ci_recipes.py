@@ -113,11 +113,11 @@ def test_the_gitlab_job_has_a_new_enough_go_and_caches_setup():
     [
         (
             {"url": "https://github.com/acme/dcdrill.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c3"}},
-            "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+            "dcdrill[aws,verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
         ),
         (
             {"url": "https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}},
-            "dcdrill[verify] @ https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl",
+            "dcdrill[aws,verify] @ https://example.org/dist/dcdrill-0.1.0-py3-none-any.whl",
         ),
         ({"url": "file:///home/me/dist/dcdrill-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
         ({"url": "file:///home/me/dcdrill", "dir_info": {"editable": True}}, None),
@@ -229,7 +229,7 @@ def _dry_run_github(tmp_path, stack: str, workflow: str) -> list[str]:
         "EXPERIMENT": "kill-dc",
         "REPEAT": "1",
         "KEEP_UP": "false",
-        "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+        "DCDRILL_PIP": "dcdrill[aws,verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
     }
     (work / "runs").mkdir()
     for step in wf["jobs"]["drill"]["steps"]:
@@ -311,7 +311,7 @@ def test_each_gitlab_line_runs_in_the_image_it_names(tmp_path):
     variables = {k: v.replace("$CI_PROJECT_DIR", str(tmp_path / "work")) for k, v in job["variables"].items()}
     env = {
         **variables,
-        "DCDRILL_PIP": "dcdrill[verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+        "DCDRILL_PIP": "dcdrill[aws,verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
         "PATH": f"{bins}:{image_go}:/usr/bin:/bin",
         "HOME": str(tmp_path),
         "DRY_LOG": str(log),

@@ -58,3 +58,14 @@ def test_check_on_an_aws_stack_exits_2_naming_them(bare):
         and "session-manager-plugin" in res.stderr
         and "credentials" in res.stderr
     )
+
+
+def test_without_the_aws_extra_the_extra_is_named_not_a_traceback(bare, monkeypatch):
+    """A recipe that installed dcdrill[verify] alone (issue 69, item 1): the check names the extra."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "botocore" else real(name, *a))
+    lacking = prerequisites.missing()
+    assert "botocore (the `aws` extra): pip install 'dcdrill[aws,verify]'" in lacking
+    assert not any("credentials" in m for m in lacking)  # not asked of a boto3 that is not there
