@@ -4,7 +4,10 @@ are the inventory's DNS names. The lab takes the same path as AWS, so these hold
 
 import ipaddress
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,5 +89,29 @@ def test_every_host_a_slow_link_shapes_gets_tc_and_netem():
     assert set(play["hosts"].split(":")) == set(SHAPED_ROLES) and play["become"] is True
     tasks = yaml.safe_load((SHIPPED / "roles" / "link_shaping" / "tasks" / "main.yml").read_text())
     defaults = yaml.safe_load((SHIPPED / "roles" / "link_shaping" / "defaults" / "main.yml").read_text())
-    assert {"iproute-tc", "kernel-modules-extra"} <= set(defaults["link_shaping_packages"])
-    assert tasks[0]["ansible.builtin.dnf"]["name"] == "{{ link_shaping_packages }}"
+    assert "iproute-tc" in defaults["link_shaping_packages"]
+    assert tasks[1]["ansible.builtin.dnf"]["name"] == "{{ link_shaping_packages + [link_shaping_modules_package] }}"
+    # sch_netem's package follows the running kernel: both kernels the AMI filter matches (issue 69, item 3)
+    defaults_file = SHIPPED / "roles" / "link_shaping" / "defaults" / "main.yml"
+    for kernel, package in (
+        ("6.1.147-172.266.amzn2023.x86_64", "kernel-modules-extra"),
+        ("6.12.40-63.114.amzn2023.x86_64", "kernel6.12-modules-extra"),
+    ):
+        res = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "ansible"),
+                "localhost",
+                "-m",
+                "ansible.builtin.debug",
+                "-a",
+                "msg={{ link_shaping_modules_package }}",
+                "-e",
+                f"@{defaults_file}",
+                "-e",
+                f"link_shaping_kernel_release={kernel}",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"},
+        )
+        assert f'"msg": "{package}"' in res.stdout, res.stdout + res.stderr

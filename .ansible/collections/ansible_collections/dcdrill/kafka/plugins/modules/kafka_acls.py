@@ -1,0 +1,1 @@
+../../roles/kafka_access/library/kafka_acls.py

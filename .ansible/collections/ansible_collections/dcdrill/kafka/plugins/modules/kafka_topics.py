@@ -1,0 +1,1 @@
+../../roles/kafka_topics/library/kafka_topics.py
