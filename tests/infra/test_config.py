@@ -368,3 +368,42 @@ def test_the_ansible_strategy_is_mitogens_unless_the_user_says_otherwise(monkeyp
     assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
     monkeypatch.setenv("DCDRILL_ANSIBLE_STRATEGY", "linear")
     assert ansible.strategy_env() == {"ANSIBLE_STRATEGY": "linear"}
+
+
+def test_a_systemd_unit_waits_for_the_data_volume_its_service_works_on(tmp_path):
+    """EC2 hosts mount the data volume `nofail` (infra/aws/hosts.py): after a stop or a power loss
+    a unit must wait for it (RequiresMountsFor), not start on the bare root disk (issue 69, item 9)."""
+    service_vars = {
+        "java_binary": "/usr/bin/java",
+        "jvm_service_heap_mb": 512,
+        "jvm_service_opts": [],
+        "jvm_service_extra_opts": [],
+        "jvm_service_log4j_option": "-Dlog4j.configuration=file:",
+        "jvm_service_log4j": "/var/lib/dcdrill/kafka/log4j.properties",
+        "kafka_libs_dir": "/opt/kafka/libs",
+        "jvm_service_main": "kafka.Kafka",
+        "jvm_service_args": ["/var/lib/dcdrill/kafka/server.properties"],
+        "jvm_service_dir": "/var/lib/dcdrill/kafka",
+        "jvm_service_user": "kafka",
+        "jvm_service_name": "kafka",
+    }
+    (tmp_path / "vars.json").write_text(json.dumps(service_vars))
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible"),
+            "localhost",
+            "-m",
+            "ansible.builtin.template",
+            "-a",
+            f"src={ROOT}/roles/jvm_service/templates/unit.service.j2 dest={tmp_path}/kafka.service",
+            "-e",
+            f"@{tmp_path / 'vars.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"},
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    unit = (tmp_path / "kafka.service").read_text().splitlines()
+    assert "RequiresMountsFor=/var/lib/dcdrill/kafka" in unit and "WorkingDirectory=/var/lib/dcdrill/kafka" in unit
+    assert "After=network-online.target" in unit and "Wants=network-online.target" in unit
