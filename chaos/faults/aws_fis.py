@@ -36,9 +36,10 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def template(fault: str, token: str, role_arn: str, stack_tag: str | None, targets: dict, action: dict) -> dict:
-    """CreateExperimentTemplate's request: one action on one target group, no stop condition
-    (heal is the stop), tagged so the driver's policy and heal can tell it is this stack's."""
+def template(fault: str, token: str, role_arn: str, stack_tag: str | None, targets: dict, actions: dict) -> dict:
+    """CreateExperimentTemplate's request: the fault's actions (started together) on their target
+    groups, no stop condition (heal is the stop), tagged so the driver's policy and heal can tell
+    it is this stack's."""
     tags = {FAULT_TAG: token, "dcdrill": fault, **({STACK_TAG: stack_tag} if stack_tag else {})}
     return {
         "clientToken": token,
@@ -46,27 +47,34 @@ def template(fault: str, token: str, role_arn: str, stack_tag: str | None, targe
         "roleArn": role_arn,
         "stopConditions": [{"source": "none"}],
         "targets": targets,
-        "actions": {"fault": action},
+        "actions": actions,
         "tags": tags,
     }
 
 
+# FIS takes at most 5 resource ARNs per target (its quotas: "Resource ARNs per target"): a DC of
+# more instances is stopped by one action per 5, all in one experiment and started together.
+MAX_TARGET_ARNS = 5
+
+
 def stop_instances(instance_arns: list[str], limit_s: float) -> tuple[dict, dict]:
-    """The targets and action of a clean stop that FIS undoes (starts the instances) after `limit_s`."""
-    return (
-        {
-            "instances": {
-                "resourceType": "aws:ec2:instance",
-                "resourceArns": sorted(instance_arns),
-                "selectionMode": "ALL",
-            }
-        },
-        {
+    """The targets and actions of a clean stop that FIS undoes (starts the instances) after
+    `limit_s`: one target of at most MAX_TARGET_ARNS instances per action ("fault", "fault-2", ...)."""
+    arns = sorted(instance_arns)
+    targets, actions = {}, {}
+    for n, first in enumerate(range(0, len(arns), MAX_TARGET_ARNS), 1):
+        suffix = "" if n == 1 else f"-{n}"
+        targets[f"instances{suffix}"] = {
+            "resourceType": "aws:ec2:instance",
+            "resourceArns": arns[first : first + MAX_TARGET_ARNS],
+            "selectionMode": "ALL",
+        }
+        actions[f"fault{suffix}"] = {
             "actionId": STOP_INSTANCES,
             "parameters": {"startInstancesAfterDuration": duration(limit_s)},
-            "targets": {"Instances": "instances"},
-        },
-    )
+            "targets": {"Instances": f"instances{suffix}"},
+        }
+    return targets, actions
 
 
 def disrupt_subnet(subnet_arn: str, limit_s: float) -> tuple[dict, dict]:
@@ -75,9 +83,11 @@ def disrupt_subnet(subnet_arn: str, limit_s: float) -> tuple[dict, dict]:
     return (
         {"subnet": {"resourceType": "aws:ec2:subnet", "resourceArns": [subnet_arn], "selectionMode": "ALL"}},
         {
-            "actionId": DISRUPT_CONNECTIVITY,
-            "parameters": {"duration": duration(limit_s), "scope": "all"},
-            "targets": {"Subnets": "subnet"},
+            "fault": {
+                "actionId": DISRUPT_CONNECTIVITY,
+                "parameters": {"duration": duration(limit_s), "scope": "all"},
+                "targets": {"Subnets": "subnet"},
+            }
         },
     )
 

@@ -46,12 +46,17 @@ def with_fis_effects(client, service: str, region: str):
             ("stopping", "stopped"),
         ]
         t = fis.get_experiment_template(id=exp["experimentTemplateId"])["experimentTemplate"]
-        [action], [target] = t["actions"].values(), t["targets"].values()
-        ids = [arn.split("/")[-1] for arn in target["resourceArns"]]
-        if action["actionId"] == aws_fis.STOP_INSTANCES:
+        actions = list(t["actions"].values())
+        assert all(len(target["resourceArns"]) <= aws_fis.MAX_TARGET_ARNS for target in t["targets"].values())
+        if actions[0]["actionId"] == aws_fis.STOP_INSTANCES:  # one action per target of at most 5
+            ids = [
+                arn.split("/")[-1] for a in actions for arn in t["targets"][a["targets"]["Instances"]]["resourceArns"]
+            ]
             ec2.stop_instances(InstanceIds=ids)
             FIS_UNDO[exp["id"]] = lambda: ec2.start_instances(InstanceIds=ids)
             return
+        [action], [target] = actions, t["targets"].values()
+        ids = [arn.split("/")[-1] for arn in target["resourceArns"]]
         assert action["actionId"] == aws_fis.DISRUPT_CONNECTIVITY and action["parameters"]["scope"] == "all"
         [subnet] = ids
         vpc = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["VpcId"]
@@ -595,6 +600,23 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     assert stopped == {ids[n] for n in ids if ".dc-b." in n} - client and mm in stopped
     actions.heal("dc-b", configuration=cfg)
     assert _states(clients) == before
+    # A clean stop of dc-b's 6 instances goes through FIS, which takes at most 5 ARNs per target:
+    # two actions in one experiment (with_fis_effects checks every target's size)
+    fis = {r: boto3.client("fis", region_name=r) for r in clients}
+    made = {t["id"] for f in fis.values() for t in f.list_experiment_templates()["experimentTemplates"]}
+    actions.stop_dc("dc-b", configuration=cfg)
+    [(region, new)] = [
+        (r, t["id"])
+        for r, f in fis.items()
+        for t in f.list_experiment_templates()["experimentTemplates"]
+        if t["id"] not in made
+    ]
+    t = fis[region].get_experiment_template(id=new)["experimentTemplate"]
+    arns = [arn for target in t["targets"].values() for arn in target["resourceArns"]]
+    assert len(arns) == len(stopped) > aws_fis.MAX_TARGET_ARNS and sorted(t["actions"]) == ["fault", "fault-2"]
+    assert {i for i, s in _states(clients).items() if s == "stopped"} == stopped
+    actions.heal("dc-b", configuration=cfg)
+    assert _states(clients) == before
     SENT.clear()
     actions.kill_dc("dc-b", configuration=cfg)  # through SSM: MM2's unit is among the DC's services
     actions.heal("dc-b", configuration=cfg)
@@ -612,6 +634,7 @@ def test_replicated_stack_faults_act_on_each_clusters_own_resources(aws_replicat
     assert [f["fault"] for f in DrillRecord(cfg["run_dir"]).faults()] == [
         "kill-mirror",
         "power-loss",
+        "stop-dc",
         "kill-dc",
         "isolate-dc",
     ]
