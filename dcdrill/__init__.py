@@ -15,7 +15,7 @@ import os
 
 # gRPC (Pulumi's Automation API, in this process) restarts its poller threads in every forked
 # child, where subprocess then closes their epoll descriptor: the child can abort before it execs
-# (SIGABRT, "epoll_wait error: Bad file descriptor"; 4 forks in 300 after one gRPC server here).
+# (SIGABRT, "epoll_wait error: Bad file descriptor"; docs/benchmarks.md has how often).
 # pyspark starts the verifier's JVM with a fork, so a drill's verify died that way now and then.
 # Set before anything imports grpc; a user's own setting stands.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")

@@ -122,7 +122,7 @@ def bundle(cache: Path) -> Path:
 
 def wheels_archive(cache: Path) -> Path:
     """The wheels as one stored (uncompressed: wheels are zips already) zip beside their folder:
-    one copy per host instead of one per wheel (7.9 s against ~1 s on the lab). Written once."""
+    one copy per host instead of one per wheel. Written once."""
     folder = wheels_dir(cache)
     out = folder.with_suffix(".zip")
     if not out.exists():

@@ -139,9 +139,8 @@ def mirror_security(stack: str, av: dict) -> None:
 def strategy_env() -> dict:
     """Mitogen's strategy: one Python per host for the whole play, where plain Ansible starts a
     new interpreter for every task on every host and imports its module code from a zip, compiled
-    each time (0.2 to 0.3 s of CPU per task and host). On the 2-core lab the play is CPU-bound, so
-    this takes `local` from nothing to healthy in 0.75x the time, and a re-converge in 0.67x
-    (tests/benchmarks/lab_bringup.py --strategy, docs/benchmarks.md). The same
+    each time. On the 2-core lab the play is CPU-bound, so this shortens a bring-up and a
+    re-converge (tests/benchmarks/lab_bringup.py --strategy, docs/benchmarks.md). The same
     connection settings apply: SSH on the lab, SSH over SSM on AWS. DCDRILL_ANSIBLE_STRATEGY=linear
     runs plain Ansible."""
     name = os.environ.get("DCDRILL_ANSIBLE_STRATEGY", "mitogen_linear")

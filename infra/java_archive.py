@@ -4,12 +4,11 @@ on that version's jars (brokers, controllers, ZooKeeper, MirrorMaker 2 and the t
 
     python -m dcdrill.infra.java_archive        (make setup runs it once per JDK and jar set)
 
-Why: a Kafka broker loads thousands of classes before its first listener opens. Mapped from an
-archive (AppCDS, JDK 13+), they cost a broker 1.6 s of CPU to its first listener in place of
-2.4 s (tests/benchmarks/broker_start.py), and a lab starts seven to ten such JVMs and several
-tool JVMs on two cores. The archive keeps the brokers' JDK (the machine's `java`, 17, as
-Corretto 17 on AWS): JDK 25's AOT cache (JEP 483 and 515), measured beside it, started a broker
-no faster and took 0.88x of JDK 17's CPU under the same cold load, where the archive took 0.94x.
+Why: a Kafka broker loads thousands of classes before its first listener opens, and a lab starts
+seven to ten such JVMs and several tool JVMs on two cores; mapped from an archive (AppCDS, JDK
+13+) they cost each less CPU (docs/benchmarks.md, tests/benchmarks/broker_start.py). The archive
+keeps the brokers' JDK (the machine's `java`, 17, as Corretto 17 on AWS): JDK 25's AOT cache
+(JEP 483 and 515), measured beside it, started a broker no faster.
 
 The JVM maps an archive only if the JDK and the classpath's jars (paths, sizes, times) are the
 ones it was dumped with, and otherwise silently loads classes itself: the name carries the JDK's

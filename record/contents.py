@@ -33,8 +33,8 @@ CHAOS_LOG = "chaos.log"
 PHASES = "phases.json"
 BASELINE = "baseline.json"
 # Below this idle share the machine running the lab is saturated: its timings are CPU queues as
-# much as Kafka's (measured cold at 1 % idle, p99 1.4 s). The steady state calls such a baseline
-# unsettled, and the report marks recovery times measured below it.
+# much as Kafka's (a cold lab runs near none). The steady state calls such a baseline unsettled,
+# and the report marks recovery times measured below it.
 SATURATED_IDLE_PCT = 20
 COORDINATION = "coordination.jsonl"
 FAILOVERS = "failovers.jsonl"

@@ -220,7 +220,7 @@ def identity_pass(scanned, C: DataFrame, scr: Screen, faults: list[dict]) -> Ide
     per ledger)."""
     spark = C.sparkSession
     counted = list(spark._jvm.dcdrill.Identity.COUNTED) + ["anomalous"]
-    candidates = None  # a DataFrame per run, unioned: an empty one made up front costs 0.1-0.2 s cold
+    candidates = None  # a DataFrame per run, unioned: an empty one made up front costs a cold plan
     starts, ends = fault_bounds(spark, faults)
     by_split, examples, buckets = [], [], scr.suspicious
     while buckets is not None and buckets.totals()[0]:

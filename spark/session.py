@@ -159,21 +159,16 @@ def jvm_ended() -> bool:
     return proc is not None and (_JVM.ending or proc.poll() is not None)
 
 
-# A verify run is a short-lived JVM on a couple of cores: the C2 compiler's time (about 40 s of CPU
-# on a 10M record) competes with the tasks. A smaller inlining budget makes C2 compiles cheaper
-# for code that runs a few seconds, and whole-stage code generation writes methods above HotSpot's
-# 8000-byte limit, which would otherwise stay interpreted however hot they are. Paired runs on a
-# 10M record: the inlining budget cuts the wall time by 16%, huge-method compiling 4% more.
-# C2 also compiles some 3,000 methods in a 10M run, most of them driver code run a few thousand
-# times; raising its thresholds 3-4x leaves those to C1 and C2 to the really hot loops: 6% less
-# CPU (7 of 8 paired runs, 10M and a 35k-record drill), 4% less wall time at 10M.
-# The scan's cache is 2 MB chunks (spark/jvm/Scan.java), each a humongous object for G1, and G1
-# checks its marking threshold at every one: with the adaptive threshold, on a heap still growing,
-# a 10M verify started 10 concurrent marking cycles (6 remarks), each a thread competing with the
-# tasks for 2 cores. A fixed 85% started 4 (1 remark): 3 sets of 5-6 interleaved runs, medians
-# 0.26-1.2 s faster, and steadier. (-Xms at the planned heap was slower; ParallelGC and SerialGC
-# as fast, but their old-generation collections stop everything, on heaps planned up to 60% of
-# the machine.) DCDRILL_SPARK_JAVA_OPTIONS comes after, so it can override these.
+# A verify run is a short-lived JVM on a couple of cores, where the C2 compiler's time competes
+# with the tasks. A smaller inlining budget makes C2 compiles cheaper for code that runs a few
+# seconds; whole-stage code generation writes methods above HotSpot's 8000-byte limit, which would
+# otherwise stay interpreted however hot they are; higher C2 thresholds leave driver code run a few
+# thousand times to C1. The scan's cache is 2 MB chunks (spark/jvm/Scan.java), each a humongous
+# object for G1, which checks its marking threshold at every one: a fixed threshold starts fewer
+# concurrent marking cycles than the adaptive one on a heap still growing. (ParallelGC and
+# SerialGC stop everything in their old-generation collections, on heaps planned up to 60% of the
+# machine.) The figures: docs/benchmarks.md, "Figures behind the code's choices".
+# DCDRILL_SPARK_JAVA_OPTIONS comes after, so it can override these.
 GC_OPTIONS = "-XX:-G1UseAdaptiveIHOP -XX:InitiatingHeapOccupancyPercent=85"
 JIT_OPTIONS = (
     "-XX:FreqInlineSize=100 -XX:InlineSmallCode=1000 -XX:-DontCompileHugeMethods "
@@ -211,21 +206,18 @@ def session(
     plan = plan or memory.plan([])
     settings = {
         "spark.app.name": "dcdrill-verify",
-        # Two tasks per core: on 2 cores, 4 partitions beat 8 by ~2.5% (paired 10M runs): fewer
-        # tasks to plan and fewer, longer window partitions, with a task still to fill each tail.
+        # Two tasks per core: fewer tasks to plan and fewer, longer window partitions, with a task
+        # still to fill each tail.
         # More as the record grows (spark/memory.py), so a reducer's states stay bounded.
         "spark.sql.shuffle.partitions": os.environ.get("DCDRILL_SHUFFLE_PARTITIONS", str(plan.partitions)),
         # Adaptive execution re-plans (and re-generates code for) every query after each stage.
         # The verifier's plans need none of it (broadcasts are explicit, partitions are few),
-        # and on 2 cores the re-planning is driver CPU the tasks wait for: paired 10M runs with
-        # it off took 0.90x the time.
+        # and on 2 cores the re-planning is driver CPU the tasks wait for.
         "spark.sql.adaptive.enabled": "false",
-        # The checker's shuffles (spark/jvm) carry 64-bit hashes, which LZ4 cannot shrink:
-        # 4 paired 10M runs without compression took 0.84, 1.01, 0.96 and 0.97 the time.
+        # The checker's shuffles (spark/jvm) carry 64-bit hashes, which LZ4 cannot shrink.
         "spark.shuffle.compress": "false",
-        # Sorted shuffle writes, not one file per reducer concatenated after: MirrorFold shuffles
-        # ~0.7 GB for a 10M-record flow, and the copy cost 0.5 s of a replicated verify (4 runs;
-        # the stretched verify's small shuffles took the same time either way).
+        # Sorted shuffle writes, not one file per reducer concatenated after: MirrorFold's large
+        # shuffle pays for that copy, and the stretched verify's small ones cost the same either way.
         "spark.shuffle.sort.bypassMergeThreshold": "1",
         # One producer's rows in one partition are a window partition: keep up to 4M in memory
         # (the default, 4096, spills every longer one to disk).
@@ -361,8 +353,8 @@ def begin_ending_jvm() -> None:
     _JVM.ending = True
     # pyspark's accumulator server reads the JVM's updates until their connection ends, which at
     # the JVM's exit is an EOFError that socketserver prints. SparkContext.stop() avoids it with
-    # server.shutdown(), which waits for the handler's next one-second poll: 0 to 1 s of every
-    # command (0.02 to 0.3 s measured). The error is expected here; it is not printed instead.
+    # server.shutdown(), which waits for the handler's next one-second poll, on every command.
+    # The error is expected here; it is not printed instead.
     from pyspark import SparkContext
 
     server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)

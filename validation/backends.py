@@ -110,8 +110,9 @@ class ConfluentClient:
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs
         # (Message.latency() too is measured then). So one thread blocks in poll() and serves
-        # each answer as it arrives: polling every 64 sends put ~160 ms into every latency. One
-        # poll serves a whole batch's answers; their rows go to the ledger in one write after it.
+        # each answer as it arrives (a poll every so many sends would add its wait to every
+        # latency). One poll serves a whole batch's answers; their rows go to the ledger in one
+        # write after it.
         self._closing = threading.Event()
         self._poller = threading.Thread(target=self._serve_answers, daemon=True, name="delivery reports")
         self._poller.start()

@@ -362,8 +362,7 @@ class Workload:
         nothing new for idle_s (they poll every 0.5 s), or timeout_s passes. Not "delivered >=
         acknowledged": the log also holds failed and indeterminate sends that were written, which
         consumers deliver too, so that count is reached before the last acknowledged records
-        arrive (measured: a drill ended 0.5 s after its last ack with 5 acknowledged records not
-        yet delivered)."""
+        arrive."""
         deadline = time.monotonic() + timeout_s
         last, last_change = -1, time.monotonic()
         while time.monotonic() < deadline:

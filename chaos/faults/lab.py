@@ -66,7 +66,7 @@ def start_service(name: str, spec: str, ns: str) -> None:
 # The lab's ZooKeeper session timeout (roles/kafka_broker: 18 s) plus a margin.
 SESSION_GRACE_MS = 30_000
 # A broker started while its old ZooKeeper session lives exits once it has loaded its logs
-# (NodeExists): 5 to 15 s after its start on the lab, longer after a power loss's recovery.
+# (NodeExists), seconds after its start, longer after a power loss's recovery.
 RESTART_SETTLE_S = 20.0
 # How long heal waits for the cluster to drop the killed brokers before it starts them anyway:
 # the session timeout, plus a ZooKeeper leader election's fresh one when the leader died too.

@@ -26,8 +26,7 @@ __all__ = [
 
 # A steady-state hypothesis asks its probes one after another; a status read this recently (from
 # the same stack and the same side of the drill's target) answers the next one too, so the
-# hypothesis reads the cluster once, not once per probe (each read is a host round trip, ~1 s on
-# the lab). Only the hypothesis's probes pass it, and the leader balance just after them (which
+# hypothesis reads the cluster once, not once per probe (each read is a host round trip). Only the hypothesis's probes pass it, and the leader balance just after them (which
 # acts only when that status shows a leader off its place): waits and faults read afresh.
 HYPOTHESIS_SHARE_S = 3.0
 _last: dict[tuple, tuple[float, dict]] = {}
@@ -97,7 +96,7 @@ def wait_until(condition, what: str, timeout_s: float, configuration, explain=No
             raise TimeoutError(
                 f"{what} not reached within {timeout_s:.0f}s:\n{status_text.render(st)}" + (f"\n{why}" if why else "")
             )
-        time.sleep(2)  # each read is a host round trip the saturated lab pays for: every 1 s converged no sooner
+        time.sleep(2)  # each read is a host round trip the saturated lab pays for; polling faster converged no sooner
 
 
 def wait_converged(timeout_s: float = 180, configuration: dict = None, secrets: dict = None) -> dict:
