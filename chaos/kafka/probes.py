@@ -26,8 +26,9 @@ __all__ = [
 
 # A steady-state hypothesis asks its probes one after another; a status read this recently (from
 # the same stack and the same side of the drill's target) answers the next one too, so the
-# hypothesis reads the cluster once, not once per probe (each read is a host round trip). Only the hypothesis's probes pass it, and the leader balance just after them (which
-# acts only when that status shows a leader off its place): waits and faults read afresh.
+# hypothesis reads the cluster once, not once per probe (each read is a host round trip). Only the
+# hypothesis's probes pass it, and the leader balance just after them (which acts only when that
+# status shows a leader off its place): waits and faults read afresh.
 HYPOTHESIS_SHARE_S = 3.0
 _last: dict[tuple, tuple[float, dict]] = {}
 
