@@ -26,7 +26,7 @@ from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
 from dcdrill.infra.observe import hostaccess, status, status_text
 from dcdrill.record import DrillRecord
-from dcdrill.record.contents import CHAOS_LOG, EXPERIMENT, JOURNAL, PHASES
+from dcdrill.record.contents import CHAOS_LOG, CONVERGENCE, EXPERIMENT, JOURNAL, PHASES
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "power-loss", "isolate-dc", "slow-link"}
@@ -332,6 +332,16 @@ def _bad_input(journal: dict) -> str | None:
     return None
 
 
+def _convergence(record: DrillRecord) -> str:
+    """The causes a failed wait read from the cluster and its hosts' logs (convergence.json), with
+    where those logs are in the record; empty when no wait gave up."""
+    kept = record.read_json(CONVERGENCE)
+    if not isinstance(kept, dict) or not kept.get("causes"):
+        return ""
+    causes = "\n".join(f"  {c}" for c in kept["causes"] if isinstance(c, str))
+    return f"\nwhy the cluster did not converge (the hosts' logs: {record.file('logs')}):\n{causes}"
+
+
 def _fault_problem(record: DrillRecord) -> str | None:
     """Trust faults.jsonl, the journal and the fault state, not chaos run's exit code alone."""
     faults = record.faults()
@@ -344,7 +354,7 @@ def _fault_problem(record: DrillRecord) -> str | None:
         if r.get("status") != "succeeded"
     ]
     if failed:
-        return f"activities failed: {', '.join(failed)} (see {record.file(JOURNAL)})"
+        return f"activities failed: {', '.join(failed)} (see {record.file(JOURNAL)})" + _convergence(record)
     open_faults = [f"{f['fault']} {f['target']}" for f in faults if not f.get("end_ms")]
     if open_faults:
         return f"not healed: {', '.join(open_faults)}"

@@ -72,3 +72,20 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
     assert json.loads((run / "experiment.json").read_text())["extensions"] == [
         {"name": "dcdrill", "experiment": "kill-dc"}
     ]
+
+
+def test_a_drill_whose_wait_gave_up_names_the_causes_and_where_the_logs_are(tmp_path):
+    from dcdrill.record import DrillRecord
+
+    record = DrillRecord(tmp_path)
+    (tmp_path / "faults.jsonl").write_text(
+        json.dumps({"fault": "power-loss", "target": "dc-a", "start_ms": 1, "end_ms": 2}) + "\n"
+    )
+    (tmp_path / JOURNAL).write_text(
+        json.dumps({"run": [{"activity": {"name": "wait-converged"}, "status": "failed"}], "rollbacks": []})
+    )
+    assert drill._fault_problem(record) == f"activities failed: wait-converged (see {record.file(JOURNAL)})"
+    record.write_convergence({"causes": ["23 partition(s) without a leader (t-0, ...), whose ISR is [2]"]})
+    said = drill._fault_problem(record)
+    assert f"why the cluster did not converge (the hosts' logs: {tmp_path / 'logs'}):" in said
+    assert said.endswith("  23 partition(s) without a leader (t-0, ...), whose ISR is [2]")
