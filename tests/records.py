@@ -76,6 +76,16 @@ def write(run: Path, produced, audit, consumed, faults=(), topo=None, tails: dic
     return run
 
 
+def note_agents(run: Path) -> Path:
+    """agents.jsonl as a drill writes it, naming the processes whose ledgers the record holds (a
+    drill's record must name them: DrillRecord.incomplete)."""
+    names = sorted(f.stem for kind in ("produced", "consumed") for f in (run / kind).glob("*.jsonl"))
+    rows = [{"name": n, "pid": 7, "host": None, "folder": None, "cluster": None, "started_ms": 1} for n in names]
+    rows.append({"name": "a", "pid": 7, "host": None, "folder": None, "cluster": None, "started_ms": 1})
+    (run / "agents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
 def anomalies(run: Path, unclean=True, profile="consistency-first") -> Path:
     """Every anomaly at once, with counts worked out by hand in tests/spark/test_checker.py."""
     P = [p("p1", i, "ok", 0, i, 1000 + 100 * i) for i in range(10)]  # p1/7..9 truncated away
