@@ -71,6 +71,11 @@ RESTART_SETTLE_S = 20.0
 # How long heal waits for the cluster to drop the killed brokers before it starts them anyway:
 # the session timeout, plus a ZooKeeper leader election's fresh one when the leader died too.
 DEREGISTER_WAIT_S = 45.0
+# How long heal watches the restarted brokers until the cluster lists them, starting again any
+# that exited: a broker exits at start while its old registration lives, and a quorum lost during
+# the fault keeps it alive past the session timeout (its sessions cannot expire without a quorum,
+# and the new leader gives each a fresh timeout), so no clock since the kill can say it is gone.
+REGISTER_WAIT_S = 180.0
 
 
 def restart(specs: list[list[str]], within_s: float = 90.0, settle_s: float = RESTART_SETTLE_S) -> None:
@@ -206,6 +211,30 @@ class LabFaults(FaultDriver):
             time.sleep(1.0)
         return RESTART_SETTLE_S if ids else 0.0
 
+    def _until_registered(self, specs: list[list[str]], within_s: float = REGISTER_WAIT_S) -> bool:
+        """Until the cluster lists every restarted broker as live, starting again any that exited
+        meanwhile; False (and the wait for convergence that follows names why) when that did not
+        happen within `within_s`, or nobody could say."""
+        if isinstance(self.topology, Deployment):  # several clusters in one inventory: no one to ask
+            return False
+        names = {name for name, _, _ in specs}
+        brokers = [h for h in self.inventory.brokers if h.name in names]
+        ids = {h.node_id for h in brokers}
+        mine = [s for s in specs if s[0] in {h.name for h in brokers}]
+        deadline = time.monotonic() + within_s
+        while ids and time.monotonic() < deadline:
+            for name, spec, ns in mine:
+                if not service.running_pid(service.load(spec)):
+                    start_service(name, spec, ns)
+            try:
+                sample = hostaccess.call(self.inventory, "coordination_sample", {}, None, timeout_s=15)
+            except Exception:  # noqa: BLE001 - no observer now: ask again, up to the deadline
+                sample = {}
+            if sample.get("answered") and ids <= set(sample.get("brokers") or []):
+                return True
+            time.sleep(2.0)
+        return not ids
+
     def undo_problems(self, undo: dict) -> list[str]:
         """Each entry against what this stack's own faults could have noted: the services
         (name, spec, namespace) of its DC-loss hosts, their disks, its DCs by number."""
@@ -234,6 +263,7 @@ class LabFaults(FaultDriver):
             disk.power(layout.lab_dir(state_dir()), short)
         if undo.get("restart"):
             restart(undo["restart"], settle_s=self._settle_s(undo))
+            self._until_registered(undo["restart"])
         if undo.get("isolation"):
             netns.heal_isolation(undo["isolation"])
         if undo.get("links"):  # back to the stack's configured shapes, for the pairs the fault changed

@@ -109,3 +109,25 @@ def test_a_killed_service_counts_as_stopped_at_once_though_no_one_reaped_it(tmp_
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_heal_starts_again_a_broker_that_exits_until_the_cluster_lists_it(driver, supervisor, monkeypatch):
+    """After a fault that took the quorum too, a restarted broker's old registration outlives any
+    clock since the kill (NodeExists at start): heal starts it again until the cluster lists it."""
+    killed = sorted(h.node_id for h in driver.inventory.in_dc("dc-a", ("kafka_broker",)))
+    samples = iter([{"answered": False}, {"answered": True, "brokers": [3, 4]}] * 2)
+
+    def call(inv, name, args, avoid_dc, timeout_s):
+        return next(samples, {"answered": True, "brokers": killed + [3, 4]})
+
+    monkeypatch.setattr(lab.hostaccess, "call", call)
+    real_sleep = time.sleep
+    monkeypatch.setattr(lab.time, "sleep", lambda s: real_sleep(0.5))
+    specs = [[h.name, h.name, "ns"] for h in driver.inventory.in_dc("dc-a", ("kafka_broker",))]
+    for name, spec, ns in specs:  # started once by restart(); each exits 1.5 s in
+        lab.start_service(name, spec, ns)
+    assert driver._until_registered(specs, within_s=30)
+    starts = [n for n, _ in supervisor["starts"]]
+    assert sorted(starts) == sorted([s[0] for s in specs] * 2)  # each exited and was started again
+    monkeypatch.setattr(lab.hostaccess, "call", lambda *a, **k: {"answered": True, "brokers": [3, 4]})
+    assert not driver._until_registered(specs, within_s=1)  # never listed: said so, the wait names why
