@@ -212,7 +212,7 @@ class LabFaults(FaultDriver):
         return RESTART_SETTLE_S if ids else 0.0
 
     def _until_registered(self, specs: list[list[str]], within_s: float = REGISTER_WAIT_S) -> bool:
-        """Until the cluster lists every restarted broker as live, starting again any that exited
+        """Until every restarted broker is live (its port open, registered), starting again any that exited
         meanwhile; False (and the wait for convergence that follows names why) when that did not
         happen within `within_s`, or nobody could say."""
         if isinstance(self.topology, Deployment):  # several clusters in one inventory: no one to ask
@@ -226,11 +226,13 @@ class LabFaults(FaultDriver):
             for name, spec, ns in mine:
                 if not service.running_pid(service.load(spec)):
                     start_service(name, spec, ns)
+            # Live, not listed: the old registration is listed too. A broker opens its port only
+            # once it registered under its own session (cluster_status: reachable and registered).
             try:
-                sample = hostaccess.call(self.inventory, "coordination_sample", {}, None, timeout_s=15)
+                st = hostaccess.call(self.inventory, "cluster_status", {"timeout_s": 5.0}, None, timeout_s=30)
             except Exception:  # noqa: BLE001 - no observer now: ask again, up to the deadline
-                sample = {}
-            if sample.get("answered") and ids <= set(sample.get("brokers") or []):
+                st = {}
+            if ids <= {b["id"] for b in st.get("brokers") or [] if b.get("alive")}:
                 return True
             time.sleep(2.0)
         return not ids

@@ -115,10 +115,16 @@ def test_heal_starts_again_a_broker_that_exits_until_the_cluster_lists_it(driver
     """After a fault that took the quorum too, a restarted broker's old registration outlives any
     clock since the kill (NodeExists at start): heal starts it again until the cluster lists it."""
     killed = sorted(h.node_id for h in driver.inventory.in_dc("dc-a", ("kafka_broker",)))
-    samples = iter([{"answered": False}, {"answered": True, "brokers": [3, 4]}] * 2)
+
+    def status(*alive):
+        return {"brokers": [{"id": i, "alive": i in alive} for i in (*killed, 3, 4)]}
+
+    # nobody answers; then the old registrations are listed but the restarted brokers are not live
+    samples = iter([{}, status(3, 4)] * 2)
 
     def call(inv, name, args, avoid_dc, timeout_s):
-        return next(samples, {"answered": True, "brokers": killed + [3, 4]})
+        assert name == "cluster_status"
+        return next(samples, status(*killed, 3, 4))
 
     monkeypatch.setattr(lab.hostaccess, "call", call)
     real_sleep = time.sleep
@@ -129,5 +135,5 @@ def test_heal_starts_again_a_broker_that_exits_until_the_cluster_lists_it(driver
     assert driver._until_registered(specs, within_s=30)
     starts = [n for n, _ in supervisor["starts"]]
     assert sorted(starts) == sorted([s[0] for s in specs] * 2)  # each exited and was started again
-    monkeypatch.setattr(lab.hostaccess, "call", lambda *a, **k: {"answered": True, "brokers": [3, 4]})
+    monkeypatch.setattr(lab.hostaccess, "call", lambda *a, **k: status(3, 4))
     assert not driver._until_registered(specs, within_s=1)  # never listed: said so, the wait names why
