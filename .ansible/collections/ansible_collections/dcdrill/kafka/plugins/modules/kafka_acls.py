@@ -1,1 +1,0 @@
-../../roles/kafka_access/library/kafka_acls.py

@@ -1,1 +1,0 @@
-../../roles/kafka_topics/library/kafka_topics.py
