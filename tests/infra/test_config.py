@@ -13,6 +13,7 @@ import yaml
 from dcdrill.infra import ansible, inventory, stack
 from dcdrill.infra.lab import layout
 from dcdrill.infra.topology import ConfigError, from_config
+from tests import ansible_localhost
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -388,20 +389,10 @@ def test_a_systemd_unit_waits_for_the_data_volume_its_service_works_on(tmp_path)
         "jvm_service_name": "kafka",
     }
     (tmp_path / "vars.json").write_text(json.dumps(service_vars))
-    res = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible"),
-            "localhost",
-            "-m",
-            "ansible.builtin.template",
-            "-a",
-            f"src={ROOT}/roles/jvm_service/templates/unit.service.j2 dest={tmp_path}/kafka.service",
-            "-e",
-            f"@{tmp_path / 'vars.json'}",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"},
+    res = ansible_localhost(
+        "ansible.builtin.template",
+        f"src={ROOT}/roles/jvm_service/templates/unit.service.j2 dest={tmp_path}/kafka.service",
+        f"@{tmp_path / 'vars.json'}",
     )
     assert res.returncode == 0, res.stdout + res.stderr
     unit = (tmp_path / "kafka.service").read_text().splitlines()

@@ -4,10 +4,7 @@ are the inventory's DNS names. The lab takes the same path as AWS, so these hold
 
 import ipaddress
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ import yaml
 from dcdrill.infra import ansible, stack
 from dcdrill.infra.constants import KAFKA_VERSIONS, SHIPPED
 from dcdrill.infra.lab import layout
+from tests import ansible_localhost
 
 ROLE_FILES = sorted(p for p in (SHIPPED / "roles").rglob("*") if p.suffix in (".yml", ".j2"))
 
@@ -97,21 +95,10 @@ def test_every_host_a_slow_link_shapes_gets_tc_and_netem():
         ("6.1.147-172.266.amzn2023.x86_64", "kernel-modules-extra"),
         ("6.12.40-63.114.amzn2023.x86_64", "kernel6.12-modules-extra"),
     ):
-        res = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ansible"),
-                "localhost",
-                "-m",
-                "ansible.builtin.debug",
-                "-a",
-                "msg={{ link_shaping_modules_package }}",
-                "-e",
-                f"@{defaults_file}",
-                "-e",
-                f"link_shaping_kernel_release={kernel}",
-            ],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"},
+        res = ansible_localhost(
+            "ansible.builtin.debug",
+            "msg={{ link_shaping_modules_package }}",
+            f"@{defaults_file}",
+            f"link_shaping_kernel_release={kernel}",
         )
         assert f'"msg": "{package}"' in res.stdout, res.stdout + res.stderr
