@@ -5,7 +5,8 @@
   is on a resource carrying the stack's tag: instances, the VPCs, the stack's own network ACLs,
   the isolation ACLs the driver makes and the FIS templates and experiments it starts (tagged at
   creation), so no other stack's is reachable, even one whose `cluster` tag is the same. It may
-  pass exactly one role, `${fisRoleArn}`, and only to FIS.
+  pass exactly one role, `${fisRoleArn}`, and only to FIS, and keeps fault states in `${bucket}`,
+  the stack's own bucket, only.
 - fis-role-policy.json: that role's, which AWS Fault Injection Service assumes to stop and start
   the stack's instances and to cut its subnets with ACLs FIS tags `managedByFIS`.
 """
@@ -19,6 +20,8 @@ FAULT_DRIVER = Path(__file__).with_name("fault-driver-policy.json")
 FIS_ROLE = Path(__file__).with_name("fis-role-policy.json")
 PLACEHOLDER = "${stackTag}"
 FIS_ROLE_PLACEHOLDER = "${fisRoleArn}"
+BUCKET_PLACEHOLDER = "${bucket}"
+ACCOUNT_PLACEHOLDER = "${account}"  # the FIS role's account: the stack's
 FIS_SERVICE = "fis.amazonaws.com"
 
 
@@ -36,8 +39,10 @@ def _render(template: Path, values: dict[str, str]) -> dict:
     return fill(json.loads(template.read_text()))
 
 
-def fault_driver_policy(stack_tag: str, fis_role_arn: str) -> dict:
-    return _render(FAULT_DRIVER, {PLACEHOLDER: stack_tag, FIS_ROLE_PLACEHOLDER: fis_role_arn})
+def fault_driver_policy(stack_tag: str, fis_role_arn: str, bucket: str) -> dict:
+    account = fis_role_arn.split(":")[4]
+    values = {PLACEHOLDER: stack_tag, FIS_ROLE_PLACEHOLDER: fis_role_arn, BUCKET_PLACEHOLDER: bucket}
+    return _render(FAULT_DRIVER, {**values, ACCOUNT_PLACEHOLDER: account})
 
 
 def fis_role_policy(stack_tag: str) -> dict:

@@ -86,11 +86,16 @@ class FaultDriverPolicy(pulumi.ComponentResource):
     role your CI assumes (docs/aws.md). Its ARN is the stack output `faultDriverPolicyArn`."""
 
     def __init__(
-        self, name: str, stack_tag: str, fis_role_arn: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        stack_tag: str,
+        fis_role_arn: pulumi.Input[str],
+        bucket: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("dcdrill:aws:FaultDriverPolicy", name, None, opts)
-        policy = pulumi.Output.from_input(fis_role_arn).apply(
-            lambda arn: json.dumps(iam.fault_driver_policy(stack_tag, arn), sort_keys=True)
+        policy = pulumi.Output.all(fis_role_arn, bucket).apply(
+            lambda v: json.dumps(iam.fault_driver_policy(stack_tag, v[0], v[1]), sort_keys=True)
         )
         self.policy = aws.iam.Policy(
             name,
@@ -184,8 +189,10 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     }
     ssm = SsmProfile("ssm", d.name, pulumi.ResourceOptions(provider=providers[home]))
     fis = FaultInjectionRole("fis-role", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
-    FaultDriverPolicy("fault-driver", stack_tag, fis.role.arn, pulumi.ResourceOptions(provider=providers[home]))
     bucket = StackBucket("stack-bucket", d.name, pulumi.ResourceOptions(provider=providers[home]))
+    FaultDriverPolicy(
+        "fault-driver", stack_tag, fis.role.arn, bucket.bucket.bucket, pulumi.ResourceOptions(provider=providers[home])
+    )
     amis = {
         r: s.ami.get(r)
         or aws.ec2.get_ami_output(

@@ -16,6 +16,7 @@ from dcdrill.infra import ansible, stack
 from dcdrill.infra.aws import plan
 from dcdrill.infra.aws.backend import CREDENTIALS, AwsBackend
 from dcdrill.record import DrillRecord
+from tests import iam_model
 
 STACK = "aws-3az-tiebreaker"
 REGION = "eu-west-1"
@@ -463,8 +464,8 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkey
     _host_access_calls(monkeypatch)
     from dcdrill.infra.aws import iam
 
-    policy = iam.fault_driver_policy(STACK_TAG, FIS_ROLE)
-    assert iam.PLACEHOLDER not in json.dumps(policy) and iam.FIS_ROLE_PLACEHOLDER not in json.dumps(policy)
+    policy = iam.fault_driver_policy(STACK_TAG, FIS_ROLE, BUCKET)
+    assert all(p not in json.dumps(policy) for p in (iam.PLACEHOLDER, iam.FIS_ROLE_PLACEHOLDER, iam.BUCKET_PLACEHOLDER))
     allowed = set()
     for st in policy["Statement"]:
         assert st["Effect"] == "Allow" and "*" not in json.dumps(st["Action"])
@@ -482,9 +483,22 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkey
     # Tags given at creation need ec2:CreateTags and fis:TagResource, which boto3 does not call by
     # name, nor iam:PassRole (FIS checks it when a template names the role); the plugin (Go, not
     # boto3) resumes a session whose stream dropped.
-    fis = {"fis:TagResource", "iam:PassRole"} if "fis:CreateExperimentTemplate" in CALLS else set()
-    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set()) | fis | {"ssm:ResumeSession"}
+    # FIS's first template in an account makes its service-linked role as the caller; starting an
+    # instance whose volumes use a customer key makes a KMS grant for EC2 as the caller.
+    fis = (
+        {"fis:TagResource", "iam:PassRole", "iam:CreateServiceLinkedRole"}
+        if "fis:CreateExperimentTemplate" in CALLS
+        else set()
+    )
+    on_our_behalf = {"kms:CreateGrant"} if "ec2:StartInstances" in CALLS else set()
+    called = CALLS | ({"ec2:CreateTags"} if "ec2:CreateNetworkAcl" in CALLS else set()) | fis | on_our_behalf
+    called |= {"ssm:ResumeSession"}
     assert called == allowed, (sorted(called - allowed), sorted(allowed - called))
+    # Each call allowed on every resource type AWS authorizes it against, under conditions it supports
+    assert iam_model.problems(policy, called) == [] and iam_model.lint(policy) == []
+    fis_policy = iam.fis_role_policy(STACK_TAG)
+    fis_calls = {a for st in fis_policy["Statement"] for a in iam_model._list(st["Action"])}
+    assert iam_model.problems(fis_policy, fis_calls) == [] and iam_model.lint(fis_policy) == []
 
 
 REPLICATED = "aws-2region-replicated"
