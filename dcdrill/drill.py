@@ -197,7 +197,7 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
     """One drill into `run_dir` with its `own` settings (if any): lab up if needed, experiment,
     checks, verify. `last`: the command's last use of Spark, whose JVM may end while the report
     is drawn."""
-    from dcdrill.spark import junit, memory, report_files, session, verify
+    from dcdrill.spark import junit, memory, report_files, session, stopped_report, verify
 
     phases: dict[str, float] = {}
     clock = started = time.monotonic()
@@ -210,11 +210,14 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
     record = DrillRecord(run_dir)
 
     def stop(code: int, message: str) -> int:
-        """Exit before a verdict: say why, and leave CI a junit.xml with the drill in error."""
+        """Exit before a verdict: say why, and leave CI a junit.xml with the drill in error and a
+        report page with the causes and the hosts' logs."""
         print(f"dcdrill: {message}", file=sys.stderr)
         record.write_report_file(
             "junit.xml", junit.error_xml(args.stack, args.experiment, code, message, time.monotonic() - started)
         )
+        page = stopped_report.render(record, args.stack, args.experiment, code, message)
+        print(f"report: {record.write_report_file('index.html', page)}", file=sys.stderr)
         return code
 
     if own:  # read by chaos/context.deployment() inside the experiment

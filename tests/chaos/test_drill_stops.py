@@ -2,6 +2,7 @@
 the drill in error, so a CI pipeline has a test report to publish. The lab and Chaos Toolkit are
 stood in for here (what they left is what is given); the lab tests run real drills."""
 
+import html
 import json
 import xml.etree.ElementTree as ET
 
@@ -69,6 +70,8 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
     error = case_el.find("error")
     assert error.get("type") == f"exit {code}" and message in error.get("message")
     assert float(root.find("testsuite").get("time")) >= 0
+    page = (run / "report" / "index.html").read_text()
+    assert f"No verdict (exit {code})" in page and html.escape(message) in page
     assert json.loads((run / "experiment.json").read_text())["extensions"] == [
         {"name": "dcdrill", "experiment": "kill-dc"}
     ]
@@ -89,3 +92,23 @@ def test_a_drill_whose_wait_gave_up_names_the_causes_and_where_the_logs_are(tmp_
     said = drill._fault_problem(record)
     assert f"why the cluster did not converge (the hosts' logs: {tmp_path / 'logs'}):" in said
     assert said.endswith("  23 partition(s) without a leader (t-0, ...), whose ISR is [2]")
+
+
+def test_the_page_of_a_drill_whose_wait_gave_up_shows_the_causes_and_links_each_hosts_log(tmp_path):
+    from dcdrill.record import DrillRecord
+    from dcdrill.spark import stopped_report
+
+    record = DrillRecord(tmp_path)
+    cause = "23 partition(s) without a leader (t-0, ...): the ISR's only member, broker 2 (b2), is <not registered>"
+    record.write_convergence({"causes": [cause]})
+    (tmp_path / "logs" / "b2.dc-a.lab").mkdir(parents=True)
+    (tmp_path / "logs" / "b2.dc-a.lab" / "server.log").write_text("NodeExistsException\n")
+    (tmp_path / "logs" / "p1.log").write_text("")
+    (tmp_path / JOURNAL).write_text("{}")
+    page = stopped_report.render(record, "local-power-loss", "isolate-then-power-loss", EXIT_NO_FAULT, "why")
+    assert f"<li>{html.escape(cause)}</li>" in page and "No verdict (exit 3)" in page
+    assert '<li>b2.dc-a.lab: <a href="../logs/b2.dc-a.lab/server.log">logs/b2.dc-a.lab/server.log</a></li>' in page
+    assert '<a href="../logs/p1.log">' in page and '<a href="../journal.json">' in page
+    assert "chaos.log" not in page  # links only what the record holds
+    bare = stopped_report.render(DrillRecord(tmp_path / "none"), None, None, EXIT_NO_FAULT, "nothing was injected")
+    assert "Why the cluster" not in bare and "None came back into the record." in bare
