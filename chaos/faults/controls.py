@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from chaoslib.exceptions import InterruptExecution
 
+from dcdrill.chaos import session
+
 __all__ = ["after_activity_control", "before_rollback_control", "after_rollback_control"]
 
 FAULT_MODULE = "dcdrill.chaos.faults.actions"
-_rolling_back = False  # one experiment per `chaos run` process
 
 
 def after_activity_control(
@@ -24,15 +25,20 @@ def after_activity_control(
 ) -> None:
     """Interrupt the method when one of its fault actions failed."""
     provider = context.get("provider") or {}
-    if _rolling_back or provider.get("module") != FAULT_MODULE or (state or {}).get("status") == "succeeded":
+    drill = session.given(configuration)
+    if (
+        (drill and drill.rolling_back)
+        or provider.get("module") != FAULT_MODULE
+        or (state or {}).get("status") == "succeeded"
+    ):
         return
     reason = ((state or {}).get("exception") or ["(no exception recorded)"])[-1].strip()
     raise InterruptExecution(f"fault action {context.get('name')!r} failed, nothing more to prove: {reason}")
 
 
 def before_rollback_control(context: dict, configuration: dict = None, secrets: dict = None, **kwargs) -> None:
-    global _rolling_back
-    _rolling_back = True
+    if drill := session.given(configuration):
+        drill.rolling_back = True
 
 
 def after_rollback_control(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dcdrill.chaos import context
+from dcdrill.chaos import context, session
 from dcdrill.chaos.kafka.probes import HYPOTHESIS_SHARE_S, cluster_now, wait_until
 from dcdrill.chaos.kafka.watch import CoordinationWatch
 from dcdrill.infra.observe import hostaccess
 
 __all__ = ["elect_preferred_leaders", "watch_coordination", "stop_watching_coordination"]
-
-_watching: dict[str, CoordinationWatch] = {}  # Chaos Toolkit runs every activity in one process
 
 # The broker holds its answer until the new leaders are in its metadata, up to the request's own
 # timeout; the client's must be longer, or a busy controller reads as a failed request.
@@ -45,9 +43,9 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
     """Sample the quorum's leader and the live brokers into the record's coordination log until
     stop_watching_coordination (chaos/kafka/watch.py). Started before the fault, so the log holds
     the leader the fault found."""
-    key = str(context.run_dir(configuration))
-    if key not in _watching:
-        _watching[key] = CoordinationWatch(
+    drill = session.of(configuration)
+    if drill.watch is None:
+        drill.watch = CoordinationWatch(
             context.record(configuration),
             context.inventory(configuration),
             float(interval_s),
@@ -60,10 +58,11 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
 def watched_isr(configuration, max_age_ms: int) -> dict | None:
     """The drill topic's {partitions, in_sync} from the running coordination watch's latest
     sample, if one is at most `max_age_ms` old (not an activity: faults read it)."""
-    watch = _watching.get(str(context.run_dir(configuration)))
-    return watch.isr(max_age_ms) if watch else None
+    drill = session.given(configuration)
+    return drill.watch.isr(max_age_ms) if drill and drill.watch else None
 
 
 def stop_watching_coordination(configuration: dict = None, secrets: dict = None) -> dict:
-    watch = _watching.pop(str(context.run_dir(configuration)), None)
+    drill = session.of(configuration)
+    watch, drill.watch = drill.watch, None
     return {"watching": False} if watch is None else {"watching": False, **watch.stop()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dcdrill.chaos import context
+from dcdrill.chaos import context, session
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.observe import broker_logs, service_logs, status_text
 from dcdrill.infra.observe import status as cluster
@@ -30,17 +30,17 @@ __all__ = [
 # hypothesis's probes pass it, and the leader balance just after them (which acts only when that
 # status shows a leader off its place): waits and faults read afresh.
 HYPOTHESIS_SHARE_S = 3.0
-_last: dict[tuple, tuple[float, dict]] = {}
 
 
 def cluster_now(configuration, max_age_s: float = 0.0) -> dict:
     """infra.observe.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
     probe itself: __all__ lists those). `max_age_s`: a status read at most this long ago will do."""
     key = (context.stack_name(configuration), context.target_dc(configuration))
-    if max_age_s > 0 and key in _last and time.monotonic() - _last[key][0] <= max_age_s:
-        return _last[key][1]
+    kept = drill.statuses if (drill := session.given(configuration)) else {}
+    if max_age_s > 0 and key in kept and time.monotonic() - kept[key][0] <= max_age_s:
+        return kept[key][1]
     st = cluster.cluster_status(context.inventory(configuration), avoid_dc=key[1])
-    _last[key] = (time.monotonic(), st)
+    kept[key] = (time.monotonic(), st)
     return st
 
 

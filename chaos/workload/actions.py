@@ -1,5 +1,5 @@
-"""Start and stop the workload from an experiment. Chaos Toolkit runs every activity in one
-process, so the running workload is kept here between activities."""
+"""Start and stop the workload from an experiment; the running workload is kept in the drill's
+session (chaos/session.py) between activities."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 from chaoslib.exceptions import ActivityFailed
 
-from dcdrill.chaos import context
+from dcdrill.chaos import context, session
 from dcdrill.infra import lifecycle, mirror_rules
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import WORKLOAD_GROUP, now_ms
@@ -16,12 +16,11 @@ from dcdrill.validation import workload as wl
 
 __all__ = ["start_workload", "stop_workload", "fail_over_consumers", "run_audit", "delete_topic"]
 
-_running: dict[str, wl.Workload] = {}  # the workload each drill record's experiment started, by record
-
 
 def running_workload(configuration: dict | None) -> wl.Workload | None:
     """The workload start_workload started for this drill record in this process, if any."""
-    return _running.get(str(context.run_dir(configuration)))
+    drill = session.given(configuration)
+    return drill.workload if drill else None
 
 
 def start_workload(
@@ -59,7 +58,8 @@ def start_workload(
     # Before any process starts: heal finds this record, and this process, after a crash.
     open_drills.note(context.stack_name(configuration), str(record.path.resolve()))
     record.note_agent("experiment", os.getpid())
-    w = _running[str(run)] = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None).start()
+    w = session.of(configuration).workload = wl.Workload(run, inv, spec, cluster=t.name if d.replicated else None)
+    w.start()
     writers = [t.name]
     for c in d.clusters[1:]:  # active-active: every cluster a mirror copies from takes writes too
         if any(f.source == c.name for f in d.flows):
@@ -77,7 +77,8 @@ def start_workload(
 
 
 def stop_workload(configuration: dict = None, secrets: dict = None) -> dict:
-    w = _running.pop(str(context.run_dir(configuration)), None)
+    drill = session.of(configuration)
+    w, drill.workload = drill.workload, None
     if w is None:
         return {"stopped": False}
     codes = w.stop()
