@@ -44,6 +44,10 @@ CONVERGENCE = "convergence.json"  # a failed wait for the cluster: the causes re
 AUDIT_END = "audit-end.json"  # each audit ledger's length when its audit finished: a cut one is refused
 AGENTS = "agents.jsonl"  # every process a drill started on a host: what heal stops after a crash
 COLLECTED = "collected.jsonl"  # each client host's folder as it came back into the record
+CLOCKS = "clocks.jsonl"  # each workload process's host clock against the control's, at start and end
+# Fault times are the control's clock, send and ack times each client host's: a record whose
+# host is surely further off than this (offset beyond it by more than half the round trip) is refused.
+CLOCK_TOLERANCE_MS = 500
 MIRROR_EVENT_KINDS = ("start", "rebalance")
 REPORT = "report"
 
@@ -162,6 +166,25 @@ def parse_agents(data: bytes, name: str) -> list[dict]:
                 raise ValueError(f"{where}: {key} must be a positive integer, got {row.get(key)!r}")
         if row.get("folder") is not None and not isinstance(row.get("host"), str):
             raise ValueError(f"{where}: an agent with a folder names its host, got {row.get('host')!r}")
+        rows.append(row)
+    return rows
+
+
+def parse_clocks(data: bytes, name: str) -> list[dict]:
+    """clocks.jsonl (RECORD.md): {name, host, at: start|end, offset_ms, rtt_ms, at_ms} per line."""
+    rows = []
+    for where, row in _objects(data, name, "a clock reading"):
+        for key in ("name", "host"):
+            if not isinstance(row.get(key), str):
+                raise ValueError(f"{where}: {key} must be a string, got {row.get(key)!r}")
+        if row.get("at") not in ("start", "end"):
+            raise ValueError(f"{where}: at must be start or end, got {row.get('at')!r}")
+        offset = row.get("offset_ms")
+        if not isinstance(offset, int) or isinstance(offset, bool):  # either sign: the host's clock minus the control's
+            raise ValueError(f"{where}: offset_ms must be an integer, got {offset!r}")
+        for key in ("rtt_ms", "at_ms"):
+            if not _whole(row.get(key)):
+                raise ValueError(f"{where}: {key} must be a whole number, got {row.get(key)!r}")
         rows.append(row)
     return rows
 

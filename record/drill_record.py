@@ -20,6 +20,8 @@ from dcdrill.record.contents import (
     AGENTS,
     AUDIT_END,
     BASELINE,
+    CLOCK_TOLERANCE_MS,
+    CLOCKS,
     COLLECTED,
     CONVERGENCE,
     COORDINATION,
@@ -42,6 +44,7 @@ from dcdrill.record.contents import (
     checked,
     experiment_name,
     parse_agents,
+    parse_clocks,
     parse_collected,
     parse_coordination,
     parse_failovers,
@@ -186,7 +189,27 @@ class DrillRecord:
             for row in self._lines(COLLECTED, parse_collected) or []
             if row.get("lost")
         ]
-        return out + self._manifest_gaps(journal)
+        return out + self.clock_problems() + self._manifest_gaps(journal)
+
+    def clock_problems(self, tolerance_ms: int = CLOCK_TOLERANCE_MS) -> list[str]:
+        """The client hosts whose clock was surely more than `tolerance_ms` off the control's: the
+        record's send and ack times could not be set against its fault times."""
+        return [
+            f"{CLOCKS}: {c['host']}'s clock was {c['offset_ms']:+d} ms off the control's at {c['name']}'s {c['at']} "
+            f"(round trip {c['rtt_ms']} ms; tolerance {tolerance_ms} ms): set the hosts' clocks by NTP"
+            for c in self.clocks()
+            if abs(c["offset_ms"]) - c["rtt_ms"] / 2 > tolerance_ms
+        ]
+
+    def clocks(self) -> list[dict]:
+        """clocks.jsonl: each workload process's host clock against the control's."""
+        return self._lines(CLOCKS, parse_clocks) or []
+
+    def note_clock(self, name: str, host: str, at: str, offset_ms: int, rtt_ms: int) -> None:
+        with Ledger(self.file(CLOCKS)) as out:
+            out.write(
+                {"name": name, "host": host, "at": at, "offset_ms": offset_ms, "rtt_ms": rtt_ms, "at_ms": now_ms()}
+            )
 
     def _manifest_gaps(self, journal) -> list[str]:
         """What a drill started and its record lacks. A drill (experiment.json and its journal) must

@@ -10,8 +10,10 @@ and log there, and the control copies the folder back when the process ended (ho
 The request names its fields (REQUEST_FIELDS). This writes one JSON line to stdout each time
 the process's status changes ({"status": {...}}), a producer's new acknowledgements as they land
 in its ledger ({"acks": [[ack_ms, latency_ms], ...]}), and a last one when it ended ({"exit": N,
-"said": its last stdout line}). Its stdin closing is SIGTERM to the process: the control
-closes it to stop the process, and it closes by itself when the control's session goes away.
+"said": its last stdout line}). Each later stdin line {"clock": N} is answered at once with
+{"clock": N, "host_ms": this host's clock}: the control's round trip measures the host's clock
+against its own. Its stdin closing is SIGTERM to the process: the control closes it to stop the
+process, and it closes by itself when the control's session goes away.
 `--stop` (heal, after a crash) stops whatever still runs with FOLDER on its command line.
 """
 
@@ -30,16 +32,33 @@ from dcdrill.record import DrillRecord
 
 REQUEST_FIELDS = ("module", "name", "config", "password")
 MODULES = ("producer", "consumer", "audit")
-STATUS, ACKS, EXIT, SAID = "status", "acks", "exit", "said"  # the keys of what this writes
+STATUS, ACKS, EXIT, SAID, CLOCK, HOST_MS = "status", "acks", "exit", "said", "clock", "host_ms"  # what this writes
 STOP_WAIT_S = 30.0
 _POLL_S = 0.5
 
 
+_EMITTING = threading.Lock()  # the main loop and the clock's answers write lines from two threads
+
+
 def _emit(line: dict) -> None:
     try:
-        print(json.dumps(line), flush=True)
+        with _EMITTING:
+            print(json.dumps(line), flush=True)
     except (BrokenPipeError, ValueError):  # the control went away: the process still ends cleanly
         pass
+
+
+def _serve_stdin(child: subprocess.Popen) -> None:
+    """Answer each {"clock": N} line with this host's clock; at end of input, SIGTERM the child."""
+    for line in sys.stdin:
+        try:
+            asked = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(asked, dict) and isinstance(asked.get(CLOCK), int):
+            _emit({CLOCK: asked[CLOCK], HOST_MS: time.time_ns() // 1_000_000})
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
 
 
 def run(folder: Path, request: dict) -> int:
@@ -75,9 +94,7 @@ def run(folder: Path, request: dict) -> int:
 
     copier = threading.Thread(target=copy_stdout, daemon=True)
     copier.start()
-    threading.Thread(
-        target=lambda: (sys.stdin.read(), child.poll() is None and child.send_signal(signal.SIGTERM)), daemon=True
-    ).start()
+    threading.Thread(target=_serve_stdin, args=(child,), daemon=True).start()
     status_file, last = folder / "status" / f"{record.status_name(request['module'], name)}.json", None
     acks = AckTail(record.produced(name)) if request["module"] == "producer" else None
     while True:

@@ -6,8 +6,9 @@ files stay on that host's disk until `collect` brings them into the record.
 
 from __future__ import annotations
 
+import itertools
 import json
-import signal
+import queue
 import subprocess
 import sys
 import threading
@@ -29,6 +30,8 @@ AGENT_LIFETIME_S, AGENT_GRACE_S = 3600.0, 120.0
 ACKS_KEPT = 100_000  # a producer's latest acknowledgements the control keeps (minutes at a drill's rate)
 DEFAULT_DATA_ROOT = "/var/lib/dcdrill"  # a host's own disk, where its inventory does not say
 RUNNER = "dcdrill.validation.host_process"  # what each workload process runs under on its host
+CLOCK_SAMPLES = 3  # round trips per clock reading; the quickest gives the offset
+CLOCK_WAIT_S = 15.0  # a round trip's longest wait: the first waits for the runner's start on its host
 # Started by root, each workload process drops to a uid of its own (validation/clients.py
 # become_agent), in one group that may write the record's ledger folders. No passwd entries.
 AGENT_GID = 300_000
@@ -142,10 +145,11 @@ def collect_folder(record: DrillRecord, inventory: Inventory, host: InventoryHos
 
 
 class HostProcess:
-    """One workload process on its client host, started through host access, seen from here as
-    a Popen: poll, wait, send_signal (any signal closes its stdin: the runner's SIGTERM), kill
-    (ends the session, which the runner also reads as SIGTERM). Its status lines land in the
-    local record's status/ as they come, so progress and drain read them there."""
+    """One workload process on its client host, started through host access: poll and wait as a
+    Popen's; `stop()` closes its stdin, which the runner on the host reads as SIGTERM to the
+    process; `kill()` ends the host session, which the runner reads the same way. No signal
+    crosses to the host. Its status lines land in the local record's status/ as they come, so
+    progress and drain read them there."""
 
     def __init__(
         self, record: DrillRecord, inventory: Inventory, host: InventoryHost, module: str, name: str, config: dict
@@ -156,6 +160,8 @@ class HostProcess:
         self.said = ""
         self.acks: deque[tuple[int, int]] = deque(maxlen=ACKS_KEPT)  # (ack_ms, latency_ms), newest last
         self._record = record
+        self._clock_answers: queue.Queue = queue.Queue()
+        self._asked = itertools.count(1)
         access_log = record.log(f"{name}.access")
         access_log.parent.mkdir(parents=True, exist_ok=True)
         request = dict(zip(host_process.REQUEST_FIELDS, (module, name, config, _password(inventory))))
@@ -179,6 +185,42 @@ class HostProcess:
                 self.acks.extend(tuple(a) for a in said[host_process.ACKS])
             if host_process.EXIT in said:
                 self.exit, self.said = said[host_process.EXIT], said.get(host_process.SAID, "")
+            if host_process.CLOCK in said:
+                self._clock_answers.put((time.monotonic(), said[host_process.CLOCK], said.get(host_process.HOST_MS)))
+
+    def clock(self) -> tuple[int, int] | None:
+        """(offset_ms, rtt_ms): this host's clock minus the control's, at the midpoint of the
+        quickest of CLOCK_SAMPLES round trips over the process's own session, and that round
+        trip (the offset is good to half of it). None when the process no longer answers."""
+        best = None
+        for _ in range(CLOCK_SAMPLES):
+            n = next(self._asked)
+            sent, wall = time.monotonic(), time.time()
+            try:
+                self.proc.stdin.write(json.dumps({host_process.CLOCK: n}) + "\n")
+                self.proc.stdin.flush()
+            except (OSError, ValueError):  # stopped: its stdin is closed
+                break
+            answer = self._clock_answer(n, sent + CLOCK_WAIT_S)
+            if answer is None:  # no answer in time (a runner that does not serve the clock): stop asking
+                break
+            got, host_ms = answer
+            rtt_s = got - sent
+            offset = round(host_ms - (wall + rtt_s / 2) * 1000)
+            if best is None or rtt_s * 1000 < best[1]:
+                best = (offset, round(rtt_s * 1000))
+        return best
+
+    def _clock_answer(self, n: int, deadline: float) -> tuple[float, int] | None:
+        """(when it came, the host's clock) of the answer to clock question `n`; older answers skipped."""
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                got, answered, host_ms = self._clock_answers.get(timeout=left)
+            except queue.Empty:
+                return None
+            if answered == n and isinstance(host_ms, int):
+                return got, host_ms
+        return None
 
     @property
     def returncode(self) -> int | None:
@@ -195,13 +237,12 @@ class HostProcess:
         self.proc.wait(timeout)
         return self.returncode
 
-    def send_signal(self, _sig=None) -> None:
+    def stop(self) -> None:
+        """Ask the process to end (its runner SIGTERMs it), without waiting."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
-
-    terminate = send_signal
 
     def kill(self) -> None:
         self.proc.kill()
@@ -263,6 +304,7 @@ class Workload:
         self.cluster = cluster
         self.record = DrillRecord(run_dir)
         self.procs: list[tuple[str, HostProcess]] = []
+        self._clocked: set[str] = set()  # the processes whose host clock was read at their start
         self.recovered: dict[str, int] = {}  # producer -> info rows written from its intent log
 
     def add_producers(self, inventory: Inventory, cluster: str) -> list[str]:
@@ -274,6 +316,7 @@ class Workload:
             pid = f"p{first + i}"
             self._spawn("producer", pid, host, inventory, self.spec, producer_id=pid, cluster=cluster)
             started.append(pid)
+        self.read_clocks("start")
         return started
 
     def fail_over(self, inventory: Inventory, topic: str, cluster: str, timeout_s: float = 30.0) -> list[str]:
@@ -283,7 +326,7 @@ class Workload:
         auto.offset.reset=none: a partition without one is an error, never a silent skip."""
         running = [(n, p) for n, p in self.procs if n.startswith("c") and p.poll() is None]
         for _, p in running:
-            p.send_signal(signal.SIGTERM)
+            p.stop()
         for _, p in running:
             try:
                 p.wait(timeout_s)
@@ -313,7 +356,21 @@ class Workload:
             self._spawn("consumer", f"c{i + 1}", host, inv, self.spec, consumer_id=f"c{i + 1}", **where)
         for i, host in enumerate(placements(inv, self.spec.hosts, self.spec.producers)):
             self._spawn("producer", f"p{i + 1}", host, inv, self.spec, producer_id=f"p{i + 1}", **where)
+        self.read_clocks("start")
         return self
+
+    def read_clocks(self, at: str) -> None:
+        """Each running process's host clock against the control's into the record (clocks.jsonl),
+        all at once: at "start" those not yet read, at "end" every one still running."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = [(n, p) for n, p in self.procs if p.poll() is None and (at == "end" or n not in self._clocked)]
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            readings = list(pool.map(lambda np: np[1].clock(), todo))
+        for (name, proc), reading in zip(todo, readings):
+            self._clocked.add(name)
+            if reading is not None:
+                self.record.note_clock(name, proc.host.name, at, *reading)
 
     def _spawn(
         self, module: str, name: str, host: InventoryHost, inventory: Inventory, spec: WorkloadSpec, **extra
@@ -378,12 +435,13 @@ class Workload:
         """Stop the producers, let the consumers drain, then stop them; collect their files (a
         producer that died mid-send leaves reserved seqs without a row: `collect` settles them).
         Returns exit codes."""
+        self.read_clocks("end")
         for group in ("p", "c"):
             if group == "c" and any(n.startswith("c") for n, _ in self.procs):
                 self.drain_consumers()
             for name, p in self.procs:
                 if name.startswith(group) and p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
+                    p.stop()
             deadline = time.monotonic() + timeout_s
             for name, p in self.procs:
                 if name.startswith(group):

@@ -144,6 +144,13 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert all(ms is None or ms >= 10_000 for ms in moves["fenced_ms"].values()), moves
     if moves["leader_had_to_move"]:
         assert moves["leader_change_ms"] is not None and moves["leader_after_dc"] != "dc-a", moves
+    # Each workload process's host clock read at its start and before its stop, over its own
+    # session: the lab's hosts share this machine's clock, so each offset is within its round trip.
+    clocks = DrillRecord(run).clocks()
+    assert {(c["name"], c["at"]) for c in clocks} == {
+        (n, at) for n in ("p1", "p2", "p3", "c1", "c2") for at in ("start", "end")
+    }
+    assert all(abs(c["offset_ms"]) <= c["rtt_ms"] / 2 + 2 for c in clocks), clocks
     # The snapshot is the watch's last sample before the kill; the samples saw the ISR shrink
     # while dc-a was down (every partition has a replica there).
     samples = DrillRecord(run).coordination()

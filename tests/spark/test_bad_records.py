@@ -384,7 +384,23 @@ BAD = [
         lambda r: whole_drill(r, intents=[HEADER, {"reserved": 10**12, "at_ms": 1}]),
         "seqs reserved with no row, beyond any producer's",
     ),
+    # A host whose clock was off: its send and ack times cannot be set against the fault's.
+    (
+        "a producer's host clock 2 s ahead",
+        lambda r: (whole_drill(r), _clock(r, offset_ms=2_000, rtt_ms=40)),
+        "clocks.jsonl: c1.dc-a.lab's clock was +2000 ms off the control's at p1's start",
+    ),
+    (
+        "a clock reading with no offset",
+        lambda r: (whole_drill(r), _clock(r, offset_ms=None, rtt_ms=40)),
+        "clocks.jsonl:1: offset_ms must be an integer, got None",
+    ),
 ]
+
+
+def _clock(run, **reading):
+    row = {"name": "p1", "host": "c1.dc-a.lab", "at": "start", "at_ms": 900, **reading}
+    (run / "clocks.jsonl").write_text(json.dumps(row) + "\n")
 
 
 def test_every_malformed_record_exits_2_naming_file_and_line_and_the_others_still_verify(tmp_path, spark, capsys):
