@@ -170,6 +170,24 @@ def test_the_github_workflow_drills_an_aws_stack_with_only_an_oidc_role():
     assert steps.index(creds) < steps.index(next(s for s in steps if s.get("name") == "Drill"))
 
 
+def test_the_github_workflow_refuses_an_aws_stack_whose_state_would_go_with_the_runner(tmp_path):
+    """issue 69 item 4: an AWS stack's Pulumi state in a backend that outlives the job, and
+    credentials that outlive the job too, so its teardown can run."""
+    job = yaml.safe_load((RECIPES / "github-actions.yml").read_text())["jobs"]["drill"]
+    steps = job["steps"]
+    [check] = [s for s in steps if s.get("name", "").startswith("A durable Pulumi backend")]
+    assert check["if"] == "startsWith(env.STACK, 'aws-')"
+    assert steps.index(check) < steps.index(next(s for s in steps if s.get("name") == "Drill"))
+    for url, code in [("", 2), ("file:///home/runner/.pulumi", 2), ("s3://", 2), ("s3://acme-state", 0)]:
+        res = subprocess.run(
+            ["bash", "-c", check["run"]], env={"PULUMI_BACKEND_URL": url}, capture_output=True, text=True
+        )
+        assert res.returncode == code, (url, res.stdout)
+        assert code == 0 or "DCDRILL_PULUMI_BACKEND" in res.stdout
+    creds = next(s for s in steps if s.get("uses", "").startswith("aws-actions/configure-aws-credentials@"))
+    assert creds["with"]["role-duration-seconds"] > job["timeout-minutes"] * 60
+
+
 # What a hosted Ubuntu runner's sudo does (its sudoers): PATH becomes secure_path, whatever the
 # caller's; HOME becomes root's; little else of the environment survives.
 SECURE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin"
@@ -230,6 +248,8 @@ def _dry_run_github(tmp_path, stack: str, workflow: str) -> list[str]:
         "REPEAT": "1",
         "KEEP_UP": "false",
         "DCDRILL_PIP": "dcdrill[aws,verify] @ git+https://github.com/acme/dcdrill.git@0a1b2c3",
+        # The job's env, from the repository variable DCDRILL_PULUMI_BACKEND (AWS stacks only)
+        "PULUMI_BACKEND_URL": "s3://acme-state" if stack.startswith("aws-") else "",
     }
     (work / "runs").mkdir()
     for step in wf["jobs"]["drill"]["steps"]:
