@@ -47,6 +47,7 @@ REGION = r"^[a-z]{2}(-[a-z]+)+-[0-9]$"
 ZONE = r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$"
 INSTANCE_TYPE = r"^[a-z][a-z0-9-]*\.[a-z0-9]+$"
 AMI = r"^ami-[0-9a-f]{8,17}$"
+IAM_ROLE_NAME = r"^[A-Za-z0-9+=,.@_-]{1,64}$"  # IAM's own limits on a role's name
 
 # The lab's /16 must be private: the lab routes it, and only it, into its namespaces.
 PRIVATE_NETS = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
@@ -337,6 +338,11 @@ class AwsSpec(Spec):
     data_volume_gb: int = Field(100, ge=8, le=16_384, alias="dataVolumeGb")
     keep_data_volumes: bool = Field(False, alias="keepDataVolumes")  # kept after `pulumi destroy` when true
     ami: dict[Region, matching(AMI, "an AMI id like ami-0123456789abcdef0")] = Field(default_factory=dict)
+    # The role the fault driver runs as (your CI's): the stack attaches its policy there itself,
+    # so `pulumi destroy` detaches it before deleting it (an attached policy cannot be deleted).
+    fault_driver_role: matching(IAM_ROLE_NAME, "an IAM role's name, not its ARN") | None = Field(
+        None, alias="faultDriverRole"
+    )
 
 
 MIRROR_MODES = ("active-passive", "active-active")

@@ -10,6 +10,8 @@ checks that must pass before any resource is registered, and the inventory shape
   keepDataVolumes                     keep the data volumes after `pulumi destroy`, default false
   ami: {region: ami-id}               default: the newest Amazon Linux 2023 image per region at the
                                       first `up`, kept after that (instances ignore later AMI changes)
+  faultDriverRole                     the IAM role (its name) the drill runs as: the stack attaches its
+                                      fault-driver policy to it, and detaches it on destroy
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class AwsSettings:
     data_volume_gb: int
     keep_data_volumes: bool
     ami: dict[str, str]
+    fault_driver_role: str | None = None
 
 
 def regions(t: Layout) -> list[str]:
@@ -65,6 +68,7 @@ def settings(t: Layout, config: dict) -> AwsSettings:
         data_volume_gb=raw.data_volume_gb,
         keep_data_volumes=raw.keep_data_volumes,
         ami=dict(raw.ami),
+        fault_driver_role=raw.fault_driver_role,
     )
 
 

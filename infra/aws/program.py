@@ -82,8 +82,10 @@ class FaultInjectionRole(pulumi.ComponentResource):
 
 
 class FaultDriverPolicy(pulumi.ComponentResource):
-    """The IAM policy the fault driver's role needs for this stack and no other: attach it to the
-    role your CI assumes (docs/aws.md). Its ARN is the stack output `faultDriverPolicyArn`."""
+    """The IAM policy the fault driver's role needs for this stack and no other. Its ARN is the
+    stack output `faultDriverPolicyArn`. With `role` (dcdrill:aws.faultDriverRole) the stack
+    attaches it there itself, so destroy detaches it first: a policy attached by hand would stop
+    `pulumi destroy` (AWS deletes no attached policy)."""
 
     def __init__(
         self,
@@ -91,6 +93,7 @@ class FaultDriverPolicy(pulumi.ComponentResource):
         stack_tag: str,
         fis_role_arn: pulumi.Input[str],
         bucket: pulumi.Input[str],
+        role: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("dcdrill:aws:FaultDriverPolicy", name, None, opts)
@@ -103,6 +106,10 @@ class FaultDriverPolicy(pulumi.ComponentResource):
             policy=policy,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        if role:
+            aws.iam.RolePolicyAttachment(
+                f"{name}-attachment", role=role, policy_arn=self.policy.arn, opts=pulumi.ResourceOptions(parent=self)
+            )
         pulumi.export("faultDriverPolicyArn", self.policy.arn)
         self.register_outputs({"arn": self.policy.arn})
 
@@ -191,7 +198,12 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     fis = FaultInjectionRole("fis-role", stack_tag, pulumi.ResourceOptions(provider=providers[home]))
     bucket = StackBucket("stack-bucket", d.name, pulumi.ResourceOptions(provider=providers[home]))
     FaultDriverPolicy(
-        "fault-driver", stack_tag, fis.role.arn, bucket.bucket.bucket, pulumi.ResourceOptions(provider=providers[home])
+        "fault-driver",
+        stack_tag,
+        fis.role.arn,
+        bucket.bucket.bucket,
+        s.fault_driver_role,
+        pulumi.ResourceOptions(provider=providers[home]),
     )
     amis = {
         r: s.ami.get(r)

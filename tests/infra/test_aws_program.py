@@ -28,6 +28,8 @@ class Mocks(pulumi.runtime.Mocks):
             outs["bucket"] = "stack-bucket"
         if args.typ == "aws:iam/role:Role":
             outs["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{args.name}-0a1b2c3"
+        if args.typ == "aws:iam/policy:Policy":
+            outs["arn"] = f"arn:aws:iam::{ACCOUNT}:policy/{args.name}-0a1b2c3"
         self.resources.append(args)
         return [f"{args.name}-id", outs]
 
@@ -393,3 +395,20 @@ def test_fis_gets_a_role_of_the_stacks_own_that_only_the_fault_driver_may_pass_t
         *([outs["mirrors"]] if "mirrors" in outs else []),
     ]
     assert all(inv["all"]["vars"]["aws_fis_role_arn"] == arn for inv in inventories)
+
+
+def test_the_stack_attaches_its_fault_driver_policy_to_the_role_named_so_destroy_can_detach_it():
+    """issue 69 item 4: a policy the stack owns, attached by hand to the CI role, stops `pulumi
+    destroy` (AWS deletes no attached policy). Named in dcdrill:aws.faultDriverRole, the stack
+    attaches it itself: the attachment depends on the policy, so destroy removes it first."""
+    aws_keys = {**stack.load_config("aws-3az-tiebreaker").get("dcdrill:aws", {}), "faultDriverRole": "github-dcdrill"}
+    mocks, _, _ = run_program("aws-3az-tiebreaker", {"dcdrill:aws": aws_keys})
+    [attachment] = [
+        r for r in mocks.of("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if r.name.startswith("fault")
+    ]
+    assert attachment.inputs == {
+        "role": "github-dcdrill",
+        "policyArn": f"arn:aws:iam::{ACCOUNT}:policy/fault-driver-0a1b2c3",
+    }
+    mocks, _, _ = run_program("aws-3az-tiebreaker")  # unnamed: the policy is the user's to attach
+    assert [r.name for r in mocks.of("aws:iam/rolePolicyAttachment:RolePolicyAttachment")] == ["ssm-ssm"]

@@ -341,6 +341,12 @@ MALFORMED = [
     ("two DCs in one AZ", AWS, dc0(zone="eu-west-1b"), "[aws-zone-shared] dc-b and dc-a are both in eu-west-1b"),
     ("bad region", AWS, dc0(region="Europe"), "datacenters[0].region: 'Europe' is not an AWS region name"),
     ("bad AMI", AWS, aws(ami={"eu-west-1": "debian"}), "dcdrill:aws.ami.eu-west-1: 'debian' is not an AMI id"),
+    (
+        "a role's ARN for its name",
+        AWS,
+        aws(faultDriverRole="arn:aws:iam::123456789012:role/ci"),
+        "dcdrill:aws.faultDriverRole: 'arn:aws:iam::123456789012:role/ci' is not an IAM role's name",
+    ),
     # The model's rules (infra/rules.py) and the AWS backend's, after the schema: exit 2 naming them.
     (
         "world open in two halves",
