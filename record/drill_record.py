@@ -189,7 +189,7 @@ class DrillRecord:
             for row in self._lines(COLLECTED, parse_collected) or []
             if row.get("lost")
         ]
-        return out + self.clock_problems() + self._manifest_gaps(journal)
+        return out + self._manifest_gaps(journal)
 
     def clock_problems(self, tolerance_ms: int = CLOCK_TOLERANCE_MS) -> list[str]:
         """The client hosts whose clock was surely more than `tolerance_ms` off the control's: the

@@ -134,6 +134,8 @@ def verify(
         raise BadInput("; ".join(unsafe))
     if gaps := record.incomplete():  # a crash halfway: the ledgers stop there, so no verdict holds
         raise BadInput(f"{record.location}: an incomplete drill record: " + "; ".join(gaps))
+    if skewed := record.clock_problems():  # its send and ack times cannot be set against its fault times
+        raise BadInput(f"{record.location}: a client host's clock was off: " + "; ".join(skewed))
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = record.topology()
     faults = record.faults()

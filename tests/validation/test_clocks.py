@@ -13,6 +13,7 @@ import pytest
 
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import CLOCK_TOLERANCE_MS, CLOCKS, parse_clocks
+from dcdrill.spark import verify
 from dcdrill.validation import workload
 from dcdrill.validation.workload import HostProcess
 
@@ -82,7 +83,8 @@ def test_a_record_whose_host_was_surely_off_by_more_than_the_tolerance_is_refuse
     record = _clocks(tmp_path / "off", ("c2.dc-b.lab", -(CLOCK_TOLERANCE_MS + 60), 100))
     [problem] = record.clock_problems()
     assert problem.startswith(f"{CLOCKS}: c2.dc-b.lab's clock was -560 ms off the control's at p1's start")
-    assert problem in record.incomplete()  # so verify refuses it (exit 2)
+    with pytest.raises(verify.BadInput, match="a client host's clock was off: clocks.jsonl: c2.dc-b.lab"):
+        verify.verify(record)  # refused (exit 2), before any Spark
 
 
 @pytest.mark.parametrize(
