@@ -178,6 +178,11 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     assert os.environ["GITHUB_TOKEN"] == MARKER_SECRET and not leaked, leaked
 
 
+# Off CI's path: the power-loss drill (tests/chaos/test_power_loss_integration.py) runs an
+# isolate-dc, checks its prediction and the healed cluster, within CI's 35 minutes.
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_LABS"), reason="CI isolates a DC in the power-loss drill: DCDRILL_SLOW_LABS=1"
+)
 def test_isolate_dc_split_brain(lab, tmp_path):
     run = tmp_path / "isolate"
     res = drill(run, "--experiment", "isolate-dc", "--dc", "dc-a")
