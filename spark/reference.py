@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
+from dcdrill.spark import clock_alignment
 
 
 def _ledger(record: DrillRecord, kind: str) -> tuple[list[dict], int]:
@@ -96,6 +97,8 @@ def latencies(run_dir: str | Path) -> dict:
     by_dc, by_dc_phase and by_partition latency columns."""
     P, _ = _ledger(DrillRecord(run_dir), "produced")
     faults = [json.loads(line) for line in (Path(run_dir) / "faults.jsonl").read_text().splitlines() if line.strip()]
+    shift = clock_alignment.alignment(DrillRecord(run_dir).clocks())["shift_ms"]
+    faults = clock_alignment.on_producer_clocks(faults, shift)  # as the verifier sets them
 
     def phase(send_ms: int) -> str:  # before the first fault, during one, or after it (to the next)
         label = "before" if faults else "no fault"

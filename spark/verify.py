@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dcdrill.record import DrillRecord
 from dcdrill.spark import (
     checker,
+    clock_alignment,
     coordination,
     identities,
     memory,
@@ -139,6 +140,9 @@ def verify(
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = record.topology()
     faults = record.faults()
+    # The producers' rows against the windows as their hosts' clocks saw them (spark/clock_alignment.py).
+    clocks = clock_alignment.alignment(record.clocks())
+    seen = clock_alignment.on_producer_clocks(faults, clocks["shift_ms"])
     spark = spark or session.session(conf=conf, plan=plan)
     # Not cached: one scan reads each ledger (JSON Lines parsed once); only rare second looks
     # (spark/checker.py) read one again.
@@ -163,7 +167,7 @@ def verify(
     # One scan reads the ledgers; every fold after it reads what the scan kept (spark/jvm/Scan.java).
     plain = {kind: info["plain"] for kind, (_, info) in ledgers.items()}  # read batch by batch where they can be
     where = {kind: info["where"] for kind, (_, info) in ledgers.items()}  # a replicated record's home rows
-    scanned = identities.scan(P, A, C, partitions, faults, plain, where)
+    scanned = identities.scan(P, A, C, partitions, seen, plain, where)
     # Jobs of their own, each submitted as soon as what it needs is known, so that one's driver
     # work (collecting, parsing) overlaps another's tasks: the single-ledger tables and the
     # identity pass read the scan's cache; the report's first lost or duplicated records are named
@@ -177,7 +181,7 @@ def verify(
                 f"to look at, {scr.totals['unmirrored']} whose consumed rows differ from the log)"
             )
             ledgerwise = pool.submit(checker.ledgerwise, scanned, A)
-            ident = identities.identity_pass(scanned, C, scr, faults)
+            ident = identities.identity_pass(scanned, C, scr, seen)
             named = pool.submit(checker.examples, P, A, ident, plain, where)
             lw = ledgerwise.result()
         except BaseException:
@@ -189,7 +193,10 @@ def verify(
         reject_bad_rows(spark, record, ident.totals, {k: info for k, (_, info) in ledgers.items()})
         reject_sparse_seqs(record, P, lw.tables["seqs"])
         torn = sum(info["torn"] for _, info in ledgers.values())
-        summary = checker.run(P, A, C, ident, faults, lw, torn_lines=torn)
+        summary = checker.run(P, A, C, ident, seen, lw, torn_lines=torn)
+        for f, recorded in zip(summary["faults"], faults):  # the record's own times, as coordination's are
+            f["start_ms"], f["end_ms"] = recorded["start_ms"], recorded.get("end_ms")
+        summary["clock_alignment"] = clocks
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
