@@ -108,13 +108,22 @@ class Plan:
 
 def check(args) -> int:
     """`dcdrill drill --check`: the preflight alone. Starts nothing, reaches no cluster. On AWS it
-    also checks what the control needs to reach the hosts (infra/aws/prerequisites.py), so a
-    drill never stops halfway for want of them."""
+    also checks what the control needs to reach the hosts (infra/aws/prerequisites.py) and reads
+    what the account lacks for the stack (infra/aws/account.py), so a drill never stops halfway
+    for want of them."""
     plan = Plan(args)
     if plan.problems:
         raise ValueError(f"{args.experiment} on {args.stack}: " + "; ".join(plan.problems))
     if plan.backend.name == "aws":
         plan.backend.require_support()
+        print("dcdrill: reading the account (EC2 vCPU quota, FIS's role, SSM endpoints): read-only", flush=True)
+        from dcdrill.infra.aws.account import Unread
+
+        found = plan.backend.account_findings(plan.deployment)
+        for line in (f for f in found if isinstance(f, Unread)):
+            print(f"dcdrill: warning: {line}", file=sys.stderr)
+        if lacking := [f for f in found if not isinstance(f, Unread)]:
+            raise ValueError(f"the AWS account cannot run stack {args.stack} yet: " + "; ".join(lacking))
     print(
         f"dcdrill: {args.experiment} can run on stack {args.stack} ({plan.backend.name} backend)"
         + (f", target {plan.dc or 'the DC of the quorum leader'}" if args.experiment in TARGETS_A_DC else "")

@@ -28,11 +28,28 @@ def topo():
     return make
 
 
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """AWS's API as moto serves it on loopback: what the account preflight reads
+    (infra/aws/account.py) in place of an account; nothing goes off the machine."""
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
 @pytest.fixture
-def aws_control(tmp_path):
+def aws_control(tmp_path, moto_endpoint):
     """An environment in which the control has what an AWS drill needs (infra/aws/prerequisites.py):
-    a session-manager-plugin on PATH and credentials, stand-ins that no check runs or dials. For
-    `drill --check` on AWS stacks."""
+    a session-manager-plugin on PATH and credentials, stand-ins that no check runs, and an AWS
+    endpoint on loopback (moto) that the account preflight reads. For `drill --check` on AWS stacks."""
     import os
 
     (tmp_path / "bin").mkdir()
@@ -44,6 +61,7 @@ def aws_control(tmp_path):
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
         "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
         "AWS_SECRET_ACCESS_KEY": "example",
+        "AWS_ENDPOINT_URL": moto_endpoint,
     }
 
 

@@ -30,6 +30,13 @@ class AwsBackend(Backend):
     def check(self, t: Topology) -> list[Violation]:
         return plan.check(t, self.config)
 
+    def account_findings(self, d: Deployment) -> list[str]:
+        """What the account lacks for the stack, and what could not be read of it (account.Unread):
+        infra/aws/account.py, read-only calls made with the control's credentials."""
+        from dcdrill.infra.aws import account
+
+        return account.findings(d, self.config, account.boto3_client)
+
     def require_support(self) -> None:
         from dcdrill.infra.aws import prerequisites
 

@@ -72,6 +72,11 @@ def settings(t: Layout, config: dict) -> AwsSettings:
     )
 
 
+def instance_type(s: AwsSettings, role: str) -> str:
+    """A host's instance type: MM2 is a Kafka client and producer at the brokers' rate, so it gets theirs."""
+    return s.broker_instance_type if role in ("kafka_broker", "kafka_mirror") else s.zookeeper_instance_type
+
+
 def check(t: Layout, config: dict) -> list[Violation]:
     """AWS-specific refusals: a DC without region/zone, a zone outside its region, overlapping VPCs.
     On a replicated stack, over every cluster's DCs at once: they share each region's VPC."""

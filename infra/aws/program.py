@@ -235,10 +235,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
                 az_id=az_id,
                 subnet_id=nets[dc.region].subnets[h.dc].id,
                 security_group_ids=[group.id],
-                # MM2 is a Kafka client and producer at the brokers' rate: it gets their instance type
-                instance_type=s.broker_instance_type
-                if h.role in ("kafka_broker", "kafka_mirror")
-                else s.zookeeper_instance_type,
+                instance_type=plan.instance_type(s, h.role),
                 ami=amis[dc.region],
                 data_volume_gb=s.data_volume_gb,
                 keep_data_volumes=s.keep_data_volumes,

@@ -454,6 +454,19 @@ def _host_access_calls(monkeypatch) -> None:
         stub.assert_no_pending_responses()
 
 
+def _account_preflight_calls() -> None:
+    """`drill --check`'s reads of the account (infra/aws/account.py), made as the same role."""
+    from dcdrill.infra.aws import account
+
+    def listened(service, region):
+        client = account.boto3_client(service, region)
+        prefix = client.meta.service_model.signing_name
+        client.meta.events.register("before-call", lambda model, **kw: CALLS.add(f"{prefix}:{model.name}"))
+        return client
+
+    account.findings(stack.load_deployment(STACK), stack.backend(STACK).config, listened)
+
+
 def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkeypatch):
     """infra/aws/fault-driver-policy.json: least privilege, checked against the calls every fault
     and its heal make, and host access's (recorded from boto3 as they leave it)."""
@@ -462,6 +475,7 @@ def test_the_shipped_iam_policy_allows_exactly_what_the_driver_calls(aws, monkey
     test_heal_from_another_runner_reads_the_fault_state_from_the_stacks_bucket(aws)
     test_a_power_loss_stops_the_dcs_instances_without_an_os_shutdown_and_heal_starts_them(aws)
     _host_access_calls(monkeypatch)
+    _account_preflight_calls()
     from dcdrill.infra.aws import iam
 
     policy = iam.fault_driver_policy(STACK_TAG, FIS_ROLE, BUCKET)
