@@ -59,6 +59,14 @@ class Backend(ABC):
         """Raise a one-sentence error when this machine cannot drive the backend."""
         return None
 
+    registry = "host registration"  # what a new host must join before host access reaches it
+
+    def unregistered(self, inventory: Inventory) -> list[str]:
+        """The inventory's hosts not yet reachable through the backend's registry (SSM on AWS):
+        `lab up` waits for none to be left before host access. The lab's hosts are there once
+        their namespaces are."""
+        return []
+
     def cannot(self, fault: str) -> str | None:
         """Why this stack cannot inject `fault` (a driver method of chaos/faults/driver.py), though
         its backend's driver has it; None when it can."""

@@ -81,6 +81,39 @@ def unanswered_hosts(stack: str) -> list[str]:
     return [name for inv in found for name in hostaccess.unanswered(inv)]
 
 
+# SSM agents on new instances register within minutes; a host missing after this is named.
+REGISTRATION_WAIT_S = 900.0
+REGISTRATION_POLL_S = 10.0
+
+
+def wait_registered(
+    stack: str,
+    inventories: list[Inventory],
+    timeout_s: float = REGISTRATION_WAIT_S,
+    poll_s: float = REGISTRATION_POLL_S,
+    quiet: bool = False,
+) -> None:
+    """Until every host is in the backend's registry (SSM on AWS), saying how many are, bounded:
+    raise HostUnreachable naming those still missing after `timeout_s`."""
+    backend = stacks.backend(stack)
+    total = sum(len(inv.hosts()) for inv in inventories)
+    t0 = time.monotonic()
+    while missing := [name for inv in inventories for name in backend.unregistered(inv)]:
+        waited = time.monotonic() - t0
+        if waited >= timeout_s:
+            raise hostaccess.HostUnreachable(
+                f"{backend.registry}: {len(missing)} of {total} hosts not registered after {waited:.0f}s: "
+                + ", ".join(missing)
+            )
+        if not quiet:
+            more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+            say(
+                f"waiting for {backend.registry}: {total - len(missing)}/{total} hosts registered, "
+                f"not yet {', '.join(missing[:4])}{more} ({waited:.0f}s of {timeout_s:.0f}s)"
+            )
+        time.sleep(min(poll_s, timeout_s - waited))
+
+
 def require_hosts_answer(stack: str) -> None:
     """Raise HostUnreachable naming every host of the stack that does not answer on host access."""
     if lost := unanswered_hosts(stack):
@@ -145,6 +178,8 @@ def up(stack: str, quiet: bool = False) -> dict:
     _refuse(passwords.refusals(made, "the stack's Pulumi output `passwords`"))  # state is input too
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key, made.get(inv.vars["cluster_name"]))
+    wait_registered(stack, [inv for _, inv in parts], quiet=quiet)
+    for _, inv in parts:
         host_keys.learn(inv)  # a new EC2 host's key, at first contact; the lab's are pinned
     require_hosts_answer(stack)  # before Ansible, whose failure would name no host
     st = {}

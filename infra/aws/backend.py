@@ -30,6 +30,13 @@ class AwsBackend(Backend):
     def check(self, t: Topology) -> list[Violation]:
         return plan.check(t, self.config)
 
+    registry = "SSM"
+
+    def unregistered(self, inventory: Inventory) -> list[str]:
+        from dcdrill.infra.aws import account, ssm_registration
+
+        return ssm_registration.unregistered(inventory, account.boto3_client)
+
     def account_findings(self, d: Deployment) -> list[str]:
         """What the account lacks for the stack, and what could not be read of it (account.Unread):
         infra/aws/account.py, read-only calls made with the control's credentials."""
