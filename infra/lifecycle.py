@@ -203,7 +203,18 @@ def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
     home = ansible.inventory_path(stack)
     kept = Inventory.load(home) if home.exists() else None
-    pulumi_cli.destroy(stack)
+    try:
+        pulumi_cli.destroy(stack)
+    except pulumi_cli.PulumiError as failed:  # name what is still there: it costs, and may block the next up
+        try:
+            left = pulumi_cli.remaining(stack)
+        except (pulumi_cli.PulumiError, ValueError):  # the state cannot say: the failure alone
+            raise failed from None
+        raise pulumi_cli.PulumiError(
+            f"{failed}\n{len(left)} resources of stack {stack} could not be deleted"
+            + "".join(f"\n  {r}" for r in left)
+            + f"\nrun `dcdrill lab down --stack {stack}` again, or delete them by hand"
+        ) from None
     open_drills.forget_all(stack)
     if kept is not None:
         stacks.backend(stack).forget_fault_states(kept)

@@ -235,6 +235,18 @@ def outputs(stack: str) -> dict:
     return json.loads(run(stack, "stack", "output", "--json", "--show-secrets", capture=True) or "{}")
 
 
+def remaining(stack: str) -> list[str]:
+    """What the stack's state still holds but the stack and its providers: `type name (id)` each,
+    what a failed destroy left in the account."""
+    ensure_stack(stack)
+    state = json.loads(run(stack, "stack", "export", capture=True))
+    return [
+        f"{r['type']} {r['urn'].rsplit('::', 1)[-1]} ({r.get('id') or 'no id'})"
+        for r in state.get("deployment", {}).get("resources") or []
+        if r["type"] != "pulumi:pulumi:Stack" and not r["type"].startswith("pulumi:providers:")
+    ]
+
+
 def resource_count(stack: str) -> int:
     ensure_stack(stack)
     state = json.loads(run(stack, "stack", "export", capture=True))
