@@ -235,19 +235,23 @@ def outputs(stack: str) -> dict:
     return json.loads(run(stack, "stack", "output", "--json", "--show-secrets", capture=True) or "{}")
 
 
+def _resources(stack: str) -> list[dict]:
+    """The resources the stack's state holds (`pulumi stack export`)."""
+    ensure_stack(stack)
+    state = json.loads(run(stack, "stack", "export", capture=True))
+    return [r for r in state.get("deployment", {}).get("resources") or [] if isinstance(r, dict)]
+
+
 def remaining(stack: str) -> list[str]:
     """What the stack's state still holds but the stack and its providers: `type name (id)` each,
     what a failed destroy left in the account."""
-    ensure_stack(stack)
-    state = json.loads(run(stack, "stack", "export", capture=True))
-    return [
-        f"{r['type']} {r['urn'].rsplit('::', 1)[-1]} ({r.get('id') or 'no id'})"
-        for r in state.get("deployment", {}).get("resources") or []
-        if r["type"] != "pulumi:pulumi:Stack" and not r["type"].startswith("pulumi:providers:")
-    ]
+    out = []
+    for r in _resources(stack):
+        kind = str(r.get("type"))
+        if kind != "pulumi:pulumi:Stack" and not kind.startswith("pulumi:providers:"):
+            out.append(f"{kind} {str(r.get('urn')).rsplit('::', 1)[-1]} ({r.get('id') or 'no id'})")
+    return out
 
 
 def resource_count(stack: str) -> int:
-    ensure_stack(stack)
-    state = json.loads(run(stack, "stack", "export", capture=True))
-    return len(state.get("deployment", {}).get("resources") or [])
+    return len(_resources(stack))

@@ -43,8 +43,13 @@ def zones(d: Deployment) -> dict[str, list[str]]:
     return out
 
 
+def _aws_error(e: Exception) -> dict:
+    """botocore's {Code, Message} of a refused call; empty for any other failure."""
+    return getattr(e, "response", {}).get("Error", {})
+
+
 def _error(e: Exception) -> str:
-    error = getattr(e, "response", {}).get("Error", {})
+    error = _aws_error(e)
     return f"{error['Code']}: {error.get('Message', '')}" if error.get("Code") else f"{type(e).__name__}: {e}"
 
 
@@ -77,7 +82,7 @@ def fis_role_problems(client: Client, region: str) -> list[str]:
     try:
         client("iam", region).get_role(RoleName=FIS_ROLE)
     except Exception as e:  # noqa: BLE001
-        if getattr(e, "response", {}).get("Error", {}).get("Code") == "NoSuchEntity":
+        if _aws_error(e).get("Code") == "NoSuchEntity":
             return []  # the fault driver creates it at its first experiment (iam:CreateServiceLinkedRole)
         return [Unread(f"IAM: role {FIS_ROLE} could not be read ({_error(e)})")]
     return []

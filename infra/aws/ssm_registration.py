@@ -4,13 +4,10 @@ and is online, a minute or more after `pulumi up` reports the instance made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from dcdrill.infra.aws.account import Client
 from dcdrill.infra.inventory import Inventory
 
 FILTER_VALUES_MAX = 50  # DescribeInstanceInformation takes at most this many ids per filter
-
-Client = Callable[[str, str], object]  # (service, region) -> a boto3 client
 
 
 def unregistered(inventory: Inventory, client: Client) -> list[str]:

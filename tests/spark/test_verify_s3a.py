@@ -3,7 +3,6 @@ server on loopback as the endpoint. The verifier runs as a user runs it: a fresh
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -11,7 +10,6 @@ import tempfile
 import boto3
 import duckdb
 import pytest
-from moto.server import ThreadedMotoServer
 
 from dcdrill.spark import cds
 from dcdrill.spark.ledgers import REQUIRED, SCHEMAS
@@ -20,18 +18,9 @@ from tests import ROOT, records
 BUCKET = "drills"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def s3():
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+def s3(moto_endpoint):  # moto on loopback (tests/conftest.py)
+    endpoint = moto_endpoint
     client = boto3.client(
         "s3",
         endpoint_url=endpoint,
@@ -41,7 +30,6 @@ def s3():
     )
     client.create_bucket(Bucket=BUCKET)
     yield endpoint, client
-    server.stop()
 
 
 def _upload(client, run, prefix: str) -> None:
