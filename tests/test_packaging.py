@@ -19,6 +19,7 @@ from dcdrill.infra import constants, schema
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import cache_dir, state_dir
 from tests import ROOT as SOURCE
+from tests.lab_access import TEST_RATE
 
 PYPROJECT = tomllib.loads((SOURCE / "pyproject.toml").read_text())
 
@@ -180,6 +181,7 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
         "20",
         "--hold",
         "10",
+        *TEST_RATE,
         "--run-dir",
         str(users / "runs/one"),
         cwd=users,

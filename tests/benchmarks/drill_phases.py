@@ -2,7 +2,7 @@
 each phase (from the Chaos Toolkit journal's activity times and dcdrill's own phases) with its
 share of the wall time.
 
-    .venv/bin/python tests/benchmarks/drill_phases.py [--experiment kill-dc] [--hold 30]
+    .venv/bin/python tests/benchmarks/drill_phases.py [--experiment kill-dc] [--hold 30] [--rate 200]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("--stack", default="local")
     ap.add_argument("--experiment", default="kill-dc")
     ap.add_argument("--hold", type=float, default=30)
+    ap.add_argument("--rate", type=float, default=200, help="records/s per producer (the drill's default 200)")
     args = ap.parse_args()
     run = Path("runs") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{args.experiment}"
     t0 = time.monotonic()
@@ -40,6 +41,8 @@ def main() -> None:
             args.experiment,
             "--hold",
             str(args.hold),
+            "--rate",
+            str(args.rate),
             "--run-dir",
             str(run),
         ],

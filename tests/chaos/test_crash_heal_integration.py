@@ -16,6 +16,7 @@ from dcdrill.chaos.faults import recovery
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.observe import open_drills, status, status_text
 from dcdrill.record import DrillRecord
+from tests.lab_access import TEST_RATE
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -74,7 +75,7 @@ KILLED = ("dcdrill", "chaos run", "workload")
 
 def _start_until_the_fault(run: Path, fault: str) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen(
-        DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *FAULTS[fault]],
+        DCDRILL + ["drill", "--stack", "local", "--hold", "300", "--run-dir", str(run), *TEST_RATE, *FAULTS[fault]],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

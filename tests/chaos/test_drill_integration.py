@@ -14,7 +14,7 @@ from dcdrill.infra.observe import hostaccess, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
 from tests.conftest import MARKER_SECRET
-from tests.lab_access import in_client
+from tests.lab_access import TEST_RATE, in_client
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -22,7 +22,7 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 def drill(run, *args, hold=10, timeout=600):
     return subprocess.run(
-        DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *args],
+        DCDRILL + ["drill", "--stack", "local", "--hold", str(hold), "--run-dir", str(run), *TEST_RATE, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -234,6 +234,7 @@ def test_a_drill_with_settings_of_its_own_on_the_consistency_first_lab(lab, tmp_
             "--profile",
             "availability-first",
             "--keep-topic",
+            *TEST_RATE,
         ],
         capture_output=True,
         text=True,
@@ -277,7 +278,19 @@ def test_sigint_during_the_fault_leaves_the_lab_healed(lab, tmp_path):
     # Chaos Toolkit plays the rollbacks once the running pause (the hold) ends: a short hold keeps
     # the test short, and the SIGINT still lands during the fault.
     proc = subprocess.Popen(
-        DCDRILL + ["drill", "--stack", "local", "--experiment", "kill-dc", "--hold", "20", "--run-dir", str(run)],
+        [
+            *DCDRILL,
+            "drill",
+            "--stack",
+            "local",
+            "--experiment",
+            "kill-dc",
+            "--hold",
+            "20",
+            *TEST_RATE,
+            "--run-dir",
+            run,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

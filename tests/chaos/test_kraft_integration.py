@@ -12,7 +12,7 @@ import pytest
 
 from dcdrill.infra import ansible
 from dcdrill.infra.observe import status, status_text
-from tests.lab_access import cluster_ports_from_the_control
+from tests.lab_access import TEST_RATE, cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -20,7 +20,7 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 def drill(run: Path, *args, hold=20, timeout=600):
     return subprocess.run(
-        DCDRILL + ["drill", "--stack", "local-kraft", "--hold", str(hold), "--run-dir", str(run), *args],
+        DCDRILL + ["drill", "--stack", "local-kraft", "--hold", str(hold), "--run-dir", str(run), *TEST_RATE, *args],
         capture_output=True,
         text=True,
         timeout=timeout,

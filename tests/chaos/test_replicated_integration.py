@@ -17,7 +17,7 @@ from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import ansible, lifecycle
 from dcdrill.infra.lab import service
 from dcdrill.infra.observe import status, status_text
-from tests.lab_access import cluster_ports_from_the_control
+from tests.lab_access import TEST_RATE, cluster_ports_from_the_control
 
 pytestmark = pytest.mark.lab
 DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
@@ -25,7 +25,7 @@ DCDRILL = [sys.executable, "-m", "dcdrill.cli"]
 
 def drill(stack: str, run: Path, *args, hold=20, timeout=900):
     return subprocess.run(
-        DCDRILL + ["drill", "--stack", stack, "--hold", str(hold), "--run-dir", str(run), *args],
+        DCDRILL + ["drill", "--stack", stack, "--hold", str(hold), "--run-dir", str(run), *TEST_RATE, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
