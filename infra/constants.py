@@ -36,6 +36,10 @@ def kafka_release(version: str) -> tuple[int, int]:
 # The hosts' login user on both backends: unprivileged, it `become`s root through sudo (the lab's
 # infra/lab/sshd.py makes it; an AWS host's user data does, infra/aws/hosts.py).
 LOGIN_USER = "dcdrill"
+# Host access shares one ssh connection a host (infra/observe/hostaccess.py), and sshd takes at
+# most MaxSessions sessions on one connection (10 by default): a drill's workload processes, its
+# watch and its polls on one client host need more room. Both backends' sshd get these.
+SSHD_LIMITS = {"MaxSessions": 100, "MaxStartups": 100}
 
 # The steady-state probe writes one record here (roles/kafka_topics creates it); the workload's
 # consumers form this group. The ACL rules check that the workload's user may use both.

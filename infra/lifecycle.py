@@ -178,6 +178,7 @@ def up(stack: str, quiet: bool = False) -> dict:
     _refuse(passwords.refusals(made, "the stack's Pulumi output `passwords`"))  # state is input too
     for key, inv in parts:
         ansible.write_inventory(stack, inv, key, made.get(inv.vars["cluster_name"]))
+        hostaccess.close_masters(inv)  # an earlier lab's, to hosts at these addresses that are gone
     wait_registered(stack, [inv for _, inv in parts], quiet=quiet)
     for _, inv in parts:
         host_keys.learn(inv)  # a new EC2 host's key, at first contact; the lab's are pinned
@@ -203,6 +204,8 @@ def down(stack: str) -> None:
     say(f"pulumi destroy --stack {stack}")
     home = ansible.inventory_path(stack)
     kept = Inventory.load(home) if home.exists() else None
+    if kept is not None:
+        hostaccess.close_masters(kept)  # the hosts are going: so are the connections to them
     try:
         pulumi_cli.destroy(stack)
     except pulumi_cli.PulumiError as failed:  # name what is still there: it costs, and may block the next up

@@ -10,17 +10,21 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from dcdrill.infra.constants import LOGIN_USER
+from dcdrill.infra.constants import LOGIN_USER, SSHD_LIMITS
 
 # Every host: the login user host access and Ansible use (as the lab's, infra/lab/sshd.py), with
 # no key of its own: each ssh connection hands it the control's public key through EC2 Instance
 # Connect first (infra/aws/ssm_tunnel.py; Amazon Linux 2023's sshd asks for it), and it becomes
 # root through sudo, as the roles' plays do.
+# sshd takes the first value it reads: the drop-in that sorts first, as the lab's sshd has them.
+SSHD_CONF = "".join(f"{key} {value}\\n" for key, value in SSHD_LIMITS.items())
 LOGIN_DATA = f"""#!/bin/sh
 set -e
 id {LOGIN_USER} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {LOGIN_USER}
 echo '{LOGIN_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{LOGIN_USER}
 chmod 0440 /etc/sudoers.d/{LOGIN_USER}
+printf '{SSHD_CONF}' > /etc/ssh/sshd_config.d/00-dcdrill.conf
+systemctl reload sshd
 """
 # Stateful hosts, then: waits for the data volume (attached by Pulumi after the instance boots, so
 # it may not be there yet), formats it once with a label, and mounts it by that label: NVMe device

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dcdrill.infra.constants import LOGIN_USER
+from dcdrill.infra.constants import LOGIN_USER, SSHD_LIMITS
 from dcdrill.infra.lab import netns
 
 SUDOERS = Path("/etc/sudoers.d/dcdrill-lab")
@@ -124,9 +124,6 @@ def start(short: str, ip: str, lab_dir: Path) -> None:
         "StrictModes=no",
         "-o",
         "Subsystem=sftp internal-sftp",
-        "-o",
-        "MaxStartups=100",
-        "-o",
-        "MaxSessions=100",
+        *(a for key, value in SSHD_LIMITS.items() for a in ("-o", f"{key}={value}")),
         ns=ns,
     )

@@ -8,17 +8,29 @@ agents run on the client host's own Python (dcdrill's modules and the packages t
 installed there by roles/dcdrill_agent), never on a copy of the control's.
 - Lab: the address from the host's own HostName option (infra/lab/sshd.py admits the user).
 - AWS: ssh's ProxyCommand opens an SSM session to the instance (infra/aws/ssm_tunnel.py).
+
+One connection a host (ssh's ControlMaster) for the calls that come and go (agent calls, polls,
+transfers), shared by those that trust the same host keys: on AWS a new connection is an SSM
+session and a key push, so a poll every few seconds would be throttled. A master is started on
+its own, running nothing (so no process of a drill's lives on in it), checked before each use,
+started again when it has gone, and ends within seconds once its host stops answering (a cut), so
+no call waits on it longer than a connection's timeout. What runs for the whole drill (a workload
+process, the coordination watch) keeps a connection of its own, as a stalled one outlives a cut.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,9 +52,23 @@ class AgentFailed(RuntimeError):
     """The agent ran and failed."""
 
 
-def ssh_command(inventory: Inventory, host: InventoryHost, remote: list[str], first: list[str] = ()) -> list[str]:
-    """ssh's argv that runs `remote` on `host` as root (sudo), as Ansible logs in; `first`: options
-    ahead of the inventory's (ssh takes an option's first value)."""
+# A master left idle this long exits; a drill's calls come far more often. One whose host stops
+# answering ends after ALIVE_S x ALIVE_MISSES (ssh's ServerAlive), failing the calls riding it.
+MASTER_PERSIST_S = 300
+ALIVE_S, ALIVE_MISSES = 3, 2
+# After a master failed to start, calls go direct (failing as ssh says) until this has passed,
+# doubled after each further failure up to the cap.
+MASTER_RETRY_S, MASTER_RETRY_MAX_S = 5.0, 60.0
+# A unix socket's path holds at most 107 bytes: a longer folder means no pooling, not an error.
+SOCKET_PATH_MAX = 100
+
+
+def ssh_command(
+    inventory: Inventory, host: InventoryHost, remote: list[str], first: list[str] = (), shared: bool = True
+) -> list[str]:
+    """ssh's argv that runs `remote` on `host` as root (sudo), as Ansible logs in, over the host's
+    shared connection unless `shared` is False; `first`: options ahead of the inventory's (ssh
+    takes an option's first value), on a connection of its own (a first contact must see the key)."""
     v = inventory.vars
     if v.get("lab_control_state"):  # the lab's hosts share the control's disk: hide its state from them
         remote = [
@@ -56,6 +82,14 @@ def ssh_command(inventory: Inventory, host: InventoryHost, remote: list[str], fi
             v["lab_control_state"],
             *remote,
         ]
+    connect, target = _connection(inventory, host)
+    via = _shared(inventory, connect, target) if shared and not first else []
+    return [connect[0], *first, *connect[1:], *via, target, shlex.join(["sudo", "-n", *remote])]
+
+
+def _connection(inventory: Inventory, host: InventoryHost) -> tuple[list[str], str]:
+    """ssh's options for `host` (key, the inventory's options, the host's own) and its login."""
+    v = inventory.vars
     if v.get("ansible_connection", "ssh") != "ssh" or "ansible_ssh_private_key_file" not in v:
         # A stack's bare Pulumi outputs, read on a control that never wrote its inventory, name
         # neither this control's key nor, on AWS, its tunnel (infra/ansible.py adds both).
@@ -63,9 +97,8 @@ def ssh_command(inventory: Inventory, host: InventoryHost, remote: list[str], fi
             f"cluster {v.get('cluster_name')}: no ssh access from this control in its "
             f"inventory ({v.get('ansible_connection', 'ssh')}): run `dcdrill lab up` here first"
         )
-    return [
+    connect = [
         "ssh",
-        *first,
         "-i",
         v["ansible_ssh_private_key_file"],
         *shlex.split(v.get("ansible_ssh_common_args", "")),
@@ -74,9 +107,118 @@ def ssh_command(inventory: Inventory, host: InventoryHost, remote: list[str], fi
         "BatchMode=yes",
         "-o",
         "ConnectTimeout=5",
-        f"{v['ansible_user']}@{host.address}",
-        shlex.join(["sudo", "-n", *remote]),
     ]
+    return connect, f"{v['ansible_user']}@{host.address}"
+
+
+def masters_dir(inventory: Inventory) -> Path | None:
+    """The folder of the inventory's shared connections' sockets: beside the known_hosts file its
+    ssh options name, so that only connections trusting the same host keys share one. None: no
+    known_hosts file, or a folder too deep for a socket's path (each connection on its own then)."""
+    found = re.search(r"UserKnownHostsFile=(\S+)", inventory.vars.get("ansible_ssh_common_args", ""))
+    if not found or found.group(1) == "/dev/null":
+        return None
+    folder = Path(found.group(1)).parent / "mux"
+    return folder if len(str(folder)) + 33 <= SOCKET_PATH_MAX else None
+
+
+def _socket(folder: Path, connect: list[str], target: str) -> Path:
+    """One socket per way of connecting: the same host through another key, proxy or address is another."""
+    return folder / hashlib.sha256(json.dumps([*connect, target]).encode()).hexdigest()[:32]
+
+
+def _shared(inventory: Inventory, connect: list[str], target: str) -> list[str]:
+    """The options that route a session through the host's master, started first if it is not
+    running; none (a connection of its own) when there is no master to be had."""
+    folder = masters_dir(inventory)
+    if folder is None:
+        return []
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    sock = _socket(folder, connect, target)
+    via = ["-o", "ControlMaster=no", "-o", f"ControlPath={sock}"]
+    with open(sock.with_suffix(".lock"), "w") as lock:  # one start at a time per host, across processes
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if sock.exists() and _alive(sock):
+            return via
+        sock.unlink(missing_ok=True)  # a master killed without its clean-up
+        failed = sock.with_suffix(".failed")
+        if failed.exists() and time.time() < failed.stat().st_mtime + _retry_s(failed):
+            return []
+        try:
+            started = subprocess.run(
+                [
+                    *connect,
+                    "-o",
+                    "ControlMaster=yes",
+                    "-o",
+                    f"ControlPath={sock}",
+                    "-o",
+                    f"ControlPersist={MASTER_PERSIST_S}",
+                    "-o",
+                    f"ServerAliveInterval={ALIVE_S}",
+                    "-o",
+                    f"ServerAliveCountMax={ALIVE_MISSES}",
+                    "-N",
+                    "-f",
+                    target,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,  # the forked master keeps these: a pipe would never close
+                stderr=subprocess.DEVNULL,
+                timeout=60,
+                env=_master_env(tunnelled=any(a.startswith("ProxyCommand=") for a in connect)),
+            )
+        except subprocess.TimeoutExpired:
+            started = subprocess.CompletedProcess([], UNREACHABLE)
+        if started.returncode == 0 and sock.exists():
+            failed.unlink(missing_ok=True)
+            return via
+        failed.write_text(str(_failures(failed) + 1))
+        return []
+
+
+# A master outlives the process that started it: it keeps what its connection needs (on AWS, the
+# credentials its tunnel opens SSM sessions with), not the rest of that environment (a CI job's tokens).
+MASTER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def _master_env(tunnelled: bool) -> dict[str, str]:
+    kept = ("DCDRILL_", "AWS_") if tunnelled else ("DCDRILL_",)
+    return {k: v for k, v in os.environ.items() if k in MASTER_ENV or k.startswith(kept)}
+
+
+def _failures(failed: Path) -> int:
+    """Master starts failed in a row, as the marker file counts them (0 without one)."""
+    try:
+        return max(0, int(failed.read_text()))
+    except (OSError, ValueError):
+        return 0
+
+
+def _retry_s(failed: Path) -> float:
+    return min(MASTER_RETRY_S * 2 ** max(0, _failures(failed) - 1), MASTER_RETRY_MAX_S)
+
+
+def _alive(sock: Path) -> bool:
+    res = subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "check", "master"], capture_output=True, timeout=10)
+    return res.returncode == 0
+
+
+def close_masters(inventory: Inventory) -> int:
+    """End every shared connection of the inventory's known hosts (a stack brought down, or up anew:
+    a master to a host that is gone would hold its sessions); how many were running."""
+    folder = masters_dir(inventory)
+    ended = 0
+    for sock in sorted(folder.iterdir()) if folder and folder.is_dir() else []:
+        if sock.suffix:  # .lock, .failed
+            sock.unlink(missing_ok=True)
+            continue
+        res = subprocess.run(
+            ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "master"], capture_output=True, timeout=10
+        )
+        ended += res.returncode == 0
+        sock.unlink(missing_ok=True)
+    return ended
 
 
 def reason(res: subprocess.CompletedProcess) -> str:
@@ -178,7 +320,7 @@ def stream(
     file), never to a pipe nobody reads, which would stop it once full."""
     host = observers(inventory, avoid_dc)[0]
     proc = subprocess.Popen(
-        agent_command(inventory, host, name),
+        ssh_command(inventory, host, python_module(host, "dcdrill.infra.observe.agent", name), shared=False),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -196,7 +338,7 @@ def start(inventory: Inventory, host: InventoryHost, remote: list[str], request:
     the same). Its stdout is the returned process's, line by line; its stderr goes to `log`."""
     # Its own session: a Ctrl-C at the terminal goes to dcdrill, which stops its agents its own way.
     proc = subprocess.Popen(
-        ssh_command(inventory, host, remote),
+        ssh_command(inventory, host, remote, shared=False),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,

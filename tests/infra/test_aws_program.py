@@ -309,6 +309,11 @@ def test_the_image_stays_and_data_volumes_go_with_the_stack_unless_kept(monkeypa
     assert hosts.DATA_LABEL not in hosts.user_data("client")
     assert f"mkfs.ext4 -q -L {hosts.DATA_LABEL}" in script and f"LABEL={hosts.DATA_LABEL} /var/lib/dcdrill" in script
     assert "sleep 5" in script and "/dev/nvme" not in script
+    # room for host access's sessions on its one connection a host, as the lab's sshd has it
+    from dcdrill.infra.constants import SSHD_LIMITS
+
+    assert "printf 'MaxSessions 100\\nMaxStartups 100\\n' > /etc/ssh/sshd_config.d/00-dcdrill.conf" in script
+    assert SSHD_LIMITS == {"MaxSessions": 100, "MaxStartups": 100} and "systemctl reload sshd" in script
 
 
 def test_a_flow_table_lacking_what_the_probes_dial_is_refused_by_plan(monkeypatch, capsys):

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from dcdrill.infra import ansible, pulumi_cli
 from dcdrill.infra.constants import cache_dir, project_dir, state_dir
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.observe import host_keys, hostaccess, status
+from tests.conftest import MARKER_SECRET
 from tests.lab_access import cluster_ports_from_the_control, dial, in_client, lab_address
 
 pytestmark = pytest.mark.lab
@@ -319,6 +321,58 @@ def test_agents_run_on_each_client_hosts_own_python(lab):
         paths = json.loads(where)
         assert all(p.startswith(host.vars["dcdrill_agent_dir"] + "/") for p in paths), (host.name, paths)
         assert not any(p.startswith(sys.prefix + "/") for p in paths), paths  # the control's virtualenv
+
+
+def _master_pid(sock: Path) -> int | None:
+    said = subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "check", "master"], capture_output=True, text=True)
+    found = re.search(r"pid=(\d+)", said.stderr)
+    return int(found.group(1)) if said.returncode == 0 and found else None
+
+
+def _sessions_to(host) -> int:
+    """Established ssh connections to `host` (its sshd's port 22), seen in its own namespace."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", host.netns, "ss", "-Htn", "state", "established", "( sport = :22 )"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return len(out.splitlines())
+
+
+def test_host_access_keeps_one_connection_a_host_and_opens_it_again_once_gone(lab):
+    """Calls share the host's master connection (ControlMaster: on AWS each new one is an SSM
+    session): one TCP connection for many calls; a master killed is replaced at the next call; a
+    master runs no command; `close_masters` ends them all (lab down and up call it)."""
+    host = lab.clients[0]
+    hostaccess.close_masters(lab)
+    time.sleep(1)  # the connections just ended leave the host's table
+    before = _sessions_to(host)
+    assert hostaccess.run(lab, host, ["echo", "here"]) == "here\n"
+    [sock] = [p for p in hostaccess.masters_dir(lab).iterdir() if not p.suffix]
+    pid = _master_pid(sock)
+    for _ in range(3):
+        assert hostaccess.run(lab, host, ["echo", "here"]) == "here\n"
+    assert pid is not None and _master_pid(sock) == pid and _sessions_to(host) == before + 1
+    # what runs for the whole drill keeps a connection of its own
+    assert not any("ControlPath=" in a for a in hostaccess.ssh_command(lab, host, ["true"], shared=False))
+    assert "-N" in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")  # no command of its own
+    assert MARKER_SECRET.encode() not in Path(f"/proc/{pid}/environ").read_bytes()  # nor the CI job's tokens
+    subprocess.run(["kill", "-9", str(pid)], check=True)
+    time.sleep(0.5)
+    assert hostaccess.run(lab, host, ["echo", "again"]) == "again\n"  # its stale socket replaced
+    again = _master_pid(sock)
+    assert again is not None and again != pid
+    assert hostaccess.close_masters(lab) == 1
+    assert _master_pid(sock) is None and not any(hostaccess.masters_dir(lab).iterdir())
+    # a first contact (host_keys.learn's options first) never rides a master: it must see the key
+    argv = hostaccess.ssh_command(lab, host, ["true"], ["-o", "StrictHostKeyChecking=accept-new"])
+    assert not any(a.startswith("ControlPath=") for a in argv)
+    # the host's sshd takes as many sessions on that connection as an AWS host's (SSHD_LIMITS)
+    sshd = subprocess.run(
+        ["pgrep", "-a", "-f", f"ListenAddress={lab_address(host.name)}"], capture_output=True, text=True
+    )
+    assert "MaxSessions=100" in sshd.stdout and "MaxStartups=100" in sshd.stdout, sshd.stdout
 
 
 def test_every_host_admits_its_flow_table_and_drops_the_rest(lab):
