@@ -1,6 +1,6 @@
 """Per-region network: a VPC, one private subnet per DC (AZ) with its route table, the VPC
-endpoints that let private hosts reach SSM and S3 with no internet route, and inter-region VPC
-peering with routes both ways."""
+endpoints that let private hosts reach SSM and S3 with no internet route (SSM's in subnets of
+their own, which no fault cuts), and inter-region VPC peering with routes both ways."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class RegionNetworkArgs:
     region: str
     cidr: str
     subnets: dict[str, tuple[str, str, str]]  # dc -> (zone, cidr, the cluster the DC belongs to)
+    endpoint_subnets: dict[str, str]  # zone -> cidr (plan.endpoint_subnet_cidrs)
     provider: aws.Provider
 
 
@@ -97,9 +98,22 @@ class RegionNetwork(pulumi.ComponentResource):
             cidr_blocks=[args.cidr],
             opts=child,
         )
-        one_per_zone = {}
-        for dc, (zone, _, _) in sorted(args.subnets.items()):
-            one_per_zone.setdefault(zone, self.subnets[dc].id)  # an interface endpoint takes one subnet per AZ
+        # An interface endpoint takes one subnet a zone, and a host's session may ride any zone's
+        # interface: in a DC's subnet, a cut of that DC (its ACL, FIS's disrupt-connectivity)
+        # would break the other DCs' sessions too. Their own subnets carry no `dc` tag, so no
+        # fault names them; the VPC's default ACL, open, is theirs.
+        self.endpoint_subnets = {
+            zone: aws.ec2.Subnet(
+                f"{name}-endpoints-{zone}",
+                vpc_id=self.vpc.id,
+                cidr_block=cidr,
+                availability_zone=zone,
+                map_public_ip_on_launch=False,
+                tags={**tags, "Name": f"{args.cluster}-endpoints-{zone}"},
+                opts=child,
+            )
+            for zone, cidr in sorted(args.endpoint_subnets.items())
+        }
         for service in INTERFACE_ENDPOINTS:
             aws.ec2.VpcEndpoint(
                 f"{name}-{service}",
@@ -107,7 +121,7 @@ class RegionNetwork(pulumi.ComponentResource):
                 vpc_endpoint_type="Interface",
                 service_name=f"com.amazonaws.{args.region}.{service}",
                 private_dns_enabled=True,
-                subnet_ids=list(one_per_zone.values()),
+                subnet_ids=[sn.id for sn in self.endpoint_subnets.values()],
                 security_group_ids=[https.id],
                 tags={**tags, "Name": f"{args.cluster}-{service}"},
                 opts=child,

@@ -2,7 +2,8 @@
 checks that must pass before any resource is registered, and the inventory shape.
 
 `dcdrill:aws` stack config (all optional; infra/schema.py AwsSpec checks each):
-  vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region; private, /16 to /20
+  vpcCidrs:   {region: cidr}          default 10.(20+i).0.0/16 for the i-th region; private,
+                                      a /16, or narrower while it holds a /20 a DC plus one (SSM endpoints)
   clientCidrs: [cidr, ...]            who may reach the CLIENT listener (default: the cluster's VPCs);
                                       a public range must be /16 or narrower
   brokerInstanceType / zookeeperInstanceType   default m6i.large / t3.medium (KRaft controllers too)
@@ -110,14 +111,14 @@ def check(t: Layout, config: dict) -> list[Violation]:
         dcs = sum(1 for dc in t.datacenters if dc.region == r)
         if (
             not any(net.subnet_of(p) for p in schema.PRIVATE_NETS)
-            or not 16 <= net.prefixlen <= SUBNET_PREFIX - (dcs - 1).bit_length()
+            or not 16 <= net.prefixlen <= SUBNET_PREFIX - dcs.bit_length()
         ):
             out.append(
                 Violation(
                     "aws-vpc-size",
                     f"dcdrill:aws.vpcCidrs.{r}: {net} must be a private /16 to "
-                    f"/{SUBNET_PREFIX - (dcs - 1).bit_length()}, to hold a /{SUBNET_PREFIX} "
-                    f"for each of its {dcs} DCs",
+                    f"/{SUBNET_PREFIX - dcs.bit_length()}, to hold a /{SUBNET_PREFIX} "
+                    f"for each of its {dcs} DCs and one for the SSM endpoints",
                 )
             )
     unused = sorted(set((schema.parse(config).aws or schema.AwsSpec()).vpc_cidrs) - set(regions(t)))
@@ -146,6 +147,21 @@ def subnet_cidrs(t: Layout, s: AwsSettings) -> dict[str, str]:
         i = used.get(dc.region, 0)
         out[dc.name] = str(subnets[i])
         used[dc.region] = i + 1
+    return out
+
+
+ENDPOINT_PREFIX = 24  # an endpoints subnet a zone, carved from the /20 after the region's DCs'
+
+
+def endpoint_subnet_cidrs(t: Layout, s: AwsSettings) -> dict[str, dict[str, str]]:
+    """{region: {zone: cidr}}: the SSM endpoints' subnets, one for each zone the region's DCs use,
+    in the /20 after theirs. No DC owns them, so no fault on a DC cuts them."""
+    out: dict[str, dict[str, str]] = {}
+    for r in regions(t):
+        dcs = [dc for dc in t.datacenters if dc.region == r]
+        block = list(ipaddress.ip_network(s.vpc_cidrs[r]).subnets(new_prefix=SUBNET_PREFIX))[len(dcs)]
+        zones = sorted({dc.zone for dc in dcs})
+        out[r] = dict(zip(zones, map(str, block.subnets(new_prefix=ENDPOINT_PREFIX))))
     return out
 
 

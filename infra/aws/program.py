@@ -121,7 +121,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
     if problems:  # before any resource is registered
         raise pulumi.RunError("; ".join(f"[{v.rule}] {v.message}" for v in problems))
     s = plan.settings(d, config)
-    subnets = plan.subnet_cidrs(d, s)
+    subnets, endpoints = plan.subnet_cidrs(d, s), plan.endpoint_subnet_cidrs(d, s)
     regions = plan.regions(d)
     # Every resource carries the stack's tag (the providers' default tags): the fault driver's
     # policy (infra/aws/iam.py) lets it touch only what carries its own stack's.
@@ -144,6 +144,7 @@ def build(d: Deployment, config: dict) -> pulumi.Output:
                     for dc in d.datacenters
                     if dc.region == r
                 },
+                endpoint_subnets=endpoints[r],
                 provider=providers[r],
             ),
         )

@@ -108,6 +108,18 @@ def _build_stack(ec2, t, vpc, stack_tag=STACK_TAG):
             ],
         )
         subnets[dc.name] = sn["Subnet"]["SubnetId"]
+    for j, zone in enumerate(sorted({dc.zone for dc in t.datacenters})):  # the SSM endpoints' (no `dc` tag)
+        ec2.create_subnet(
+            VpcId=vpc,
+            CidrBlock=f"10.20.{len(t.datacenters) * 16 + j}.0/24",
+            AvailabilityZone=zone,
+            TagSpecifications=[
+                {
+                    "ResourceType": "subnet",
+                    "Tags": [{"Key": "cluster", "Value": t.name}, {"Key": plan.STACK_TAG, "Value": stack_tag}],
+                }
+            ],
+        )
     for h in t.hosts():
         res = ec2.run_instances(
             ImageId=ami,
@@ -377,6 +389,30 @@ def test_another_stacks_instance_with_the_same_cluster_tags_is_refused_by_its_st
     before = account(ec2)
     with pytest.raises(Exception, match=rf"is not tagged cluster=main, dc=dc-a, {plan.STACK_TAG}=dcdrill/{STACK}"):
         actions.kill_dc("dc-a", configuration=cfg)
+    assert account(ec2) == before
+
+
+def test_no_cut_covers_a_subnet_of_the_ssm_endpoints(aws):
+    """A host's session may ride any zone's SSM interface, which sit in subnets of their own (no
+    `dc` tag, infra/aws/network.py): a cut of either kind leaves them on their ACL."""
+    ec2, cfg, _, subnets, _ = aws
+    before = account(ec2)
+    ours = {
+        s["SubnetId"]
+        for s in ec2.describe_subnets(Filters=[{"Name": f"tag:{plan.STACK_TAG}", "Values": [STACK_TAG]}])["Subnets"]
+    }
+    endpoint_subnets = ours - set(subnets.values())
+    assert len(endpoint_subnets) == len({dc.zone for dc in stack.load(STACK).datacenters})
+    for direction in ("ingress", "both"):
+        actions.isolate_dc("dc-a", direction=direction, configuration={**cfg, "hold_s": 60})
+        now = account(ec2)["associations"]
+        assert now[subnets["dc-a"]] != before["associations"][subnets["dc-a"]]  # the cut happened
+        assert {s: now[s] for s in endpoint_subnets} == {s: before["associations"][s] for s in endpoint_subnets}
+        for tmpl in boto3.client("fis", region_name=REGION).list_experiment_templates()["experimentTemplates"]:
+            t = boto3.client("fis", region_name=REGION).get_experiment_template(id=tmpl["id"])["experimentTemplate"]
+            targets = [a.split("/")[-1] for tg in t["targets"].values() for a in tg.get("resourceArns", [])]
+            assert not set(targets) & endpoint_subnets, targets
+        actions.heal(configuration=cfg)
     assert account(ec2) == before
 
 

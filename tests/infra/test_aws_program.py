@@ -84,7 +84,9 @@ def test_stack_builds_as_described(name):
     zone = mocks.of("aws:route53/zone:Zone")[0]
     assert len(zone.inputs["vpcs"]) == len(plan.regions(t))  # the private zone spans every VPC
     assert len(mocks.of("aws:ec2/vpc:Vpc")) == len(plan.regions(t))
-    assert len(mocks.of("aws:ec2/subnet:Subnet")) == len(t.datacenters)
+    # a subnet a DC, and one for the SSM endpoints in each zone a region's DCs use
+    endpoint_zones = {(dc.region, dc.zone) for dc in t.datacenters}
+    assert len(mocks.of("aws:ec2/subnet:Subnet")) == len(t.datacenters) + len(endpoint_zones)
     # inventory: same schema as the lab, ssh as the lab's login user (through SSM: the control adds
     # the tunnel, tests/infra/test_ssm_tunnel.py), instance ids as hosts, each host's region
     b1 = inv["all"]["children"]["kafka_broker"]["hosts"][f"b1.dc-a.{t.domain}"]
@@ -211,6 +213,15 @@ def test_deployable_and_locked_down(name):
         assert services[f"com.amazonaws.{region}.s3"]["vpcEndpointType"] == "Gateway"
         ssm = services[f"com.amazonaws.{region}.ssm"]
         assert ssm["privateDnsEnabled"] is True and ssm["subnetIds"]
+        # SSM's interfaces in subnets of their own, a zone each, none a DC's (a cut of a DC would
+        # break every DC's sessions that ride its zone's interface): no fault names them.
+        zones = {dc.zone for dc in t.datacenters if dc.region == region}
+        own = {f"{s.name}-id": s.inputs for s in mocks.of("aws:ec2/subnet:Subnet")}
+        for service in ("ssm", "ssmmessages", "ec2messages"):
+            ids = services[f"com.amazonaws.{region}.{service}"]["subnetIds"]
+            assert sorted(own[i]["availabilityZone"] for i in ids) == sorted(zones)
+            assert not set(ids) & set(inv["all"]["vars"]["aws_subnet_ids"].values())
+            assert all("dc" not in own[i]["tags"] for i in ids)
     for i in mocks.of("aws:ec2/instance:Instance"):
         assert i.inputs["rootBlockDevice"]["encrypted"] is True and i.inputs["associatePublicIpAddress"] is False
     assert all(v.inputs["encrypted"] is True for v in mocks.of("aws:ebs/volume:Volume"))
@@ -239,8 +250,8 @@ def test_replicated_stack_builds_both_clusters_and_mirrormaker():
     assert {n: i["tags"]["cluster"] for n, i in instances.items() if ".dc-a." in n} == {
         h.name: "east" for h in d.cluster("east").hosts()
     }
-    subnets = {s.inputs["tags"]["dc"]: s.inputs["tags"]["cluster"] for s in mocks.of("aws:ec2/subnet:Subnet")}
-    assert subnets == {"dc-a": "east", "dc-b": "west"}
+    dc_subnets = [s for s in mocks.of("aws:ec2/subnet:Subnet") if "dc" in s.inputs["tags"]]  # the rest: SSM's
+    assert {s.inputs["tags"]["dc"]: s.inputs["tags"]["cluster"] for s in dc_subnets} == {"dc-a": "east", "dc-b": "west"}
     assert (
         len(mocks.of("aws:ec2/vpc:Vpc")) == 2
         and len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 1
