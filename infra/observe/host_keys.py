@@ -23,10 +23,9 @@ class HostKeysUnknown(hostaccess.HostUnreachable):
 
 def known_hosts(inventory: Inventory) -> Path:
     """The known_hosts file the inventory's ssh options name."""
-    found = re.search(r"UserKnownHostsFile=(\S+)", inventory.vars.get("ansible_ssh_common_args", ""))
-    if not found or found.group(1) == "/dev/null":
+    if (path := hostaccess.known_hosts_file(inventory)) is None:
         raise ValueError(f"cluster {inventory.vars.get('cluster_name')}: its ssh options name no known_hosts file")
-    return Path(found.group(1))
+    return path
 
 
 def known(path: Path, name: str) -> bool:

@@ -111,15 +111,19 @@ def _connection(inventory: Inventory, host: InventoryHost) -> tuple[list[str], s
     return connect, f"{v['ansible_user']}@{host.address}"
 
 
-def masters_dir(inventory: Inventory) -> Path | None:
-    """The folder of the inventory's shared connections' sockets: beside the known_hosts file its
-    ssh options name, so that only connections trusting the same host keys share one. None: no
-    known_hosts file, or a folder too deep for a socket's path (each connection on its own then)."""
+def known_hosts_file(inventory: Inventory) -> Path | None:
+    """The known_hosts file the inventory's ssh options name; None if they name none."""
     found = re.search(r"UserKnownHostsFile=(\S+)", inventory.vars.get("ansible_ssh_common_args", ""))
-    if not found or found.group(1) == "/dev/null":
-        return None
-    folder = Path(found.group(1)).parent / "mux"
-    return folder if len(str(folder)) + 33 <= SOCKET_PATH_MAX else None
+    return None if not found or found.group(1) == "/dev/null" else Path(found.group(1))
+
+
+def masters_dir(inventory: Inventory) -> Path | None:
+    """The folder of the inventory's shared connections' sockets: beside its known_hosts file, so
+    that only connections trusting the same host keys share one. None: no known_hosts file, or a
+    folder too deep for a socket's path (each connection on its own then)."""
+    known = known_hosts_file(inventory)
+    folder = known.parent / "mux" if known else None
+    return folder if folder and len(str(folder)) + 33 <= SOCKET_PATH_MAX else None
 
 
 def _socket(folder: Path, connect: list[str], target: str) -> Path:
