@@ -4,12 +4,14 @@ topology under the drill's own settings, and the fault driver of the stack's bac
 Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
   stack     the Pulumi stack (default: local)
   run_dir   the drill record directory, runs/<drill-id>
-A drill's own settings, where they differ from the stack's (`dcdrill drill --acks ...`), are in
-the record's settings.json: a file, because `chaos run --var` only sets keys an experiment declares.
+`dcdrill drill` gives `chaos run` the record's plan.json as its var file: these keys and the
+rest of the experiment's configuration arrive typed (a float hold, a bool keep_topic). The
+drill's own settings (`dcdrill drill --acks ...`) are in the same file, read once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -47,10 +49,16 @@ def deployment(configuration: dict | None) -> Deployment:
 
 
 def deployment_for(stack: str, record: DrillRecord | None) -> Deployment:
-    """The stack under the settings `record` holds (settings.json), if any."""
+    """The stack under the settings `record` holds (its plan.json), if any."""
     d = stacks.load_deployment(stack)
-    own = record.settings() if record else {}
+    own = _settings_of(record.path.resolve()) if record and not record.remote else {}
     return d.with_settings(own) if own else d
+
+
+@functools.lru_cache(maxsize=16)
+def _settings_of(run: Path) -> dict:
+    """A record's plan is written once, before the experiment: read once per process."""
+    return DrillRecord(run).settings()
 
 
 def topology(configuration: dict | None) -> Topology:

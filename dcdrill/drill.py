@@ -25,16 +25,14 @@ from dcdrill.infra import lifecycle, mirror_rules, rules, stack_lock
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import child_env
 from dcdrill.infra.observe import hostaccess, status, status_text
-from dcdrill.record import DrillRecord
-from dcdrill.record.contents import CHAOS_LOG, CONVERGENCE, EXPERIMENT, JOURNAL, PHASES
+from dcdrill.record import DrillRecord, models
+from dcdrill.record.contents import CHAOS_LOG, CONVERGENCE, EXPERIMENT, JOURNAL, PHASES, PLAN
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "power-loss", "isolate-dc", "slow-link"}
 DC_LOSSES = {"kill-dc", "stop-dc", "power-loss", "isolate-dc"}
 # A fault is held at most 50 minutes: the workload's processes end an hour after they start
 # (validation/workload.py AGENT_LIFETIME_S), and the drain and audit come after the heal.
-MAX_HOLD_S = 3000.0
-MAX_RATE = 1_000_000.0  # records/s per producer: beyond any client's reach, so a typo
 QUORUM_LEADER = "quorum-leader"  # --dc: the DC of the coordination quorum's leader, when each drill starts
 STRETCHED_DEFAULT, REPLICATED_DEFAULT = "kill-dc", "kill-source-dc"  # --experiment when none is given
 
@@ -94,11 +92,11 @@ class Plan:
             out.append(f"--repeat must be at least 1, got {args.repeat}")
         if len(d.datacenters) < 2 and not args.force:
             out.append("the stack has a single DC: a DC drill would take everything down (--force)")
-        if args.hold is not None and not (math.isfinite(args.hold) and 0 < args.hold <= MAX_HOLD_S):
-            out.append(f"--hold must be > 0 seconds and at most {MAX_HOLD_S:.0f}, got {args.hold:g}")
+        if args.hold is not None and not (math.isfinite(args.hold) and 0 < args.hold <= models.MAX_HOLD_S):
+            out.append(f"--hold must be > 0 seconds and at most {models.MAX_HOLD_S:.0f}, got {args.hold:g}")
         rate = getattr(args, "rate", None)
-        if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE):
-            out.append(f"--rate must be > 0 records/s and at most {MAX_RATE:.0f}, got {rate:g}")
+        if rate is not None and not (math.isfinite(rate) and 0 < rate <= models.MAX_RATE):
+            out.append(f"--rate must be > 0 records/s and at most {models.MAX_RATE:.0f}, got {rate:g}")
         if args.matrix and own:
             out.append(
                 "--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile"
@@ -229,8 +227,6 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
         print(f"report: {record.write_report_file('index.html', page)}", file=sys.stderr)
         return code
 
-    if own:  # read by chaos/context.deployment() inside the experiment
-        record.write_settings(own)
     record.write_topology(stacks.drill_topology(args.stack, plan.deployment.with_settings(own)))
     record.write_json(EXPERIMENT, plan.experiment)
     try:
@@ -248,7 +244,8 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
         if variables["dc"] is None:
             return stop(EXIT_NOT_STEADY, "--dc quorum-leader: the quorum has no leader now; nothing was injected")
         lifecycle.say(f"the quorum's leader is in {variables['dc']}: the drill's target")
-    code = _chaos_run(args, settings.hold(args, plan.topology.with_settings(own)), variables, record)
+    record.write_plan(resolved_plan(args, plan, own, variables, record.path))  # the experiment's var file
+    code = _chaos_run(args, record)
     phase("experiment")
     fault_problem = _fault_problem(record)
     journal = record.journal()
@@ -280,6 +277,23 @@ def _drill(args, plan: Plan, own: dict, run_dir: Path, last: bool = False) -> in
     return verdict_code(summary)
 
 
+def resolved_plan(args, plan: Plan, own: dict, variables: dict, run_dir: Path) -> models.Plan:
+    """plan.json of one drill: the command line resolved (`own`: its settings, `variables`: its
+    DCs and link shape), typed as the activities take it."""
+    return models.Plan(
+        experiment=args.experiment,
+        configuration=models.PlanConfiguration(
+            stack=args.stack,
+            run_dir=str(run_dir),
+            hold_s=float(settings.hold(args, plan.topology.with_settings(own))),
+            rate=float(args.rate),
+            keep_topic=bool(args.keep_topic),
+            **variables,
+        ),
+        settings=models.DrillSettings(**own),
+    )
+
+
 def _quorum_leader_dc(stack: str) -> str | None:
     """The DC of the ZooKeeper ensemble's leader, or of the active KRaft controller; None without one."""
     inv = lifecycle.inventory(stack)
@@ -287,7 +301,8 @@ def _quorum_leader_dc(stack: str) -> str | None:
     return next((h.dc for h in inv.hosts("zookeeper", "kafka_controller") if h.name == leader), None)
 
 
-def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
+def _chaos_run(args, record: DrillRecord) -> int:
+    """The experiment, given plan.json as its var file: its configuration arrives typed."""
     chaos = Path(sys.executable).parent / "chaos"
     argv = [
         str(chaos),
@@ -297,19 +312,9 @@ def _chaos_run(args, hold: float, variables: dict, record: DrillRecord) -> int:
         "run",
         "--journal-path",
         str(record.file(JOURNAL)),
-        "--var",
-        f"stack={args.stack}",
-        "--var",
-        f"run_dir={record.path}",
-        "--var",
-        f"hold_s:int={int(hold)}",
-        "--var",
-        f"rate:float={args.rate}",
-        "--var",
-        f"keep_topic={str(args.keep_topic).lower()}",
+        "--var-file",
+        str(record.file(PLAN)),
     ]
-    for key, value in variables.items():
-        argv += ["--var", f"{key}:float={value}" if key in LINK_SHAPE else f"{key}={value}"]
     argv.append(str(record.file(EXPERIMENT)))
     lock_fd = getattr(args, "stack_lock_fd", None)
     proc = subprocess.Popen(

@@ -62,9 +62,14 @@ def write_json_atomically(path: Path, data) -> None:
     or none (the fault state and its copies, open drills, the lab's state files)."""
     import json
 
+    write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """`text` in `path` as write_json_atomically writes: the old file or the new one after a crash."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w") as f:
-        f.write(json.dumps(data, indent=2, sort_keys=True))
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)

@@ -14,7 +14,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from dcdrill.infra.constants import now_ms, write_json_atomically
+from dcdrill.infra.constants import now_ms, write_json_atomically, write_text_atomically
+from dcdrill.record import models
 from dcdrill.record.contents import (
     AGENT_FOLDERS,
     AGENTS,
@@ -34,8 +35,8 @@ from dcdrill.record.contents import (
     LEDGERS,
     MIRROR_EVENTS,
     MIRROR_WAITS,
+    PLAN,
     REPORT,
-    SETTINGS,
     TOPOLOGY,
     BadRecord,
     check_audit_end,
@@ -55,6 +56,7 @@ from dcdrill.record.contents import (
 )
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import Ledger, in_flight, loads, recover_in_flight
+from dcdrill.record.models import validated
 
 
 def _ends_with_sent(intents: bytes) -> bool:
@@ -206,10 +208,8 @@ class DrillRecord:
         return self._lines(CLOCKS, parse_clocks) or []
 
     def note_clock(self, name: str, host: str, at: str, offset_ms: int, rtt_ms: int) -> None:
-        with Ledger(self.file(CLOCKS)) as out:
-            out.write(
-                {"name": name, "host": host, "at": at, "offset_ms": offset_ms, "rtt_ms": rtt_ms, "at_ms": now_ms()}
-            )
+        row = {"name": name, "host": host, "at": at, "offset_ms": offset_ms, "rtt_ms": rtt_ms, "at_ms": now_ms()}
+        self._append(CLOCKS, models.Clock, row)
 
     def _manifest_gaps(self, journal) -> list[str]:
         """What a drill started and its record lacks. A drill (experiment.json and its journal) must
@@ -219,6 +219,11 @@ class DrillRecord:
         if not isinstance(journal, dict) or self.files.read_bytes(self.uri(EXPERIMENT)) is None:
             return []
         out = []
+        plan, name = self.plan(), self.experiment_name()
+        if plan is None:
+            out.append(f"{PLAN} is missing: what the drill ran, and with which settings, is unknown")
+        elif name is not None and plan.experiment != name:
+            out.append(f"{PLAN} names the experiment {plan.experiment}, {EXPERIMENT} {name}")
         agents = self._lines(AGENTS, parse_agents)
         if agents is None:
             out.append(f"{AGENTS} is missing: which producers, consumers and audits the drill started is unknown")
@@ -274,7 +279,7 @@ class DrillRecord:
         """The audit of one ledger file finished: its rows and length, for `incomplete`."""
         ends = self.read_json(AUDIT_END, {})
         ends[file] = {"rows": rows, "bytes": (self.path / "audit" / file).stat().st_size}
-        self.write_json(AUDIT_END, ends)
+        self.write_json(AUDIT_END, validated(models.AuditEnds, ends, AUDIT_END))
 
     def coordination(self) -> list[dict]:
         """coordination.jsonl's samples, oldest first; missing: none."""
@@ -418,7 +423,7 @@ class DrillRecord:
 
     def write_topology(self, resolved: dict) -> None:
         """topology.json: infra.stack.drill_topology's, written once before the workload starts."""
-        self.write_json(TOPOLOGY, resolved)
+        self.write_json(TOPOLOGY, validated(models.Topology, resolved, TOPOLOGY))
 
     def has_topology(self) -> bool:
         return self.file(TOPOLOGY).is_file()
@@ -427,17 +432,35 @@ class DrillRecord:
         """A failed wait's diagnosis (RECORD.md: convergence.json), replaced whole by a later one."""
         write_json_atomically(self.file(CONVERGENCE), diagnosis)
 
-    def write_settings(self, settings: dict) -> None:
-        """The drill's own settings (`dcdrill drill --acks ...`), read back inside the experiment."""
-        self.write_json(SETTINGS, settings)
+    def write_plan(self, plan: models.Plan) -> None:
+        """plan.json, written once before the experiment starts (a drill record holds one drill)."""
+        if self.file(PLAN).exists():
+            raise BadRecord(f"{self.file(PLAN)}: this record already holds a drill's plan")
+        self.write_json(PLAN, plan.as_json())
+
+    def plan(self) -> models.Plan | None:
+        """plan.json held to its model; None in a record of a plain `chaos run`, which has none."""
+        data = self.read_document(PLAN, required=False)
+        if data is None:
+            return None
+        checked(lambda d, name: validated(models.Plan, d, name), data, self.uri(PLAN))
+        return models.Plan.model_validate(data)
 
     def settings(self) -> dict:
-        return self.read_json(SETTINGS, {})
+        """The drill's own settings (plan.json's), as Topology.with_settings() takes them."""
+        plan = self.plan()
+        return {} if plan is None else plan.settings.model_dump(exclude_none=True)
 
     # -- faults ------------------------------------------------------------------------------------
+    def _append(self, name: str, model, row: dict) -> None:
+        """One line of a small JSON Lines file, held to its model first (record/models.py) and
+        appended as a ledger row is: flushed, fsync'd, a crash leaving at most a torn last line."""
+        validated(model, row, name)
+        with Ledger(self.file(name)) as out:
+            out.write(row)
+
     def append_fault(self, entry: dict) -> None:
-        with Ledger(self.file(FAULTS)) as out:
-            out.write(entry)
+        self._append(FAULTS, models.Fault, entry)
 
     def fault_started(self, fault: str, target: str, **extra) -> dict:
         """A fault line at injection (end_ms null); `extra`: what the fault adds (isr_at_start)."""
@@ -485,10 +508,8 @@ class DrillRecord:
         or a workload process on a client host (`pid` the control's host-access session to it,
         `folder` where it keeps its files on `host`, `cluster` the inventory that names the host).
         After a crash, heal stops what still runs and collects what was not collected."""
-        with Ledger(self.file(AGENTS)) as out:
-            out.write(
-                {"name": name, "pid": pid, "host": host, "folder": folder, "cluster": cluster, "started_ms": now_ms()}
-            )
+        row = {"name": name, "pid": pid, "host": host, "folder": folder, "cluster": cluster, "started_ms": now_ms()}
+        self._append(AGENTS, models.Agent, row)
 
     def agents(self) -> list[dict]:
         """agents.jsonl: every process noted (a torn last line is skipped: it was never started)."""
@@ -506,8 +527,8 @@ class DrillRecord:
     def note_collected(self, host: str, folder: str, lost: bool = False) -> None:
         """A host's folder came back into the record (collected.jsonl); `lost`: it was gone from
         the host (the record then lacks what its processes wrote, and is incomplete)."""
-        with Ledger(self.file(COLLECTED)) as out:
-            out.write({"host": host, "folder": folder, "at_ms": now_ms(), **({"lost": True} if lost else {})})
+        row = {"host": host, "folder": folder, "at_ms": now_ms(), **({"lost": True} if lost else {})}
+        self._append(COLLECTED, models.Collected, row)
 
     def uncollected(self) -> list[dict]:
         """The noted workload processes whose host folder has not come back since they started."""
@@ -522,18 +543,17 @@ class DrillRecord:
     # -- the coordination log: the quorum's leader and the live brokers, every second or so ------
     def append_failover(self, entry: dict) -> None:
         """One consumer-group failover (RECORD.md): {group, from, to, at_ms, topic, consumers}."""
-        with open(self.file(FAILOVERS), "a") as f:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
+        self._append(FAILOVERS, models.Failover, entry)
 
     def append_mirror_wait(self, entry: dict) -> None:
         """One flow's wait for its copy to catch up (RECORD.md): {flow, began_ms, caught_up_ms}."""
-        with open(self.file(MIRROR_WAITS), "a") as f:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
+        self._append(MIRROR_WAITS, models.MirrorWait, entry)
 
     def write_mirror_events(self, rows: list[dict]) -> None:
         """MirrorMaker 2's starts and rebalances during the drill (RECORD.md): {host, flows, event, at_ms}."""
-        with open(self.file(MIRROR_EVENTS), "w") as f:
-            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+        for n, row in enumerate(rows, 1):
+            validated(models.MirrorEvent, row, f"{MIRROR_EVENTS}:{n}")
+        write_text_atomically(self.file(MIRROR_EVENTS), "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
     def coordination_log(self) -> Path:
         return self.file(COORDINATION)

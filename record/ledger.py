@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+from dcdrill.record.models import IntentHeader, Reserved, Sent, validated
+
 
 class LedgerError(RuntimeError):
     pass
@@ -224,8 +226,12 @@ class IntentLog:
 MAX_UNWRITTEN = 1_000_000
 
 
-def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _is(model, row) -> bool:
+    try:
+        validated(model, row, "")
+    except ValueError:
+        return False
+    return True
 
 
 def intent_marks(intents: bytes, name: str) -> tuple[dict | None, list[tuple[int, int]], int | None]:
@@ -236,29 +242,19 @@ def intent_marks(intents: bytes, name: str) -> tuple[dict | None, list[tuple[int
     if not marks:
         return None, [], None
     header, marks = marks[0], marks[1:]
-    keys, parts = header.get("keys") if isinstance(header, dict) else None, None
-    if isinstance(header, dict):
-        parts = header.get("partitions")
-    if not (
-        isinstance(header, dict)
-        and isinstance(header.get("producer_id"), str)
-        and isinstance(header.get("topic"), str)
-        and isinstance(keys, list)
-        and keys
-        and isinstance(parts, list)
-        and len(parts) == len(keys)
-        and all(_whole(x) for x in parts)
-    ):
-        raise ValueError(f"{name}:1: not an intent log's header (producer_id, topic, keys, partitions)")
+    try:
+        validated(IntentHeader, header, "the first line")
+    except ValueError as exc:
+        raise ValueError(f"{name}:1: not an intent log's header ({exc})") from None
     reserved, sent = [], None
     for n, m in enumerate(marks, 2):
         if sent is not None:
             raise ValueError(f"{name}:{n}: a mark after the `sent` count, which ends the log")
-        if isinstance(m, dict) and set(m) == {"sent"} and _whole(m["sent"]):
+        if _is(Sent, m):
             sent = m["sent"]
             if sent > (reserved[-1][0] if reserved else 0):
                 raise ValueError(f"{name}:{n}: sent {sent}, beyond the {reserved[-1][0] if reserved else 0} reserved")
-        elif isinstance(m, dict) and set(m) == {"reserved", "at_ms"} and _whole(m["reserved"]) and _whole(m["at_ms"]):
+        elif _is(Reserved, m):
             if reserved and m["reserved"] <= reserved[-1][0]:
                 raise ValueError(
                     f"{name}:{n}: reserved {m['reserved']} after {reserved[-1][0]}: reservations only grow"

@@ -10,61 +10,51 @@ each file's tail, and on a mismatch the offending file and line are located and 
 from __future__ import annotations
 
 import json
+import typing
 import weakref
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dcdrill.record import BadRecord, DrillRecord
+from dcdrill.record import BadRecord, DrillRecord, models
 from dcdrill.record.ledger import DuplicateKey, loads
 
 BadInput = BadRecord  # exit 2: the drill record cannot be verified as it is
 
 
 S, L, INT = T.StringType(), T.LongType(), T.IntegerType()
-SCHEMAS = {
-    "produced": {
-        "producer_id": S,
-        "seq": L,
-        "topic": S,
-        "partition": INT,
-        "key": S,
-        "send_ms": L,
-        "status": S,
-        "ack_ms": L,
-        "offset": L,
-        "error": S,
-        "dc": S,
-    },
-    "consumed": {
-        "consumer_id": S,
-        "group": S,
-        "topic": S,
-        "partition": INT,
-        "offset": L,
-        "producer_id": S,
-        "seq": L,
-        "consume_ms": L,
-        "dc": S,
-    },
-    "audit": {"topic": S, "partition": INT, "offset": L, "producer_id": S, "seq": L, "timestamp_ms": L},
-}
+
+
+def _column(field) -> tuple:
+    """A ledger model's field as (Spark type, required, never negative)."""
+    kinds = [field.annotation, *typing.get_args(field.annotation)]
+    infos = [field] + [m for k in kinds if typing.get_origin(k) is typing.Annotated for m in k.__metadata__]
+    constraints = [c for info in infos for c in getattr(info, "metadata", ())]
+    plain = {typing.get_args(k)[0] if typing.get_origin(k) is typing.Annotated else k for k in kinds}
+    bits = next(
+        (i.json_schema_extra["bits"] for i in infos if (getattr(i, "json_schema_extra", None) or {}).get("bits")), 64
+    )
+    spark_type = (INT if bits == 32 else L) if int in plain else S
+    return spark_type, field.is_required(), any(getattr(c, "ge", None) == 0 for c in constraints)
+
+
+def _columns(kind: str) -> dict:
+    model = models.LEDGER_MODELS[kind]
+    return {n: _column(f) for n, f in model.model_fields.items() if n not in models.ROUTING_COLUMNS}
+
+
+# Each ledger's columns as the verifier reads them, from its model (record/models.py): a JSON
+# Lines or Parquet ledger is held to the same types. The routing columns of a replicated stack
+# are read only where one cluster's rows are picked out (load, below).
+SCHEMAS = {kind: {n: c[0] for n, c in _columns(kind).items()} for kind in models.LEDGER_MODELS}
 # Columns that must be present and non-null on every row (the rest may be null).
-REQUIRED = {
-    "produced": ("producer_id", "seq", "topic", "partition", "send_ms", "status"),
-    "consumed": ("topic", "partition", "offset"),
-    "audit": ("topic", "partition", "offset"),
-}
+REQUIRED = {kind: tuple(n for n, c in _columns(kind).items() if c[1]) for kind in models.LEDGER_MODELS}
 # Columns that are never negative where present.
-NON_NEGATIVE = {
-    "produced": ("seq", "partition", "send_ms", "ack_ms", "offset"),
-    "consumed": ("partition", "offset", "seq"),
-    "audit": ("partition", "offset", "seq"),
-}
+NON_NEGATIVE = {kind: tuple(n for n, c in _columns(kind).items() if c[2]) for kind in models.LEDGER_MODELS}
 PY_TYPES = {S: (str,), L: (int,), INT: (int,)}
 BITS = {L: 64, INT: 32}  # what a long and an int column hold: Spark reads a larger number as no value
-STATUSES = ("ok", "fail", "info")
+STATUSES = models.STATUSES
 CORRUPT = "_corrupt_record"
 
 

@@ -86,6 +86,16 @@ def note_agents(run: Path) -> Path:
     return run
 
 
+def note_plan(run: Path, experiment: str = "kill-dc", **settings) -> Path:
+    """plan.json as `dcdrill drill` writes it before its experiment (a drill's record must hold it)."""
+    from dcdrill.record import DrillRecord, models
+
+    configuration = models.PlanConfiguration(stack="local", run_dir=str(run), hold_s=30.0, rate=200.0, keep_topic=False)
+    plan = models.Plan(experiment=experiment, configuration=configuration, settings=models.DrillSettings(**settings))
+    DrillRecord(run).write_plan(plan)
+    return run
+
+
 def anomalies(run: Path, unclean=True, profile="consistency-first") -> Path:
     """Every anomaly at once, with counts worked out by hand in tests/spark/test_checker.py."""
     P = [p("p1", i, "ok", 0, i, 1000 + 100 * i) for i in range(10)]  # p1/7..9 truncated away

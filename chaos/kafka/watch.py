@@ -7,14 +7,14 @@ sample (chaos/faults/actions.py)."""
 
 from __future__ import annotations
 
-import json
 import threading
 
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.observe import hostaccess
 from dcdrill.record import DrillRecord
-from dcdrill.record.ledger import Ledger
+from dcdrill.record.ledger import Ledger, loads
+from dcdrill.record.models import CoordinationSample, validated
 
 
 class CoordinationWatch:
@@ -49,10 +49,21 @@ class CoordinationWatch:
 
     def _run(self) -> None:
         with Ledger(self.record.coordination_log()) as log:
-            for line in self._agent.stdout:
-                sample = json.loads(line)
-                if "agent_error" in sample:  # a missed sample is a gap in the log, not a failed drill
+            for n, line in enumerate(self._agent.stdout, 1):
+                try:
+                    sample = loads(line)
+                except ValueError as exc:
+                    self.errors.append(f"the watch agent's line {n} is no JSON object: {exc}")
+                    continue
+                if (
+                    isinstance(sample, dict) and "agent_error" in sample
+                ):  # a missed sample is a gap in the log, not a failed drill
                     self.errors.append(sample["agent_error"])
+                    continue
+                try:  # a client host's line, held to the record's model before it is written
+                    validated(CoordinationSample, sample, f"the watch agent's line {n}")
+                except ValueError as exc:
+                    self.errors.append(str(exc))
                     continue
                 log.write(sample)
                 self.samples += 1

@@ -169,7 +169,7 @@ def delete_topic(keep: bool = False, topic: str = None, configuration: dict = No
     a long-lived lab would otherwise pile them up (partitions, replicas, heap). `keep` (the
     experiment's keep_topic, `dcdrill drill --keep-topic`) leaves it for a look afterwards."""
     topic = topic or context.drill_topic(configuration)
-    if str(keep).lower() in ("1", "true", "yes"):
+    if keep is True or (isinstance(keep, str) and keep.lower() in ("1", "true", "yes")):  # a plain `chaos run --var`
         return {"topic": topic, "deleted": False}
     d, stack = context.deployment(configuration), context.stack_name(configuration)
     # (cluster, topic): the drill topic, and on a replicated stack every copy and every cluster's own

@@ -139,10 +139,14 @@ def duck(run: Path, fmt: str) -> tuple[float, dict]:
     }
 
 
-def spark(run: Path) -> tuple[float, dict]:
+def spark(run: Path, checkout: Path = ROOT) -> tuple[float, dict]:
+    """`dcdrill verify` as `checkout` has it (`python -m` imports the dcdrill of its folder)."""
     t0 = time.monotonic()
     res = subprocess.run(
-        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
     )
     took = time.monotonic() - t0
     if res.returncode not in (0, 1):
@@ -219,6 +223,12 @@ def main() -> None:
     ap.add_argument("--reuse", type=Path, metavar="DIR", help="time a record kept by an earlier --keep run")
     ap.add_argument("--rounds", type=int, default=1, help="time DuckDB and verify in turn this many times")
     ap.add_argument("--floor", action="store_true", help="also time Spark's floors (see above) in each round")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also time another checkout's verify in each round, alternating (git worktree add CHECKOUT REV)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated records (their folder is printed)")
     ap.add_argument("--floor-program", nargs=2, metavar=("MODE", "RUN"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -232,6 +242,7 @@ def main() -> None:
             generate(run, n, args.format, args.shape)
         gen = time.monotonic() - t0
         ducks, verifies, ratios, agree = [], [], [], True
+        theirs: list[float] = []  # --against: the other checkout's ratio to DuckDB, round by round
         floors: dict[str, list[float]] = {m: [] for m in (FLOOR + ("verify-10k",) if args.floor else ())}
         small = Path(tempfile.mkdtemp(prefix="dcdrill-bench-10k-")) if args.floor else None
         if small:
@@ -241,11 +252,16 @@ def main() -> None:
             s_s, s_counts = spark(run)
             agree = agree and all(s_counts[k] == v for k, v in d_counts.items())
             ducks.append(d_s), verifies.append(s_s), ratios.append(s_s / d_s)
+            if args.against:
+                o_s, o_counts = spark(run, args.against)
+                agree = agree and o_counts == s_counts
+                theirs.append(o_s / d_s)
             for mode, times in floors.items():
                 times.append((spark(small)[0] if mode == "verify-10k" else floor(run, mode)) / d_s)
             if args.rounds > 1:
                 print(
                     f"  round {r + 1}: duckdb {d_s:6.2f}s  dcdrill verify {s_s:6.2f}s  ratio {s_s / d_s:5.2f}x"
+                    + (f"  {args.against.name} {theirs[-1]:5.2f}x" if theirs else "")
                     + "".join(f"  {m} {t[-1]:4.2f}x" for m, t in floors.items()),
                     flush=True,
                 )
@@ -257,6 +273,9 @@ def main() -> None:
             f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
             flush=True,
         )
+        if theirs:
+            mine, other = statistics.median(ratios), statistics.median(theirs)
+            print(f"  against {args.against}: ratio {other:5.2f}x there, {mine:5.2f}x here: {mine / other:5.3f} of it")
         for mode, times in floors.items():
             print(f"  spark floor {mode:<11} {statistics.median(times):5.2f}x DuckDB's time (median of {len(times)})")
         if args.keep or args.reuse:

@@ -47,7 +47,8 @@ def test_a_stopped_drill_leaves_junit_with_the_drill_in_error(case, tmp_path, mo
     args = build_parser().parse_args(["drill", "--stack", "local", "--experiment", "kill-dc", "--run-dir", str(run)])
     plan = drill.Plan(args)
 
-    def chaos_run(_args, _hold, _variables, record):
+    def chaos_run(_args, record):
+        assert record.plan().experiment == "kill-dc"  # written before the experiment starts
         if journal is not None:
             record.write_json(JOURNAL, journal)
         return 1

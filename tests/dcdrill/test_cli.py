@@ -122,6 +122,8 @@ def drill_args(**given):
         profile=None,
         matrix=False,
         check=False,
+        rate=200.0,
+        keep_topic=False,
     )
     return argparse.Namespace(**{**defaults, **given})
 
@@ -154,7 +156,7 @@ def test_availability_first_drills_hold_the_fault_past_the_failover(capsys):
 
 def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys):
     """acks / factor / minInsync / unclean / profile for one drill: checked against the rules up
-    front, handed to the experiment in the record's settings.json, read back by chaos/context.topology()."""
+    front, handed to the experiment in the record's plan.json, read back by chaos/context.topology()."""
     from dcdrill import drill
     from dcdrill import drill_settings as settings
     from dcdrill.chaos import context
@@ -167,7 +169,18 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
     assert plan.problems == []
     assert (t.profile, t.acks, t.replication.factor, t.replication.min_insync) == ("availability-first", "1", 4, 2)
     assert t.replication.unclean_leader_election and dc == "dc-a" and settings.hold(args, t) == 56.0
-    DrillRecord(tmp_path).write_settings(settings.given(args))
+    written = drill.resolved_plan(args, plan, settings.given(args), plan.variables, tmp_path)
+    DrillRecord(tmp_path).write_plan(written)
+    assert json.loads((tmp_path / "plan.json").read_text())["configuration"] == {
+        "stack": "local",
+        "run_dir": str(tmp_path),
+        "hold_s": 56.0,
+        "rate": args.rate,
+        "keep_topic": False,
+        "dc": "dc-a",
+        "other_dc": "dc-b",
+    }
+    assert DrillRecord(tmp_path).plan() == written
     read = context.topology({"stack": "local", "run_dir": str(tmp_path)})
     assert read == t and rules.resolved(read)["predictions"]["dc-a"]["acked_loss_possible"]
     assert context.topology({"stack": "local", "run_dir": str(tmp_path / "none")}).profile == "consistency-first"

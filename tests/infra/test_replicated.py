@@ -420,7 +420,7 @@ def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault()
 @pytest.mark.parametrize(
     "line,expected",
     [
-        ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got None"),
+        ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got nothing"),
         ('{"group": "g", "from": "east", "to": 3, "at_ms": 5}', "failovers.jsonl:2: to must be a string, got 3"),
         ("[1]", "failovers.jsonl:2: a failover must be a JSON object"),
         ('{"group": ', "failovers.jsonl:2"),

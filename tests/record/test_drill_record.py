@@ -33,7 +33,7 @@ def test_a_fault_and_its_heal_are_one_entry(tmp_path):
 
 
 def test_a_fault_line_without_start_is_named():
-    with pytest.raises(ValueError, match="faults.jsonl:2: fault 'x' is not one of"):
+    with pytest.raises(ValueError, match="faults.jsonl:2: fault must be one of kill-dc, .*, got 'x'"):
         parse_faults(b'{"fault": "kill-dc", "target": "a", "start_ms": 1}\n{"fault": "x"}\n', "faults.jsonl")
 
 

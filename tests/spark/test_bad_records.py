@@ -114,6 +114,7 @@ def whole_drill(run, agents=("p1", "c1", "a"), drop=(), journal_run=(FAULT_RAN,)
     (run / "audit-end.json").write_text(json.dumps({"audit.jsonl": {"rows": 3, "bytes": audit.stat().st_size}}))
     rows = [{"name": n, "pid": 7, "host": None, "folder": None, "cluster": None, "started_ms": 1} for n in agents]
     (run / "agents.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records.note_plan(run)
     if intents is not None:
         (run / "intents").mkdir()
         (run / "intents" / "p1.jsonl").write_text("".join(json.dumps(m) + "\n" for m in intents))
@@ -134,24 +135,28 @@ BAD = [
     (
         "no profile",
         lambda r: good(r, topo={k: v for k, v in records.topology().items() if k != "profile"}),
-        "topology.json: profile must be str, got None",
+        "topology.json: profile must be one of consistency-first, availability-first: "
+        "without it there is no promise, got nothing",
     ),
     (
         "misspelled profile",
         lambda r: good(r, topo=topo(profile="consistency-frist")),
-        "topology.json: profile 'consistency-frist' is not one of",
+        "topology.json: profile must be one of consistency-first, availability-first: "
+        "without it there is no promise, got 'consistency-frist'",
     ),
     ("topology is a list", with_file("topology.json", "[1, 2]"), "topology.json: must be a JSON object, got list"),
     ("topology not JSON", with_file("topology.json", "{"), "topology.json: not valid JSON"),
     (
         "predictions a list",
         lambda r: good(r, topo=topo(predictions=[])),
-        "topology.json: predictions must be dict, got []",
+        "topology.json: predictions must be an object of DCs, each with quorum_survives, writable and "
+        "acked_loss_possible as true/false, got []",
     ),
     (
         "prediction shape",
         lambda r: good(r, topo=topo(predictions={"dc-a": {"writable": "yes"}})),
-        "topology.json: predictions.dc-a must have",
+        "topology.json: predictions must be an object of DCs, each with quorum_survives, writable and "
+        "acked_loss_possible as true/false (dc-a.quorum_survives: field required)",
     ),
     (
         "unclean as text",
@@ -176,7 +181,8 @@ BAD = [
     (
         "unknown fault",
         with_file("faults.jsonl", json.dumps(kill_dc(fault="meteor")) + "\n"),
-        "faults.jsonl:1: fault 'meteor' is not one of",
+        "faults.jsonl:1: fault must be one of kill-dc, stop-dc, isolate-dc, kill-tiebreaker, degrade-link, "
+        "rolling-restart, kill-mirror, power-loss, got 'meteor'",
     ),
     (
         "malformed fault line",
@@ -394,6 +400,65 @@ BAD = [
         "a clock reading with no offset",
         lambda r: (whole_drill(r), _clock(r, offset_ms=None, rtt_ms=40)),
         "clocks.jsonl:1: offset_ms must be an integer, got None",
+    ),
+    # The drill's plan: deleted, naming another drill, or holding what no drill writes.
+    ("plan deleted", lambda r: whole_drill(r, drop=("plan.json",)), "plan.json is missing: what the drill ran"),
+    (
+        "plan of another experiment",
+        lambda r: (
+            whole_drill(r),
+            (r / "experiment.json").write_text(
+                json.dumps({"title": "x", "extensions": [{"name": "dcdrill", "experiment": "stop-dc"}]})
+            ),
+        ),
+        "plan.json names the experiment kill-dc, experiment.json stop-dc",
+    ),
+    (
+        "plan with the hold as text",
+        lambda r: (
+            whole_drill(r),
+            (r / "plan.json").write_text((r / "plan.json").read_text().replace('"hold_s": 30.0', '"hold_s": "30"')),
+        ),
+        "plan.json: configuration.hold_s: Input should be a valid number, got '30'",
+    ),
+    # Keys no writer writes, and types no writer gives (record/models.py holds every small file).
+    (
+        "a fault line with a key no fault writes",
+        with_file("faults.jsonl", json.dumps(kill_dc(healed_by="me")) + "\n"),
+        "faults.jsonl:1: unknown key 'healed_by'",
+    ),
+    (
+        "an agent with a key no writer writes",
+        lambda r: (
+            whole_drill(r),
+            (r / "agents.jsonl").write_text(
+                (r / "agents.jsonl").read_text() + '{"name": "p2", "pid": 7, "started_ms": 1, "uid": 0}\n'
+            ),
+        ),
+        "agents.jsonl:4: unknown key 'uid'",
+    ),
+    (
+        "a collection lost as text",
+        lambda r: (
+            whole_drill(r),
+            (r / "collected.jsonl").write_text('{"host": "c1", "folder": "f", "at_ms": 1, "lost": "no"}\n'),
+        ),
+        "collected.jsonl:1: lost must be true or false, got 'no'",
+    ),
+    (
+        "a coordination sample with a leader id",
+        with_file("coordination.jsonl", '{"at_ms": 1500, "leader": 2}\n'),
+        "coordination.jsonl:1: leader must be a host name or null, got 2",
+    ),
+    (
+        "an intent header with a partition short",
+        lambda r: whole_drill(r, intents=[{**HEADER, "partitions": [0]}]),
+        "intents/p1.jsonl:1: not an intent log's header (the first line: 2 keys but 1 partitions)",
+    ),
+    (
+        "an audit end with a count as text",
+        lambda r: (whole_drill(r), (r / "audit-end.json").write_text('{"audit.jsonl": {"rows": "3", "bytes": 9}}')),
+        "audit-end.json: audit.jsonl must be {rows, bytes} as whole numbers >= 0",
     ),
 ]
 

@@ -86,6 +86,7 @@ def test_no_cell_reads_none_numbers_align_right_and_only_files_there_are_linked(
         json.dumps({"audit.jsonl": {"rows": 0, "bytes": (run / "audit" / "audit.jsonl").stat().st_size}})
     )
     records.note_agents(run)
+    records.note_plan(run)
     summary = verify.verify(str(run), spark=spark)
     page = (run / "report" / "index.html").read_text()
     assert ">None<" not in page and "None ms" not in page
