@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     import logging
 
-    from dcdrill.record import DrillRecord
+    from dcdrill.record import RecordReader
     from dcdrill.record.contents import REPORT
     from dcdrill.spark import memory, report_files, session, verify
 
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             summaries.append(summary)
             if not args.json:
                 print(report_files.one_screen(summary))
-                print(f"report: {DrillRecord(run_dir).uri(REPORT, 'index.html')}")
+                print(f"report: {RecordReader(run_dir).uri(REPORT, 'index.html')}")
     if args.json and summaries:
         print(json.dumps(summaries[0] if len(args.run_dirs) == 1 else summaries, indent=2, default=str))
     return max(codes)

@@ -1,5 +1,5 @@
 """Reading a drill record's ledgers into Spark, with the bad-input rules of RECORD.md. The record's
-layout, its files and the parsing of its small files are the record package's (DrillRecord);
+layout, its files and the parsing of its small files are the record package's (RecordReader);
 Spark reads the ledger files it names, local or in S3 alike.
 
 Parsing is Spark's (fast path); diagnostics are Python's and run only when something is wrong:
@@ -17,8 +17,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dcdrill.record import BadRecord, DrillRecord, models
+from dcdrill.record import models
+from dcdrill.record.contents import BadRecord
 from dcdrill.record.ledger import DuplicateKey, loads
+from dcdrill.record.reader import RecordReader
 
 BadInput = BadRecord  # exit 2: the drill record cannot be verified as it is
 
@@ -93,7 +95,7 @@ def row_problem(kind: str, row: dict) -> str | None:
     return None
 
 
-def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq: int | None = None) -> str | None:
+def locate_produced(record: RecordReader, files: list[str], producer_id: str, seq: int | None = None) -> str | None:
     """Slow path for a JSON Lines produced ledger: 'file:line' of the first row of `producer_id`
     with `seq` (None: the first row of an identity seen before, a duplicate), or None."""
     seen: dict[tuple, str] = {}
@@ -119,7 +121,7 @@ def locate_produced(record: DrillRecord, files: list[str], producer_id: str, seq
     return None
 
 
-def locate_problem(record: DrillRecord, files: list[str], kind: str) -> str:
+def locate_problem(record: RecordReader, files: list[str], kind: str) -> str:
     """Slow path, only after Spark saw a problem: name the file, line and column."""
     schema, required = SCHEMAS[kind], REQUIRED[kind]
     for path in files:
@@ -169,11 +171,11 @@ def locate_problem_parquet(spark: SparkSession, files: list[str], kind: str) -> 
 
 # What load() returned, per record object: a replicated verify reads the home cluster's audit for
 # the stretched counts, its flow and its loops, and each load is a footer read and a plan.
-_LOADED: weakref.WeakKeyDictionary[DrillRecord, dict] = weakref.WeakKeyDictionary()
+_LOADED: weakref.WeakKeyDictionary[RecordReader, dict] = weakref.WeakKeyDictionary()
 
 
 def load(
-    spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None = None, copies: tuple[str, ...] = ()
+    spark: SparkSession, record: RecordReader, kind: str, cluster: str | None = None, copies: tuple[str, ...] = ()
 ) -> tuple[DataFrame, dict]:
     """_load() once per record object, session and arguments."""
     loaded = _LOADED.setdefault(record, {})
@@ -184,7 +186,7 @@ def load(
 
 
 def _load(
-    spark: SparkSession, record: DrillRecord, kind: str, cluster: str | None, copies: tuple[str, ...]
+    spark: SparkSession, record: RecordReader, kind: str, cluster: str | None, copies: tuple[str, ...]
 ) -> tuple[DataFrame, dict]:
     """The ledger as a DataFrame of its schema's columns (plus the corrupt-record column), and
     {"files", "format", "torn", "empty", "plain", "where"}; the checker counts bad rows in its first pass.
@@ -278,7 +280,7 @@ def _load(
     }
 
 
-def _with_in_flight(spark: SparkSession, record: DrillRecord, df: DataFrame, cluster: str | None) -> DataFrame:
+def _with_in_flight(spark: SparkSession, record: RecordReader, df: DataFrame, cluster: str | None) -> DataFrame:
     """The produced rows plus what killed producers' intent logs imply (RECORD.md: intents): the
     verifier applies them itself, so it is a function of the record as the crash left it."""
     rows = [r for r in record.in_flight_rows() if cluster is None or r.get("cluster") in (None, cluster)]

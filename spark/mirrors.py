@@ -34,7 +34,7 @@ import json
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from dcdrill.record import DrillRecord
+from dcdrill.record.reader import RecordReader
 from dcdrill.spark.identities import COLUMNAR_SCAN
 from dcdrill.spark.ledgers import load
 
@@ -46,7 +46,7 @@ ID = ["producer_id", "seq"]
 STEADY_WINDOW_MS, STEADY_MARGIN_MS = 10_000, 2_000
 
 
-def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> tuple[DataFrame, DataFrame | None]:
+def _audit(spark: SparkSession, record: RecordReader, cluster: str) -> tuple[DataFrame, DataFrame | None]:
     """The cluster's audit rows with an identity, and its audit as read where that is plain Parquet."""
     df, info = load(spark, record, "audit", cluster)
     return df.select("topic", "partition", "offset", *ID, "timestamp_ms").filter(
@@ -54,7 +54,7 @@ def _audit(spark: SparkSession, record: DrillRecord, cluster: str) -> tuple[Data
     ), info["plain"]
 
 
-def _consumed(spark: SparkSession, record: DrillRecord) -> tuple[DataFrame, DataFrame | None]:
+def _consumed(spark: SparkSession, record: RecordReader) -> tuple[DataFrame, DataFrame | None]:
     """Every consumed row with its cluster (null: the home cluster, as a stretched record has it),
     and the consumed ledger as read where that is plain Parquet."""
     df, info = load(spark, record, "consumed")
@@ -178,7 +178,7 @@ def _inversions_by_sort(src: DataFrame, dst: DataFrame) -> int:
 
 def check_flow(
     spark,
-    record: DrillRecord,
+    record: RecordReader,
     name: str,
     flow: dict,
     topic: str,
@@ -275,7 +275,7 @@ def check_flow(
     }
 
 
-def _origins(spark, record: DrillRecord, cluster: str) -> DataFrame | None:
+def _origins(spark, record: RecordReader, cluster: str) -> DataFrame | None:
     """topic and origin of each row of the cluster's audit (origin: the `dcdrill-origin` header the
     audit read; null in a record written before headers carried it). None: no audit file."""
     _, info = load(spark, record, "audit", cluster)
@@ -290,7 +290,7 @@ def _origins(spark, record: DrillRecord, cluster: str) -> DataFrame | None:
     return df.filter(F.col("producer_id").isNotNull()).select("topic", "origin")
 
 
-def mirror_loops(spark, record: DrillRecord, clusters: list[str], topic: str | None) -> dict[str, int]:
+def mirror_loops(spark, record: RecordReader, clusters: list[str], topic: str | None) -> dict[str, int]:
     """Rows in a cluster's audit that started in that very cluster yet sit in a copy: by the copy's
     name (`<cluster>.…` or `….<cluster>.…`), or by the origin header MM2 copied with them (any
     topic but the cluster's own drill topic). A plain Parquet audit is read batch by batch
@@ -322,7 +322,7 @@ def _loop_test(cluster: str, topic: str | None, origins: bool):
     return named | ((F.col("origin") == cluster) & (F.col("topic") != F.lit(topic))) if origins else named
 
 
-def loops_in_sql(spark, record: DrillRecord, clusters: list[str], topic: str | None) -> dict[str, int]:
+def loops_in_sql(spark, record: RecordReader, clusters: list[str], topic: str | None) -> dict[str, int]:
     """mirror_loops' counts for `clusters` in Spark SQL."""
     out, loops = dict.fromkeys(clusters, 0), None
     for c in clusters:
@@ -366,7 +366,7 @@ def _failover_summary(fo: dict, counts: dict) -> dict:
     }
 
 
-def check_failover(spark, record: DrillRecord, fo: dict, C: DataFrame) -> dict:
+def check_failover(spark, record: RecordReader, fo: dict, C: DataFrame) -> dict:
     """One consumer-group failover that no flow's fold took (a second one into the same copy):
     the same counts as MirrorFold's, each identity's rows (consumed before, consumed after, in
     the copy below where the group got to) as bits of one flag in one aggregation."""
@@ -417,7 +417,7 @@ def mm2_events(events: list[dict] | None, flow: str, since_ms: int | None) -> di
 
 def check(
     spark,
-    record: DrillRecord,
+    record: RecordReader,
     topology: dict,
     faults: list[dict],
     failovers: list[dict],

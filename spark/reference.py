@@ -13,12 +13,12 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
+from dcdrill.record.reader import RecordReader
 from dcdrill.spark import clock_alignment
 
 
-def _ledger(record: DrillRecord, kind: str) -> tuple[list[dict], int]:
+def _ledger(record: RecordReader, kind: str) -> tuple[list[dict], int]:
     """Every row of one ledger folder, and how many of its files end in a torn line."""
     rows, torn = [], 0
     for path in sorted(record.ledger_dir(kind).glob("*.jsonl")):
@@ -34,7 +34,7 @@ def identity(row: dict) -> tuple:
 
 def counts(run_dir: str | Path) -> dict:
     """RECORD.md's counts (report/summary.json -> counts) of one drill record."""
-    record = DrillRecord(run_dir)
+    record = RecordReader(run_dir)
     P, torn_p = _ledger(record, "produced")
     A, torn_a = _ledger(record, "audit")
     C, torn_c = _ledger(record, "consumed")
@@ -95,9 +95,9 @@ def latencies(run_dir: str | Path) -> dict:
     """The produce latency (ack_ms - send_ms of each acknowledged record) as nearest-rank
     [p50, p99], by producer DC, by producer DC and phase, and by (topic, partition): the summary's
     by_dc, by_dc_phase and by_partition latency columns."""
-    P, _ = _ledger(DrillRecord(run_dir), "produced")
+    P, _ = _ledger(RecordReader(run_dir), "produced")
     faults = [json.loads(line) for line in (Path(run_dir) / "faults.jsonl").read_text().splitlines() if line.strip()]
-    shift = clock_alignment.alignment(DrillRecord(run_dir).clocks())["shift_ms"]
+    shift = clock_alignment.alignment(RecordReader(run_dir).clocks())["shift_ms"]
     faults = clock_alignment.on_producer_clocks(faults, shift)  # as the verifier sets them
 
     def phase(send_ms: int) -> str:  # before the first fault, during one, or after it (to the next)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from dcdrill.record import DrillRecord
+from dcdrill.record.reader import RecordReader
 from dcdrill.spark import junit, mirror_report, report
 
 
-def write(record: DrillRecord, summary: dict, imgs: dict[str, str] | None = None) -> None:
+def write(record: RecordReader, summary: dict, imgs: dict[str, str] | None = None) -> None:
     """The report next to the ledgers, remote records included (`imgs`: its plots, if drawn)."""
     files = {
         "summary.json": json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n",

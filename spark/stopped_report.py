@@ -7,15 +7,15 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from dcdrill.record import DrillRecord
 from dcdrill.record.contents import CHAOS_LOG, CONVERGENCE, JOURNAL
+from dcdrill.record.reader import RecordReader
 from dcdrill.spark.figures import STYLE
 
 WORKLOAD = "the workload's processes (and their host sessions: *.access.log)"
 MAX_LINKS = 200  # a record's logs/ holds a few files per host; more is not a page to read
 
 
-def _logs(record: DrillRecord) -> list[str]:
+def _logs(record: RecordReader) -> list[str]:
     """The record's log files, relative to it: logs/<host>/<file> (the clients' and the services')."""
     root = record.path / "logs"
     if not root.is_dir():
@@ -28,7 +28,7 @@ def _link(name: str) -> str:
     return f'<a href="../{html.escape(name, quote=True)}">{html.escape(name)}</a>'
 
 
-def render(record: DrillRecord, stack: str | None, experiment: str | None, exit_code: int, message: str) -> str:
+def render(record: RecordReader, stack: str | None, experiment: str | None, exit_code: int, message: str) -> str:
     kept = record.read_json(CONVERGENCE)
     causes = [c for c in kept.get("causes", []) if isinstance(c, str)] if isinstance(kept, dict) else []
     why = (

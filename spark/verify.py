@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from dcdrill.record import DrillRecord
+from dcdrill.record.reader import RecordReader
 from dcdrill.spark import (
     checker,
     clock_alignment,
@@ -49,7 +49,7 @@ from dcdrill.spark import (
 from dcdrill.spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, locate_produced
 
 
-def reject_bad_rows(spark, record: DrillRecord, totals: dict, infos: dict) -> None:
+def reject_bad_rows(spark, record: RecordReader, totals: dict, infos: dict) -> None:
     """Exit 2 naming file and line, unless the only unreadable rows are torn last lines."""
     for kind, col in (("produced", "bad_p"), ("audit", "bad_a"), ("consumed", "bad_c")):
         if totals[col] > infos[kind]["torn"]:
@@ -73,7 +73,7 @@ def reject_bad_rows(spark, record: DrillRecord, totals: dict, infos: dict) -> No
         )
 
 
-def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
+def reject_sparse_seqs(record: RecordReader, P, seqs: list[dict]) -> None:
     """RECORD.md: a producer's seqs are 0, 1, 2, ... densely. With no (producer, seq) twice
     (reject_bad_rows), that is rows = largest seq + 1 and smallest seq = 0 per producer; the
     slow path below names the producer and its first missing seq only when that fails."""
@@ -104,20 +104,20 @@ def reject_sparse_seqs(record: DrillRecord, P, seqs: list[dict]) -> None:
 
 
 def verify(
-    record: DrillRecord | str,
+    record: RecordReader | str,
     spark=None,
     quiet: bool = True,
     conf: dict[str, str] | None = None,
     plan: memory.Plan | None = None,
     when_spark_done: Callable[[], None] | None = None,
 ) -> dict:
-    """The summary of the record (a DrillRecord, or where one is: a local folder or a Hadoop URI),
+    """The summary of the record (a RecordReader, or where one is: a local folder or a Hadoop URI),
     its verdict included; the report is written beside the ledgers. BadInput (exit 2) names what
     is wrong. `when_spark_done`: called once the record's last Spark job has succeeded, while the
     report is still being drawn (a command about to exit ends its JVM there); not for a remote
     record, whose report is written through Spark."""
     t0 = time.monotonic()
-    record = record if isinstance(record, DrillRecord) else DrillRecord(record)
+    record = record if isinstance(record, RecordReader) else RecordReader(record)
     plan = plan or memory.plan([record.location])
 
     def progress(step: str) -> None:
@@ -128,7 +128,7 @@ def verify(
         print("verify: starting Spark (its JVM takes a few seconds)", file=sys.stderr, flush=True)
     if record.remote:  # the record is read through Spark's Hadoop filesystems: the session comes first
         spark = spark or session.session(conf=conf, s3a=record.location.startswith("s3a://"), plan=plan)
-        record = DrillRecord(record.location, storage.files_for(spark, record.location))
+        record = RecordReader(record.location, storage.files_for(spark, record.location))
     if not record.exists():
         raise BadInput(f"{record.location}: drill record directory missing")
     if not record.remote and (unsafe := record.unsafe_paths()):

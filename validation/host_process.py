@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from dcdrill.record import DrillRecord
+from dcdrill.record.contents import AGENT_FOLDERS
 
 REQUEST_FIELDS = ("module", "name", "config", "password")
 MODULES = ("producer", "consumer", "audit")
@@ -61,6 +62,20 @@ def _serve_stdin(child: subprocess.Popen) -> None:
         child.send_signal(signal.SIGTERM)
 
 
+def open_to_agents(folder: Path, gid: int) -> None:
+    """The process's folder, as the agent it becomes can write it. It drops to a uid of its own
+    in the agents' group (validation/clients.become_agent): setgid keeps its files in the group,
+    the sticky bit lets each agent replace or remove only its own, and the folder itself lets the
+    group through even when made 0700 (tempfile.mkdtemp)."""
+    os.chown(folder, -1, gid)
+    folder.chmod(folder.stat().st_mode & 0o7777 | 0o010)
+    for name in AGENT_FOLDERS:
+        sub = folder / name
+        sub.mkdir(parents=True, exist_ok=True)
+        os.chown(sub, -1, gid)
+        sub.chmod(0o3770)
+
+
 def run(folder: Path, request: dict) -> int:
     missing = [k for k in REQUEST_FIELDS if k not in request]
     if missing or request["module"] not in MODULES:
@@ -69,7 +84,7 @@ def run(folder: Path, request: dict) -> int:
     name, record = request["name"], DrillRecord(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0 and request["config"].get("agent_gid") is not None:
-        record.open_to_agents(request["config"]["agent_gid"])
+        open_to_agents(folder, request["config"]["agent_gid"])
     log_path = record.log(name)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     cfg = {**request["config"], "run_dir": str(folder.resolve()), "parent_pid": os.getpid()}

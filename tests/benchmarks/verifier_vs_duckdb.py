@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -44,10 +45,32 @@ ROOT = Path(__file__).resolve().parents[2]
 # DuckDB's default row groups. `few` is the one a new user's 100M drill made (issue 26): 16
 # producers, 24 partitions, each ledger one file of row groups of 1M rows, 0.05 % of acked
 # records missing from the audit and 0.2 % indeterminate. `many` is thousands of small producers.
+# `drill` is laid out as a drill writes: 16 producers sending all the time (record i is producer
+# i % 16's seq i // 16), each record to a partition its key hashes to, offsets in send order per
+# partition, and 0.05 % lost, 0.2 % indeterminate and 0.1 % duplicated at random positions.
+# `drill-heavy` is the same with 0.5 % of each.
 SHAPES = {
     "wide": {"producers": None, "partitions": 12, "row_group": None, "lost_every": 1000, "info_every": 0},
     "few": {"producers": 16, "partitions": 24, "row_group": 1_000_000, "lost_every": 2000, "info_every": 500},
     "many": {"producers": 4096, "partitions": 48, "row_group": 65_536, "lost_every": 1000, "info_every": 500},
+    "drill": {
+        "producers": 16,
+        "partitions": 24,
+        "row_group": 1_000_000,
+        "lost_every": 2000,
+        "info_every": 500,
+        "dup_every": 997,
+        "interleaved": True,
+    },
+    "drill-heavy": {
+        "producers": 16,
+        "partitions": 24,
+        "row_group": 1_000_000,
+        "lost_every": 200,
+        "info_every": 200,
+        "dup_every": 200,
+        "interleaved": True,
+    },
 }
 
 
@@ -80,11 +103,30 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
     con = duckdb.connect()
     con.execute("SET threads TO 2")
     con.execute("SET enable_progress_bar = false")
-    info = f"i % {sh['info_every']} = 11" if sh["info_every"] else "false"
-    base = f"""
-      SELECT 'p' || (i // {per})::VARCHAR AS producer_id, (i % {per})::BIGINT AS seq, 'bench' AS topic,
-             (i % {parts})::INTEGER AS partition, 'k' || (i % 1000)::VARCHAR AS key,
-             (1700000000000 + i // 20)::BIGINT AS send_ms, ({info}) AS info, i FROM range({n}) t(i)"""
+    if sh.get("interleaved"):  # at random positions: a hash of the record's number, one per kind
+        lost, info, dup = (
+            f"hash(i, {k}) % {sh[e]} = 0" for k, e in enumerate(("lost_every", "info_every", "dup_every"))
+        )
+        info = f"({info}) AND NOT ({lost})"
+        p = sh["producers"]
+        numbered = f"""
+          SELECT 'p' || (i % {p})::VARCHAR AS producer_id, (i // {p})::BIGINT AS seq,
+                 (hash(i // 7) % {parts})::INTEGER AS partition, i FROM range({n}) t(i)"""
+        offset = "(row_number() OVER (PARTITION BY partition ORDER BY i) - 1)"
+    else:
+        lost, info, dup = f"i % {sh['lost_every']} = 7", f"i % {sh['info_every']} = 11", "i % 997 = 3"
+        info = info if sh["info_every"] else "false"
+        numbered = f"""
+          SELECT 'p' || (i // {per})::VARCHAR AS producer_id, (i % {per})::BIGINT AS seq,
+                 (i % {parts})::INTEGER AS partition, i FROM range({n}) t(i)"""
+        offset = f"(i // {parts})"
+    # A table where the offsets need a window (computed once), a view otherwise (as before).
+    kind = "TABLE" if sh.get("interleaved") else "VIEW"
+    con.execute(f"""CREATE {kind} records AS SELECT producer_id, seq, 'bench' AS topic, partition,
+                   'k' || (i % 1000)::VARCHAR AS key, (1700000000000 + i // 20)::BIGINT AS send_ms,
+                   ({info}) AS info, ({lost}) AS lost, ({dup}) AS dup, {offset}::BIGINT AS log_offset, i
+                   FROM ({numbered})""")
+    base = "SELECT * FROM records"
     row_group = f", ROW_GROUP_SIZE {sh['row_group']}" if sh["row_group"] else ""
     out = (
         (lambda name: f"'{run}/{name}/part.parquet' (FORMAT parquet{row_group})")
@@ -94,19 +136,19 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
     con.execute(f"""COPY (SELECT producer_id, seq, topic, partition, key, send_ms,
                    CASE WHEN info THEN 'info' ELSE 'ok' END AS status,
                    CASE WHEN info THEN NULL ELSE send_ms + 5 END AS ack_ms,
-                   CASE WHEN info THEN NULL ELSE (i // {parts})::BIGINT END AS "offset",
+                   CASE WHEN info THEN NULL ELSE log_offset END AS "offset",
                    CASE WHEN info THEN 'timed out' END AS error, 'dc-a' AS dc FROM ({base})) TO {out("produced")}""")
     # The audit in log order, as dcdrill writes it: the log's body in one file, the duplicates'
     # later copies and the phantoms (higher offsets) in a second one (a union in one COPY does not
     # keep its branches' order at the seam).
     con.execute(f"""COPY (
         SELECT topic, partition, "offset", producer_id, seq, send_ms AS timestamp_ms FROM (
-          SELECT topic, partition, (i // {parts})::BIGINT AS "offset", producer_id, seq, send_ms, i FROM ({base}))
-        WHERE i % {sh["lost_every"]} <> 7) TO {out("audit")}""")
+          SELECT topic, partition, log_offset AS "offset", producer_id, seq, send_ms, i, lost FROM ({base}))
+        WHERE NOT lost {'ORDER BY partition, "offset"' if sh.get("interleaved") else ""}) TO {out("audit")}""")
     con.execute(f"""COPY (
-        SELECT topic, partition, (i // {parts})::BIGINT + 100000000 AS "offset", producer_id, seq,
+        SELECT topic, partition, log_offset + 100000000 AS "offset", producer_id, seq,
                send_ms AS timestamp_ms
-          FROM ({base}) WHERE i % 997 = 3
+          FROM ({base}) WHERE dup
         UNION ALL SELECT 'bench', 0, 200000000 + i, 'ghost', i, 0 FROM range({n // 5000}) t(i)
       ) TO {out("audit").replace("/part.", "/tail.")}""")
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
@@ -140,13 +182,16 @@ def duck(run: Path, fmt: str) -> tuple[float, dict]:
 
 
 def spark(run: Path, checkout: Path = ROOT) -> tuple[float, dict]:
-    """`dcdrill verify` as `checkout` has it (`python -m` imports the dcdrill of its folder)."""
+    """`dcdrill verify` as `checkout` has it (`python -m` imports the dcdrill of its folder), with
+    this checkout's tools (the kernel jar and the JVM's class-data archive), so only the code differs."""
     t0 = time.monotonic()
+    env = {**os.environ, "DCDRILL_CACHE": str(ROOT / ".cache")} if checkout != ROOT else None
     res = subprocess.run(
         [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--json"],
         capture_output=True,
         text=True,
         cwd=checkout,
+        env=env,
     )
     took = time.monotonic() - t0
     if res.returncode not in (0, 1):

@@ -1,8 +1,6 @@
 """The drill record module: its paths, the fault lines and the fault state heal reads."""
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -48,22 +46,3 @@ def test_fault_state_is_replaced_whole_never_torn(tmp_path):
             state["active"] = []
             raise RuntimeError("crash before the write")
     assert len(r.active_faults()) == 1  # the old state stands
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the agents' uids are root's to give")
-def test_agents_write_their_ledgers_in_a_record_made_0700(tmp_path):
-    """tempfile.mkdtemp makes 0700 folders: an agent, started in the record and dropped to its own
-    uid in the agents' group (validation/clients.become_agent), still writes its ledger."""
-    import subprocess
-    import sys
-    import tempfile
-
-    run = Path(tempfile.mkdtemp(dir=tmp_path))
-    DrillRecord(run).open_to_agents(300_000)
-    agent = (
-        f"import os; os.chdir({str(run)!r}); os.setgroups([]); os.setgid(300000); os.setuid(300002); "
-        "open('produced/p1.jsonl', 'w').write('{}')"
-    )
-    res = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    assert (run / "produced" / "p1.jsonl").stat().st_uid == 300_002

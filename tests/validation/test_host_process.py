@@ -2,9 +2,13 @@
 without a lab: its request, its last line, its log on the host's disk, and `--stop`."""
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict
+from pathlib import Path
+
+import pytest
 
 from dcdrill.validation import host_process
 from dcdrill.validation.workload import WorkloadSpec
@@ -93,3 +97,20 @@ def test_a_producers_acknowledgements_are_relayed_as_its_ledger_grows(tmp_path):
     with open(ledger, "a") as f:
         f.write(row(2, "ok", 1030)[20:] + "\n")
     assert tail.read() == [[1030, 30]] and tail.read() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the agents' uids are root's to give")
+def test_agents_write_their_ledgers_in_a_record_made_0700(tmp_path):
+    """tempfile.mkdtemp makes 0700 folders: an agent, started in the record and dropped to its own
+    uid in the agents' group (validation/clients.become_agent), still writes its ledger."""
+    import tempfile
+
+    run = Path(tempfile.mkdtemp(dir=tmp_path))
+    host_process.open_to_agents(run, 300_000)
+    agent = (
+        f"import os; os.chdir({str(run)!r}); os.setgroups([]); os.setgid(300000); os.setuid(300002); "
+        "open('produced/p1.jsonl', 'w').write('{}')"
+    )
+    res = subprocess.run([sys.executable, "-c", agent], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (run / "produced" / "p1.jsonl").stat().st_uid == 300_002
