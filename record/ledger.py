@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from dcdrill.record.models import IntentHeader, Reserved, Sent, validated
+from dcdrill.record.models import IntentHeader, Reserved, Sent, conforms, validated
 
 
 class LedgerError(RuntimeError):
@@ -226,14 +226,6 @@ class IntentLog:
 MAX_UNWRITTEN = 1_000_000
 
 
-def _is(model, row) -> bool:
-    try:
-        validated(model, row, "")
-    except ValueError:
-        return False
-    return True
-
-
 def intent_marks(intents: bytes, name: str) -> tuple[dict | None, list[tuple[int, int]], int | None]:
     """An intent log as (header, [(reserved, at_ms)], sent): ValueError naming the file and line
     for what a producer never writes (a header without its keys and partitions, a mark that is
@@ -250,11 +242,11 @@ def intent_marks(intents: bytes, name: str) -> tuple[dict | None, list[tuple[int
     for n, m in enumerate(marks, 2):
         if sent is not None:
             raise ValueError(f"{name}:{n}: a mark after the `sent` count, which ends the log")
-        if _is(Sent, m):
+        if conforms(Sent, m):
             sent = m["sent"]
             if sent > (reserved[-1][0] if reserved else 0):
                 raise ValueError(f"{name}:{n}: sent {sent}, beyond the {reserved[-1][0] if reserved else 0} reserved")
-        elif _is(Reserved, m):
+        elif conforms(Reserved, m):
             if reserved and m["reserved"] <= reserved[-1][0]:
                 raise ValueError(
                     f"{name}:{n}: reserved {m['reserved']} after {reserved[-1][0]}: reservations only grow"

@@ -394,14 +394,27 @@ MODELS: dict[str, type[BaseModel] | str] = {
 }
 
 
-def validated(model: type[BaseModel], data, where: str):
-    """`data` (one parsed line or document) as `model` holds it, keys as given; a ValueError
-    naming `where` and the first key that is wrong otherwise."""
+def parsed(model: type[BaseModel], data, where: str):
+    """`data` (one parsed line or document) as a `model`; a ValueError naming `where` and the
+    first key that is wrong otherwise."""
     try:
-        model.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise ValueError(describe(exc, model, data, where)) from None
+
+
+def validated(model: type[BaseModel], data, where: str):
+    """`data` itself, keys as given, once `model` holds it (parsed)."""
+    parsed(model, data, where)
     return data
+
+
+def conforms(model: type[BaseModel], data) -> bool:
+    try:
+        model.model_validate(data)
+    except ValidationError:
+        return False
+    return True
 
 
 def describe(exc: ValidationError, model: type[BaseModel], data, where: str) -> str:

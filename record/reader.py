@@ -49,7 +49,6 @@ from dcdrill.record.contents import (
 )
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
 from dcdrill.record.ledger import in_flight, loads
-from dcdrill.record.models import validated
 
 
 def _ends_with_sent(intents: bytes) -> bool:
@@ -339,8 +338,7 @@ class RecordReader:
         data = self.read_document(PLAN, required=False)
         if data is None:
             return None
-        checked(lambda d, name: validated(models.Plan, d, name), data, self.uri(PLAN))
-        return models.Plan.model_validate(data)
+        return checked(lambda d, name: models.parsed(models.Plan, d, name), data, self.uri(PLAN))
 
     def settings(self) -> dict:
         """The drill's own settings (plan.json's), as Topology.with_settings() takes them."""
