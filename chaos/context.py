@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
 from dcdrill.record import DrillRecord
+from dcdrill.record.contents import TOPOLOGY
 
 
 def stack_name(configuration: dict | None) -> str:
@@ -43,22 +45,38 @@ def record(configuration: dict | None) -> DrillRecord:
 
 def deployment(configuration: dict | None) -> Deployment:
     """Every cluster and mirror of the stack, under the drill's own settings if the record has
-    some. Loaded again here: the activities run in `chaos run`'s process, not the drill's."""
+    some: the activities run in `chaos run`'s process, not the drill's, and load it once there."""
     rd = (configuration or {}).get("run_dir")
     return deployment_for(stack_name(configuration), DrillRecord(rd) if rd else None)
 
 
 def deployment_for(stack: str, record: DrillRecord | None) -> Deployment:
     """The stack under the settings `record` holds (its plan.json), if any."""
-    d = stacks.load_deployment(stack)
-    own = _settings_of(record.path.resolve()) if record and not record.remote else {}
-    return d.with_settings(own) if own else d
+    if record is None or record.remote:
+        return _deployment_of(stack, None)
+    return _deployment_of(stack, record.path.resolve())
 
 
 @functools.lru_cache(maxsize=16)
-def _settings_of(run: Path) -> dict:
-    """A record's plan is written once, before the experiment: read once per process."""
-    return DrillRecord(run).settings()
+def _deployment_of(stack: str, run: Path | None) -> Deployment:
+    """Once per process and record. A drill's plan and topology.json are written before the
+    experiment: the stack read here must still be the one they were resolved from."""
+    d = stacks.load_deployment(stack)
+    if run is None:
+        return d
+    rec = DrillRecord(run)
+    own = rec.settings()
+    d = d.with_settings(own) if own else d
+    if rec.has_topology():
+        written = rec.read_json(TOPOLOGY)
+        now = json.loads(json.dumps(stacks.drill_topology(stack, d)))  # as the file holds it
+        changed = sorted(k for k in written.keys() | now.keys() if written.get(k) != now.get(k))
+        if changed:
+            raise ValueError(
+                f"{rec.file(TOPOLOGY)}: stack {stack!r} no longer resolves to the topology this drill "
+                f"began with (changed: {', '.join(changed)}); was its stack file edited mid-drill?"
+            )
+    return d
 
 
 def topology(configuration: dict | None) -> Topology:

@@ -193,6 +193,34 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
         read.with_settings({"acks": "all", "retries": 3})
 
 
+def test_the_activities_load_the_stack_once_and_refuse_one_that_changed_mid_drill(tmp_path, monkeypatch):
+    """chaos run's process loads the deployment once per record, and only while the stack still
+    resolves to the topology.json the drill wrote before the experiment."""
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
+    from dcdrill.chaos import context
+    from dcdrill.infra import stack as stacks
+    from dcdrill.record import DrillRecord
+
+    args = drill_args(min_insync=2)
+    plan = drill.Plan(args)
+    record = DrillRecord(tmp_path)
+    record.write_plan(drill.resolved_plan(args, plan, settings.given(args), plan.variables, tmp_path))
+    record.write_topology(stacks.drill_topology("local", plan.deployment.with_settings(settings.given(args))))
+    loads = []
+    real = stacks.load_deployment
+    monkeypatch.setattr(stacks, "load_deployment", lambda name: loads.append(name) or real(name))
+    configuration = {"stack": "local", "run_dir": str(tmp_path)}
+    assert context.topology(configuration).replication.min_insync == 2
+    assert context.topology(configuration) is context.topology(configuration) and loads == ["local"]
+    # topology.json says factor 3 where the stack now says 4: the drill was resolved from another stack
+    topology = json.loads((tmp_path / "topology.json").read_text())
+    (tmp_path / "topology.json").write_text(json.dumps(topology | {"replication_factor": 3}))
+    context._deployment_of.cache_clear()
+    with pytest.raises(ValueError, match=r"no longer resolves to the topology .*changed: replication_factor"):
+        context.topology(configuration)
+
+
 def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
     """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
     the folder alone was written by several drills, whose audit then saw the others' records
