@@ -10,6 +10,8 @@ import threading
 import time
 import zlib
 
+from dcdrill.validation import process_config
+
 WATCH_INTERVAL_S = 1.0  # how soon a workload process notices its starter died
 
 
@@ -86,6 +88,7 @@ def become_agent(cfg: dict) -> dict:
     user's); started as root, it keeps its cluster's CA in memory, moves into the record and drops
     to its own uid (validation/workload.py agent_uid), in the agents' group that may write the
     record's ledger folders. Returns cfg as the process then reads it (run_dir ".")."""
+    process_config.checked(cfg, "this process's config")
     sec = dict(cfg.get("security") or {})
     if sec.pop("sasl_password_stdin", False):
         sec["sasl_plain_password"] = sys.stdin.readline().rstrip("\n")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import AGENT_FOLDERS
+from dcdrill.validation import process_config
 
 REQUEST_FIELDS = ("module", "name", "config", "password")
 MODULES = ("producer", "consumer", "audit")
@@ -80,6 +81,11 @@ def run(folder: Path, request: dict) -> int:
     missing = [k for k in REQUEST_FIELDS if k not in request]
     if missing or request["module"] not in MODULES:
         print(f"bad request: missing {missing} or module not one of {MODULES}", file=sys.stderr)
+        return 2
+    try:
+        process_config.checked(request["config"], f"{request['name']}'s process config")
+    except ValueError as exc:
+        print(f"bad request: {exc}", file=sys.stderr)
         return 2
     name, record = request["name"], DrillRecord(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from dcdrill.infra.inventory import Inventory, InventoryHost
 from dcdrill.infra.observe import hostaccess
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import is_agent_file
-from dcdrill.validation import host_process
+from dcdrill.validation import host_process, process_config
 
 # A workload process's deadline: a drill's workload runs until stop_workload (no duration), so an
 # hour, well past any drill's hold; a timed one gets its duration and this grace to drain.
@@ -121,7 +121,7 @@ def _process_config(inventory: Inventory, spec: WorkloadSpec, name: str, **extra
     security = dict(inventory.process_security())
     if security.get("ssl_cafile"):  # the control's copy of the CA: the host is told the CA itself
         security["ssl_cadata"] = Path(security.pop("ssl_cafile")).read_text()
-    return {
+    config = {
         **asdict(spec),
         "bootstrap": inventory.bootstrap_servers(),
         "security": security,
@@ -130,6 +130,7 @@ def _process_config(inventory: Inventory, spec: WorkloadSpec, name: str, **extra
         "agent_gid": AGENT_GID,
         **extra,
     }
+    return process_config.checked(config, f"{name}'s process config")
 
 
 def host_folder(host: InventoryHost, record: DrillRecord) -> str:

@@ -14,6 +14,7 @@ from dcdrill.infra import ansible, inventory, stack
 from dcdrill.infra.lab import layout
 from dcdrill.infra.topology import ConfigError, from_config
 from tests import ansible_localhost
+from tests.process_configs import process_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -294,7 +295,7 @@ def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     assert str(path) not in json.dumps(child)  # no file of every user's passwords either
     # the workload hands each process its own user's password on stdin (validation/workload.py)
     monkeypatch.setattr("sys.stdin", io.StringIO(first["workload"] + "\n"))
-    resolved = clients.resolve_security(clients.become_agent({"security": child}))
+    resolved = clients.resolve_security(clients.become_agent(process_config(security=child)))
     assert resolved == {
         "security_protocol": "SASL_SSL",
         "ssl_cafile": "/x/ca.pem",

@@ -5,27 +5,19 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from dcdrill.validation import host_process
-from dcdrill.validation.workload import WorkloadSpec
+from tests.process_configs import process_config
 
 RUNNER = [sys.executable, "-m", "dcdrill.validation.host_process"]
 
 
 def test_a_process_that_fails_ends_with_its_exit_and_its_log_on_the_hosts_disk(tmp_path):
     folder = tmp_path / "agents" / "run-1"
-    config = {
-        **asdict(WorkloadSpec(bootstrap_timeout_ms=2000)),
-        "producer_id": "p1",
-        "dc": None,
-        "host": None,
-        "bootstrap": ["127.0.0.1:1"],
-        "security": {},
-    }
+    config = process_config(bootstrap_timeout_ms=2000, producer_id="p1")
     request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
     # stdin stays open: its closing would be the control saying stop
     runner = subprocess.Popen([*RUNNER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -40,14 +32,7 @@ def test_a_process_that_fails_ends_with_its_exit_and_its_log_on_the_hosts_disk(t
 
 
 def test_closing_stdin_stops_the_process_as_sigterm_would(tmp_path):
-    config = {
-        **asdict(WorkloadSpec(bootstrap_timeout_ms=30000)),
-        "producer_id": "p1",
-        "dc": None,
-        "host": None,
-        "bootstrap": ["127.0.0.1:1"],
-        "security": {},
-    }
+    config = process_config(bootstrap_timeout_ms=30000, producer_id="p1")
     request = dict(zip(host_process.REQUEST_FIELDS, ("producer", "p1", config, "")))
     res = subprocess.run(
         [*RUNNER, str(tmp_path / "f")], input=json.dumps(request) + "\n", capture_output=True, text=True, timeout=20

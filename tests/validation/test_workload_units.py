@@ -96,11 +96,9 @@ def test_the_drain_ends_once_every_partition_is_read_to_its_last_acknowledged_of
 
 
 def _producer_cfg(**spec):
-    from dataclasses import asdict
+    from tests.process_configs import process_config
 
-    from dcdrill.validation.workload import WorkloadSpec
-
-    return {**asdict(WorkloadSpec(**spec)), "bootstrap": ["127.0.0.1:1"], "security": {}, "producer_id": "p1"}
+    return process_config(producer_id="p1", **spec)
 
 
 def test_librdkafka_keeps_its_own_batch_size_unless_one_is_given():
