@@ -94,7 +94,7 @@ def archive_path() -> Path:
 
 def _java_version() -> str:
     """The Spark JDK's version ("25.0.3"): from its `release` file, which every JDK build ships,
-    else from `java -version` (a JVM start, ~0.1 s of every verify)."""
+    else from `java -version` (a JVM start, on every verify)."""
     home = java_home()
     release = Path(home) / "release" if home else None
     if release is not None and release.is_file():

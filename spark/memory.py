@@ -24,7 +24,7 @@ GIB = 1 << 30
 MIB = 1 << 20
 PACKED_BYTES = {"produced": 48, "audit": 32}  # Scan.Packer: consumed rows are not kept
 # A row's smallest size on disk, so that the row count is an upper bound: dcdrill's own Parquet
-# ledgers take 5 to 20 bytes a row (dictionary-encoded producer ids), its JSON Lines about 150.
+# ledgers dictionary-encode producer ids, so a row can take as little as MIN_ROW_BYTES[".parquet"].
 MIN_ROW_BYTES = {".parquet": 5, ".jsonl": 80, ".json": 80}
 FLOOR = 4 * GIB  # the heap below which nothing is gained by asking for less
 MACHINE_SHARE = 0.6  # at most this share of the machine's available memory

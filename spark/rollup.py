@@ -127,7 +127,7 @@ class AckTimeline:
         the heal. The gaps are those between consecutive acks with the later one at or after the
         start and the earlier one at or before the end; once the first is found, only gaps into a
         new word can be an outage (a gap inside a word is under WORD_MS < OUTAGE_MIN_MS), so
-        words are not walked bit by bit (10M records: 360k acks inside a 30 s fault). A partition
+        words are not walked bit by bit (a long fault holds many words of acks). A partition
         that falls silent for good before the heal (`end`; None: never healed) is not back."""
         healed = end is not None
         end = end if healed else 2**62

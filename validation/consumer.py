@@ -20,8 +20,8 @@ from dcdrill.validation import clients
 # this consumer's preferred read replica, while the consumer's metadata still lists that broker
 # as offline. kafka-python 3.0 then drops the preferred replica and asks the leader again, without
 # refreshing its metadata (the Java client refreshes it here), and loops, delivering nothing until
-# metadata.max.age.ms. Measured with the default 5 minutes: the dc-a consumer stalled for the rest
-# of every kill-dc drill. Fresh metadata every 5 s ends the loop within seconds.
+# metadata.max.age.ms: with the default 5 minutes, the dc-a consumer stalled for the rest of a
+# kill-dc drill. Fresh metadata every 5 s ends the loop within seconds.
 METADATA_MAX_AGE_MS = 5000
 
 

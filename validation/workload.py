@@ -61,8 +61,8 @@ class WorkloadSpec:
     # None: the client's own default. The two mean different things by it: kafka-python (as Java)
     # fills a batch of this many bytes per partition and sends many partitions' batches in one
     # request; librdkafka sends one partition's batch per request, so its 1,000,000 bytes is
-    # what keeps a fast producer's requests as full as Java's (16,384 there gives a third of
-    # the records/s: docs/benchmarks.md, workload_vs_perftest.py). At the drill's rates linger_ms
+    # what keeps a fast producer's requests as full as Java's (16,384 there costs records/s:
+    # docs/benchmarks.md, workload_vs_perftest.py). At the drill's rates linger_ms
     # closes every batch long before either size.
     batch_size: int | None = None
     max_in_flight: int = 5
@@ -72,8 +72,8 @@ class WorkloadSpec:
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
     client: str = "confluent"  # producer backend: confluent | kafka-python (validation/backends.py)
     # A consumer's fetch returns at fetch_min_bytes or after fetch_max_wait_ms. Each return costs
-    # a broker request, a poll and a commit: returning on the first byte, two consumers cost the
-    # lab's brokers about 20 % of a core at the drill's 600 records/s (tests/benchmarks/quiet_lab.py).
+    # a broker request, a poll and a commit: returning on the first byte costs the brokers CPU
+    # the drill's faults need (docs/benchmarks.md, quiet_lab.py).
     # consume_ms is later by at most the wait; no produce latency depends on it.
     fetch_min_bytes: int = 64 * 1024
     fetch_max_wait_ms: int = 200

@@ -2,6 +2,7 @@
 stack. The holders here are real processes; the commands run in this process with their actions
 replaced by a tripwire, so a command that forgot the lock fails the test without touching a lab."""
 
+import fcntl
 import json
 import os
 import subprocess
@@ -96,7 +97,9 @@ def test_a_forged_holder_text_decides_nothing(cache):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"pid": os.getpid(), "command": "drill", "since_ms": 1}))
     with stack_lock.held("local", "heal") as fd:  # nobody holds the flock: the text is not the lock
-        assert fd is not None
+        with pytest.raises(BlockingIOError), open(path) as other:  # and now this process holds it
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert fd >= 0
     path.write_text("{not json")
     with stack_lock.held("local", "heal"):
         pass

@@ -187,11 +187,14 @@ def test_plain_parquet_ledgers_read_batch_by_batch_give_the_hand_counts(tmp_path
         info = load(spark, DrillRecord(str(run)), kind, "east")[1]
         assert info["plain"] is not None and info["where"] == {"cluster": [None, "east"]}, kind
     plain = load(spark, DrillRecord(str(run)), "consumed")[1]["plain"]
-    assert spark._jvm.dcdrill.MirrorBatches.side(plain._jdf, "consumed_before", None, {"group": ["g"]}, 3) is not None
+    side = spark._jvm.dcdrill.MirrorBatches.side(plain._jdf, "consumed_before", None, {"group": ["g"]}, 3)
     # the failed-over group's two sides in one read, and the loops: batch by batch too
-    assert mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3) is not None
+    both = mirrors.consumed_sides(plain, {"group": "g", "from": "east", "to": "west"}, 3)
     audit = load(spark, DrillRecord(str(run)), "audit", "west")[1]["plain"]
-    assert spark._jvm.dcdrill.MirrorBatches.loops(audit._jdf, 0, "west", REMOTE) is not None
+    loops = spark._jvm.dcdrill.MirrorBatches.loops(audit._jdf, 0, "west", REMOTE)
+    # each read ran batch by batch (None: Spark's narrowing instead) and packed the group's rows
+    assert side is not None and side.count() >= 1 and both is not None and both.chunks().count() >= 1
+    assert sum(found for _, found in loops.collect()) == 1  # west's own record back in west
     summaries = []
     for batchwise in ("true", "false"):
         spark.conf.set(identities.COLUMNAR_SCAN, batchwise)
