@@ -79,7 +79,9 @@ def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
     if args.rate is not None and args.rate < 0:
         raise ValueError(f"rate must be >= 0 (0 = unlimited), got {args.rate}")
     values["acks"] = args.acks or stack_acks
-    return wl.WorkloadSpec(**values)
+    spec = wl.WorkloadSpec(**values)
+    spec.check()
+    return spec
 
 
 def _run(args) -> int:
@@ -88,9 +90,8 @@ def _run(args) -> int:
     from dcdrill.record import DrillRecord
 
     d = stacks.load_deployment(args.stack)
-    t = d.home
+    spec = spec_from_args(args, d.home.acks)  # bad flags: refused before the lab is asked
     inv = lifecycle.inventory(args.stack)
-    spec = spec_from_args(args, t.acks)
     spec.validate(inv)
     run_dir = args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
     if args.action == "audit":

@@ -183,6 +183,16 @@ def labs(lab_up_command_lines):
                 os.environ[var] = value
 
 
+@pytest.fixture(scope="module")
+def spark():
+    """The verifier's in-process tests: a Spark session per test module, on 2 cores."""
+    from dcdrill.spark import session
+
+    s = session.session("local[2]")
+    yield s
+    s.stop()
+
+
 @pytest.fixture
 def lab(labs):
     """The real `local` lab (ZooKeeper), brought up by `pulumi up` + Ansible when no test has yet."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import queue
 import subprocess
 import sys
@@ -79,16 +80,7 @@ class WorkloadSpec:
     fetch_max_wait_ms: int = 200
 
     def validate(self, inventory: Inventory) -> None:
-        for name in ("rate", "duration_s", "count", "record_size", "producers", "batch_size"):
-            v = getattr(self, name)
-            if v is not None and v <= 0:
-                raise ValueError(f"{name} must be > 0, got {v}")
-        if self.consumers < 0:
-            raise ValueError(f"consumers must be >= 0, got {self.consumers}")
-        if self.client not in ("kafka-python", "confluent"):
-            raise ValueError(f"client must be kafka-python or confluent, got {self.client!r}")
-        if self.acks not in ACKS:
-            raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
+        self.check()
         valid = inventory.clients
         names, dcs = sorted(h.name for h in valid), sorted({h.dc for h in valid})
         for h in self.hosts:
@@ -96,6 +88,19 @@ class WorkloadSpec:
                 raise ValueError(
                     f"unknown client host or DC {h!r}; valid hosts: {', '.join(names)}; valid DCs: {', '.join(dcs)}"
                 )
+
+    def check(self) -> None:
+        """What needs no inventory: the numbers, the client and acks."""
+        for name in ("rate", "duration_s", "count", "record_size", "producers", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v}")
+        if self.consumers < 0:
+            raise ValueError(f"consumers must be >= 0, got {self.consumers}")
+        if self.client not in ("kafka-python", "confluent"):
+            raise ValueError(f"client must be kafka-python or confluent, got {self.client!r}")
+        if self.acks not in ACKS:
+            raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
 
 
 def placements(inventory: Inventory, wanted: list[str], n: int) -> list[InventoryHost]:

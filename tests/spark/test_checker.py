@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from dcdrill import exits, verify_command
+from dcdrill import exits
 from dcdrill.record import DrillRecord
-from dcdrill.spark import ledgers, session, verify
+from dcdrill.spark import ledgers, verify
 from dcdrill.spark.ledgers import BadInput
 from tests import records
 from tests.records import a, c, p, verified
@@ -180,29 +180,6 @@ def test_empty_or_missing_input_is_bad_input(tmp_path, spark):
         verify.verify(str(run), spark=spark)
 
 
-def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
-    assert verify_command.main([str(tmp_path / "nowhere")]) == exits.EXIT_BAD_INPUT
-    monkeypatch.setattr(session.cds, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
-    assert verify_command.main(["s3a://bucket/runs/r1", "--quiet"]) == exits.EXIT_BAD_INPUT
-    assert "s3a:// records need hadoop-aws" in capsys.readouterr().err
-
-
-def test_several_records_in_one_command(tmp_path, spark, capsys):
-    """Each record verified and reported; the exit code is the worst; bad input in one record
-    does not stop the others."""
-    clean = records.write(tmp_path / "clean", [p("p1", 0, "ok", 0, 0, 1000)], [a(0, 0, "p1", 0)], [c(0, 0, "p1", 0)])
-    lossy = records.anomalies(tmp_path / "lossy", unclean=False)
-    assert verify_command.main([str(clean), str(lossy), "--quiet"]) == exits.EXIT_FAIL
-    out = capsys.readouterr().out
-    assert out.count("verdict: PASS") == 1 and out.count("verdict: FAIL") == 1
-    assert f"report: {lossy}/report/index.html" in out
-    code = verify_command.main([str(clean), str(tmp_path / "nowhere"), str(lossy), "--quiet", "--json"])
-    captured = capsys.readouterr()
-    assert code == exits.EXIT_BAD_INPUT and "nowhere: drill record directory missing" in captured.err
-    assert [s["run"] for s in json.loads(captured.out)] == ["clean", "lossy"]
-    assert json.loads((clean / "report" / "summary.json").read_text())["verdict"] == "pass"
-
-
 def test_records_written_three_times_and_read_at_several_positions(tmp_path, spark):
     """The identity pass is exact for one or two audit copies and checks three or more again."""
     P = [p("p1", 0, "ok", 0, 1, 1000), p("p1", 1, "ok", 0, 7, 1010), p("p1", 2, "ok", 0, 5, 1020)]
@@ -356,46 +333,3 @@ def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_oth
         assert len(scanned.reordering().unordered()) == sorted_groups  # their rows are sorted instead
         assert list(checker.reordering(scanned, audit).values()) == [expected]
         scanned.release()
-
-
-def _spark_submit(run, *options):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    venv_bin = str(Path(sys.executable).parent)
-    return subprocess.run(
-        [os.path.join(venv_bin, "spark-submit"), *options, "dcdrill/verify_command.py", str(run), "--quiet"],
-        capture_output=True,
-        text=True,
-        cwd=Path(verify_command.__file__).parent.parent,
-        timeout=600,
-        env={**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"},
-    )
-
-
-def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
-    """`spark-submit --jars <the kernel jar> dcdrill/verify_command.py RUN_DIR`: spark-submit's --master and
-    --conf are kept (the verifier's defaults only fill the rest), and the record gets the same
-    counts and report."""
-    from dcdrill.spark import cds
-
-    run = records.anomalies(tmp_path / "run")
-    done = _spark_submit(
-        run, "--master", "local[1]", "--jars", str(cds.kernel_jar()), "--conf", "spark.sql.shuffle.partitions=3"
-    )
-    assert done.returncode == exits.EXIT_FAIL, done.stderr[-3000:]
-    s = json.loads((run / "report" / "summary.json").read_text())
-    assert s["spark"]["master"] == "local[1]" and s["spark"]["shuffle_partitions"] == 3
-    assert s["counts"]["acked_lost"] == 3 and s["counts"]["torn_lines"] == 1 and s["verdict"] == "fail"
-
-
-def test_spark_submit_without_the_kernel_jar_names_it(tmp_path):
-    from dcdrill.spark import cds
-
-    done = _spark_submit(records.anomalies(tmp_path / "run"), "--master", "local[1]")
-    assert done.returncode == exits.EXIT_BAD_INPUT
-    # spark-submit hands the Python driver's stderr on through its own stdout
-    assert f"pass --jars {cds.kernel_jar()} to spark-submit" in done.stdout + done.stderr
-    assert not (tmp_path / "run" / "report").exists()
