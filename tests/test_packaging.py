@@ -2,10 +2,14 @@
 `dcdrill init` in their own folder; stacks found from the current folder as `pulumi` finds them;
 and (on the lab) a drill run by the installed tool from that folder."""
 
+import fcntl
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 import tomllib
 import venv
 import zipfile
@@ -84,11 +88,40 @@ def test_outside_any_project_an_installed_dcdrill_says_how_to_make_one(tmp_path,
     assert stacks.stack_names() == []
 
 
+def _source_digest() -> str:
+    """The checkout's files as the wheel is built from them: what the shared install is keyed by."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=SOURCE, capture_output=True, check=True
+    ).stdout
+    digest = hashlib.sha256()
+    for name in sorted(filter(None, listed.split(b"\0"))):
+        path = SOURCE / name.decode()
+        if path.is_file() and not path.is_symlink():
+            digest.update(name + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """A fresh virtualenv outside the checkout with the built wheel (and its verify extra) in it."""
-    tmp = tmp_path_factory.mktemp("installed")
-    (tmp / "build-tmp").mkdir()  # the build's temporary files, looked at below
+def installed():
+    """A fresh virtualenv outside the checkout with the built wheel (and its verify extra) in it.
+    Built once per checkout state and shared under a lock: `make test`'s two pytest processes
+    (the lab's and the unit tests') would otherwise each build and install it."""
+    shared = cache_dir() / "test-installed"
+    shared.mkdir(parents=True, exist_ok=True)
+    tmp = shared / _source_digest()
+    with open(shared / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp / "complete").exists():
+            for old in shared.iterdir():  # an earlier checkout state's, surely no longer in use
+                if old.is_dir() and time.time() - old.stat().st_mtime > 86400:
+                    shutil.rmtree(old)
+            _build_and_install(tmp)
+            (tmp / "complete").touch()
+    return next((tmp / "dist").glob("dcdrill-*.whl")), tmp / "venv" / "bin" / "dcdrill", tmp
+
+
+def _build_and_install(tmp: Path) -> None:
+    (tmp / "build-tmp").mkdir(parents=True)  # the build's temporary files, looked at below
     # As `make wheel` builds it: in this environment, whose pyspark compiles the kernels in.
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp / "dist"), str(SOURCE)],
@@ -108,7 +141,6 @@ def installed(tmp_path_factory):
         text=True,
         timeout=900,
     )
-    return wheel, tmp / "venv" / "bin" / "dcdrill", tmp
 
 
 def _run(dcdrill: Path, *args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -152,11 +184,11 @@ def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
 
 
 @pytest.mark.lab
-def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, lab):
+def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, lab, tmp_path):
     """The issue's test: pip install <wheel>, dcdrill init, dcdrill plan --stack local; a drill
     from that folder on the lab, with the wheel's roles and experiments."""
-    _, dcdrill, tmp = installed
-    users = tmp / "their-repo"
+    _, dcdrill, _ = installed
+    users = tmp_path / "their-repo"
     users.mkdir()
     assert _run(dcdrill, "--version", cwd=users).stdout.strip() == f"dcdrill {PYPROJECT['project']['version']}"
     lost = _run(dcdrill, "plan", "--stack", "local", cwd=users)
