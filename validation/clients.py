@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -80,6 +81,18 @@ def _preload() -> None:
                 importlib.import_module(info.name)
             except Exception:  # noqa: BLE001 - an optional codec or integration this machine lacks
                 pass
+
+
+def config_from_args(prog: str, description: str, argv: list[str] | None) -> dict:
+    """A workload process's command line: its --config, checked and then become_agent'd. A
+    config that is not JSON or not a ProcessConfig exits 2 naming the key, as argparse would."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
+    text = p.parse_args(argv).config
+    try:
+        return become_agent(json.loads(text))
+    except ValueError as exc:  # json.JSONDecodeError is one
+        p.error(f"--config: {exc}")
 
 
 def become_agent(cfg: dict) -> dict:

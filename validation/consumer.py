@@ -6,8 +6,6 @@ and keeps retrying through rebalances and DC loss (it never exits on a broker er
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 
@@ -127,9 +125,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dcdrill.validation.consumer", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
-    cfg = clients.become_agent(json.loads(p.parse_args(argv).config))
+    cfg = clients.config_from_args("python -m dcdrill.validation.consumer", __doc__.split("\n\n")[0], argv)
     return run(cfg, clients.StopFlag.for_process(cfg))
 
 

@@ -5,7 +5,6 @@ python -m dcdrill.validation.producer --config JSON     (the launcher, validatio
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
@@ -169,9 +168,7 @@ class SequencedProducer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dcdrill.validation.producer", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", required=True, help="JSON settings written by validation/workload.py")
-    cfg = clients.become_agent(json.loads(p.parse_args(argv).config))
+    cfg = clients.config_from_args("python -m dcdrill.validation.producer", __doc__.split("\n\n")[0], argv)
     stop = clients.StopFlag.for_process(cfg)
     try:
         producer = SequencedProducer(cfg, stop)

@@ -49,3 +49,18 @@ def test_the_hosts_runner_refuses_a_bad_config_before_it_starts_anything(tmp_pat
         res.returncode == 2 and "p1's process config: rate: Input should be a valid number, got 'fast'" in res.stderr
     ), res.stderr
     assert not (tmp_path / "f" / "logs").exists()  # no process was started
+
+
+@pytest.mark.parametrize("process", ["producer", "consumer"])
+@pytest.mark.parametrize(
+    "text, named", [("{not json", "Expecting property name"), (json.dumps(config_for(rate=0)), "rate")]
+)
+def test_a_workload_process_given_a_bad_config_exits_2_naming_it(process, text, named):
+    res = subprocess.run(
+        [sys.executable, "-m", f"dcdrill.validation.{process}", "--config", text],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2 and "--config: " in res.stderr and named in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

@@ -14,6 +14,7 @@ from dcdrill.chaos.faults import recovery
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import read
 from dcdrill.validation import workload as wl
+from tests.process_configs import process_config
 
 pytestmark = pytest.mark.lab
 
@@ -205,13 +206,7 @@ def test_a_workload_whose_files_do_not_come_back_fails_naming_the_host(lab, tmp_
 
 
 def test_unreachable_bootstrap_is_a_clear_error_within_the_timeout(tmp_path):
-    cfg = {
-        **wl.asdict(wl.WorkloadSpec(bootstrap_timeout_ms=3000)),
-        "producer_id": "p1",
-        "dc": None,
-        "run_dir": str(tmp_path),
-        "bootstrap": ["127.0.0.1:1"],
-    }
+    cfg = process_config(bootstrap_timeout_ms=3000, producer_id="p1", dc=None, run_dir=str(tmp_path))
     t0 = time.monotonic()
     res = subprocess.run(
         [sys.executable, "-m", "dcdrill.validation.producer", "--config", json.dumps(cfg)],
@@ -226,11 +221,11 @@ def test_unreachable_bootstrap_is_a_clear_error_within_the_timeout(tmp_path):
 def test_bad_workload_input_is_refused(lab):
     with pytest.raises(ValueError, match="valid hosts: c1.dc-a.lab, c2.dc-b.lab"):
         wl.WorkloadSpec(hosts=["dc-z"]).validate(lab)
-    with pytest.raises(ValueError, match="rate must be > 0"):
+    with pytest.raises(ValueError, match="rate must be a finite number > 0"):
         wl.WorkloadSpec(rate=-5).validate(lab)
-    with pytest.raises(ValueError, match="record_size must be > 0"):
+    with pytest.raises(ValueError, match="record_size must be a finite number > 0"):
         wl.WorkloadSpec(record_size=0).validate(lab)
-    with pytest.raises(ValueError, match="batch_size must be > 0"):
+    with pytest.raises(ValueError, match="batch_size must be a finite number > 0"):
         wl.WorkloadSpec(batch_size=0).validate(lab)
     with pytest.raises(ValueError, match="does not exist"):
         wl.ensure_topic(lab, wl.WorkloadSpec(topic="it-missing"), create=False)
