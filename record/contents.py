@@ -85,7 +85,14 @@ def _lines(model, data: bytes, name: str, what: str) -> list[dict]:
 def parse_faults(data: bytes, name: str) -> list[dict]:
     """faults.jsonl's bytes as one entry per fault (merge_faults). `name` is what errors call the
     file; a line that is not a fault (RECORD.md) raises ValueError naming the file and line."""
-    return merge_faults(_lines(models.Fault, data, name, "a fault line"))
+    faults = merge_faults(_lines(models.Fault, data, name, "a fault line"))
+    for f in faults:
+        if f.get("acted_ms") is not None and f.get("end_ms") is not None and f["acted_ms"] > f["end_ms"]:
+            raise ValueError(
+                f"{name}: {f['fault']} {f['target']} took effect (acted_ms {f['acted_ms']}) after it ended"
+                f" (end_ms {f['end_ms']})"
+            )
+    return faults
 
 
 def _objects(data: bytes, name: str, what: str):

@@ -141,9 +141,21 @@ class DrillRecord(RecordReader):
         self.append_fault(entry)
         return entry
 
+    def fault_acted(self, started: dict, acted_ms: int) -> dict:
+        """The line saying when the fault took effect: once the driver returned, or when its
+        backend says it did (FIS's action start). Never before the injection line."""
+        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {
+            "acted_ms": max(acted_ms, started["start_ms"])
+        }
+        self.append_fault(entry)
+        return entry
+
     def fault_ended(self, started: dict, end_ms: int | None = None) -> dict:
-        """The fault's end line: `end_ms` when heal began undoing it (default: now)."""
-        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {"end_ms": end_ms or now_ms()}
+        """The fault's end line: `end_ms` when heal began undoing it (default: now), and never
+        before it took effect (`acted_ms`, which FIS's clock may have set)."""
+        acted = started.get("acted_ms")
+        end = max(end_ms or now_ms(), acted if isinstance(acted, int) else 0)
+        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {"end_ms": end}
         self.append_fault(entry)
         return entry
 

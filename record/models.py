@@ -56,18 +56,22 @@ ISR = Field(None, description="{partitions, in_sync} with in_sync <= partitions,
 
 
 class Fault(Row):
-    """faults.jsonl: a fault at injection (end_ms null), and its end line at heal."""
+    """faults.jsonl: a fault at injection (end_ms null), the line saying when it took effect
+    (acted_ms), and its end line at heal."""
 
     fault: Literal[FAULT_NAMES] = Field(description=f"one of {', '.join(FAULT_NAMES)}")
     target: Name
     start_ms: Whole = Field(description="a whole number of ms >= 0")
+    acted_ms: Whole | None = Field(None, description="null or a whole number >= start_ms")
     end_ms: Whole | None = Field(None, description="null or a whole number >= start_ms")
     isr_at_start: Isr | None = ISR
 
     @model_validator(mode="after")
     def _ends_after_start(self):
-        if self.end_ms is not None and self.end_ms < self.start_ms:
-            raise ValueError(f"end_ms must be null or a whole number >= start_ms ({self.start_ms}), got {self.end_ms}")
+        for name in ("acted_ms", "end_ms"):
+            v = getattr(self, name)
+            if v is not None and v < self.start_ms:
+                raise ValueError(f"{name} must be null or a whole number >= start_ms ({self.start_ms}), got {v}")
         return self
 
 

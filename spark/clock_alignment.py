@@ -1,7 +1,8 @@
-"""Fault windows set on the producers' clocks. faults.jsonl's times are the control's clock, a
-produced row's send and ack times its producer host's (RECORD.md, clocks.jsonl): the phases,
-recovery and `writes_continued` compare the two, so the verifier moves each window by the
-producers' offset first. Pure functions of the record's rows."""
+"""Fault windows set on the producers' clocks. A window starts when its fault took effect
+(faults.jsonl's acted_ms: FIS's start-up on AWS takes 30 s or more after the request), and
+faults.jsonl's times are the control's clock, a produced row's send and ack times its producer
+host's (RECORD.md, clocks.jsonl): the phases, recovery and `writes_continued` compare the two, so
+the verifier moves each window by the producers' offset first. Pure functions of the record's rows."""
 
 from __future__ import annotations
 
@@ -12,6 +13,15 @@ import statistics
 # The workload names its producers p1, p2, ... (validation/workload.py): their readings are the
 # clocks the produced rows were stamped with.
 PRODUCER = re.compile(r"^p[0-9]+$")
+
+
+def as_acted(faults: list[dict]) -> list[dict]:
+    """Each fault's window from when it took effect: start_ms becomes its acted_ms (when the record
+    has one), and the request's time stays as requested_ms."""
+    return [
+        {**f, "requested_ms": f["start_ms"], "start_ms": f["acted_ms"]} if f.get("acted_ms") is not None else f
+        for f in faults
+    ]
 
 
 def alignment(clocks: list[dict]) -> dict:

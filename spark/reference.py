@@ -96,7 +96,7 @@ def latencies(run_dir: str | Path) -> dict:
     [p50, p99], by producer DC, by producer DC and phase, and by (topic, partition): the summary's
     by_dc, by_dc_phase and by_partition latency columns."""
     P, _ = _ledger(RecordReader(run_dir), "produced")
-    faults = [json.loads(line) for line in (Path(run_dir) / "faults.jsonl").read_text().splitlines() if line.strip()]
+    faults = clock_alignment.as_acted(RecordReader(run_dir).faults())
     shift = clock_alignment.alignment(RecordReader(run_dir).clocks())["shift_ms"]
     faults = clock_alignment.on_producer_clocks(faults, shift)  # as the verifier sets them
 

@@ -407,7 +407,12 @@ def _fault_row(f: dict, predictions: dict, baseline: dict | None = None) -> dict
     return {
         "fault": f["fault"],
         "target": f["target"],
-        "started (UTC)": _utc(f["start_ms"]),
+        "started (UTC)": _utc(f["start_ms"])
+        + (
+            ""
+            if (asked := f.get("requested_ms")) is None
+            else f" ({(f['start_ms'] - asked) / 1000:.1f} s after the request)"
+        ),
         "lasted": "not healed" if end is None else f"{(end - f['start_ms']) / 1000:.1f} s",
         "recovery": "not every partition"
         if recovery is None

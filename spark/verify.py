@@ -139,7 +139,7 @@ def verify(
         raise BadInput(f"{record.location}: a client host's clock was off: " + "; ".join(skewed))
     threading.Thread(target=report.warm_up, daemon=True).start()  # matplotlib imports while Spark works
     topology = record.topology()
-    faults = record.faults()
+    faults = clock_alignment.as_acted(record.faults())  # windows from when each fault took effect
     # The producers' rows against the windows as their hosts' clocks saw them (spark/clock_alignment.py).
     clocks = clock_alignment.alignment(record.clocks())
     seen = clock_alignment.on_producer_clocks(faults, clocks["shift_ms"])
@@ -196,6 +196,8 @@ def verify(
         summary = checker.run(P, A, C, ident, seen, lw, torn_lines=torn)
         for f, recorded in zip(summary["faults"], faults):  # the record's own times, as coordination's are
             f["start_ms"], f["end_ms"] = recorded["start_ms"], recorded.get("end_ms")
+            if "requested_ms" in recorded:
+                f["requested_ms"] = recorded["requested_ms"]
         summary["clock_alignment"] = clocks
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

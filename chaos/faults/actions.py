@@ -17,6 +17,7 @@ from dcdrill.chaos.faults.driver import HEAL_GRACE_S, FaultDriver, Undo
 from dcdrill.chaos.kafka.actions import watched_isr
 from dcdrill.chaos.kafka.probes import wait_converged
 from dcdrill.infra import rules
+from dcdrill.infra.constants import now_ms
 from dcdrill.infra.observe import open_drills, status
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import (
@@ -90,9 +91,14 @@ def isr_snapshot(configuration) -> dict | None:
     return {"partitions": len(parts), "in_sync": sum(len(p["isr"]) == len(p["replicas"]) for p in parts)}
 
 
-def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, secrets: dict | None = None) -> dict:
+def _inject(
+    configuration, fault: str, target: str, act, dc_loss: bool = False, secrets: dict | None = None, acts=True
+) -> dict:
     """Record the fault, then act(driver, undo); what the driver notes in `undo` is saved in the
-    fault state as it goes, so heal undoes exactly what happened, even after a failure halfway."""
+    fault state as it goes, so heal undoes exactly what happened, even after a failure halfway.
+    Once act returns, the fault took effect: at the `acted_ms` its backend reported (FIS's action
+    start), else then. The verifier's windows start there (`acts`: False for a fault that is a
+    series of steps, whose window starts at the first)."""
     record = context.record(configuration)
     d = driver(configuration, secrets)
     open_drills.note(context.stack_name(configuration), str(record.path.resolve()))  # before any change: heal finds it
@@ -107,9 +113,17 @@ def _inject(configuration, fault: str, target: str, act, dc_loss: bool = False, 
                     active["undo"] = data
 
     try:
-        return {**entry, **act(d, Undo(save))}
+        result = act(d, Undo(save))
     except Exception as exc:  # noqa: BLE001 - the rollbacks heal what was noted
         raise ActivityFailed(f"{fault} {target}: {type(exc).__name__}: {exc}") from exc
+    reported = result.pop("acted_ms", None)
+    if acts:
+        entry = {**entry, "acted_ms": record.fault_acted(entry, reported or now_ms())["acted_ms"]}
+        with recovery.fault_state(record, d) as state:  # its end is never before it (clocks differ)
+            for active in state["active"]:
+                if fault_key(active) == fault_key(entry):
+                    active["acted_ms"] = entry["acted_ms"]
+    return {**entry, **result}
 
 
 def kill_dc(dc: str, configuration: dict = None, secrets: dict = None) -> dict:
@@ -183,7 +197,7 @@ def rolling_restart(wait_timeout_s: float = 180, configuration: dict = None, sec
             wait_converged(timeout_s=wait_timeout_s, configuration=configuration)
         return {"restarted": [h.name for h in d.inventory.brokers]}
 
-    result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all, secrets=secrets)
+    result = _inject(configuration, ROLLING_RESTART, "all-brokers", restart_all, secrets=secrets, acts=False)
     heal("all-brokers", configuration=configuration)  # nothing to undo: this records the fault's end
     return result
 

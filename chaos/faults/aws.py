@@ -29,6 +29,7 @@ from dcdrill.chaos.faults import aws_fis
 from dcdrill.chaos.faults.driver import FaultDriver, Undo, mirror_log_files
 from dcdrill.infra.aws.backend import given_credentials
 from dcdrill.infra.aws.plan import STACK_TAG
+from dcdrill.infra.constants import now_ms
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import InventoryHost
 from dcdrill.record.contents import ISOLATE_DC, STOP_DC
@@ -172,13 +173,18 @@ class AwsFaults(FaultDriver):
         ec2 = self._client("ec2", region)
         arns = [f"arn:{ec2.meta.partition}:ec2:{region}:{sn['OwnerId']}:instance/{i}" for i in ids]
         # If FIS fails to start them again, heal does (start: noted first).
-        exp = self._through_fis(region, STOP_DC, undo, aws_fis.stop_instances(arns, self.fault_limit_s), start=ids)
+        exp, acted = self._through_fis(
+            region, STOP_DC, undo, aws_fis.stop_instances(arns, self.fault_limit_s), start=ids
+        )
         ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
-        return {"instances": ids, "fis_experiment": exp}
+        return {"instances": ids, "fis_experiment": exp, "acted_ms": acted}
 
-    def _through_fis(self, region: str, fault: str, undo: Undo, targets_action: tuple[dict, dict], **noted) -> str:
-        """Run one fault as an FIS experiment of its own. Its token is noted before anything
-        exists, so heal finds the template and its experiment whatever step a crash stopped at."""
+    def _through_fis(
+        self, region: str, fault: str, undo: Undo, targets_action: tuple[dict, dict], **noted
+    ) -> tuple[str, int]:
+        """Run one fault as an FIS experiment of its own: (its id, when FIS says it acted). Its
+        token is noted before anything exists, so heal finds the template and its experiment
+        whatever step a crash stopped at."""
         role = self.inventory.vars.get("aws_fis_role_arn", "")
         if not role.startswith("arn:"):
             raise ValueError(
@@ -197,8 +203,9 @@ class AwsFaults(FaultDriver):
         undo.add(region=self._region(dc), start=ids)
         ec2 = self._client("ec2", self._region(dc))
         ec2.stop_instances(InstanceIds=ids, Force=True, SkipOsShutdown=True)
+        acted = now_ms()  # stopping without an OS shutdown: the DC is dark from here
         ec2.get_waiter("instance_stopped").wait(InstanceIds=ids, WaiterConfig=WAIT)  # the fault is the stopped DC
-        return {"instances": ids}
+        return {"instances": ids, "acted_ms": acted}
 
     def _run(self, region: str, instance: str, what: str, commands: list[str], timeout_s: float = 300) -> str:
         """Run a shell script on one instance through SSM and wait for it; its output, or raise if it fails."""
@@ -285,10 +292,10 @@ class AwsFaults(FaultDriver):
             "original_acl": self._subnet_acl(ec2, sn["SubnetId"])["NetworkAclId"],
         }
         if direction == "both":
-            exp = self._through_fis(
+            exp, acted = self._through_fis(
                 region, ISOLATE_DC, undo, aws_fis.disrupt_subnet(sn["SubnetArn"], self.fault_limit_s), isolations=[iso]
             )
-            return {"direction": direction, "subnet": sn["SubnetId"], "fis_experiment": exp}
+            return {"direction": direction, "subnet": sn["SubnetId"], "fis_experiment": exp, "acted_ms": acted}
         undo.add(region=region, isolations=[iso])
         acl = ec2.create_network_acl(
             VpcId=sn["VpcId"],

@@ -92,17 +92,28 @@ def disrupt_subnet(subnet_arn: str, limit_s: float) -> tuple[dict, dict]:
     )
 
 
-def start(fis, request: dict) -> str:
-    """Create the template and start its experiment; the experiment's id once its action runs.
-    A failed start raises RuntimeError with FIS's reason."""
+def start(fis, request: dict) -> tuple[str, int]:
+    """Create the template and start its experiment: (the experiment's id, when its fault took
+    effect in ms) once every action runs. That time is FIS's: the latest of its actions' start
+    times, which come 30 s or more after the request (FIS's start-up). A failed start raises
+    RuntimeError with FIS's reason."""
     tid = fis.create_experiment_template(**request)["experimentTemplate"]["id"]
     exp = fis.start_experiment(clientToken=request["clientToken"], experimentTemplateId=tid, tags=request["tags"])[
         "experiment"
     ]["id"]
-    state = _wait(fis, exp, lambda e: e["state"]["status"] in ("running",) + ENDED)["state"]
-    if state["status"] != "running":
-        raise RuntimeError(f"FIS experiment {exp} {state['status']}: {state.get('reason', '')}")
-    return exp
+    e = _wait(fis, exp, lambda e: e["state"]["status"] in ENDED or acted_ms(e) is not None)
+    if e["state"]["status"] != "running":
+        raise RuntimeError(f"FIS experiment {exp} {e['state']['status']}: {e['state'].get('reason', '')}")
+    return exp, acted_ms(e)
+
+
+def acted_ms(experiment: dict) -> int | None:
+    """When a running experiment's last action started (GetExperiment's actions' startTime), in
+    ms; None while the experiment or any action has not started."""
+    actions = (experiment.get("actions") or {}).values()
+    if experiment["state"]["status"] != "running" or not actions or not all(a.get("startTime") for a in actions):
+        return None
+    return max(round(a["startTime"].timestamp() * 1000) for a in actions)
 
 
 def end(fis, token: str) -> None:

@@ -110,12 +110,13 @@ class LabFaults(FaultDriver):
         undo.add(restart=[list(s) for s in specs], **({"killed_ms": now_ms()} if sig == signal.SIGKILL else {}))
         # Brokers first for a clean stop (ZooKeeper must be there for controlled shutdown); all at once for a kill.
         order = specs if sig == signal.SIGKILL else list(reversed(specs))
+        acted = now_ms()  # the DC's loss begins at the first signal (a clean stop's first broker)
         for _, spec, _ in order:
             service.stop(service.load(spec), sig, timeout_s=5 if sig == signal.SIGKILL else 60)
         still = [name for name, spec, _ in specs if service.running_pid(service.load(spec))]
         if still:
             raise RuntimeError(f"still running after the fault: {', '.join(still)}")
-        return {"hosts": [name for name, _, _ in specs]}
+        return {"hosts": [name for name, _, _ in specs], "acted_ms": acted}
 
     def kill_dc(self, dc: str, undo: Undo) -> dict:
         return self._signal_dc(dc, signal.SIGKILL, undo)

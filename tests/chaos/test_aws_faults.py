@@ -26,6 +26,8 @@ BUCKET = "stack-bucket-0a1b2c3"
 STACK_TAG = f"dcdrill/{STACK}"  # what the program's providers tag every resource with
 FIS_ROLE = "arn:aws:iam::123456789012:role/fis-role-0a1b2c3"  # program.FaultInjectionRole's, as outputs name it
 FIS_UNDO: dict = {}  # experiment id -> what FIS does when it ends
+FIS_STARTUP_S = 0.2
+FIS_STARTED: dict = {}  # experiment id -> when its actions started, in ms, as GetExperiment says
 
 
 def with_fis_effects(client, service: str, region: str):
@@ -41,11 +43,11 @@ def with_fis_effects(client, service: str, region: str):
         exp = parsed["experiment"]
         # moto ends an experiment as soon as it runs; AWS holds it for the action's duration
         # (minutes): here it runs until stopped.
-        fis_backends[DEFAULT_ACCOUNT_ID][region].experiments[exp["id"]]._transitions = [
-            ("pending", "initiating"),
-            ("initiating", "running"),
-            ("stopping", "stopped"),
-        ]
+        held = fis_backends[DEFAULT_ACCOUNT_ID][region].experiments[exp["id"]]
+        held._transitions = [("pending", "initiating"), ("initiating", "running"), ("stopping", "stopped")]
+        # FIS starts the actions after its start-up (30 s or more on AWS; here a few ms), on its clock.
+        held.start_time += FIS_STARTUP_S
+        FIS_STARTED[exp["id"]] = round(held.start_time * 1000)
         t = fis.get_experiment_template(id=exp["experimentTemplateId"])["experimentTemplate"]
         actions = list(t["actions"].values())
         assert all(len(target["resourceArns"]) <= aws_fis.MAX_TARGET_ARNS for target in t["targets"].values())
@@ -247,7 +249,11 @@ def test_stop_dc_and_a_cut_both_ways_run_as_fis_experiments_that_fis_would_end_b
     exp = fis.get_experiment(id=out["fis_experiment"])["experiment"]
     assert exp["state"]["status"] == "running" and exp["tags"][plan.STACK_TAG] == STACK_TAG
     assert {i for i, s in account(ec2)["instances"].items() if s == "stopped"} == set(dc_b)
+    # The fault's window starts when FIS's actions started, not when the runner asked for them.
+    [fault] = DrillRecord(cfg["run_dir"]).faults()
+    assert fault["acted_ms"] == FIS_STARTED[out["fis_experiment"]] == out["acted_ms"] > fault["start_ms"]
     actions.heal(configuration=cfg)
+    assert DrillRecord(cfg["run_dir"]).faults()[0]["end_ms"] >= fault["acted_ms"]  # FIS's clock ahead: not before
     assert fis.get_experiment(id=out["fis_experiment"])["experiment"]["state"]["status"] == "stopped"
     assert account(ec2) == before
 

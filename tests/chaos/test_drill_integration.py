@@ -101,6 +101,8 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     faults = DrillRecord(run).faults()
     assert [(f["fault"], f["target"]) for f in faults] == [("kill-dc", "dc-a")]
     assert faults[0]["end_ms"] > faults[0]["start_ms"]
+    # The window the verifier reads starts when the signals went out, not when they were asked for.
+    assert faults[0]["start_ms"] <= faults[0]["acted_ms"] <= faults[0]["end_ms"], faults[0]
     # Taken just before the kill: the prediction below assumes every replica was in sync.
     assert faults[0]["isr_at_start"] == {"partitions": 6, "in_sync": 6}, faults[0]
     for part in (

@@ -179,6 +179,19 @@ BAD = [
         "faults.jsonl:1: end_ms must be null or a whole number >= start_ms (1000), got 500",
     ),
     (
+        "took effect before it was asked for",
+        with_file("faults.jsonl", json.dumps(kill_dc(end_ms=None, acted_ms=900)) + "\n"),
+        "faults.jsonl:1: acted_ms must be null or a whole number >= start_ms (1000), got 900",
+    ),
+    (
+        "took effect after it ended",
+        with_file(
+            "faults.jsonl",
+            json.dumps(kill_dc(end_ms=None)) + "\n" + json.dumps(kill_dc(acted_ms=9000)) + "\n",
+        ),
+        "faults.jsonl: kill-dc dc-a took effect (acted_ms 9000) after it ended (end_ms 2000)",
+    ),
+    (
         "unknown fault",
         with_file("faults.jsonl", json.dumps(kill_dc(fault="meteor")) + "\n"),
         "faults.jsonl:1: fault must be one of kill-dc, stop-dc, isolate-dc, kill-tiebreaker, degrade-link, "

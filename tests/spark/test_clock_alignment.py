@@ -44,3 +44,28 @@ def test_a_producer_host_ahead_of_the_control_is_read_against_windows_on_its_clo
     assert phases == {"before": 101, "during kill-dc dc-b": 60, "after kill-dc dc-b": 39}, phases
     assert s["clock_alignment"] == {"shift_ms": 400, "residual_ms": 2, "readings": 1}
     assert (s["faults"][0]["start_ms"], s["faults"][0]["end_ms"]) == (1600, 2200)  # as the record says
+
+
+def test_a_window_starts_when_its_fault_took_effect_not_when_it_was_asked_for():
+    lines = [{**FAULT, "start_ms": 1200, "end_ms": None}, {**FAULT, "start_ms": 1200, "acted_ms": 1600}]
+    assert clock_alignment.as_acted([{**lines[0], **lines[1], "end_ms": 2200}]) == [
+        {**FAULT, "start_ms": 1600, "acted_ms": 1600, "requested_ms": 1200}
+    ]
+    assert clock_alignment.as_acted([FAULT]) == [FAULT]  # a record from before acted_ms
+
+
+def test_a_fault_that_took_effect_late_is_read_from_then(tmp_path, spark):
+    """FIS starts its actions 30 s or more after the request: the records sent in between were sent
+    to a whole cluster, so the record reads as one whose fault was asked for when it took effect."""
+    P = [p("p1", i, "ok", 0, i, 1000 + 10 * i) for i in range(200)]
+    A, C = [a(0, i, "p1", i) for i in range(200)], [c(0, i, "p1", i) for i in range(200)]
+    late = [
+        {**FAULT, "start_ms": 1200, "end_ms": None},
+        {"fault": "kill-dc", "target": "dc-b", "start_ms": 1200, "acted_ms": 1600},
+        {**FAULT, "start_ms": 1200},
+    ]
+    _, s = verified(str(records.write(tmp_path / "late", P, A, C, faults=late)), spark=spark)
+    _, asked_then = verified(str(records.write(tmp_path / "asked-then", P, A, C, faults=[FAULT])), spark=spark)
+    assert s["phases"] == asked_then["phases"] and s["phases"][0]["phase"] == "before"
+    assert (s["faults"][0]["start_ms"], s["faults"][0]["requested_ms"]) == (1600, 1200)
+    assert "requested_ms" not in asked_then["faults"][0]
