@@ -39,7 +39,7 @@ wheel: setup  ## dist/dcdrill-<version>-py3-none-any.whl, what `pip install 'dis
 STYLE := $(BIN)/ruff check -q . && $(BIN)/ruff format -q --check . && shellcheck infra/toolchain/setup.sh .ci/run
 
 # What needs no lab: the style, the import layers, ansible-lint (production) and every test not marked `lab`
-UNIT := $(STYLE) && $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra -m "not lab" -p no:cacheprovider tests
+UNIT := $(STYLE) && $(BIN)/lint-imports && $(ANSIBLE_LINT) && $(BIN)/python -m pytest -q -ra --durations=30 -m "not lab" -p no:cacheprovider tests
 
 # The lab tests start once what the lab needs is installed; the rest of setup (AWS's
 # session-manager-plugin, actionlint: Go builds) runs beside them, niced, before the unit tests.
