@@ -72,7 +72,10 @@ def _pulumi_yaml(target: Path) -> str:
 PIP_LINE = 'DCDRILL_PIP: ""'
 
 
-def install_spec(extras: str = "aws,verify") -> str | None:
+CI_EXTRAS = "aws,verify"  # what the CI recipes install: a lab stack and an AWS one alike
+
+
+def install_spec(extras: str = CI_EXTRAS) -> str | None:
     """What pip installs to get this very dcdrill on another machine (with the extras the CI
     recipes need, for a lab stack and an AWS one alike), from how it was installed here (PEP
     610's direct_url.json): a git URL at its commit, or an archive's URL. None when it

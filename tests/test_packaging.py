@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,7 +104,8 @@ def _source_digest() -> str:
 
 @pytest.fixture(scope="module")
 def installed():
-    """A fresh virtualenv outside the checkout with the built wheel (and its verify extra) in it.
+    """A fresh virtualenv outside the checkout with the built wheel and the extras the CI recipes
+    install (project.CI_EXTRAS), as their `pip install "$DCDRILL_PIP"` would put it there.
     Built once per checkout state and shared under a lock: `make test`'s two pytest processes
     (the lab's and the unit tests') would otherwise each build and install it."""
     shared = cache_dir() / "test-installed"
@@ -135,7 +137,14 @@ def _build_and_install(tmp: Path) -> None:
     venv.create(tmp / "venv", with_pip=True)
     pip = tmp / "venv" / "bin" / "pip"
     subprocess.run(
-        [str(pip), "install", "-q", "-c", str(SOURCE / "requirements.lock"), f"{wheel}[verify]"],
+        [
+            str(pip),
+            "install",
+            "-q",
+            "-c",
+            str(SOURCE / "requirements.lock"),
+            f"dcdrill[{project.CI_EXTRAS}] @ {wheel.as_uri()}",
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -143,8 +152,10 @@ def _build_and_install(tmp: Path) -> None:
     )
 
 
-def _run(dcdrill: Path, *args: str, cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DCDRILL_PROJECT", "VIRTUAL_ENV")}
+def _run(
+    dcdrill: Path, *args: str, cwd: Path, timeout: int = 120, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in (env or os.environ).items() if k not in ("PYTHONPATH", "DCDRILL_PROJECT", "VIRTUAL_ENV")}
     env["DCDRILL_CACHE"] = str(cache_dir())  # this machine's jars and Pulumi CLI
     env["DCDRILL_STATE"] = str(state_dir())  # and its lab state
     return subprocess.run([str(dcdrill), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -221,6 +232,37 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     )
     assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
     assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
+
+
+def test_from_the_wheel_init_the_recipes_install_and_check_every_aws_stack_with_no_route_to_aws(
+    installed, aws_control, tmp_path
+):
+    """Issue 69's Done-when, no lab: `dcdrill init` in an empty folder, the recipe's install (the
+    `installed` venv), then `drill --check` on each AWS stack with dummy credentials, the account
+    read from moto's server on loopback and any other address behind a proxy that answers nothing."""
+    _, dcdrill, _ = installed
+    users = tmp_path / "their-repo"
+    users.mkdir()
+    assert _run(dcdrill, "init", cwd=users).returncode == 0
+    recipe = (users / ".github/workflows/dcdrill.yml").read_text()
+    assert '.venv/bin/pip install "$DCDRILL_PIP"' in recipe  # what the `installed` fixture did
+    # The provider plugin's step reads pulumi_aws's version from that venv (item 1: it raised).
+    step = next(line.strip() for line in recipe.splitlines() if line.strip().startswith("version=$("))
+    step = step.replace(".venv/bin/python", str(dcdrill.parent / "python")) + '; echo "$version"'
+    version = subprocess.run(["sh", "-c", step], capture_output=True, text=True, check=True).stdout
+    assert re.fullmatch(r"\d+\.\d+\.\d+\n", version), version
+    stacks = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in users.glob("Pulumi.aws-*.yaml"))
+    assert {f"Pulumi.{s}.yaml" for s in stacks} == {p.name for p in SOURCE.glob("Pulumi.aws-*.yaml")}, stacks
+    offline = {**aws_control, "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    offline["NO_PROXY"] = "127.0.0.1"  # moto's server; nothing else answers
+    for name in stacks:
+        res = _run(dcdrill, "drill", "--stack", name, "--experiment", "kill-dc", "--check", cwd=users, env=offline)
+        said = res.stdout + res.stderr
+        assert res.returncode == 0, (name, said)
+        assert f"kill-dc can run on stack {name} (aws backend)" in said and "reading the account" in said, said
+        # moto serves no EC2 quotas: that read is a warning in each region, and it is the only one.
+        warnings = [line for line in res.stderr.splitlines() if "warning" in line]
+        assert warnings and all("vCPU quota (L-1216C47A) could not be read" in w for w in warnings), res.stderr
 
 
 def test_the_installed_verifier_needs_a_java_runtime_and_nothing_of_setup(installed, tmp_path):
