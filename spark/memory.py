@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,18 @@ def failure(exc: BaseException, heap: str | None, jvm: subprocess.Popen | None =
             f"the verifier's JVM ended (exit {ended}) while verifying; if it ran out of memory, raise "
             f"DCDRILL_SPARK_DRIVER_MEMORY (spark.driver.memory; it had {given})"
         )
-    return f"cannot be verified: {chain[0].splitlines()[0]}"
+    return f"cannot be verified: {_own_message(chain[0])}"
+
+
+def _own_message(text: str) -> str:
+    """A JVM exception's own message behind Py4J's header ("An error occurred while calling
+    o1.f.\n: org.X.SparkException: [CODE] message"): it names the file and column; else line one."""
+    lines = text.splitlines() or [""]
+    for line in lines[1:]:
+        own = re.match(r":?\s*(?:[\w$]+\.)+[\w$]*(?:Exception|Error): (.+)", line)
+        if own:
+            return own.group(1).strip()
+    return lines[0]
 
 
 def _text(e: BaseException) -> str:

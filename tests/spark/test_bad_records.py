@@ -51,6 +51,29 @@ def symlinked_ledger(run):
     os.symlink(outside, run / "audit" / "audit.jsonl")
 
 
+def audit_partition_typed_bigint(run):
+    """The ledgers as Parquet of RECORD.md's types, but the audit's second file holds `partition`
+    as a 64-bit column: the first file's schema passes (spark/ledgers.py), the second's read fails."""
+    import duckdb
+
+    from dcdrill.spark import ledgers
+
+    duck = {"string": "VARCHAR", "int": "INTEGER", "bigint": "BIGINT", "boolean": "BOOLEAN", "double": "DOUBLE"}
+    good(run)
+    for ledger in ("produced", "audit", "consumed"):
+        [src] = (run / ledger).glob("*.jsonl")
+        types = {c: duck[t.simpleString()] for c, t in ledgers.SCHEMAS[ledger].items()}
+        read = f"read_json('{src}', columns={types!r})"
+        halves = [("0", "partition")] if ledger != "audit" else [("0", "partition"), ("1", "partition::BIGINT")]
+        for half, partition in halves:
+            rows = "" if ledger != "audit" else f'WHERE {"" if half == "1" else "NOT "}("offset" % 2 = 1)'
+            duckdb.sql(
+                f"COPY (SELECT * REPLACE ({partition} AS partition) FROM {read} {rows}) "
+                f"TO '{src.parent / f'part-{half}.parquet'}' (FORMAT parquet)"
+            )
+        src.unlink()
+
+
 def symlinked_report(run):
     good(run)
     (run.parent / f"{run.name}-elsewhere").mkdir()
@@ -264,6 +287,11 @@ BAD = [
         "consumed/c1.jsonl:4: a row must be a JSON object",
     ),
     ("ledger symlinked from outside", symlinked_ledger, "audit/audit.jsonl: a symlink leading outside the record"),
+    (
+        "a Parquet column of another type",
+        audit_partition_typed_bigint,
+        "audit/part-1.parquet. Data type mismatches when reading Parquet column [partition]",
+    ),
     ("report a symlink", symlinked_report, "report: is a symlink; the report is written only inside the record"),
     ("report a file", report_is_a_file, "report: exists and is not a folder"),
     ("no topology", lambda r: (good(r), (r / "topology.json").unlink()), "topology.json: missing"),
