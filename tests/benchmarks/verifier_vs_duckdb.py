@@ -47,8 +47,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # records missing from the audit and 0.2 % indeterminate. `many` is thousands of small producers.
 # `drill` is laid out as a drill writes: 16 producers sending all the time (record i is producer
 # i % 16's seq i // 16), each record to a partition its key hashes to, offsets in send order per
-# partition, and 0.05 % lost, 0.2 % indeterminate and 0.1 % duplicated at random positions.
-# `drill-heavy` is the same with 0.5 % of each.
+# partition, and 0.05 % lost, 0.2 % indeterminate and 0.1 % duplicated at random positions, a
+# phantom per 5000. `drill-heavy` is the same with 0.5 % of each kind (lost, indeterminate,
+# duplicated, reordered: written ~64 sends late, phantom), `drill-5pct` with 5 % of each.
 SHAPES = {
     "wide": {"producers": None, "partitions": 12, "row_group": None, "lost_every": 1000, "info_every": 0},
     "few": {"producers": 16, "partitions": 24, "row_group": 1_000_000, "lost_every": 2000, "info_every": 500},
@@ -69,6 +70,19 @@ SHAPES = {
         "lost_every": 200,
         "info_every": 200,
         "dup_every": 200,
+        "reorder_every": 200,
+        "phantom_every": 200,
+        "interleaved": True,
+    },
+    "drill-5pct": {
+        "producers": 16,
+        "partitions": 24,
+        "row_group": 1_000_000,
+        "lost_every": 20,
+        "info_every": 20,
+        "dup_every": 20,
+        "reorder_every": 20,
+        "phantom_every": 20,
         "interleaved": True,
     },
 }
@@ -76,8 +90,9 @@ SHAPES = {
 
 def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
     """Every `lost_every`th record missing from the audit (acked, or indeterminate when it is also
-    an `info_every`th), every 997th duplicated, every 5000th audit row a phantom; consumers see the
-    audit log. Producers take contiguous ranges of seqs."""
+    an `info_every`th), every 997th duplicated, a phantom per 5000 records; consumers see the
+    audit log. Producers take contiguous ranges of seqs. An `interleaved` shape instead draws each
+    kind at random positions at its own rate (SHAPES)."""
     sh = SHAPES[shape]
     per = 1_000_000 if sh["producers"] is None else -(-n // sh["producers"])
     parts = sh["partitions"]
@@ -109,10 +124,13 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
         )
         info = f"({info}) AND NOT ({lost})"
         p = sh["producers"]
+        late = f"hash(i, 3) % {sh['reorder_every']} = 0" if sh.get("reorder_every") else "false"
         numbered = f"""
           SELECT 'p' || (i % {p})::VARCHAR AS producer_id, (i // {p})::BIGINT AS seq,
-                 (hash(i // 7) % {parts})::INTEGER AS partition, i FROM range({n}) t(i)"""
-        offset = "(row_number() OVER (PARTITION BY partition ORDER BY i) - 1)"
+                 (hash(i // 7) % {parts})::INTEGER AS partition, i,
+                 i + CASE WHEN {late} THEN {64 * p} ELSE 0 END AS written FROM range({n}) t(i)"""
+        # A reordered record is written after the next sends of its producer to its partition.
+        offset = "(row_number() OVER (PARTITION BY partition ORDER BY written, i) - 1)"
     else:
         lost, info, dup = f"i % {sh['lost_every']} = 7", f"i % {sh['info_every']} = 11", "i % 997 = 3"
         info = info if sh["info_every"] else "false"
@@ -145,11 +163,13 @@ def generate(run: Path, n: int, fmt: str, shape: str = "wide") -> None:
         SELECT topic, partition, "offset", producer_id, seq, send_ms AS timestamp_ms FROM (
           SELECT topic, partition, log_offset AS "offset", producer_id, seq, send_ms, i, lost FROM ({base}))
         WHERE NOT lost {'ORDER BY partition, "offset"' if sh.get("interleaved") else ""}) TO {out("audit")}""")
+    ghost_partition = f"(i % {parts})::INTEGER" if sh.get("interleaved") else "0"  # the old shapes' as they were
     con.execute(f"""COPY (
         SELECT topic, partition, log_offset + 100000000 AS "offset", producer_id, seq,
                send_ms AS timestamp_ms
           FROM ({base}) WHERE dup
-        UNION ALL SELECT 'bench', 0, 200000000 + i, 'ghost', i, 0 FROM range({n // 5000}) t(i)
+        UNION ALL SELECT 'bench', {ghost_partition}, 200000000 + i, 'ghost', i, 0
+          FROM range({n // sh.get("phantom_every", 5000)}) t(i)
       ) TO {out("audit").replace("/part.", "/tail.")}""")
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
                    timestamp_ms AS consume_ms, 'dc-b' AS dc FROM read_{"parquet" if fmt == "parquet" else "json"}(
@@ -264,7 +284,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000_000])
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
-    ap.add_argument("--shape", choices=sorted(SHAPES), default="wide", help="the record's shape (SHAPES above)")
+    ap.add_argument(
+        "--shape", choices=sorted(SHAPES), nargs="+", default=["wide"], help="the records' shapes (SHAPES above)"
+    )
     ap.add_argument("--reuse", type=Path, metavar="DIR", help="time a record kept by an earlier --keep run")
     ap.add_argument("--rounds", type=int, default=1, help="time DuckDB and verify in turn this many times")
     ap.add_argument("--floor", action="store_true", help="also time Spark's floors (see above) in each round")
@@ -279,12 +301,26 @@ def main() -> None:
     args = ap.parse_args()
     if args.floor_program:
         return floor_program(*args.floor_program)
-    rows = []
+    if args.reuse and (len(args.shape) > 1 or len(args.sizes) > 1):
+        ap.error("--reuse times one kept record: give one --shape and one --sizes")
+    table = []
+    for shape in args.shape:
+        table += bench(args, shape)
+    if len(table) > 1:
+        print("\n| shape | records | anomalies | DuckDB | `dcdrill verify` | ratio |")
+        print("| --- | --: | --: | --: | --: | --: |")
+        for shape, n, anomalies, d_s, s_s, ratio in table:
+            print(f"| {shape} | {n:,} | {anomalies:,} | {d_s:.2f} s | {s_s:.2f} s | {ratio:.2f}x |")
+
+
+def bench(args, shape: str) -> list[tuple]:
+    """One shape at each size, --rounds times; its table rows."""
+    rows, table = [], []
     for n in args.sizes:
-        run = args.reuse or Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{args.shape}-{n}-"))
+        run = args.reuse or Path(tempfile.mkdtemp(prefix=f"dcdrill-bench-{shape}-{n}-"))
         t0 = time.monotonic()
         if not args.reuse:
-            generate(run, n, args.format, args.shape)
+            generate(run, n, args.format, shape)
         gen = time.monotonic() - t0
         ducks, verifies, ratios, agree = [], [], [], True
         theirs: list[float] = []  # --against: the other checkout's ratio to DuckDB, round by round
@@ -312,8 +348,10 @@ def main() -> None:
                 )
         d_s, s_s = statistics.median(ducks), statistics.median(verifies)
         rows.append((n, d_s, s_s))
+        anomalies = sum(d_counts.values()) + s_counts.get("reordered", 0) + s_counts.get("indeterminate", 0)
+        table.append((shape, n, anomalies, d_s, s_s, statistics.median(ratios)))
         print(
-            f"N={n:>11,} ({args.format}, {args.shape}, generated in {gen:.1f}s, medians of {args.rounds}): "
+            f"N={n:>11,} ({args.format}, {shape}, generated in {gen:.1f}s, medians of {args.rounds}): "
             f"duckdb {d_s:6.2f}s  "
             f"dcdrill verify {s_s:6.2f}s  ratio {statistics.median(ratios):5.2f}x  counts agree: {agree} {d_counts}",
             flush=True,
@@ -331,7 +369,8 @@ def main() -> None:
             shutil.rmtree(small)
     if len(rows) > 1:
         (n0, _, s0), (n1, _, s1) = rows[0], rows[-1]
-        print(f"growth: {n1 / n0:.0f}x records -> {s1 / s0:.2f}x verify time")
+        print(f"growth ({shape}): {n1 / n0:.0f}x records -> {s1 / s0:.2f}x verify time")
+    return table
 
 
 if __name__ == "__main__":

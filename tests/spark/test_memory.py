@@ -105,6 +105,19 @@ def test_few_huge_and_many_small_producers_count_as_duckdb_does(tmp_path):
         assert {k: counts[k] for k in expected} == expected, shape
 
 
+def test_a_drill_shaped_record_with_5_percent_of_each_anomaly_counts_as_duckdb_does(tmp_path):
+    """Issue 71's heaviest shape: producers interleaved over the partitions, 5 % of the records
+    lost, indeterminate, duplicated, reordered and phantom each, at random positions."""
+    bench = _bench()
+    run = tmp_path / "heavy"
+    bench.generate(run, 400_000, "parquet", "drill-5pct")
+    counts = _verify(run)
+    _, expected = bench.duck(run, "parquet")
+    assert min(expected.values()) > 0.04 * 400_000 / 2, expected  # every kind there, at about its rate
+    assert {k: counts[k] for k in expected} == expected
+    assert counts["reordered"] > 0.02 * 400_000 and counts["indeterminate"] > 0.02 * 400_000, counts
+
+
 def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches(tmp_path):
     """300,000 acknowledged records of one producer in one task, the odd seqs missing from the log:
     150,000 identities to fold, more than Identity.FOLD_LIMIT (131,072), so the task hands on two
