@@ -6,7 +6,7 @@ DC ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup lab lab-down status plan check drill test unit style bench lock clean wheel
+.PHONY: setup lab lab-down status plan check drill test unit style bench lock clean wheel docs
 
 setup:  ## install apt packages, .venv, Kafka jars (Maven), the Pulumi CLI (Go) and the verifier's JVM kernels (javac); idempotent
 	@bash infra/toolchain/setup.sh
@@ -28,6 +28,9 @@ check: setup  ## the drill's preflight alone: stack rules, the experiment on the
 
 drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify, report
 	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
+
+docs: setup  ## docs/report.png, the README's screenshot: docs/example-record's report in Debian's Chromium
+	$(BIN)/python docs/report_screenshot.py
 
 # ansible-lint runs ansible-playbook's syntax check, which it finds on PATH
 ANSIBLE_LINT := PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production --nocolor -q site.yml roles meta
