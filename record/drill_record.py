@@ -152,10 +152,10 @@ class DrillRecord(RecordReader):
 
     def fault_ended(self, started: dict, end_ms: int | None = None) -> dict:
         """The fault's end line: `end_ms` when heal began undoing it (default: now), and never
-        before it took effect (`acted_ms`, which FIS's clock may have set)."""
-        acted = started.get("acted_ms")
-        end = max(end_ms or now_ms(), acted if isinstance(acted, int) else 0)
-        entry = {k: started[k] for k in ("fault", "target", "start_ms")} | {"end_ms": end}
+        before the record says it took effect (its acted_ms line, which FIS's clock may have set)."""
+        key = {k: started[k] for k in ("fault", "target", "start_ms")}
+        acted = next((f.get("acted_ms") for f in self.faults() if {k: f[k] for k in key} == key), None)
+        entry = key | {"end_ms": max(end_ms or now_ms(), acted or 0)}
         self.append_fault(entry)
         return entry
 

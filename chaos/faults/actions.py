@@ -119,10 +119,6 @@ def _inject(
     reported = result.pop("acted_ms", None)
     if acts:
         entry = {**entry, "acted_ms": record.fault_acted(entry, reported or now_ms())["acted_ms"]}
-        with recovery.fault_state(record, d) as state:  # its end is never before it (clocks differ)
-            for active in state["active"]:
-                if fault_key(active) == fault_key(entry):
-                    active["acted_ms"] = entry["acted_ms"]
     return {**entry, **result}
 
 
