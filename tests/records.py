@@ -136,12 +136,14 @@ def anomalies(run: Path, unclean=True, profile="consistency-first") -> Path:
     )
 
 
-def random_record(run: Path, seed: int) -> Path:
+def random_record(run: Path, seed: int, interleaved: bool = False) -> Path:
     """A drill record with every kind of anomaly drawn at random (RECORD.md's contract kept: one
     produced row per record, one audit row per position, ok rows with an offset): loss, duplicates
     in the log and in delivery, reordering, divergent and mismatched positions, phantoms, failed and
     indeterminate sends that were or were not written, torn last lines, several producers and
-    partitions, zero to two faults."""
+    partitions, zero to two faults. `interleaved`: laid out as a drill writes (issue 71): up to
+    six producers of up to 800 records each sending all the time, so each partition's log
+    interleaves them, with up to about 5 % of each kind of anomaly."""
     import random
 
     rng = random.Random(seed)
@@ -150,46 +152,47 @@ def random_record(run: Path, seed: int) -> Path:
     log: dict[tuple, list] = {tp: [] for tp in parts}  # the log before loss: identities in offset order
     produced = []
     t0 = 1_700_000_000_000
-    anomaly = rng.choice([0.0, 0.02, 0.1, 0.3])  # how often something goes wrong in this record
-    for n in range(rng.randint(1, 5)):
-        pid = f"p{n}"
-        for seq in range(rng.randint(1, 200)):
-            topic, part = rng.choice(parts)
-            send = t0 + seq * rng.randint(1, 30) + rng.randint(0, 5)
-            status = rng.choices(["ok", "fail", "info"], [0.8, 0.1, 0.1])[0] if rng.random() < anomaly * 3 else "ok"
-            offset = None
-            written = status == "ok" or (status == "info" and rng.random() < 0.5) or rng.random() < anomaly / 4
-            if written:
-                offset = len(log[(topic, part)])
+    # How often something goes wrong in this record (a fraction of it for most kinds, see below).
+    anomaly = rng.choice([0.015, 0.05, 0.15] if interleaved else [0.0, 0.02, 0.1, 0.3])
+    for pid, seq, topic, part, send in _sends(rng, parts, t0, interleaved):
+        status = rng.choices(["ok", "fail", "info"], [0.8, 0.1, 0.1])[0] if rng.random() < anomaly * 3 else "ok"
+        offset = None
+        written = status == "ok" or (status == "info" and rng.random() < 0.5) or rng.random() < anomaly / 4
+        if written:
+            offset = len(log[(topic, part)])
+            log[(topic, part)].append((pid, seq))
+            if rng.random() < anomaly / 2:  # a retry written twice
                 log[(topic, part)].append((pid, seq))
-                if rng.random() < anomaly / 2:  # a retry written twice
-                    log[(topic, part)].append((pid, seq))
-            ack = send + rng.randint(1, 3000 if rng.random() < anomaly else 40)
-            if status == "ok" and rng.random() < anomaly / 3:  # acknowledged at another offset
-                offset = rng.randint(0, len(log[(topic, part)]))
-            produced.append(
-                {
-                    "producer_id": pid,
-                    "seq": seq,
-                    "topic": topic,
-                    "partition": part,
-                    "key": f"k{seq}",
-                    "send_ms": send,
-                    "status": status,
-                    "ack_ms": ack if status != "info" or rng.random() < 0.5 else None,
-                    "offset": offset if status == "ok" else None,
-                    "error": None if status == "ok" else "x",
-                    "dc": rng.choice(["dc-a", "dc-b", None]),
-                }
-            )
+        ack = send + rng.randint(1, 3000 if rng.random() < anomaly else 40)
+        if status == "ok" and rng.random() < anomaly / 3:  # acknowledged at another offset
+            offset = rng.randint(0, len(log[(topic, part)]))
+        produced.append(
+            {
+                "producer_id": pid,
+                "seq": seq,
+                "topic": topic,
+                "partition": part,
+                "key": f"k{seq}",
+                "send_ms": send,
+                "status": status,
+                "ack_ms": ack if status != "info" or rng.random() < 0.5 else None,
+                "offset": offset if status == "ok" else None,
+                "error": None if status == "ok" else "x",
+                "dc": rng.choice(["dc-a", "dc-b", None]),
+            }
+        )
     audit, consumed = [], []
     for (topic, part), entries in log.items():
         entries = list(entries)
-        for _ in range(rng.randint(0, 3) if anomaly else 0):  # phantoms: records nobody produced
+        ghosts = rng.randint(0, 3) + (int(len(entries) * anomaly / 3) if interleaved else 0) if anomaly else 0
+        for _ in range(ghosts):  # phantoms: records nobody produced
             entries.insert(rng.randint(0, len(entries)), (f"ghost{rng.randint(0, 2)}", rng.randint(0, 9)))
         for i in range(len(entries) - 1):  # reordering within the log
             if rng.random() < anomaly / 3:
-                entries[i], entries[i + 1] = entries[i + 1], entries[i]
+                if interleaved:  # written a few sends late: after its producer's next records, often
+                    entries.insert(min(len(entries) - 1, i + rng.randint(1, 20)), entries.pop(i))
+                else:
+                    entries[i], entries[i + 1] = entries[i + 1], entries[i]
         start = rng.randint(0, 3) if rng.random() < anomaly else 0  # a truncated log start
         for off, (pid, seq) in enumerate(entries):
             lost = off < start or rng.random() < anomaly / 5
@@ -216,6 +219,25 @@ def random_record(run: Path, seed: int) -> Path:
         if (run / rel).read_text() == torn:
             (run / rel).unlink()
     return run
+
+
+def _sends(rng, parts: list, t0: int, interleaved: bool):
+    """(producer, seq, topic, partition, send_ms) of each record, in the order they reach the log:
+    one producer after another, or (`interleaved`) every producer at its own pace, merged by send
+    time. Drawn as they are consumed, so the first layout's records stay the ones they were."""
+    if not interleaved:
+        for n in range(rng.randint(1, 5)):
+            for seq in range(rng.randint(1, 200)):
+                topic, part = rng.choice(parts)
+                yield f"p{n}", seq, topic, part, t0 + seq * rng.randint(1, 30) + rng.randint(0, 5)
+        return
+    sends = []
+    for n in range(rng.randint(2, 6)):
+        pace = rng.randint(1, 9)
+        for seq in range(rng.randint(64, 800)):
+            sends.append((t0 + seq * pace + rng.randint(0, 5), f"p{n}", seq, *rng.choice(parts)))
+    for send, pid, seq, topic, part in sorted(sends, key=lambda s: s[:3]):
+        yield pid, seq, topic, part, send
 
 
 def verified(location: str, **kwargs) -> tuple[int, dict]:

@@ -18,29 +18,44 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * its rows that were not reordered there, whose seqs never fall). The driver orders the segments
  * by offset and counts the rows a segment's predecessors make reordered: a prefix of those first
  * rows. No shuffle.
- * A group whose rows are not in log order (offsets fall within a task, segments overlap, or a
- * prefix runs past what was kept) is named instead, and the caller sorts its rows only
- * (checker.reordering).
+ * Where a group's offsets fall within a task (files of one log read out of order, as Spark packs
+ * small files by size), each rising run is a segment of its own, up to RUNS per task.
+ * A group whose segments overlap, or that has more runs, or whose prefix runs past what was kept,
+ * is named instead, and the caller sorts its rows only (checker.reordering).
  */
 public final class Reordering {
     static final int KEEP = 1024;  // first non-reordered seqs kept per segment
+    static final int RUNS = 64;  // rising runs of offsets kept apart per group and task
 
     /** One task's rows of one group: offsets first..last, `reordered` counted within. */
     static final class Segment implements java.io.Serializable {
         long tp, first, last = Long.MIN_VALUE, max = Long.MIN_VALUE, reordered;
         long[] head = new long[8];
-        int kept;
+        int kept, runs = 1;
         boolean inOrder = true, truncated;
+        Segment earlier;  // the same task's previous run of this group's offsets
 
-        void add(long offset, long seq) {
+        /** This segment, or the next run's when `offset` falls (RUNS at most; then not in order). */
+        Segment add(long offset, long seq) {
+            if (last != Long.MIN_VALUE && offset <= last && inOrder) {
+                if (runs == RUNS) {
+                    inOrder = false;
+                } else {
+                    Segment next = new Segment();
+                    next.tp = tp;
+                    next.earlier = this;
+                    next.runs = runs + 1;
+                    return next.add(offset, seq);
+                }
+            }
             if (last == Long.MIN_VALUE) first = offset;
-            else if (offset <= last) inOrder = false;
             last = offset;
-            if (max != Long.MIN_VALUE && seq < max) { reordered++; return; }
+            if (max != Long.MIN_VALUE && seq < max) { reordered++; return this; }
             max = seq;
-            if (kept == KEEP) { truncated = true; return; }
+            if (kept == KEEP) { truncated = true; return this; }
             if (kept == head.length) head = Arrays.copyOf(head, head.length * 2);
             head[kept++] = seq;
+            return this;
         }
     }
 
@@ -65,7 +80,8 @@ public final class Reordering {
         Map<Long, List<Segment>> groups = new HashMap<>();
         for (Map<Long, Segment> part : parts)
             for (Map.Entry<Long, Segment> e : part.entrySet())
-                groups.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).add(e.getValue());
+                for (Segment s = e.getValue(); s != null; s = s.earlier)
+                    groups.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).add(s);
         Map<Long, Long> out = new HashMap<>();
         List<Long> unordered = new ArrayList<>();
         for (Map.Entry<Long, List<Segment>> g : groups.entrySet()) {
@@ -114,7 +130,11 @@ public final class Reordering {
                 recent[slot] = seg;
                 recentG[slot] = g;
             }
-            seg.add(r.getLong(Scan.OFFSET), r.getLong(Scan.SEQ));
+            Segment now = seg.add(r.getLong(Scan.OFFSET), r.getLong(Scan.SEQ));
+            if (now != seg) {  // a new run: the map and the cache hold the group's latest
+                segs.put(g, now);
+                recent[slot] = now;
+            }
         }
 
         Map<Long, Segment> done() { return segs; }

@@ -291,8 +291,9 @@ def test_consumers_that_saw_the_log_as_it_is_are_not_read_again(tmp_path, spark,
 def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_other(spark):
     """Two producers' rows in one partition, in log order over three tasks, with seqs swapped near
     the task boundaries: a task's rows below an earlier task's largest seq count as reordered.
-    The same rows out of log order take the sorting path, and so does one producer's alone when
-    only its rows are out of order; every way agrees with a plain count."""
+    The same rows in rising runs read out of order (files of one log, as Spark packs them) are
+    counted from the runs; out of log order they take the sorting path, and so does one producer's
+    alone when only its rows are out of order; every way agrees with a plain count."""
     import random
 
     from dcdrill.spark import checker, identities
@@ -322,13 +323,21 @@ def test_reordering_streams_an_audit_in_log_order_across_tasks_and_sorts_any_oth
     in_order = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), schema)
     shuffled = spark.createDataFrame(spark.sparkContext.parallelize(rng.sample(rows, len(rows)), 3), schema)
     one_shuffled = spark.createDataFrame(spark.sparkContext.parallelize(mixed, 3), schema)
+    # Each task's 100 rows as three runs, the last first: rows 66-99, 33-65, then 0-32 of its share.
+    runs = [
+        r
+        for task in range(3)
+        for lo, hi in ((66, 100), (33, 66), (0, 33))
+        for r in rows[100 * task + lo : 100 * task + hi]
+    ]
+    in_runs = spark.createDataFrame(spark.sparkContext.parallelize(runs, 3), schema)
 
     def empty(kind):
         return spark.createDataFrame(
             [], ", ".join(f"{c} {t.simpleString()}" for c, t in SCHEMAS[kind].items()) + f", {CORRUPT} string"
         )
 
-    for audit, sorted_groups in ((in_order, 0), (shuffled, 2), (one_shuffled, 1)):
+    for audit, sorted_groups in ((in_order, 0), (in_runs, 0), (shuffled, 2), (one_shuffled, 1)):
         scanned = identities.scan(empty("produced"), audit, empty("consumed"), 4, [])
         assert len(scanned.reordering().unordered()) == sorted_groups  # their rows are sorted instead
         assert list(checker.reordering(scanned, audit).values()) == [expected]
