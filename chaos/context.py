@@ -4,6 +4,7 @@ topology under the drill's own settings, and the fault driver of the stack's bac
 Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
   stack     the Pulumi stack (default: local)
   run_dir   the drill record directory, runs/<drill-id>
+  observers_avoid  the DCs observers stay out of, most first (observers_avoid below)
 `dcdrill drill` gives `chaos run` the record's plan.json as its var file: these keys and the
 rest of the experiment's configuration arrive typed (a float hold, a bool keep_topic). The
 drill's own settings (`dcdrill drill --acks ...`) are in the same file, read once per process.
@@ -104,6 +105,18 @@ def drill_topic(configuration) -> str:
 def target_dc(configuration: dict | None) -> str | None:
     """The DC the experiment targets (its `dc` variable), None for one that targets none."""
     return (configuration or {}).get("dc")
+
+
+def observers_avoid(configuration: dict | None) -> tuple[str, ...]:
+    """The DCs the drill's observers (hostaccess.observers) stay out of, the first the most: the
+    plan's `observers_avoid` (the DCs the experiment cuts, then its target), else its target."""
+    config = configuration or {}
+    avoid = config.get("observers_avoid") or ([config["dc"]] if config.get("dc") else [])
+    for dc in avoid:
+        if not isinstance(dc, str):
+            raise ValueError(f"configuration.observers_avoid: {dc!r} is not a DC name")
+        check_dc(configuration, dc)
+    return tuple(avoid)
 
 
 def check_dc(configuration: dict | None, dc: str) -> None:

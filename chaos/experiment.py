@@ -141,6 +141,18 @@ def preflight(
     return problems
 
 
+def cut_dcs(experiment: dict, variables: dict) -> list[str]:
+    """The DCs the experiment's isolate-dc actions cut off, in the order they act: an observer in
+    one would be cut off with it (hostaccess.observers)."""
+    config = {**experiment.get("configuration", {}), **variables}
+    cut = [
+        _substitute(a["provider"].get("arguments", {}).get("dc"), config)
+        for a in fault_activities(experiment)
+        if a["provider"]["func"] == "isolate_dc"
+    ]
+    return list(dict.fromkeys(dc for dc in cut if isinstance(dc, str)))
+
+
 def _substitute(value, config: dict):
     """`${key}` as Chaos Toolkit substitutes it from the configuration (whole-string form only)."""
     if isinstance(value, str) and value.startswith("${") and value.endswith("}"):

@@ -344,6 +344,8 @@ class PlanConfiguration(Row):
     dc: str | None = None
     other_dc: str | None = None
     failover_to: str | None = None
+    # The DCs the observers stay out of, the first the most: those the experiment cuts, then `dc`.
+    observers_avoid: list[Name] = []
     latency_ms: Share | None = None  # slow-link's shape
     jitter_ms: Share | None = None
     loss_pct: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] | None = None

@@ -81,7 +81,7 @@ def isr_snapshot(configuration) -> dict | None:
         return watched
     try:
         st = status.cluster_status(
-            context.inventory(configuration), timeout_s=3.0, avoid_dc=context.target_dc(configuration)
+            context.inventory(configuration), timeout_s=3.0, avoid_dcs=context.observers_avoid(configuration)
         )
     except Exception:  # noqa: BLE001
         return None

@@ -204,7 +204,7 @@ class LabFaults(FaultDriver):
         deadline = time.monotonic() + DEREGISTER_WAIT_S
         while ids and time.monotonic() < deadline:
             try:
-                sample = hostaccess.call(self.inventory, "coordination_sample", {}, dcs[0], timeout_s=15)
+                sample = hostaccess.call(self.inventory, "coordination_sample", {}, dcs, timeout_s=15)
             except Exception:  # noqa: BLE001 - an isolated or dead observer: the settle decides
                 break
             if sample.get("answered") and not ids & set(sample.get("brokers") or []):
@@ -230,7 +230,7 @@ class LabFaults(FaultDriver):
             # Live, not listed: the old registration is listed too. A broker opens its port only
             # once it registered under its own session (cluster_status: reachable and registered).
             try:
-                st = hostaccess.call(self.inventory, "cluster_status", {"timeout_s": 5.0}, None, timeout_s=30)
+                st = hostaccess.call(self.inventory, "cluster_status", {"timeout_s": 5.0}, timeout_s=30)
             except Exception:  # noqa: BLE001 - no observer now: ask again, up to the deadline
                 st = {}
             if ids <= {b["id"] for b in st.get("brokers") or [] if b.get("alive")}:

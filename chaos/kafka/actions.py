@@ -33,7 +33,7 @@ def elect_preferred_leaders(timeout_s: float = 60, configuration: dict = None, s
         context.inventory(configuration),
         "elect_preferred_leaders",
         {"election_ms": ELECTION_REQUEST_MS, "request_ms": CLIENT_REQUEST_MS},
-        avoid_dc=context.target_dc(configuration),
+        avoid_dcs=context.observers_avoid(configuration),
     )["unanswered"]
     waited = wait_until(lambda now: now["off_preferred_leader"] == 0, what, float(timeout_s), configuration)
     return {"off_preferred_before": before, "election_unanswered": unanswered, **waited}
@@ -49,10 +49,10 @@ def watch_coordination(interval_s: float = 1.0, configuration: dict = None, secr
             context.record(configuration),
             context.inventory(configuration),
             float(interval_s),
-            context.target_dc(configuration),
+            context.observers_avoid(configuration),
             context.drill_topic(configuration),
         ).start()
-    return {"watching": True, "interval_s": float(interval_s)}
+    return {"watching": True, "interval_s": float(interval_s), "observer": drill.watch.host.name}
 
 
 def watched_isr(configuration, max_age_ms: int) -> dict | None:

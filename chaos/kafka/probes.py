@@ -25,7 +25,7 @@ __all__ = [
 
 
 # A steady-state hypothesis asks its probes one after another; a status read this recently (from
-# the same stack and the same side of the drill's target) answers the next one too, so the
+# the same stack, asked from outside the same DCs) answers the next one too, so the
 # hypothesis reads the cluster once, not once per probe (each read is a host round trip). Only the
 # hypothesis's probes pass it, and the leader balance just after them (which acts only when that
 # status shows a leader off its place): waits and faults read afresh.
@@ -35,11 +35,11 @@ HYPOTHESIS_SHARE_S = 3.0
 def cluster_now(configuration, max_age_s: float = 0.0) -> dict:
     """infra.observe.status.cluster_status of the drill's stack (shared with chaos/kafka/actions.py; not a
     probe itself: __all__ lists those). `max_age_s`: a status read at most this long ago will do."""
-    key = (context.stack_name(configuration), context.target_dc(configuration))
+    key = (context.stack_name(configuration), context.observers_avoid(configuration))
     kept = drill.statuses if (drill := session.given(configuration)) else {}
     if max_age_s > 0 and key in kept and time.monotonic() - kept[key][0] <= max_age_s:
         return kept[key][1]
-    st = cluster.cluster_status(context.inventory(configuration), avoid_dc=key[1])
+    st = cluster.cluster_status(context.inventory(configuration), avoid_dcs=key[1])
     kept[key] = (time.monotonic(), st)
     return st
 

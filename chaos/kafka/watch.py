@@ -18,18 +18,20 @@ from dcdrill.record.models import CoordinationSample, validated
 
 
 class CoordinationWatch:
-    """The samples come from a `watch` agent on a client host outside `avoid_dc` (the drill's
-    target), one JSON line each (infra/observe/agent.py); this thread writes them into the record."""
+    """The samples come from a `watch` agent on the first of hostaccess.observers (outside
+    `avoid_dcs`: the DCs the drill cuts, then its target), one JSON line each
+    (infra/observe/agent.py); this thread writes them into the record."""
 
     def __init__(
         self,
         record: DrillRecord,
         inventory: Inventory,
         interval_s: float = 1.0,
-        avoid_dc: str | None = None,
+        avoid_dcs: tuple[str, ...] = (),
         topic: str | None = None,
     ):
-        self.record, self.inventory, self.interval_s, self.avoid_dc = record, inventory, interval_s, avoid_dc
+        self.record, self.inventory, self.interval_s = record, inventory, interval_s
+        self.host = hostaccess.observers(inventory, avoid_dcs)[0]  # the observer: the journal names it
         self.topic = topic  # the samples also count its in-sync partitions (`isr`)
         self.samples = 0
         self.last_isr: tuple[int, dict] | None = None  # (at_ms, isr) of the latest sample that had one
@@ -42,7 +44,7 @@ class CoordinationWatch:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
             self._agent = hostaccess.stream(
-                self.inventory, "watch", {"interval_s": self.interval_s, "topic": self.topic}, self.avoid_dc, log=stderr
+                self.inventory, "watch", self.host, {"interval_s": self.interval_s, "topic": self.topic}, log=stderr
             )
         self._thread.start()
         return self

@@ -154,14 +154,15 @@ def _p(values: list[int], q: float) -> int | None:
 
 def _canary(configuration, within_s: float) -> bool:
     """One record to the canary topic with the drill's acks, written from a client host outside
-    the drill's target DC (an isolated DC's client reaches only its own DC's brokers)."""
+    the DCs the drill cuts and targets when it can (an isolated DC's client reaches only its own
+    DC's brokers)."""
     t = context.topology(configuration)
     try:
         return hostaccess.call(
             context.inventory(configuration),
             "canary",
             {"acks": t.acks, "within_s": within_s},
-            avoid_dc=context.target_dc(configuration),
+            avoid_dcs=context.observers_avoid(configuration),
             timeout_s=within_s + 30,
         )["acknowledged"]
     except (hostaccess.HostUnreachable, hostaccess.AgentFailed):

@@ -31,7 +31,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dcdrill.infra.inventory import Inventory, InventoryHost
@@ -243,10 +243,11 @@ def agent_command(inventory: Inventory, host: InventoryHost, call: str) -> list[
     return ssh_command(inventory, host, python_module(host, "dcdrill.infra.observe.agent", call))
 
 
-def observers(inventory: Inventory, avoid_dc: str | None = None) -> list[InventoryHost]:
-    """The client hosts an agent may run on, those outside `avoid_dc` (a drill's target) first: an
-    isolated DC's client would see only its own DC."""
-    clients = sorted(inventory.clients, key=lambda h: (h.dc == avoid_dc, h.dc, h.node_id))
+def observers(inventory: Inventory, avoid_dcs: Sequence[str] = ()) -> list[InventoryHost]:
+    """The client hosts an agent may run on, those outside `avoid_dcs` first, the first of them
+    the most to avoid (a drill's cut DC, then its target: context.observers_avoid): a cut DC's
+    client sees only its own DC, and on AWS loses its session."""
+    clients = sorted(inventory.clients, key=lambda h: (*(h.dc == dc for dc in avoid_dcs), h.dc, h.node_id))
     if not clients:
         raise HostUnreachable(f"cluster {inventory.vars.get('cluster_name')} has no client host to observe it from")
     return clients
@@ -265,11 +266,11 @@ def payload(inventory: Inventory, call: str, args: dict | None) -> str:
 
 
 def call(
-    inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None, timeout_s: float = 120
+    inventory: Inventory, name: str, args: dict | None = None, avoid_dcs: Sequence[str] = (), timeout_s: float = 120
 ) -> dict | list:
-    """Run one agent call on the first client host that answers; its JSON answer."""
+    """Run one agent call on the first client host that answers (observers' order); its JSON answer."""
     tried = []
-    for host in observers(inventory, avoid_dc):
+    for host in observers(inventory, avoid_dcs):
         try:
             res = subprocess.run(
                 agent_command(inventory, host, name),
@@ -316,13 +317,12 @@ def unanswered(inventory: Inventory, timeout_s: float = 20.0) -> list[str]:
 
 
 def stream(
-    inventory: Inventory, name: str, args: dict | None = None, avoid_dc: str | None = None, log=subprocess.DEVNULL
+    inventory: Inventory, name: str, host: InventoryHost, args: dict | None = None, log=subprocess.DEVNULL
 ) -> subprocess.Popen:
-    """Start a long-running agent on the first client host (avoiding `avoid_dc`): it writes one JSON
+    """Start a long-running agent on `host` (one of observers()): it writes one JSON
     line per result and ends when its stdin closes (close the returned process's stdin), its own
     deadline passes, or the control goes away (the session ends). Its stderr goes to `log` (a
     file), never to a pipe nobody reads, which would stop it once full."""
-    host = observers(inventory, avoid_dc)[0]
     proc = subprocess.Popen(
         ssh_command(inventory, host, python_module(host, "dcdrill.infra.observe.agent", name), shared=False),
         stdin=subprocess.PIPE,

@@ -5,14 +5,16 @@ its client hosts through host access (infra/observe/hostaccess.py), where an age
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.observe import hostaccess
 
 
-def cluster_status(inventory: Inventory, timeout_s: float = 5.0, avoid_dc: str | None = None) -> dict:
+def cluster_status(inventory: Inventory, timeout_s: float = 5.0, avoid_dcs: Sequence[str] = ()) -> dict:
     """The cluster's brokers, quorum and partitions, observed from a client host (outside
-    `avoid_dc` when it can: a drill's target)."""
-    return hostaccess.call(inventory, "cluster_status", {"timeout_s": timeout_s}, avoid_dc)
+    `avoid_dcs` when it can: hostaccess.observers)."""
+    return hostaccess.call(inventory, "cluster_status", {"timeout_s": timeout_s}, avoid_dcs)
 
 
 def mirror_status(inventory: Inventory, via: Inventory, timeout_s: float = 2.0) -> list[dict]:

@@ -63,14 +63,14 @@ def test_heal_starts_killed_brokers_with_no_settle_once_the_cluster_dropped_them
     asked = []
     killed = {h.node_id for h in driver.inventory.in_dc("dc-a", ("kafka_broker",))}
 
-    def call(inv, name, args, avoid_dc, timeout_s):
-        asked.append((name, avoid_dc))
+    def call(inv, name, args, avoid_dcs, timeout_s):
+        asked.append((name, avoid_dcs))
         return {"answered": True, "brokers": sorted(killed) + [3, 4] if len(asked) < 3 else [3, 4]}
 
     monkeypatch.setattr(lab.hostaccess, "call", call)
     monkeypatch.setattr(lab.time, "sleep", lambda s: None)
     assert driver._settle_s(_undo(driver, 5_000)) == 0.0
-    assert asked == [("coordination_sample", "dc-a")] * 3  # observed from outside the killed DC
+    assert asked == [("coordination_sample", ["dc-a"])] * 3  # observed from outside the killed DC
     asked.clear()
     assert driver._settle_s(_undo(driver, lab.SESSION_GRACE_MS + 1)) == 0.0 and not asked  # long dead
 
@@ -122,7 +122,7 @@ def test_heal_starts_again_a_broker_that_exits_until_the_cluster_lists_it(driver
     # nobody answers; then the old registrations are listed but the restarted brokers are not live
     samples = iter([{}, status(3, 4)] * 2)
 
-    def call(inv, name, args, avoid_dc, timeout_s):
+    def call(inv, name, args, timeout_s, avoid_dcs=()):
         assert name == "cluster_status"
         return next(samples, status(*killed, 3, 4))
 

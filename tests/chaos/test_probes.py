@@ -11,7 +11,7 @@ from dcdrill.infra.observe import status as cluster
 def _counting(monkeypatch) -> list[int]:
     reads: list[int] = []
 
-    def read(inventory, avoid_dc=None):
+    def read(inventory, avoid_dcs=()):
         reads.append(1)
         return {
             "offline_partitions": 0,

@@ -107,6 +107,7 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
         "keep_topic": False,
         "dc": "dc-a",
         "other_dc": "dc-b",
+        "observers_avoid": ["dc-a"],
     }
     assert DrillRecord(tmp_path).plan() == written
     read = context.topology({"stack": "local", "run_dir": str(tmp_path)})
@@ -119,6 +120,35 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
     assert "[factor-exceeds-brokers] replication factor 5 > 4 brokers" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown drill settings"):
         read.with_settings({"acks": "all", "retries": 3})
+
+
+@pytest.mark.parametrize(
+    ("experiment", "dc", "avoid"),
+    [
+        ("kill-dc", "dc-a", ["dc-a"]),
+        ("isolate-dc", "dc-b", ["dc-b"]),
+        ("isolate-then-power-loss", "dc-a", ["dc-b", "dc-a"]),  # dc-b is cut: its client with it
+        ("isolate-then-kill", "dc-b", ["dc-a", "dc-b"]),
+    ],
+)
+def test_the_plan_keeps_observers_out_of_the_dcs_it_cuts_first(tmp_path, experiment, dc, avoid):
+    """plan.json's observers_avoid: the DCs the experiment's isolate-dc actions cut, then its
+    target; the activities read it back and refuse a DC the stack does not have."""
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
+    from dcdrill.chaos import context
+
+    stack = "local-power-loss" if "power-loss" in experiment else "local"
+    args = drill_args(stack=stack, experiment=experiment, dc=dc)
+    plan = drill.Plan(args)
+    assert plan.problems == []
+    written = drill.resolved_plan(args, plan, settings.given(args), plan.variables, tmp_path)
+    assert written.configuration.observers_avoid == avoid
+    configuration = {"stack": stack, "run_dir": str(tmp_path), **written.as_json()["configuration"]}
+    assert context.observers_avoid(configuration) == tuple(avoid)
+    assert context.observers_avoid({"stack": stack, "run_dir": str(tmp_path), "dc": "dc-a"}) == ("dc-a",)
+    with pytest.raises(ValueError, match="unknown DC 'dc-z'"):
+        context.observers_avoid({**configuration, "observers_avoid": ["dc-z"]})
 
 
 def test_the_activities_load_the_stack_once_and_refuse_one_that_changed_mid_drill(tmp_path, monkeypatch):

@@ -188,16 +188,18 @@ def test_a_plan_is_written_once_and_chaos_toolkit_hands_its_configuration_on_typ
     from dcdrill.chaos import experiment
 
     record = DrillRecord(tmp_path)
-    record.write_plan(_plan(tmp_path, dc="dc-b"))
+    record.write_plan(_plan(tmp_path, dc="dc-b", observers_avoid=["dc-c", "dc-b"]))
     with pytest.raises(ValueError, match="already holds a drill's plan"):
         record.write_plan(_plan(tmp_path))
-    assert record.plan() == _plan(tmp_path, dc="dc-b")
+    assert record.plan() == _plan(tmp_path, dc="dc-b", observers_avoid=["dc-c", "dc-b"])
     assert record.settings() == {"acks": "1", "min_insync": 2}
     # What `chaos run --var-file plan.json` gives the activities: the hold as given, not cut to
     # an int, and keep_topic a bool, not the text "true".
     config_vars, _ = merge_vars({}, [str(tmp_path / "plan.json")])
     got = load_configuration(experiment.compose("kill-dc")["configuration"], config_vars)
     assert (got["hold_s"], got["rate"], got["keep_topic"], got["dc"]) == (12.5, 50.0, True, "dc-b")
+    # Chaos Toolkit takes from a var file only the keys the experiment's configuration has.
+    assert got["observers_avoid"] == ["dc-c", "dc-b"]
     assert got["run_dir"] == str(tmp_path) and got["stack"] == "local"
 
 

@@ -67,10 +67,12 @@ def test_only_a_client_host_runs_agents():
         hostaccess.agent_command(inv, inv.brokers[0], "cluster_status")
 
 
-def test_observers_avoid_the_drills_target_dc():
+def test_observers_avoid_the_dcs_a_drill_cuts_then_its_target():
     inv = inventory()
     assert [h.name for h in hostaccess.observers(inv)] == ["c1.dc-a.lab", "c2.dc-b.lab"]
-    assert [h.name for h in hostaccess.observers(inv, avoid_dc="dc-a")] == ["c2.dc-b.lab", "c1.dc-a.lab"]
+    assert [h.name for h in hostaccess.observers(inv, avoid_dcs=("dc-a",))] == ["c2.dc-b.lab", "c1.dc-a.lab"]
+    # isolate-then-power-loss: dc-b cut, then dc-a's power lost (its client survives it)
+    assert [h.name for h in hostaccess.observers(inv, avoid_dcs=("dc-b", "dc-a"))] == ["c1.dc-a.lab", "c2.dc-b.lab"]
 
 
 def test_a_connection_other_than_ssh_or_without_this_controls_key_is_refused_naming_it():

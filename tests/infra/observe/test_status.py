@@ -90,5 +90,5 @@ def test_anything_short_of_that_is_not(unhealthy):
 def test_the_control_asks_a_client_host_outside_the_target_dc(monkeypatch):
     asked = []
     monkeypatch.setattr(status.hostaccess, "call", lambda inv, call, args, avoid: asked.append((call, args, avoid)))
-    status.cluster_status("inventory", timeout_s=3.0, avoid_dc="dc-a")
-    assert asked == [("cluster_status", {"timeout_s": 3.0}, "dc-a")]
+    status.cluster_status("inventory", timeout_s=3.0, avoid_dcs=("dc-a",))
+    assert asked == [("cluster_status", {"timeout_s": 3.0}, ("dc-a",))]
