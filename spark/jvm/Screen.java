@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dcdrill;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
@@ -88,33 +89,70 @@ public final class Screen {
         return XXH64.hashLong(b, XXH64.hashLong(idh, SEED));
     }
 
+    // A task's states are narrow, one map per ledger (a task reads one ledger's file, mostly): a
+    // drill's log spreads a bucket's rows over every partition, so a task holds a state for most
+    // buckets of the record, and each is shuffled. Produced: keys, ok, fail, info, seen twice, XOK;
+    // audit and consumed: keys, the set, seen twice, rows, the certificate.
+    static final int P_SET = 2, P_TWICE = 5, P_X = 6, P_WIDTH = 7, L_SET = 2, L_TWICE = 3, L_N = 4, L_X = 5,
+            L_WIDTH = 6, HEADER = 6;  // a block: bad rows of the three ledgers, then its states per map
+
     /** One task's bucket states, row by row; then one block of states per reduce partition. */
     static final class Fold {
-        private final LongPairMap f = new LongPairMap(WIDTH, 1 << 14);
+        private final LongPairMap produced = new LongPairMap(P_WIDTH, 1 << 12);
+        private final LongPairMap audit = new LongPairMap(L_WIDTH, 1 << 12), consumed = new LongPairMap(L_WIDTH, 1 << 12);
         private final long[] bad = new long[3];
 
         void bad(int kind) { bad[kind - P_BAD]++; }
 
         void add(InternalRow r, int kind) {
-            long seq = r.getLong(Scan.SEQ);
-            int o = f.at(r.getLong(Scan.IDH), seq >> BITS);
-            long[] s = f.slots;
-            long bit = 1L << (seq & 63);
-            if (kind <= P_INFO && ((s[o + OK] | s[o + FAIL] | s[o + INFO]) & bit) != 0) s[o + P2] |= bit;
-            switch (kind) {
-                case P_OK:
-                    s[o + OK] |= bit;
-                    s[o + XOK] ^= okCertificate(!r.isNullAt(Scan.POS), r.getLong(Scan.POS));
-                    break;
-                case P_FAIL: s[o + FAIL] |= bit; break;
-                case P_INFO: s[o + INFO] |= bit; break;
-                case A_ROW:
-                    s[o + A2] |= s[o + A] & bit; s[o + A] |= bit; s[o + NA]++; s[o + XA] ^= r.getLong(Scan.POS); break;
-                default: s[o + C2] |= s[o + C] & bit; s[o + C] |= bit; s[o + NC]++; s[o + XC] ^= r.getLong(Scan.POS); break;
+            long seq = r.getLong(Scan.SEQ), idh = r.getLong(Scan.IDH), bit = 1L << (seq & 63);
+            if (kind <= P_INFO) {
+                int o = produced.at(idh, seq >> BITS);
+                long[] s = produced.slots;
+                if (((s[o + P_SET] | s[o + P_SET + 1] | s[o + P_SET + 2]) & bit) != 0) s[o + P_TWICE] |= bit;
+                s[o + P_SET + kind] |= bit;  // P_OK, P_FAIL, P_INFO are 0, 1, 2
+                if (kind == P_OK) s[o + P_X] ^= okCertificate(!r.isNullAt(Scan.POS), r.getLong(Scan.POS));
+                return;
             }
+            LongPairMap m = kind == A_ROW ? audit : consumed;
+            int o = m.at(idh, seq >> BITS);
+            long[] s = m.slots;
+            s[o + L_TWICE] |= s[o + L_SET] & bit;
+            s[o + L_SET] |= bit;
+            s[o + L_N]++;
+            s[o + L_X] ^= r.getLong(Scan.POS);
         }
 
-        List<Tuple2<Integer, long[]>> blocks(int partitions) { return f.blocks(partitions, bad); }
+        /** A block per reduce partition: HEADER longs (partition 0's: the bad rows; every block:
+         *  how many states of each map follow), then the produced, audit and consumed states. */
+        List<Tuple2<Integer, long[]>> blocks(int partitions) {
+            LongPairMap[] maps = {produced, audit, consumed};
+            long[][] blocks = new long[partitions][];
+            int[][] count = new int[partitions][3];
+            for (int m = 0; m < 3; m++) {
+                LongPairMap f = maps[m];
+                for (int i = 0; i < f.used.length; i++)
+                    if (f.used[i]) count[LongPairMap.partition(f.slots[i * f.width], f.slots[i * f.width + 1], partitions)][m]++;
+            }
+            int[] fill = new int[partitions];
+            List<Tuple2<Integer, long[]>> out = new ArrayList<>(partitions);
+            for (int p = 0; p < partitions; p++) {
+                blocks[p] = new long[HEADER + count[p][0] * P_WIDTH + (count[p][1] + count[p][2]) * L_WIDTH];
+                for (int m = 0; m < 3; m++) blocks[p][3 + m] = count[p][m];
+                fill[p] = HEADER;
+                out.add(new Tuple2<>(p, blocks[p]));
+            }
+            System.arraycopy(bad, 0, blocks[0], 0, 3);
+            for (LongPairMap f : maps) {
+                for (int i = 0; i < f.used.length; i++) {
+                    if (!f.used[i]) continue;
+                    int o = i * f.width, p = LongPairMap.partition(f.slots[o], f.slots[o + 1], partitions);
+                    System.arraycopy(f.slots, o, blocks[p], fill[p], f.width);
+                    fill[p] += f.width;
+                }
+            }
+            return out;
+        }
     }
 
     /** An acknowledged row's share of the ok certificate: its position, or 1 without one (which
@@ -130,16 +168,29 @@ public final class Screen {
         while (it.hasNext()) {
             long[] blk = it.next()._2();
             for (int t = 0; t < 3; t++) totals[2 + t] += blk[t];
-            for (int i = 3; i < blk.length; i += WIDTH) {
-                int o = f.at(blk[i + IDH], blk[i + B]);
+            int i = HEADER;
+            for (long n = blk[3]; n > 0; n--, i += P_WIDTH) {
+                int o = f.at(blk[i], blk[i + 1]);
                 long[] s = f.slots;
                 // Seen twice: twice in either part, or once in each.
-                s[o + P2] |= blk[i + P2] | ((s[o + OK] | s[o + FAIL] | s[o + INFO]) & (blk[i + OK] | blk[i + FAIL] | blk[i + INFO]));
-                s[o + A2] |= blk[i + A2] | (s[o + A] & blk[i + A]);
-                s[o + C2] |= blk[i + C2] | (s[o + C] & blk[i + C]);
-                for (int k = OK; k <= C; k++) s[o + k] |= blk[i + k];
-                for (int k = NA; k <= NC; k++) s[o + k] += blk[i + k];
-                for (int k = XOK; k <= XC; k++) s[o + k] ^= blk[i + k];
+                long had = s[o + OK] | s[o + FAIL] | s[o + INFO];
+                s[o + P2] |= blk[i + P_TWICE] | (had & (blk[i + P_SET] | blk[i + P_SET + 1] | blk[i + P_SET + 2]));
+                s[o + OK] |= blk[i + P_SET];
+                s[o + FAIL] |= blk[i + P_SET + 1];
+                s[o + INFO] |= blk[i + P_SET + 2];
+                s[o + XOK] ^= blk[i + P_X];
+            }
+            for (int ledger = 0; ledger < 2; ledger++) {
+                int set = ledger == 0 ? A : C, twice = ledger == 0 ? A2 : C2, rows = ledger == 0 ? NA : NC;
+                int cert = ledger == 0 ? XA : XC;
+                for (long n = blk[4 + ledger]; n > 0; n--, i += L_WIDTH) {
+                    int o = f.at(blk[i], blk[i + 1]);
+                    long[] s = f.slots;
+                    s[o + twice] |= blk[i + L_TWICE] | (s[o + set] & blk[i + L_SET]);
+                    s[o + set] |= blk[i + L_SET];
+                    s[o + rows] += blk[i + L_N];
+                    s[o + cert] ^= blk[i + L_X];
+                }
             }
         }
         long[] out = new long[5 + 6 * f.size];

@@ -1,6 +1,7 @@
 """Where one `dcdrill verify` spends its time: verify.py's steps called one after another in one
 process, each timed (the command overlaps some of them; this one does not, so each step's time is
-its own). RUN is a drill record, e.g. one `verifier_vs_duckdb.py --keep --shape drill-heavy` kept.
+its own), a fresh process per RUN (cold, as a user's verify is). RUN is a drill record, e.g. one
+`verifier_vs_duckdb.py --keep --shape drill-heavy` kept.
 
     .venv/bin/python tests/benchmarks/verify_steps.py RUN [RUN ...]
 """
@@ -8,6 +9,7 @@ its own). RUN is a drill record, e.g. one `verifier_vs_duckdb.py --keep --shape 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,17 +54,24 @@ def steps(run: str) -> None:
     took("the report's examples")
     scanned.release()
     print(f"  {'all':44s} {time.monotonic() - began:6.2f} s")
-    spark.stop()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", metavar="RUN")
+    ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
+    if args.in_process:
+        sys.path.insert(0, str(ROOT))
+        steps(args.runs[0])
+        return
     for run in args.runs:
-        print(run)
-        steps(run)
+        print(run, flush=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--in-process", run], cwd=ROOT, stderr=subprocess.PIPE, text=True
+        )
+        if done.returncode:
+            sys.exit(f"{run}: exit {done.returncode}: {done.stderr[-2000:]}")
 
 
 if __name__ == "__main__":
