@@ -141,16 +141,18 @@ def preflight(
     return problems
 
 
-def cut_dcs(experiment: dict, variables: dict) -> list[str]:
-    """The DCs the experiment's isolate-dc actions cut off, in the order they act: an observer in
-    one would be cut off with it (hostaccess.observers)."""
+def observers_avoid(experiment: dict, variables: dict) -> list[str]:
+    """The DCs the drill's observers stay out of (hostaccess.observers), the first the most: those
+    the experiment's isolate-dc actions cut, in the order they act (their clients are cut off
+    too), then its target `dc`."""
     config = {**experiment.get("configuration", {}), **variables}
     cut = [
         _substitute(a["provider"].get("arguments", {}).get("dc"), config)
         for a in fault_activities(experiment)
         if a["provider"]["func"] == "isolate_dc"
     ]
-    return list(dict.fromkeys(dc for dc in cut if isinstance(dc, str)))
+    target = [variables["dc"]] if variables.get("dc") else []
+    return list(dict.fromkeys(dc for dc in [*cut, *target] if isinstance(dc, str)))
 
 
 def _substitute(value, config: dict):

@@ -288,18 +288,11 @@ def resolved_plan(args, plan: Plan, own: dict, variables: dict, run_dir: Path) -
             hold_s=float(settings.hold(args, plan.topology.with_settings(own))),
             rate=float(args.rate),
             keep_topic=bool(args.keep_topic),
-            observers_avoid=observers_avoid(plan.experiment, variables),
+            observers_avoid=experiment.observers_avoid(plan.experiment, variables),
             **variables,
         ),
         settings=models.DrillSettings(**own),
     )
-
-
-def observers_avoid(composed: dict, variables: dict) -> list[str]:
-    """The DCs the drill's observers stay out of, the first the most: those the experiment cuts
-    (their clients are cut off too), then its target."""
-    target = [variables["dc"]] if variables.get("dc") else []
-    return list(dict.fromkeys([*experiment.cut_dcs(composed, variables), *target]))
 
 
 def _quorum_leader_dc(stack: str) -> str | None:

@@ -127,29 +127,22 @@ public final class Screen {
          *  how many states of each map follow), then the produced, audit and consumed states. */
         List<Tuple2<Integer, long[]>> blocks(int partitions) {
             LongPairMap[] maps = {produced, audit, consumed};
-            long[][] blocks = new long[partitions][];
-            int[][] count = new int[partitions][3];
-            for (int m = 0; m < 3; m++) {
-                LongPairMap f = maps[m];
-                for (int i = 0; i < f.used.length; i++)
-                    if (f.used[i]) count[LongPairMap.partition(f.slots[i * f.width], f.slots[i * f.width + 1], partitions)][m]++;
-            }
-            int[] fill = new int[partitions];
+            List<List<Tuple2<Integer, long[]>>> parts = new ArrayList<>(3);
+            for (LongPairMap f : maps) parts.add(f.blocks(partitions, new long[0]));
             List<Tuple2<Integer, long[]>> out = new ArrayList<>(partitions);
             for (int p = 0; p < partitions; p++) {
-                blocks[p] = new long[HEADER + count[p][0] * P_WIDTH + (count[p][1] + count[p][2]) * L_WIDTH];
-                for (int m = 0; m < 3; m++) blocks[p][3 + m] = count[p][m];
-                fill[p] = HEADER;
-                out.add(new Tuple2<>(p, blocks[p]));
-            }
-            System.arraycopy(bad, 0, blocks[0], 0, 3);
-            for (LongPairMap f : maps) {
-                for (int i = 0; i < f.used.length; i++) {
-                    if (!f.used[i]) continue;
-                    int o = i * f.width, p = LongPairMap.partition(f.slots[o], f.slots[o + 1], partitions);
-                    System.arraycopy(f.slots, o, blocks[p], fill[p], f.width);
-                    fill[p] += f.width;
+                int n = HEADER;
+                for (List<Tuple2<Integer, long[]>> part : parts) n += part.get(p)._2().length;
+                long[] block = new long[n];
+                if (p == 0) System.arraycopy(bad, 0, block, 0, 3);
+                n = HEADER;
+                for (int m = 0; m < 3; m++) {
+                    long[] states = parts.get(m).get(p)._2();
+                    block[3 + m] = states.length / maps[m].width;
+                    System.arraycopy(states, 0, block, n, states.length);
+                    n += states.length;
                 }
+                out.add(new Tuple2<>(p, block));
             }
             return out;
         }
