@@ -27,7 +27,7 @@ check: setup  ## the drill's preflight alone: stack rules, the experiment on the
 	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) --check
 
 drill: setup  ## the full drill: preflight, lab up if needed, experiment, verify, report
-	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),)
+	$(BIN)/dcdrill drill --stack $(STACK) $(if $(EXPERIMENT),--experiment $(EXPERIMENT),) $(if $(DC),--dc $(DC),) $(if $(REPEAT),--repeat $(REPEAT),) $(if $(CLIENT),--client $(CLIENT),)
 
 docs: setup  ## docs/report.png, the README's screenshot: docs/example-record's report in Debian's Chromium
 	$(BIN)/python docs/report_screenshot.py

@@ -5,6 +5,7 @@ Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
   stack     the Pulumi stack (default: local)
   run_dir   the drill record directory, runs/<drill-id>
   observers_avoid  the DCs observers stay out of, most first (observers_avoid below)
+  client, idempotence  the workload's producer client, and on / off / default (its own)
 `dcdrill drill` gives `chaos run` the record's plan.json as its var file: these keys and the
 rest of the experiment's configuration arrive typed (a float hold, a bool keep_topic). The
 drill's own settings (`dcdrill drill --acks ...`) are in the same file, read once per process.
@@ -27,6 +28,7 @@ from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
 from dcdrill.record import DrillRecord
 from dcdrill.record.contents import TOPOLOGY
+from dcdrill.record.models import PRODUCER_CLIENTS
 
 
 def stack_name(configuration: dict | None) -> str:
@@ -117,6 +119,18 @@ def observers_avoid(configuration: dict | None) -> tuple[str, ...]:
             raise ValueError(f"configuration.observers_avoid: {dc!r} is not a DC name")
         check_dc(configuration, dc)
     return tuple(avoid)
+
+
+def producer_client(configuration: dict | None) -> tuple[str, bool | None]:
+    """The plan's producer client and its idempotence (None: the client's default), held to
+    record/models.PlanConfiguration's values."""
+    config = configuration or {}
+    client, idempotence = config.get("client", "confluent"), config.get("idempotence", "default")
+    if client not in PRODUCER_CLIENTS:
+        raise ValueError(f"configuration.client: {client!r} is not one of {', '.join(PRODUCER_CLIENTS)}")
+    if idempotence not in ("on", "off", "default"):
+        raise ValueError(f"configuration.idempotence: {idempotence!r} is not on, off or default")
+    return client, None if idempotence == "default" else idempotence == "on"
 
 
 def check_dc(configuration: dict | None, dc: str) -> None:

@@ -288,6 +288,8 @@ def resolved_plan(args, plan: Plan, own: dict, variables: dict, run_dir: Path) -
             hold_s=float(settings.hold(args, plan.topology.with_settings(own))),
             rate=float(args.rate),
             keep_topic=bool(args.keep_topic),
+            client=args.client,
+            idempotence=args.idempotence or "default",
             observers_avoid=experiment.observers_avoid(plan.experiment, variables),
             **variables,
         ),

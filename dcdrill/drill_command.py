@@ -12,6 +12,7 @@ from dcdrill import drill_settings as settings
 from dcdrill.chaos import experiment
 from dcdrill.infra import stack_lock
 from dcdrill.infra.schema import MAX_FACTOR
+from dcdrill.record.models import PRODUCER_CLIENTS
 from dcdrill.validation.workload import WorkloadSpec
 
 
@@ -72,6 +73,19 @@ def register(sub) -> None:
         "so writes can resume before the heal)",
     )
     p.add_argument("--rate", type=float, default=WorkloadSpec.rate, help="records/s per producer (default %(default)g)")
+    p.add_argument(
+        "--client",
+        choices=PRODUCER_CLIENTS,
+        default="confluent",
+        help="the workload's producer client: confluent (librdkafka, the default), kafka-python, or java "
+        "(Kafka's own Java client, with its own defaults: idempotent, retries without end, a two-minute "
+        "delivery timeout)",
+    )
+    p.add_argument(
+        "--idempotence",
+        choices=["on", "off"],
+        help="the idempotent producer on or off (default: java's own, on; off for confluent and kafka-python)",
+    )
     p.add_argument(
         "--run-dir",
         type=Path,

@@ -41,10 +41,17 @@ def register(sub) -> None:
     p.add_argument("--count", type=int, help="records per producer instead of a duration")
     p.add_argument("--record-size", type=int, default=wl.WorkloadSpec.record_size, help="bytes per record value")
     p.add_argument("--acks", choices=["0", "1", "all"], help="default: the stack's producer.acks")
-    p.add_argument("--idempotence", action="store_true")
-    p.add_argument("--retries", type=int, default=wl.WorkloadSpec.retries)
-    p.add_argument("--delivery-timeout-ms", type=int, default=wl.WorkloadSpec.delivery_timeout_ms)
-    p.add_argument("--linger-ms", type=int, default=wl.WorkloadSpec.linger_ms)
+    client_default = "default: the java client's own; confluent and kafka-python %s (the drill's setting)"
+    p.add_argument(
+        "--idempotence",
+        nargs="?",
+        const="on",
+        choices=["on", "off"],
+        help="the idempotent producer (a bare --idempotence is on); " + client_default % "off",
+    )
+    p.add_argument("--retries", type=int, help=client_default % wl.WorkloadSpec.retries)
+    p.add_argument("--delivery-timeout-ms", type=int, help=client_default % wl.WorkloadSpec.delivery_timeout_ms)
+    p.add_argument("--linger-ms", type=int, help=client_default % wl.WorkloadSpec.linger_ms)
     p.add_argument(
         "--batch-size",
         type=int,
@@ -54,10 +61,10 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--client",
-        choices=["kafka-python", "confluent"],
+        choices=wl.CLIENTS,
         default=wl.WorkloadSpec.client,
-        help="producer backend (same ledger): confluent-kafka (librdkafka, the default) costs a "
-        "fraction of kafka-python's CPU per record",
+        help="producer client (same ledger): confluent-kafka (librdkafka, the default) costs a "
+        "fraction of kafka-python's CPU per record; java is Kafka's own Java client, with its own defaults",
     )
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
     p.add_argument(
@@ -73,13 +80,15 @@ def register(sub) -> None:
 def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
     names = {f.name for f in fields(wl.WorkloadSpec)}
     values = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    if args.idempotence is not None:
+        values["idempotence"] = args.idempotence == "on"
     if args.count:
         values["duration_s"] = None
     values["rate"] = args.rate or None
     if args.rate is not None and args.rate < 0:
         raise ValueError(f"rate must be >= 0 (0 = unlimited), got {args.rate}")
     values["acks"] = args.acks or stack_acks
-    spec = wl.WorkloadSpec(**values)
+    spec = wl.WorkloadSpec.for_client(**values)
     spec.check()
     return spec
 

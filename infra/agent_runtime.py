@@ -20,6 +20,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from dcdrill.infra import workload_jar
+
 # What infra/observe/agent.py, infra/observe/kafka_admin.py and validation/ import, and what those need.
 PACKAGES = (
     "annotated-types",
@@ -37,6 +39,7 @@ PACKAGES = (
 )
 PYTHON_VERSION = "3.11"
 PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+JAVA_WORKLOAD_JAR = "dcdrill-workload.jar"  # its name in the bundle (validation/java_client.py)
 LAYERS = ("infra", "record", "validation")  # dcdrill's subpackages an agent imports
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entries' time: the same modules give the same bytes
 
@@ -99,6 +102,9 @@ def bundle(cache: Path) -> Path:
     files = [(f"dcdrill/{f.relative_to(root)}", f) for f in modules] + [
         (f"dcdrill/shipped/{f.relative_to(SHIPPED)}", f) for f in sorted(SHIPPED.glob("roles/*/defaults/main.yml"))
     ]
+    # The Java workload (validation/java_client.py): its compiled program and log settings.
+    files += [(f"dcdrill/validation/jvm/{f.name}", f) for f in sorted(workload_jar.SOURCES.glob("log4j*.properties"))]
+    files.append((f"dcdrill/validation/jvm/{JAVA_WORKLOAD_JAR}", workload_jar.ensure()))
     digest = hashlib.sha256()
     for name, f in files:
         digest.update(name.encode() + b"\0" + f.read_bytes())

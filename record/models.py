@@ -298,6 +298,9 @@ class IntentHeader(Row):
     partitions: list[Whole]
     dc: str | None = None
     cluster: str | None = None
+    client: str | None = None  # confluent | kafka-python | java
+    # the producer client's effective settings, as it resolved them (its version among them)
+    client_settings: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _a_partition_a_key(self):
@@ -333,6 +336,9 @@ class DrillSettings(Row):
     flush_each_write: bool | None = None
 
 
+PRODUCER_CLIENTS = ("confluent", "kafka-python", "java")  # validation/workload.CLIENTS (a test holds them equal)
+
+
 class PlanConfiguration(Row):
     """The experiment's configuration keys the drill sets, typed as the activities take them."""
 
@@ -341,6 +347,8 @@ class PlanConfiguration(Row):
     hold_s: Seconds
     rate: Annotated[float, Field(gt=0, le=MAX_RATE, allow_inf_nan=False)]
     keep_topic: bool
+    client: Literal[PRODUCER_CLIENTS] = "confluent"  # the workload's producer client
+    idempotence: Literal["on", "off", "default"] = "default"  # default: the client's (workload.CLIENT_DEFAULTS)
     dc: str | None = None
     other_dc: str | None = None
     failover_to: str | None = None

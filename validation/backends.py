@@ -5,6 +5,10 @@
   as they come. It costs a fraction of kafka-python's CPU per record, and is faster flat out
   (docs/benchmarks.md: tests/benchmarks/quiet_lab.py and workload_vs_perftest.py measure both).
 * `kafka-python`: pure Python, its own I/O thread calls back.
+* `java`: Kafka's own Java client, in a JVM of its own (validation/java_client.py).
+
+Each keeps `settings`: its effective producer settings (no secret), which the intent log's header
+records.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from functools import partial
 
 from dcdrill.infra.constants import KAFKA_PYTHON_ACKS
 from dcdrill.validation import clients, outcomes
+from dcdrill.validation.java_client import JavaClient
 
 # settle(seq, status, offset, error): status ok | fail | info; called once per record.
 Settle = Callable[[int, str, "int | None", "str | None"], None]
@@ -45,6 +50,11 @@ class KafkaPythonClient:
             max_in_flight_requests_per_connection=int(cfg["max_in_flight"]),
             **clients.resolve_security(cfg),
         )
+        import kafka
+
+        # Its own config as it resolved it, in the Java client's names (kafka-python's, dotted).
+        resolved = {name.replace("_", "."): self.p.config[name] for name in KAFKA_PYTHON_REPORTED}
+        self.settings = {"client.version": f"kafka-python {kafka.__version__}", **_as_text(resolved)}
 
     def partition_count(self, topic: str, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
@@ -100,12 +110,49 @@ def librdkafka_settings(cfg: dict) -> dict:
     }
 
 
+# The settings the record keeps (no security setting: a password is one).
+REPORTED = (
+    "acks",
+    "enable.idempotence",
+    "retries",
+    "delivery.timeout.ms",
+    "request.timeout.ms",
+    "linger.ms",
+    "batch.size",
+    "max.in.flight",
+    "socket.connection.setup.timeout.ms",
+)
+
+
+KAFKA_PYTHON_REPORTED = (
+    "acks",
+    "enable_idempotence",
+    "retries",
+    "delivery_timeout_ms",
+    "request_timeout_ms",
+    "linger_ms",
+    "batch_size",
+    "max_in_flight_requests_per_connection",
+)
+
+
+def _as_text(settings: dict) -> dict[str, str]:
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
+
+
 class ConfluentClient:
     def __init__(self, cfg: dict, settle: Settle, answered: Answered, on_failure: Callable[[str], None]):
         from confluent_kafka import Producer
 
         self.settle, self.answered, self.on_failure = settle, answered, on_failure
         self.retries = int(cfg["retries"])
+        import confluent_kafka
+
+        version = f"librdkafka {confluent_kafka.libversion()[0]}"
+        self.settings = {
+            "client.version": version,
+            **_as_text({k: v for k, v in librdkafka_settings(cfg).items() if k in REPORTED}),
+        }
         self.p = Producer(librdkafka_settings(cfg))
         self.bootstrap_timeout_s = cfg["bootstrap_timeout_ms"] / 1000
         # librdkafka's answers wait for a poll, and the ledger's ack_ms is when the callback runs
@@ -161,4 +208,4 @@ class ConfluentClient:
         self.answered()
 
 
-BACKENDS = {"kafka-python": KafkaPythonClient, "confluent": ConfluentClient}
+BACKENDS = {"kafka-python": KafkaPythonClient, "confluent": ConfluentClient, "java": JavaClient}

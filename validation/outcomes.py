@@ -68,3 +68,29 @@ def classify_librdkafka(err, retries: int) -> str:
     if err.code() in rejected:
         return "fail" if retries == 0 else "info"
     return "info"
+
+
+# The Java client's exceptions (simple class names) for the same refusals as REJECTED_BEFORE_APPEND.
+JAVA_REJECTED_BEFORE_APPEND = frozenset(
+    {
+        "NotEnoughReplicasException",
+        "RecordTooLargeException",
+        "RecordBatchTooLargeException",
+        "InvalidTopicException",
+        "TopicAuthorizationException",
+        "CorruptRecordException",
+        "InvalidRequiredAcksException",
+    }
+)
+
+
+def classify_java(exception: str, message: str, retries: int) -> str:
+    """The same rules for the Java client's answer (its exception's class name and message). Known
+    unsent: the buffer stayed full past max.block.ms, or the topic's metadata never came, so the
+    record never left the client. An expired batch (delivery.timeout.ms) may have been sent: info."""
+    name = exception.rsplit(".", 1)[-1]
+    if name == "BufferExhaustedException" or (name == "TimeoutException" and "not present in metadata" in message):
+        return "fail"
+    if name in JAVA_REJECTED_BEFORE_APPEND:
+        return "fail" if retries == 0 else "info"
+    return "info"

@@ -47,18 +47,18 @@ class ProcessConfig(BaseModel):
     count: Annotated[int, Field(gt=0)] | None
     record_size: Annotated[int, Field(gt=0)]
     acks: Literal["0", "1", "all"]
-    idempotence: bool
-    retries: Count
-    delivery_timeout_ms: Count
-    request_timeout_ms: Count
-    linger_ms: Count
+    idempotence: bool | None
+    retries: Count | None
+    delivery_timeout_ms: Count | None
+    request_timeout_ms: Count | None
+    linger_ms: Count | None
     batch_size: Annotated[int, Field(gt=0)] | None
-    max_in_flight: Annotated[int, Field(gt=0)]
+    max_in_flight: Annotated[int, Field(gt=0)] | None
     keys: Annotated[int, Field(gt=0)]
     group: str
     bootstrap_timeout_ms: Count
     hosts: list[str]
-    client: Literal["confluent", "kafka-python"]
+    client: Literal["confluent", "kafka-python", "java"]
     fetch_min_bytes: Count
     fetch_max_wait_ms: Count
     # the control's, for this process
@@ -75,6 +75,7 @@ class ProcessConfig(BaseModel):
     auto_offset_reset: Literal["earliest", "none"] | None = None
     audit_timeout_s: Positive | None = None
     topics: list[str] | None = None
+    kafka_libs: str | None = None  # the host's Kafka jars (the java client's classpath)
     # the host's runner's
     run_dir: str | None = None
     parent_pid: Count | None = None

@@ -29,9 +29,7 @@ class SequencedProducer:
         self.lock = threading.Lock()
         self.broken: str | None = None
         self.unwritten: list[str] = []  # settled rows, written after each group of answers
-        self.client = BACKENDS[cfg.get("client", "confluent")](
-            cfg, self._settle, self._write_settled, self._client_failed
-        )
+        self.client = BACKENDS[cfg["client"]](cfg, self._settle, self._write_settled, self._client_failed)
         self.partitions = self.client.partition_count(self.topic, cfg["bootstrap_timeout_ms"] / 1000)
         if not self.partitions:
             raise SystemExit(f"producer {self.pid}: topic {self.topic!r} has no partitions visible")
@@ -52,6 +50,8 @@ class SequencedProducer:
                 "cluster": self.cluster,
                 "keys": [k for k, _ in self.keys],
                 "partitions": [p for _, p in self.keys],
+                "client": cfg["client"],
+                "client_settings": self.client.settings,
             },
         )
 
@@ -147,8 +147,9 @@ class SequencedProducer:
             if time.monotonic() - last_report > 1.0:
                 self._report()
                 last_report = time.monotonic()
-        # Let in-flight records resolve, then record the rest as indeterminate: never drop a row.
-        self.client.flush(cfg["delivery_timeout_ms"] / 1000 + 5)
+        # Let in-flight records resolve within the client's effective delivery timeout, then
+        # record the rest as indeterminate: never drop a row.
+        self.client.flush(int(self.client.settings["delivery.timeout.ms"]) / 1000 + 5)
         self.client.close()
         with self.lock:
             leftover = list(self.pending)

@@ -54,11 +54,13 @@ class WorkloadSpec:
     count: int | None = None
     record_size: int = 100
     acks: str = "all"
-    idempotence: bool = False
-    retries: int = 0
-    delivery_timeout_ms: int = 30000
-    request_timeout_ms: int = 10000
-    linger_ms: int = 5
+    # These settings, None: the client's own default (the java client's, CLIENT_DEFAULTS); the
+    # confluent and kafka-python clients are always given them (the drill's settings, below).
+    idempotence: bool | None = False
+    retries: int | None = 0
+    delivery_timeout_ms: int | None = 30000
+    request_timeout_ms: int | None = 10000
+    linger_ms: int | None = 5
     # None: the client's own default. The two mean different things by it: kafka-python (as Java)
     # fills a batch of this many bytes per partition and sends many partitions' batches in one
     # request; librdkafka sends one partition's batch per request, so its 1,000,000 bytes is
@@ -66,18 +68,23 @@ class WorkloadSpec:
     # docs/benchmarks.md, workload_vs_perftest.py). At the drill's rates linger_ms
     # closes every batch long before either size.
     batch_size: int | None = None
-    max_in_flight: int = 5
+    max_in_flight: int | None = 5
     keys: int = 1000
     group: str = WORKLOAD_GROUP
     bootstrap_timeout_ms: int = 10000
     hosts: list[str] = field(default_factory=list)  # client hosts to place processes on (round-robin)
-    client: str = "confluent"  # producer backend: confluent | kafka-python (validation/backends.py)
+    client: str = "confluent"  # producer backend: confluent | kafka-python | java (validation/backends.py)
     # A consumer's fetch returns at fetch_min_bytes or after fetch_max_wait_ms. Each return costs
     # a broker request, a poll and a commit: returning on the first byte costs the brokers CPU
     # the drill's faults need (docs/benchmarks.md, quiet_lab.py).
     # consume_ms is later by at most the wait; no produce latency depends on it.
     fetch_min_bytes: int = 64 * 1024
     fetch_max_wait_ms: int = 200
+
+    @classmethod
+    def for_client(cls, client: str = "confluent", **given) -> WorkloadSpec:
+        """A spec for `client`: the settings not given are its defaults (CLIENT_DEFAULTS)."""
+        return cls(client=client, **{**CLIENT_DEFAULTS.get(client, {}), **given})
 
     def validate(self, inventory: Inventory) -> None:
         self.check()
@@ -97,10 +104,25 @@ class WorkloadSpec:
                 raise ValueError(f"{name} must be a finite number > 0, got {v}")
         if self.consumers < 0:
             raise ValueError(f"consumers must be >= 0, got {self.consumers}")
-        if self.client not in ("kafka-python", "confluent"):
-            raise ValueError(f"client must be kafka-python or confluent, got {self.client!r}")
+        if self.client not in CLIENTS:
+            raise ValueError(f"client must be one of {', '.join(CLIENTS)}, got {self.client!r}")
+        if self.client != "java":
+            unset = [name for name in CLIENT_DEFAULTS["java"] if getattr(self, name) is None]
+            if unset:
+                raise ValueError(f"the {self.client} client needs {', '.join(unset)} set (only java has defaults here)")
         if self.acks not in ACKS:
             raise ValueError(f"acks must be 0, 1 or all, got {self.acks!r}")
+
+
+CLIENTS = ("confluent", "kafka-python", "java")
+# The java client runs with its own defaults unless a flag says otherwise (idempotent, acks=all
+# where the stack says so, retries without end, a two-minute delivery timeout): what the Java
+# applications a platform team runs do. The other two keep the drill's settings above.
+CLIENT_DEFAULTS = {
+    "java": dict.fromkeys(
+        ("idempotence", "retries", "delivery_timeout_ms", "request_timeout_ms", "linger_ms", "max_in_flight")
+    )
+}
 
 
 def placements(inventory: Inventory, wanted: list[str], n: int) -> list[InventoryHost]:
@@ -133,6 +155,7 @@ def _process_config(inventory: Inventory, spec: WorkloadSpec, name: str, **extra
         "deadline_ms": now_ms() + int(lifetime_s * 1000),
         "agent_uid": agent_uid(name),
         "agent_gid": AGENT_GID,
+        "kafka_libs": inventory.vars.get("kafka_libs_dir"),
         **extra,
     }
     return process_config.checked(config, f"{name}'s process config")

@@ -28,17 +28,23 @@ def start_workload(
     consumers: int = wl.WorkloadSpec.consumers,
     rate: float = wl.WorkloadSpec.rate,
     record_size: int = wl.WorkloadSpec.record_size,
-    retries: int = wl.WorkloadSpec.retries,
-    idempotence: bool = False,
+    retries: int | None = None,
+    idempotence: bool | None = None,
     topic: str = None,
     configuration: dict = None,
     secrets: dict = None,
 ) -> dict:
-    """Producers and consumers in the background, until stop_workload (no fixed duration)."""
+    """Producers and consumers in the background, until stop_workload (no fixed duration). The
+    producer client and its idempotence are the plan's (`client`, `idempotence`); `retries` and
+    `idempotence` given here win, and what neither gives is the client's default."""
     topic = topic or context.drill_topic(configuration)
     t = context.topology(configuration)
     inv = context.inventory(configuration)
-    spec = wl.WorkloadSpec(
+    client, planned = context.producer_client(configuration)
+    given = {"retries": None if retries is None else int(retries)}
+    given["idempotence"] = bool(idempotence) if idempotence is not None else planned
+    spec = wl.WorkloadSpec.for_client(
+        client,
         topic=topic,
         producers=int(producers),
         consumers=int(consumers),
@@ -46,9 +52,12 @@ def start_workload(
         duration_s=None,
         record_size=int(record_size),
         acks=t.acks,
-        retries=int(retries),
-        idempotence=bool(idempotence),
+        **{k: v for k, v in given.items() if v is not None},
     )
+    try:
+        spec.check()
+    except ValueError as exc:
+        raise ActivityFailed(f"start-workload: {exc}") from None
     wl.ensure_topic(inv, spec, replication=t.replication, fresh=True)  # the drill's settings (chaos/context.topology)
     run = context.run_dir(configuration)
     d = context.deployment(configuration)

@@ -52,6 +52,8 @@ def drill_args(**given):
         check=False,
         rate=200.0,
         keep_topic=False,
+        client="confluent",
+        idempotence=None,
     )
     return argparse.Namespace(**{**defaults, **given})
 
@@ -105,6 +107,8 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
         "hold_s": 56.0,
         "rate": args.rate,
         "keep_topic": False,
+        "client": "confluent",
+        "idempotence": "default",
         "dc": "dc-a",
         "other_dc": "dc-b",
         "observers_avoid": ["dc-a"],
@@ -243,3 +247,20 @@ def test_bad_drill_input_exits_2_before_any_lab(tmp_path):
         )
         assert res.returncode == 2 and needle in res.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("client", "idempotence", "read"),
+    [("java", None, ("java", None)), ("java", "off", ("java", False)), ("kafka-python", "on", ("kafka-python", True))],
+)
+def test_the_plan_carries_the_producer_client_to_the_activities(tmp_path, client, idempotence, read):
+    from dcdrill import drill
+    from dcdrill import drill_settings as settings
+    from dcdrill.chaos import context
+
+    args = drill_args(client=client, idempotence=idempotence)
+    plan = drill.Plan(args)
+    written = drill.resolved_plan(args, plan, settings.given(args), plan.variables, tmp_path)
+    assert context.producer_client(written.as_json()["configuration"]) == read
+    with pytest.raises(ValueError, match="configuration.client"):
+        context.producer_client({"client": "rust"})

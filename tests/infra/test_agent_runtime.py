@@ -17,7 +17,11 @@ def test_the_bundle_holds_the_agents_layers_and_nothing_above_them(tmp_path):
         "dcdrill/validation/host_process.py",
         "dcdrill/record/ledger.py",
         "dcdrill/shipped/roles/zookeeper/defaults/main.yml",
+        "dcdrill/validation/java_client.py",
+        f"dcdrill/validation/jvm/{agent_runtime.JAVA_WORKLOAD_JAR}",  # compiled: the hosts have no javac
+        "dcdrill/validation/jvm/log4j2.properties",
     } <= names
+    assert not [n for n in names if n.endswith(".java")]
     assert not [n for n in names if n.startswith(("dcdrill/spark/", "dcdrill/chaos/", "dcdrill/cli"))]
     assert not [n for n in names if "__pycache__" in n]
     again = agent_runtime.bundle(tmp_path / "b")

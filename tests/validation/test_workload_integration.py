@@ -55,7 +55,7 @@ def rows(run, kind):
     return out
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+@pytest.mark.parametrize("client", ["kafka-python", "confluent", "java"])
 def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     run = tmp_path / "run"
     res = subprocess.run(
@@ -99,6 +99,18 @@ def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
     assert acked and acked <= {(r["producer_id"], r["seq"]) for r in rows(run, "audit")}
     topo = json.loads((run / "topology.json").read_text())
     assert topo["replication_factor"] == 4 and topo["min_insync_replicas"] == 3
+    header = json.loads((run / "intents" / "p1.jsonl").read_text().splitlines()[0])
+    settings = header["client_settings"]
+    assert header["client"] == client and not [v for v in settings.values() if "password" in v.lower()]
+    if client == "java":  # the Java client's own defaults, on the stack's Kafka (SASL_SSL, SCRAM)
+        assert (settings["enable.idempotence"], settings["retries"], settings["delivery.timeout.ms"]) == (
+            "true",
+            "2147483647",
+            "120000",
+        )
+        assert settings["client.version"] == topo["kafka_version"]
+    else:  # the drill's settings
+        assert (settings["enable.idempotence"], settings["retries"]) == ("false", "0")
 
 
 def _progress(run, name: str) -> int:
