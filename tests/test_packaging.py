@@ -180,6 +180,8 @@ def test_the_wheel_carries_what_the_tool_needs_beyond_python(installed):
         "dcdrill/shipped/ci/github-actions.yml",
         "dcdrill/chaos/experiments/kill-dc.json",
         "dcdrill/spark/jvm/Scan.java",
+        "dcdrill/validation/jvm/ProducerBridge.java",  # the java client, compiled where the bundle is made
+        "dcdrill/validation/jvm/log4j2.properties",
         "dcdrill/infra/toolchain/setup.sh",
         "dcdrill/infra/toolchain/kafka-pom.xml",
         "dcdrill/infra/lab/forwarder/main.go",

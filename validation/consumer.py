@@ -12,7 +12,7 @@ import time
 from dcdrill.infra.constants import now_ms
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
-from dcdrill.validation import clients
+from dcdrill.validation import clients, java_client
 
 # Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
 # this consumer's preferred read replica, while the consumer's metadata still lists that broker
@@ -24,6 +24,8 @@ METADATA_MAX_AGE_MS = 5000
 
 
 def run(cfg: dict, stop: clients.StopFlag) -> int:
+    if cfg["client"] == "java":
+        return run_java(cfg, stop)
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
     cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
@@ -121,6 +123,67 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
     report()
     consumed.close()
     events.close()
+    return 0
+
+
+def run_java(cfg: dict, stop: clients.StopFlag) -> int:
+    """The same member on Kafka's own Java consumer (validation/java_client.JavaConsumer), with
+    the client's own defaults: the ledger, events and status as above."""
+    cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
+    where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
+    consumed, events = Ledger(run.consumed(cid)), Ledger(run.events(cid))
+    member = java_client.JavaConsumer(cfg)
+    delivered, read_to, rows, last_report, said = 0, {}, [], 0.0, None
+
+    def report() -> None:
+        run.write_status(
+            run.status_name("consumer", cid),
+            {"consumer_id": cid, "dc": dc, "delivered": delivered, "read_to": dict(read_to)},
+        )
+
+    while not stop and (lines := member.lines(0.5)) is not None:
+        for f in lines:
+            if f[0] == "r":
+                pid, seq, _ = clients.decode_value(f[4].encode())
+                topic, partition, offset = f[1], int(f[2]), int(f[3])
+                rows.append(
+                    {
+                        "consumer_id": cid,
+                        "group": cfg["group"],
+                        "topic": topic,
+                        "partition": partition,
+                        "offset": offset,
+                        "producer_id": pid,
+                        "seq": seq,
+                        "consume_ms": now_ms(),
+                        "dc": dc,
+                        **where,
+                    }
+                )
+                key = clients.position_key(cfg.get("cluster"), topic, partition)
+                read_to[key] = max(read_to.get(key, -1), offset)
+            elif f[0] == "b":  # record first, then commit: a crash redelivers, never skips
+                consumed.write_many(rows)
+                delivered += len(rows)
+                rows = []
+                member.commit()
+            elif f[0] == "v":
+                partitions = sorted([t, int(p)] for t, p in (tp.rsplit(":", 1) for tp in f[2].split(",") if tp))
+                events.write({"consumer_id": cid, "event": f[1], "ms": now_ms(), "dc": dc, "partitions": partitions})
+            elif f[0] == "x":
+                events.write({"consumer_id": cid, "event": f[1], "ms": now_ms(), "dc": dc, "error": f[2][:300]})
+        if time.monotonic() - last_report > 1.0:
+            report()
+            last_report = time.monotonic()
+    if lines is None:
+        said = f"the Java consumer exited (code {member.proc.wait()}; see its log)"
+    member.close()
+    report()
+    consumed.close()
+    events.close()
+    if said:
+        print(f"consumer {cid}: {said}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import subprocess
 import threading
 import time
@@ -20,7 +21,7 @@ from dcdrill.validation import outcomes
 
 JVM = Path(__file__).parent / "jvm"
 JAR = JVM / "dcdrill-workload.jar"  # infra/agent_runtime.JAVA_WORKLOAD_JAR, in the bundle
-MAIN = "dcdrill.ProducerBridge"
+MAIN, CONSUMER_MAIN = "dcdrill.ProducerBridge", "dcdrill.ConsumerBridge"
 # A small heap and C1 only: the JVM forwards records, and starts in a second on a busy host.
 JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 # The spec's settings (validation/workload.py names) in the Java client's; None: not given.
@@ -62,7 +63,12 @@ def properties(cfg: dict) -> dict[str, str]:
         if cfg.get(ours) is not None:
             v = cfg[ours]
             out[theirs] = str(v).lower() if isinstance(v, bool) else str(v)
-    sec = cfg.get("security") or {}
+    return out | security(cfg.get("security") or {})
+
+
+def security(sec: dict) -> dict[str, str]:
+    """become_agent's security settings as a Java client's properties."""
+    out = {}
     if sec:
         out["security.protocol"] = sec["security_protocol"]
         out["ssl.truststore.type"] = "PEM"
@@ -77,7 +83,26 @@ def properties(cfg: dict) -> dict[str, str]:
     return out
 
 
-def command(cfg: dict) -> list[str]:
+def consumer_properties(cfg: dict) -> dict[str, str]:
+    """A group member's Java properties: the group, rack and fetch sizes the workload sets, the
+    rest the client's own defaults (its session timeout among them)."""
+    return {
+        "bootstrap.servers": ",".join(cfg["bootstrap"]),
+        "group.id": cfg["group"],
+        "client.id": f"dcdrill-{cfg['consumer_id']}",
+        "auto.offset.reset": cfg.get("auto_offset_reset") or "earliest",
+        **({"client.rack": cfg["dc"]} if cfg.get("dc") else {}),
+        "fetch.min.bytes": str(cfg["fetch_min_bytes"]),
+        "fetch.max.wait.ms": str(cfg["fetch_max_wait_ms"]),
+        "max.poll.records": "1000",
+    } | security(cfg.get("security") or {})
+
+
+def _block(props: dict[str, str]) -> str:
+    return "".join(f"{k}={_escaped(v)}\n" for k, v in sorted(props.items())) + "\n"
+
+
+def command(cfg: dict, main: str = MAIN) -> list[str]:
     """The JVM's argv: no setting and no secret in it (they go on its stdin)."""
     if not JAR.is_file():
         raise RuntimeError(f"no Java workload program at {JAR}: this host's dcdrill bundle lacks it")
@@ -91,7 +116,7 @@ def command(cfg: dict) -> list[str]:
         f"-Dlog4j2.configurationFile={JVM / 'log4j2.properties'}",
         "-cp",
         f"{JAR}:{libs}/*",
-        MAIN,
+        main,
         # unread by the program: heal finds the process by its record folder (host_process.stop)
         os.path.abspath(cfg["run_dir"]),
     ]
@@ -101,8 +126,7 @@ class JavaClient:
     def __init__(self, cfg: dict, settle, answered, on_failure: Callable[[str], None]):
         self.settle, self.answered, self.on_failure = settle, answered, on_failure
         self.proc = subprocess.Popen(command(cfg), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-        block = "".join(f"{k}={_escaped(v)}\n" for k, v in sorted(properties(cfg).items())) + "\n"
-        self._write(block)
+        self._write(_block(properties(cfg)))
         self._pending = b""
         self._partitions: queue.Queue[str] = queue.Queue()
         self._flushed = threading.Event()
@@ -200,3 +224,41 @@ class JavaClient:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+class JavaConsumer:
+    """A ConsumerBridge JVM: `lines(wait_s)` gives its answers' fields as they come, `commit()`
+    lets it commit the batch it last gave, once that batch is in the ledger."""
+
+    def __init__(self, cfg: dict):
+        self.proc = subprocess.Popen(
+            command(cfg, CONSUMER_MAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        self.proc.stdin.write((_block(consumer_properties(cfg)) + cfg["topic"] + "\n").encode())
+        self._pending = b""
+
+    def lines(self, wait_s: float) -> list[list[str]] | None:
+        """The whole lines it wrote within `wait_s`; None once it has exited."""
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], wait_s)
+        if not ready:
+            return []
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return None
+        whole, _, self._pending = (self._pending + chunk).rpartition(b"\n")
+        return [line.decode(errors="replace").split("\t") for line in whole.split(b"\n")] if whole else []
+
+    def commit(self) -> None:
+        self.proc.stdin.write(b"c\n")
+
+    def close(self) -> int:
+        try:
+            self.proc.stdin.close()  # its end of input: it leaves the group and exits
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
