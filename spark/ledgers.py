@@ -215,22 +215,8 @@ def _load(
     # the rows' own `cluster` column, read only where a cluster's rows are picked out of others'
     by_cluster = bool(cluster) and kind in ("produced", "consumed")
     if fmt == "parquet":
-        # The schema is the first file's, as Spark would infer it, read without a Spark job.
-        footer = T.StructType.fromJson(
-            json.loads(spark._jvm.dcdrill.Columnar.footerSchema(spark._jsparkSession, files[0]))
-        )
+        footer = _checked_footers(spark, kind, files, schema)
         df = raw = spark.read.schema(footer).parquet(*files)
-        for col, typ in schema.items():
-            if col not in df.columns:
-                raise BadInput(f"{kind}: column {col!r} missing from the parquet ledgers")
-            if df.schema[col].dataType not in (
-                typ,
-                T.IntegerType() if typ == L else typ,
-                T.LongType() if typ == INT else typ,
-            ):
-                raise BadInput(
-                    f"{kind}: column {col!r} is {df.schema[col].dataType.simpleString()}, expected {typ.simpleString()}"
-                )
         picked = by_cluster and "cluster" in df.columns  # rows of other clusters are left out
         if picked:
             df = df.filter(F.col("cluster").isNull() | (F.col("cluster") == cluster))
@@ -290,6 +276,30 @@ def _with_in_flight(spark: SparkSession, record: RecordReader, df: DataFrame, cl
     struct = T.StructType([T.StructField(c, t) for c, t in schema.items()] + [T.StructField(CORRUPT, S)])
     extra = spark.createDataFrame([tuple(r.get(c) for c in schema) + (None,) for r in rows], struct)
     return df.select(*schema, CORRUPT).unionByName(extra)
+
+
+def _checked_footers(spark, kind: str, files: list[str], schema: dict) -> T.StructType:
+    """The Parquet ledgers' schema, each file's footer held to the model's column types (read
+    without a Spark job, a footer a file): a file that lacks a column, types one otherwise, or
+    types it otherwise than the first file does is refused, named."""
+    first, first_name = None, ""
+    for file in files:
+        footer = T.StructType.fromJson(json.loads(spark._jvm.dcdrill.Columnar.footerSchema(spark._jsparkSession, file)))
+        where = file.removeprefix("file:")
+        for col, typ in schema.items():
+            if col not in footer.names:
+                raise BadInput(f"{where}: column {col!r} of the {kind} ledger missing")
+            found = footer[col].dataType
+            if found not in (typ, T.IntegerType() if typ == L else typ, T.LongType() if typ == INT else typ):
+                raise BadInput(f"{where}: column {col!r} is {found.simpleString()}, expected {typ.simpleString()}")
+            if first is not None and found != first[col].dataType:
+                raise BadInput(
+                    f"{where}: column {col!r} is {found.simpleString()} where the first file of the "
+                    f"{kind} ledger ({first_name}) has {first[col].dataType.simpleString()}: one type a column"
+                )
+        if first is None:
+            first, first_name = footer, where.rsplit("/", 1)[-1]
+    return first
 
 
 def _quote(prefix: str) -> str:

@@ -51,9 +51,9 @@ def symlinked_ledger(run):
     os.symlink(outside, run / "audit" / "audit.jsonl")
 
 
-def audit_partition_typed_bigint(run):
+def audit_partition_typed_bigint(run, second="partition::BIGINT AS partition"):
     """The ledgers as Parquet of RECORD.md's types, but the audit's second file holds `partition`
-    as a 64-bit column: the first file's schema passes (spark/ledgers.py), the second's read fails."""
+    as a 64-bit column: the first file's schema passes, the second's footer is refused (spark/ledgers.py)."""
     import duckdb
 
     from dcdrill.spark import ledgers
@@ -64,11 +64,11 @@ def audit_partition_typed_bigint(run):
         [src] = (run / ledger).glob("*.jsonl")
         types = {c: duck[t.simpleString()] for c, t in ledgers.SCHEMAS[ledger].items()}
         read = f"read_json('{src}', columns={types!r})"
-        halves = [("0", "partition")] if ledger != "audit" else [("0", "partition"), ("1", "partition::BIGINT")]
-        for half, partition in halves:
+        halves = [("0", "*")] if ledger != "audit" else [("0", "*"), ("1", f"* REPLACE ({second})")]
+        for half, columns in halves:
             rows = "" if ledger != "audit" else f'WHERE {"" if half == "1" else "NOT "}("offset" % 2 = 1)'
             duckdb.sql(
-                f"COPY (SELECT * REPLACE ({partition} AS partition) FROM {read} {rows}) "
+                f"COPY (SELECT {columns} FROM {read} {rows}) "
                 f"TO '{src.parent / f'part-{half}.parquet'}' (FORMAT parquet)"
             )
         src.unlink()
@@ -290,7 +290,13 @@ BAD = [
     (
         "a Parquet column of another type",
         audit_partition_typed_bigint,
-        "audit/part-1.parquet. Data type mismatches when reading Parquet column [partition]",
+        "audit/part-1.parquet: column 'partition' is bigint where the first file of the audit ledger "
+        "(part-0.parquet) has int",
+    ),
+    (
+        "a second Parquet file typing a column as text",
+        lambda r: audit_partition_typed_bigint(r, second="NULL::VARCHAR AS timestamp_ms"),
+        "audit/part-1.parquet: column 'timestamp_ms' is string, expected bigint",
     ),
     ("report a symlink", symlinked_report, "report: is a symlink; the report is written only inside the record"),
     ("report a file", report_is_a_file, "report: exists and is not a folder"),
