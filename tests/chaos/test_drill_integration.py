@@ -194,9 +194,12 @@ def test_isolate_dc_split_brain(lab, tmp_path):
     assert status.healthy(status.cluster_status(lab))
 
 
-def test_tiebreaker_loss_keeps_writes_going_drill_after_drill(lab, tmp_path):
+def test_tiebreaker_loss_keeps_writes_going_drill_after_drill_on_the_java_client(lab, tmp_path):
+    """Kafka's own Java client (producers and consumers) through a fault, a heal and the verdict,
+    twice: each drill's producers ran with the client's own defaults, and their outcomes stayed
+    definite (no broker was lost)."""
     series = tmp_path / "tie"
-    res = drill(series, "--experiment", "tiebreaker-loss", "--repeat", "2", timeout=900)
+    res = drill(series, "--experiment", "tiebreaker-loss", "--repeat", "2", "--client", "java", timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
     for run in (series / "drill-1", series / "drill-2"):
         s = summary(run)
@@ -204,6 +207,16 @@ def test_tiebreaker_loss_keeps_writes_going_drill_after_drill(lab, tmp_path):
         assert during["acked"] > 0  # ZooKeeper keeps quorum with 2 of 3: the brokers keep taking writes
         [check] = s["prediction_checks"]
         assert check["observed"]["writable"] is True and check["as_predicted"], check
+        assert s["counts"]["indeterminate"] == 0 and s["counts"]["acked_unseen"] == 0, s["counts"]
+        assert DrillRecord(run).plan().configuration.client == "java"
+        header = json.loads((run / "intents" / "p1.jsonl").read_text().splitlines()[0])
+        settings = header["client_settings"]  # the Java client's own defaults, over SASL_SSL and SCRAM
+        assert header["client"] == "java" and settings["client.version"] == s["topology"]["kafka_version"]
+        assert (settings["enable.idempotence"], settings["retries"], settings["delivery.timeout.ms"]) == (
+            "true",
+            "2147483647",
+            "120000",
+        )
     # The series compared, as `dcdrill history` does: both drills in one group, both as predicted.
     assert ": kill-tiebreaker dc-c  (2 drills)" in res.stdout, res.stdout
     assert "verdict pass 2/2; acknowledged loss in 0/2" in res.stdout and "prediction held 2/2" in res.stdout
