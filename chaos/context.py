@@ -6,6 +6,7 @@ Configuration keys (experiment `configuration`, or `chaos run --var key=value`):
   run_dir   the drill record directory, runs/<drill-id>
   observers_avoid  the DCs observers stay out of, most first (observers_avoid below)
   client, idempotence  the workload's producer client, and on / off / default (its own)
+  transaction_size, abort_fraction  records per transaction (0: none) and the share aborted
 `dcdrill drill` gives `chaos run` the record's plan.json as its var file: these keys and the
 rest of the experiment's configuration arrive typed (a float hold, a bool keep_topic). The
 drill's own settings (`dcdrill drill --acks ...`) are in the same file, read once per process.
@@ -131,6 +132,15 @@ def producer_client(configuration: dict | None) -> tuple[str, bool | None]:
     if idempotence not in ("on", "off", "default"):
         raise ValueError(f"configuration.idempotence: {idempotence!r} is not on, off or default")
     return client, None if idempotence == "default" else idempotence == "on"
+
+
+def transactions(configuration: dict | None) -> tuple[int | None, float]:
+    """The plan's records per transaction (None: no transactions) and abort share."""
+    config = configuration or {}
+    size, aborts = config.get("transaction_size") or 0, config.get("abort_fraction") or 0.0
+    if not isinstance(size, int) or size < 0 or not isinstance(aborts, (int, float)) or not 0 <= aborts < 1:
+        raise ValueError(f"configuration.transaction_size / abort_fraction: {size!r} / {aborts!r}")
+    return size or None, float(aborts)
 
 
 def check_dc(configuration: dict | None, dc: str) -> None:

@@ -97,6 +97,11 @@ class Plan:
         rate = getattr(args, "rate", None)
         if rate is not None and not (math.isfinite(rate) and 0 < rate <= models.MAX_RATE):
             out.append(f"--rate must be > 0 records/s and at most {models.MAX_RATE:.0f}, got {rate:g}")
+        size, aborts = getattr(args, "transactions", None), getattr(args, "abort_fraction", None)
+        if size is not None and (size < 1 or args.client != "java"):
+            out.append(f"--transactions needs a size of at least 1 and --client java, got {size} on {args.client}")
+        if aborts is not None and (not size or not (math.isfinite(aborts) and 0 <= aborts < 1)):
+            out.append(f"--abort-fraction must be in [0, 1) and needs --transactions, got {aborts:g}")
         if args.matrix and own:
             out.append(
                 "--matrix drills every setting itself: leave out --acks/--factor/--min-insync/--unclean/--profile"
@@ -290,6 +295,10 @@ def resolved_plan(args, plan: Plan, own: dict, variables: dict, run_dir: Path) -
             keep_topic=bool(args.keep_topic),
             client=args.client,
             idempotence=args.idempotence or "default",
+            transaction_size=args.transactions or 0,
+            abort_fraction=args.abort_fraction
+            if args.abort_fraction is not None
+            else (0.1 if args.transactions else 0.0),
             observers_avoid=experiment.observers_avoid(plan.experiment, variables),
             **variables,
         ),

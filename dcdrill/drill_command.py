@@ -87,6 +87,19 @@ def register(sub) -> None:
         help="the idempotent producer on or off (default: java's own, on; off for confluent and kafka-python)",
     )
     p.add_argument(
+        "--transactions",
+        type=int,
+        metavar="N",
+        help="transactional producers (--client java): N records per transaction; consumers and the audit read "
+        "committed records only",
+    )
+    p.add_argument(
+        "--abort-fraction",
+        type=float,
+        metavar="F",
+        help="with --transactions, the share of transactions each producer aborts on purpose (default 0.1)",
+    )
+    p.add_argument(
         "--run-dir",
         type=Path,
         help="drill record directory (default runs/<time>-<experiment>); with --repeat or --matrix, the series folder",

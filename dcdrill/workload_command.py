@@ -66,6 +66,19 @@ def register(sub) -> None:
         help="producer client (same ledger): confluent-kafka (librdkafka, the default) costs a "
         "fraction of kafka-python's CPU per record; java is Kafka's own Java client, with its own defaults",
     )
+    p.add_argument(
+        "--transactions",
+        type=int,
+        metavar="N",
+        dest="transaction_size",
+        help="transactional producers (the java client): N records per transaction; consumers and the "
+        "audit read committed records only",
+    )
+    p.add_argument(
+        "--abort-fraction",
+        type=float,
+        help="with --transactions, the share of transactions each producer aborts on purpose (default 0.1)",
+    )
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
     p.add_argument(
         "--create-topic",
@@ -82,6 +95,8 @@ def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
     values = {k: v for k, v in vars(args).items() if k in names and v is not None}
     if args.idempotence is not None:
         values["idempotence"] = args.idempotence == "on"
+    if args.transaction_size and args.abort_fraction is None:
+        values["abort_fraction"] = 0.1
     if args.count:
         values["duration_s"] = None
     values["rate"] = args.rate or None

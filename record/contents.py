@@ -61,7 +61,7 @@ REPORT = "report"
 
 # What a workload process writes in its folder on its client host, and so all the record takes
 # back from there (infra/observe/hostaccess.fetch refuses a folder holding anything else).
-AGENT_FOLDERS = ("produced", "intents", "consumed", "events", "status", "audit")
+AGENT_FOLDERS = ("produced", "intents", "transactions", "consumed", "events", "status", "audit")
 AGENT_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=@-]{0,199}$")
 
 

@@ -269,6 +269,25 @@ class Consumed(Row):
     cluster: str | None = None
 
 
+class Transaction(Row):
+    """transactions/<producer>.jsonl: one transaction of a transactional producer, as it ended.
+    Its records are the producer's seqs first_seq .. first_seq + records - 1; each one's row in
+    the produced ledger has the outcome's status (committed: the client's answer; aborted: fail;
+    unknown: info)."""
+
+    producer_id: str
+    txn: Whole
+    first_seq: Whole
+    records: Annotated[int, Field(gt=0)]
+    outcome: Literal["committed", "aborted", "unknown"]
+    meant: Literal["commit", "abort"]  # what the producer asked for
+    error: str | None = None
+    begin_ms: Whole
+    end_ms: Whole
+    dc: str | None = None
+    cluster: str | None = None
+
+
 class Audited(Row):
     """audit/audit.jsonl (or audit/<cluster>.jsonl): one record in the final log."""
 
@@ -349,6 +368,8 @@ class PlanConfiguration(Row):
     keep_topic: bool
     client: Literal[PRODUCER_CLIENTS] = "confluent"  # the workload's producer client
     idempotence: Literal["on", "off", "default"] = "default"  # default: the client's (workload.CLIENT_DEFAULTS)
+    transaction_size: Whole = 0  # records per transaction (the java client); 0: no transactions
+    abort_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
     dc: str | None = None
     other_dc: str | None = None
     failover_to: str | None = None
@@ -380,6 +401,7 @@ MODELS: dict[str, type[BaseModel] | str] = {
     "produced/<producer>.jsonl": Produced,
     "intents/<producer>.jsonl": "a first line IntentHeader, then Reserved lines, then at most one Sent",
     "consumed/<consumer>.jsonl": Consumed,
+    "transactions/<producer>.jsonl": Transaction,
     "audit/audit.jsonl": Audited,
     "audit/<cluster>.jsonl": Audited,
     "mirror-waits.jsonl": MirrorWait,

@@ -49,6 +49,8 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
         request_timeout_ms=30000,
         max_poll_records=5000,
         fetch_max_bytes=50 * 1024 * 1024,
+        # the log as a read_committed consumer sees it: committed transactions' records only
+        isolation_level="read_committed" if cfg.get("transaction_size") else "read_uncommitted",
         **clients.resolve_security(cfg),
     )
     parts = None

@@ -39,6 +39,15 @@ SETTINGS = {
 MAX_BLOCK_MS = 5000  # as kafka-python's: a send that waits longer for buffer or metadata fails
 
 
+# A drill's transactions time out within its fault, so a hanging one shows before the heal.
+TRANSACTION_TIMEOUT_MS = 10_000
+
+
+def transactional_id(cfg: dict) -> str:
+    """One per producer and topic: the shipped stacks' ACLs grant the workload `dcdrill*` ids."""
+    return f"dcdrill-{cfg['topic']}-{cfg['producer_id']}"
+
+
 def _escaped(value: str) -> str:
     """A value as a java.util.Properties line holds it."""
     out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
@@ -59,6 +68,9 @@ def properties(cfg: dict) -> dict[str, str]:
         "client.id": f"dcdrill-{cfg['producer_id']}",
         "max.block.ms": str(MAX_BLOCK_MS),
     }
+    if cfg.get("transaction_size"):  # a transactional producer: an id of its own, a short timeout
+        out["transactional.id"] = transactional_id(cfg)
+        out["transaction.timeout.ms"] = str(TRANSACTION_TIMEOUT_MS)
     for ours, theirs in SETTINGS.items():
         if cfg.get(ours) is not None:
             v = cfg[ours]
@@ -95,6 +107,7 @@ def consumer_properties(cfg: dict) -> dict[str, str]:
         "fetch.min.bytes": str(cfg["fetch_min_bytes"]),
         "fetch.max.wait.ms": str(cfg["fetch_max_wait_ms"]),
         "max.poll.records": "1000",
+        **({"isolation.level": "read_committed"} if cfg.get("transaction_size") else {}),
     } | security(cfg.get("security") or {})
 
 
@@ -131,6 +144,11 @@ class JavaClient:
         self._partitions: queue.Queue[str] = queue.Queue()
         self._flushed = threading.Event()
         self._closing = False
+        # A transaction's records are answered once its outcome is known (end): seq -> answer.
+        self.transactional = bool(cfg.get("transaction_size"))
+        self._in_transaction: list[int] = []
+        self._answered_in_transaction: dict[int, list[str]] = {}
+        self._ended: queue.Queue[list[str]] = queue.Queue()
         first = self._next_line(timeout_s=120)
         if not first.startswith("i"):
             raise RuntimeError(f"the Java producer did not start (it said {first!r}; see its log)")
@@ -175,6 +193,12 @@ class JavaClient:
         self._flushed.set()
 
     def _answer(self, f: list[str]) -> bool:
+        if self.transactional and f[0] in ("a", "e"):
+            self._answered_in_transaction[int(f[1])] = f
+            return False
+        if f[0] == "t":
+            self._ended.put(f[1:])
+            return False
         if f[0] == "a":
             self.settle(int(f[1]), "ok", int(f[2]), None)
             return True
@@ -201,10 +225,44 @@ class JavaClient:
 
     def send(self, topic: str, key: bytes, value: bytes, partition: int, seq: int, headers=None) -> None:
         extra = "".join(f"\t{name}={v.decode()}" for name, v in headers or ())
+        if self.transactional:
+            self._in_transaction.append(seq)
         try:
             self._write(f"s\t{seq}\t{partition}\t{topic}\t{key.decode()}\t{value.decode()}{extra}\n")
         except OSError as exc:  # the JVM is gone: the record stays unanswered (info at the end)
             self.on_failure(f"the Java producer is gone: {exc}")
+
+    def begin(self) -> None:
+        self._in_transaction, self._answered_in_transaction = [], {}
+        self._write("b\n")
+
+    def end(self, txn: int, commit: bool, timeout_s: float) -> tuple[str, str | None]:
+        """Commit (or abort) the open transaction, then settle each of its records by its outcome:
+        committed: as the client answered it; aborted: `fail` (a read_committed reader never sees
+        it); unknown: `info`. Returns (outcome, why)."""
+        self._write(f"{'c' if commit else 'x'}\t{txn}\n")
+        deadline, outcome, why = time.monotonic() + timeout_s, "unknown", "no answer in time"
+        while time.monotonic() < deadline:
+            try:
+                answer = self._ended.get(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    why = "the Java producer exited"
+                    break
+                continue
+            if answer[0] == str(txn):  # an answer of an earlier transaction came late: not this one's
+                outcome, why = answer[1], answer[2] if len(answer) > 2 else None
+                break
+        for seq in self._in_transaction:
+            f = self._answered_in_transaction.get(seq)
+            if outcome == "committed" and f is not None and f[0] == "a":
+                self.settle(seq, "ok", int(f[2]), None)
+            elif outcome == "aborted":
+                self.settle(seq, "fail", None, f"transaction {txn} aborted" + (f": {why}" if why else "")[:300])
+            else:
+                self.settle(seq, "info", None, f"transaction {txn} {outcome}: {why}"[:300])
+        self.answered()
+        return outcome, why
 
     def flush(self, timeout_s: float) -> None:
         self._flushed.clear()

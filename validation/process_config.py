@@ -61,6 +61,8 @@ class ProcessConfig(BaseModel):
     client: Literal["confluent", "kafka-python", "java"]
     fetch_min_bytes: Count
     fetch_max_wait_ms: Count
+    transaction_size: Annotated[int, Field(gt=0)] | None
+    abort_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
     # the control's, for this process
     bootstrap: list[str] = Field(min_length=1)
     security: Security

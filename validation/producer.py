@@ -6,15 +6,21 @@ python -m dcdrill.validation.producer --config JSON     (the launcher, validatio
 from __future__ import annotations
 
 import json
+import random
 import sys
 import threading
 import time
+import zlib
 
 from dcdrill.infra.constants import now_ms
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import IntentLog, Ledger, LedgerError
 from dcdrill.validation import clients
 from dcdrill.validation.backends import BACKENDS
+
+# How long a transaction's end is awaited: its commit retried within the transaction timeout
+# (java_client.TRANSACTION_TIMEOUT_MS), an abort, and a new producer's registration.
+TRANSACTION_WAIT_S = 60.0
 
 
 class SequencedProducer:
@@ -23,6 +29,9 @@ class SequencedProducer:
         self.pid, self.dc, self.topic = cfg["producer_id"], cfg.get("dc"), cfg["topic"]
         run = self.record = DrillRecord(cfg["run_dir"])
         self.ledger = Ledger(run.produced(self.pid))
+        self.transactions = Ledger(run.transactions(self.pid)) if cfg.get("transaction_size") else None
+        # Which transactions abort on purpose: the same draws for the same producer, run after run.
+        self.draws = random.Random(zlib.crc32(self.pid.encode()))
         self.counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}
         self.acked_to: dict[int, int] = {}  # partition -> highest acknowledged offset
         self.pending: dict[int, tuple[int, int]] = {}  # seq -> (send_ms, key index)
@@ -128,13 +137,38 @@ class SequencedProducer:
             }
         self.record.write_status(self.record.status_name("producer", self.pid), snap)
 
+    def _end_transaction(self, txn: int, first_seq: int, records: int, begin_ms: int) -> None:
+        """Commit the transaction, or abort it when the draw says so (abort_fraction); its records'
+        rows are written with its outcome, then its row in the transactions ledger."""
+        meant = "abort" if self.draws.random() < self.cfg["abort_fraction"] else "commit"
+        outcome, why = self.client.end(txn, meant == "commit", timeout_s=TRANSACTION_WAIT_S)
+        row = {
+            "producer_id": self.pid,
+            "txn": txn,
+            "first_seq": first_seq,
+            "records": records,
+            "outcome": outcome,
+            "meant": meant,
+            "error": why,
+            "begin_ms": begin_ms,
+            "end_ms": now_ms(),
+            "dc": self.dc,
+            **({"cluster": self.cluster} if self.cluster else {}),
+        }
+        try:
+            self.transactions.write(row)
+        except LedgerError as exc:
+            self.broken = str(exc)
+            self.stop.event.set()
+
     def run(self) -> int:
         cfg = self.cfg
-        rate, count = cfg.get("rate"), cfg.get("count")
+        rate, count, size = cfg.get("rate"), cfg.get("count"), cfg.get("transaction_size")
         end = time.monotonic() + cfg["duration_s"] if cfg.get("duration_s") else None
         start = time.monotonic()
         last_report = 0.0
-        seq = 0
+        seq = txn = 0
+        begin_ms = first_seq = None  # the open transaction's, if any
         while not self.stop and (count is None or seq < count) and (end is None or time.monotonic() < end):
             if rate:
                 ahead = start + seq / rate - time.monotonic()
@@ -142,11 +176,19 @@ class SequencedProducer:
                     if self.stop.wait(min(ahead, 0.05)):
                         break
                     continue
+            if size and first_seq is None:
+                self.client.begin()
+                begin_ms, first_seq = now_ms(), seq
             self._send(seq)
             seq += 1
+            if size and seq - first_seq == size:
+                self._end_transaction(txn, first_seq, size, begin_ms)
+                txn, first_seq = txn + 1, None
             if time.monotonic() - last_report > 1.0:
                 self._report()
                 last_report = time.monotonic()
+        if first_seq is not None and seq > first_seq:  # stopped within a transaction: it ends too
+            self._end_transaction(txn, first_seq, seq - first_seq, begin_ms)
         # Let in-flight records resolve within the client's effective delivery timeout, then
         # record the rest as indeterminate: never drop a row.
         self.client.flush(int(self.client.settings["delivery.timeout.ms"]) / 1000 + 5)
@@ -162,6 +204,8 @@ class SequencedProducer:
         except LedgerError as exc:
             self.broken = self.broken or str(exc)
         self.intents.close(sent=seq)
+        if self.transactions is not None:
+            self.transactions.close()
         if self.broken:
             print(f"producer {self.pid}: stopped sending: {self.broken}", file=sys.stderr)
             return 1

@@ -80,6 +80,10 @@ class WorkloadSpec:
     # consume_ms is later by at most the wait; no produce latency depends on it.
     fetch_min_bytes: int = 64 * 1024
     fetch_max_wait_ms: int = 200
+    # Transactions (the java client): each producer writes this many records per transaction and
+    # aborts this share of them on purpose; consumers and the audit then read committed records only.
+    transaction_size: int | None = None
+    abort_fraction: float = 0.0
 
     @classmethod
     def for_client(cls, client: str = "confluent", **given) -> WorkloadSpec:
@@ -106,6 +110,13 @@ class WorkloadSpec:
             raise ValueError(f"consumers must be >= 0, got {self.consumers}")
         if self.client not in CLIENTS:
             raise ValueError(f"client must be one of {', '.join(CLIENTS)}, got {self.client!r}")
+        if self.transaction_size is not None and not (self.transaction_size > 0 and self.client == "java"):
+            raise ValueError(
+                f"transactions need a size > 0 and the java client (the {self.client} client's are not "
+                f"driven by the workload), got {self.transaction_size} on {self.client}"
+            )
+        if not (0 <= self.abort_fraction < 1) or (self.abort_fraction and not self.transaction_size):
+            raise ValueError(f"abort_fraction must be in [0, 1) and needs transactions, got {self.abort_fraction}")
         if self.client != "java":
             unset = [name for name in CLIENT_DEFAULTS["java"] if getattr(self, name) is None]
             if unset:

@@ -41,6 +41,7 @@ def start_workload(
     t = context.topology(configuration)
     inv = context.inventory(configuration)
     client, planned = context.producer_client(configuration)
+    size, aborts = context.transactions(configuration)
     given = {"retries": None if retries is None else int(retries)}
     given["idempotence"] = bool(idempotence) if idempotence is not None else planned
     spec = wl.WorkloadSpec.for_client(
@@ -52,6 +53,8 @@ def start_workload(
         duration_s=None,
         record_size=int(record_size),
         acks=t.acks,
+        transaction_size=size,
+        abort_fraction=aborts,
         **{k: v for k, v in given.items() if v is not None},
     )
     try:

@@ -54,6 +54,8 @@ def drill_args(**given):
         keep_topic=False,
         client="confluent",
         idempotence=None,
+        transactions=None,
+        abort_fraction=None,
     )
     return argparse.Namespace(**{**defaults, **given})
 
@@ -109,6 +111,8 @@ def test_a_drill_can_have_settings_of_its_own_on_the_stack_lab(tmp_path, capsys)
         "keep_topic": False,
         "client": "confluent",
         "idempotence": "default",
+        "transaction_size": 0,
+        "abort_fraction": 0.0,
         "dc": "dc-a",
         "other_dc": "dc-b",
         "observers_avoid": ["dc-a"],

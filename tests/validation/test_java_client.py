@@ -149,3 +149,39 @@ def test_the_program_reports_the_clients_effective_defaults_and_an_unreachable_b
     )
     assert settings["retries"] == "2147483647"
     assert second.startswith("n\t-1\t") and "not present in metadata" in second
+
+
+def test_a_transactional_producer_has_an_id_of_its_own_a_short_timeout_and_readers_read_committed():
+    cfg = _cfg(transaction_size=100, topic="dcdrill-t", group="dcdrill-g", consumer_id="c1", dc="dc-a")
+    props = java_client.properties(cfg)
+    assert props["transactional.id"] == "dcdrill-dcdrill-t-p1"  # within the stacks' `dcdrill` prefixed ACL
+    assert int(props["transaction.timeout.ms"]) == java_client.TRANSACTION_TIMEOUT_MS
+    cfg |= {"fetch_min_bytes": 1, "fetch_max_wait_ms": 100}
+    assert java_client.consumer_properties(cfg)["isolation.level"] == "read_committed"
+    assert "isolation.level" not in java_client.consumer_properties({**cfg, "transaction_size": None})
+    assert "transactional.id" not in java_client.properties(_cfg())
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ({"client": "confluent", "transaction_size": 10}, "transactions need a size > 0 and the java client"),
+        ({"client": "java", "transaction_size": 0}, "transactions need a size > 0"),
+        ({"client": "java", "transaction_size": 10, "abort_fraction": 1.0}, "abort_fraction must be in"),
+        ({"client": "java", "abort_fraction": 0.5}, "needs transactions"),
+    ],
+)
+def test_transactions_are_refused_where_the_workload_cannot_drive_them(given, why):
+    with pytest.raises(ValueError, match=why):
+        wl.WorkloadSpec.for_client(**given).check()
+
+
+def test_the_drills_preflight_refuses_transactions_without_the_java_client():
+    from dcdrill import drill
+    from tests.dcdrill.test_drill_command import drill_args
+
+    problems = drill.Plan(drill_args(transactions=10)).problems
+    assert any("--transactions needs" in p and "confluent" in p for p in problems), problems
+    assert drill.Plan(drill_args(client="java", transactions=10, abort_fraction=0.2)).problems == []
+    problems = drill.Plan(drill_args(client="java", abort_fraction=0.2)).problems
+    assert any("--abort-fraction must be in [0, 1) and needs --transactions" in p for p in problems), problems

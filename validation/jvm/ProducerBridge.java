@@ -17,6 +17,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -30,9 +32,11 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * <p>stdin: the producer's properties (java.util.Properties lines, passwords included: a pipe,
  * never argv), an empty line, then one command per line, fields tab-separated:
  * {@code s seq partition topic key value [header=value ...]} send; {@code p topic} partition
- * count; {@code f} flush; end of input closes. stdout: {@code i} the effective settings (a
- * Properties block's lines, tab-separated), {@code a seq offset} acknowledged, {@code e seq class
- * message} failed, {@code n count|-1 why} partitions, {@code f} flushed.
+ * count; {@code f} flush; with a transactional.id, {@code b} begin a transaction and {@code c
+ * txn} commit it or {@code x txn} abort it; end of input closes. stdout: {@code i} the effective
+ * settings (a Properties block's lines, tab-separated), {@code a seq offset} acknowledged,
+ * {@code e seq class message} failed, {@code n count|-1 why} partitions, {@code f} flushed,
+ * {@code t txn committed|aborted|unknown [why]} a transaction's end.
  */
 public final class ProducerBridge {
     // The settings the record keeps, as the client resolved them (ProducerConfig's defaults included).
@@ -40,6 +44,7 @@ public final class ProducerBridge {
         "acks", "enable.idempotence", "retries", "delivery.timeout.ms", "request.timeout.ms",
         "linger.ms", "batch.size", "max.in.flight.requests.per.connection", "max.block.ms",
         "retry.backoff.ms", "compression.type", "socket.connection.setup.timeout.ms",
+        "transaction.timeout.ms",
     };
 
     private static OutputStream answerStream;
@@ -66,7 +71,9 @@ public final class ProducerBridge {
         writer.setDaemon(true);
         writer.start();
         answers.put(effective(props));
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+        boolean transactional = props.containsKey(ProducerConfig.TRANSACTIONAL_ID_CONFIG);
+        KafkaProducer<byte[], byte[]> producer = open(props, transactional);
+        try {
             for (String line = in.readLine(); line != null; line = in.readLine()) {
                 String[] f = line.split("\t", -1);
                 switch (f[0]) {
@@ -80,14 +87,83 @@ public final class ProducerBridge {
                         producer.flush();
                         answers.put("f");
                         break;
+                    case "b":
+                        producer.beginTransaction();
+                        break;
+                    case "c":
+                    case "x":
+                        String outcome = end(producer, f[0].equals("c"), props);
+                        if (outcome.startsWith("unknown")) {  // its state is lost: a new producer fences the old
+                            producer.close(Duration.ZERO);
+                            producer = open(props, true);
+                        }
+                        answers.put("t\t" + f[1] + "\t" + outcome);
+                        break;
                     default:
                         throw new IOException("unknown command: " + f[0]);
                 }
             }
+        } finally {
             producer.close(Duration.ofSeconds(5));  // what is still in flight is answered first
         }
         answers.put("");  // the writer's sign to flush and stop
         writer.join(5000);
+    }
+
+    /** A producer; a transactional one is registered with its coordinator (retried until it is). */
+    private static KafkaProducer<byte[], byte[]> open(Properties props, boolean transactional)
+            throws InterruptedException {
+        while (true) {
+            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props);
+            if (!transactional) {
+                return producer;
+            }
+            try {
+                producer.initTransactions();
+                return producer;
+            } catch (TimeoutException e) {  // the coordinator is out of reach (a DC loss): again
+                producer.close(Duration.ZERO);
+                Thread.sleep(1000);
+            }
+        }
+    }
+
+    /**
+     * Commit (or abort) the open transaction: {@code committed}, {@code aborted}, or {@code
+     * unknown<TAB>why} when neither can be known. A commit that times out is retried, as the
+     * client allows, until the transaction's own timeout has passed; a commit refused otherwise
+     * is aborted instead, and an abort that fails leaves the outcome unknown.
+     */
+    private static String end(KafkaProducer<byte[], byte[]> producer, boolean commit, Properties props) {
+        long deadline = System.currentTimeMillis()
+            + Long.parseLong(props.getProperty(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000"));
+        String why = "";
+        if (commit) {
+            while (true) {
+                try {
+                    producer.commitTransaction();
+                    return "committed";
+                } catch (TimeoutException e) {
+                    why = failure(e);
+                    if (System.currentTimeMillis() > deadline) {
+                        return "unknown\t" + why;
+                    }
+                } catch (KafkaException e) {  // a record of it failed, or the producer was fenced
+                    why = failure(e);
+                    break;
+                }
+            }
+        }
+        try {
+            producer.abortTransaction();
+            return "aborted" + (why.isEmpty() ? "" : "\t" + why);
+        } catch (KafkaException e) {
+            return "unknown\t" + (why.isEmpty() ? "" : why + "; then ") + failure(e);
+        }
+    }
+
+    private static String failure(Exception e) {
+        return e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).replace('\t', ' ').replace('\n', ' ');
     }
 
     private static String effective(Properties props) {
