@@ -1,7 +1,9 @@
 """The final audit: after the cluster has healed, read every partition from its log start to
-its end with `assign` (no group, no commits) into audit/audit.jsonl; on a replicated stack, each
-cluster's topics (the drill's, and MM2's remote copies) into audit/<cluster>.jsonl, identities
-and origin cluster read from the records' headers (which MM2 copies).
+its end with `assign` (no group, no commits) into audit/audit.jsonl, on the drill's client
+(kafka-python, or Kafka's own Java consumer for the java client), read committed after
+transactions; on a replicated stack, each cluster's topics (the drill's, and MM2's remote
+copies) into audit/<cluster>.jsonl, identities and origin cluster read from the records'
+headers (which MM2 copies).
 
     python -m dcdrill.validation.audit --config JSON
 """
@@ -15,7 +17,7 @@ import time
 
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
-from dcdrill.validation import clients
+from dcdrill.validation import clients, java_client
 
 
 class PartitionOffline(RuntimeError):
@@ -36,7 +38,33 @@ def run(cfg: dict) -> int:
     return 0
 
 
+def audit_topic_java(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
+    """The same audit on Kafka's own Java consumer (the java client's drills)."""
+    rows = []
+    try:
+        for partition, offset, timestamp, value, pid, seq, origin in java_client.audit_rows(
+            cfg, topic, float(cfg.get("audit_timeout_s", 120))
+        ):
+            if pid is None or seq is None:  # a stretched stack's records carry it in the value only
+                pid, seq, _ = clients.decode_value(value.encode())
+            else:
+                seq = int(seq) if seq.isdigit() else None
+            row = {"topic": topic, "partition": partition, "offset": offset, "producer_id": pid, "seq": seq}
+            row |= {"timestamp_ms": timestamp, **extra}
+            if extra:
+                row["origin"] = origin
+            rows.append(row)
+            if len(rows) >= 5000:
+                ledger.write_many(rows)
+                rows = []
+    except RuntimeError as exc:
+        raise PartitionOffline(str(exc)) from None
+    ledger.write_many(rows)
+
+
 def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
+    if cfg["client"] == "java":
+        return audit_topic_java(cfg, topic, ledger, extra)
     from kafka import KafkaConsumer, TopicPartition
 
     timeout_s = float(cfg.get("audit_timeout_s", 120))

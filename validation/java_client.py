@@ -21,7 +21,7 @@ from dcdrill.validation import outcomes
 
 JVM = Path(__file__).parent / "jvm"
 JAR = JVM / "dcdrill-workload.jar"  # infra/agent_runtime.JAVA_WORKLOAD_JAR, in the bundle
-MAIN, CONSUMER_MAIN = "dcdrill.ProducerBridge", "dcdrill.ConsumerBridge"
+MAIN, CONSUMER_MAIN, AUDIT_MAIN = "dcdrill.ProducerBridge", "dcdrill.ConsumerBridge", "dcdrill.AuditBridge"
 # A small heap and C1 only: the JVM forwards records, and starts in a second on a busy host.
 JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 # The spec's settings (validation/workload.py names) in the Java client's; None: not given.
@@ -320,3 +320,33 @@ class JavaConsumer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return self.proc.wait()
+
+
+def audit_properties(cfg: dict) -> dict[str, str]:
+    """The audit's Java properties: no group; read committed after transactions."""
+    return {
+        "bootstrap.servers": ",".join(cfg["bootstrap"]),
+        "client.id": "dcdrill-audit",
+        "max.poll.records": "5000",
+        "fetch.max.bytes": str(50 * 1024 * 1024),
+        "isolation.level": "read_committed" if cfg.get("transaction_size") else "read_uncommitted",
+    } | security(cfg.get("security") or {})
+
+
+def audit_rows(cfg: dict, topic: str, timeout_s: float):
+    """Each record of `topic` from log start to end as (partition, offset, timestamp, value,
+    producer, seq, origin), read by Kafka's own consumer (AuditBridge.java); RuntimeError naming
+    why when a partition cannot be read (offline)."""
+    proc = subprocess.Popen(command(cfg, AUDIT_MAIN), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc.stdin.write((_block(audit_properties(cfg)) + f"{topic}\n{int(timeout_s * 1000)}\n").encode())
+    proc.stdin.close()
+    ended = None
+    for raw in proc.stdout:
+        f = raw.decode(errors="replace").rstrip("\n").split("\t")
+        if f[0] == "r":
+            yield int(f[1]), int(f[2]), int(f[3]), f[4], f[5] or None, f[6] or None, f[7] or None
+        else:
+            ended = f
+    code = proc.wait()
+    if ended is None or ended[0] != "d":
+        raise RuntimeError(ended[1] if ended and len(ended) > 1 else f"the Java audit exited {code}; see its log")

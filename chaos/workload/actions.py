@@ -154,8 +154,11 @@ def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = N
     of it too (audit/<cluster>.jsonl, RECORD.md)."""
     topic = topic or context.drill_topic(configuration)
     d, run = context.deployment(configuration), context.run_dir(configuration)
+    # The plan's client reads it, and read committed after transactions, as the consumers did.
+    (client, _), (size, aborts) = context.producer_client(configuration), context.transactions(configuration)
+    spec = wl.WorkloadSpec.for_client(client, topic=topic, transaction_size=size, abort_fraction=aborts)
     if not d.replicated:
-        wl.audit(run, context.inventory(configuration), wl.WorkloadSpec(topic=topic), timeout_s=float(timeout_s))
+        wl.audit(run, context.inventory(configuration), spec, timeout_s=float(timeout_s))
         return {"audit": str(run / "audit")}
     stack = context.stack_name(configuration)
     read = {}
@@ -167,7 +170,7 @@ def run_audit(timeout_s: float = 120, topic: str = None, configuration: dict = N
         wl.audit(
             run,
             lifecycle.inventory(stack, c.name),
-            wl.WorkloadSpec(topic=topic),
+            spec,
             timeout_s=float(timeout_s),
             cluster=c.name,
             topics=topics,

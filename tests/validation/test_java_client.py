@@ -185,3 +185,10 @@ def test_the_drills_preflight_refuses_transactions_without_the_java_client():
     assert drill.Plan(drill_args(client="java", transactions=10, abort_fraction=0.2)).problems == []
     problems = drill.Plan(drill_args(client="java", abort_fraction=0.2)).problems
     assert any("--abort-fraction must be in [0, 1) and needs --transactions" in p for p in problems), problems
+
+
+def test_the_audit_reads_committed_records_only_after_transactions():
+    cfg = _cfg(transaction_size=100)
+    assert java_client.audit_properties(cfg)["isolation.level"] == "read_committed"
+    assert java_client.audit_properties(_cfg())["isolation.level"] == "read_uncommitted"
+    assert "group.id" not in java_client.audit_properties(cfg)

@@ -155,6 +155,9 @@ public final class ProducerBridge {
             }
         }
         try {
+            if (!commit) {  // an abort on purpose: its records reach the log first, so readers must skip them
+                producer.flush();
+            }
             producer.abortTransaction();
             return "aborted" + (why.isEmpty() ? "" : "\t" + why);
         } catch (KafkaException e) {
