@@ -40,6 +40,7 @@ PACKAGES = (
 PYTHON_VERSION = "3.11"
 PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 JAVA_WORKLOAD_JAR = "dcdrill-workload.jar"  # its name in the bundle (validation/java_client.py)
+JAVA_UNAVAILABLE = "UNAVAILABLE.txt"  # in its place when the control could not compile it
 LAYERS = ("infra", "record", "validation")  # dcdrill's subpackages an agent imports
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entries' time: the same modules give the same bytes
 
@@ -102,9 +103,17 @@ def bundle(cache: Path) -> Path:
     files = [(f"dcdrill/{f.relative_to(root)}", f) for f in modules] + [
         (f"dcdrill/shipped/{f.relative_to(SHIPPED)}", f) for f in sorted(SHIPPED.glob("roles/*/defaults/main.yml"))
     ]
-    # The Java workload (validation/java_client.py): its compiled program and log settings.
+    # The Java workload (validation/java_client.py): its compiled program and log settings. A
+    # control that cannot compile it (no javac, no Kafka jars in its cache) ships why instead:
+    # the java client then says so on the host, and the other clients run as ever.
     files += [(f"dcdrill/validation/jvm/{f.name}", f) for f in sorted(workload_jar.SOURCES.glob("log4j*.properties"))]
-    files.append((f"dcdrill/validation/jvm/{JAVA_WORKLOAD_JAR}", workload_jar.ensure()))
+    try:
+        files.append((f"dcdrill/validation/jvm/{JAVA_WORKLOAD_JAR}", workload_jar.ensure()))
+    except workload_jar.WorkloadJarUnavailable as exc:
+        why = cache / "agent" / "java-workload-unavailable.txt"
+        why.parent.mkdir(parents=True, exist_ok=True)
+        why.write_text(f"{exc}\n")
+        files.append((f"dcdrill/validation/jvm/{JAVA_UNAVAILABLE}", why))
     digest = hashlib.sha256()
     for name, f in files:
         digest.update(name.encode() + b"\0" + f.read_bytes())

@@ -118,7 +118,9 @@ def _block(props: dict[str, str]) -> str:
 def command(cfg: dict, main: str = MAIN) -> list[str]:
     """The JVM's argv: no setting and no secret in it (they go on its stdin)."""
     if not JAR.is_file():
-        raise RuntimeError(f"no Java workload program at {JAR}: this host's dcdrill bundle lacks it")
+        why = JVM / "UNAVAILABLE.txt"  # infra/agent_runtime.JAVA_UNAVAILABLE
+        said = why.read_text().strip() if why.is_file() else "this host's dcdrill bundle lacks it"
+        raise RuntimeError(f"no Java workload program at {JAR}: {said}")
     libs = cfg.get("kafka_libs")
     if not libs:
         raise RuntimeError("the java client needs kafka_libs: the folder of this host's Kafka jars")

@@ -60,3 +60,15 @@ def test_a_new_bundle_replaces_the_earlier_ones_on_the_control(tmp_path):
     wheels.write_bytes(b"not a bundle")
     bundle = agent_runtime.bundle(tmp_path)
     assert sorted(p.name for p in bundle.parent.iterdir()) == sorted([bundle.name, wheels.name])
+
+
+def test_a_control_that_cannot_compile_the_java_workload_ships_why_and_the_rest(tmp_path, monkeypatch):
+    """No Kafka jars in the cache (no setup yet): the bundle still holds every module, and says why
+    the java client cannot run instead of its program (validation/java_client.command reads it)."""
+    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path / "empty"))
+    with zipfile.ZipFile(agent_runtime.bundle(tmp_path / "a")) as z:
+        names = set(z.namelist())
+        why = z.read(f"dcdrill/validation/jvm/{agent_runtime.JAVA_UNAVAILABLE}").decode()
+    assert "dcdrill/validation/java_client.py" in names
+    assert f"dcdrill/validation/jvm/{agent_runtime.JAVA_WORKLOAD_JAR}" not in names
+    assert "Kafka's jars" in why and "dcdrill setup" in why

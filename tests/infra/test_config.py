@@ -264,6 +264,7 @@ def test_sasl_inventory_names_users_super_users_and_declared_acls():
     assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_access_acls"]} == {
         ("User:workload", "topic", "dcdrill", "prefixed"),
         ("User:workload", "group", "dcdrill", "prefixed"),
+        ("User:workload", "transactional_id", "dcdrill", "prefixed"),
     }
 
 
