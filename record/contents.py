@@ -123,6 +123,22 @@ def parse_failovers(data: bytes, name: str) -> list[dict]:
     return sorted(_lines(models.Failover, data, name, "a failover"), key=lambda r: r["at_ms"])
 
 
+def parse_transactions(data: bytes, name: str) -> list[dict]:
+    """transactions/<producer>.jsonl (RECORD.md): one producer's transactions, by txn; they
+    number 0, 1, 2, ... and their records follow each other from seq 0 on."""
+    rows = sorted(_lines(models.Transaction, data, name, "a transaction"), key=lambda r: r["txn"])
+    seq = 0
+    for n, r in enumerate(rows):
+        if r["txn"] != n or r["first_seq"] != seq:
+            raise ValueError(
+                f"{name}: transaction {r['txn']} (first seq {r['first_seq']}) breaks the run 0, 1, ... from seq 0"
+            )
+        seq += r["records"]
+    if len({r["producer_id"] for r in rows}) > 1:
+        raise ValueError(f"{name}: transactions of more than one producer")
+    return rows
+
+
 def check_audit_end(data, name: str) -> dict:
     """audit-end.json (RECORD.md): {ledger file name: {"rows": n, "bytes": n}}."""
     return validated(models.AuditEnds, data, name)

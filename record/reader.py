@@ -45,6 +45,7 @@ from dcdrill.record.contents import (
     parse_faults,
     parse_mirror_events,
     parse_mirror_waits,
+    parse_transactions,
     parses_as_json,
 )
 from dcdrill.record.files import LOCAL, RecordFiles, is_remote
@@ -250,6 +251,14 @@ class RecordReader:
     def coordination(self) -> list[dict]:
         """coordination.jsonl's samples, oldest first; missing: none."""
         return self._lines(COORDINATION, parse_coordination) or []
+
+    def transactions(self) -> list[dict]:
+        """Every transactional producer's transactions (transactions/*.jsonl); none: no transactions."""
+        out = []
+        for path in self.files.listdir(self.uri("transactions")) or []:  # full paths, sorted
+            if path.endswith(".jsonl"):
+                out += self._lines(f"transactions/{path.rsplit('/', 1)[-1]}", parse_transactions) or []
+        return out
 
     def failovers(self) -> list[dict]:
         """failovers.jsonl, oldest first; missing: none."""

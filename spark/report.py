@@ -262,12 +262,30 @@ acks={topo.get("acks")}. Datacenters: {dcs}.</p>
 {_latency(summary)}
 <p>Data-loss window (send times of the lost acknowledged records): {html.escape(_loss_window(summary))}</p>
 {_examples(summary)}
+{_transactions(summary)}
 {fig}
 <h2>By phase</h2>{html_table(summary["phases"], ["phase"] + cols)}
 {_by_dc(summary, cols)}
 {_by_partition(summary["by_partition"], cols)}
 <h2>Counts</h2>{counts}
 <p>Definitions: RECORD.md in the dcdrill repository. {html.escape(_engine(summary))}</p></body></html>"""
+
+
+def _transactions(summary: dict) -> str:
+    """A record with transactions (spark/transactions.py): each outcome, each anomaly's count, and
+    the transactions it names."""
+    tx = summary.get("transactions")
+    if not tx:
+        return ""
+    outcomes = ", ".join(f"{n} {o}" for o, n in tx["outcomes"].items())
+    counts = html_table([tx["counts"]], list(tx["counts"]))
+    named = html_table(tx["examples"], ["kind", "producer", "txn", "outcome", "records", "in_log", "reads"])
+    return (
+        f"<h2>Transactions</h2><p>{tx['transactions']} transactions: {html.escape(outcomes)}. Read committed, each "
+        "must be all or nothing in the log, and no consumer may be given an aborted one's records.</p>"
+        + counts
+        + (named if tx["examples"] else "")
+    )
 
 
 def _by_dc(summary: dict, cols: list[str]) -> str:

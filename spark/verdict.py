@@ -38,6 +38,16 @@ def rules_for(topology: dict) -> list[tuple[str, str]]:
     return out
 
 
+# A record with transactions (spark/transactions.py), consistency-first: each must be all or nothing.
+TRANSACTION_RULES = (
+    ("no-lost-commits", "lost_commits", "lost_commits = 0: every transaction told committed is in the log"),
+    ("no-torn-transactions", "torn_transactions", "torn_transactions = 0: a committed transaction is whole in the log"),
+    ("unknown-all-or-nothing", "unknown_torn", "unknown_torn = 0: a transaction of unknown outcome is all or nothing"),
+    ("no-aborted-in-log", "aborted_in_log", "aborted_in_log = 0: read committed, no aborted transaction's record"),
+    ("no-aborted-reads", "aborted_reads", "aborted_reads = 0: no read-committed consumer got an aborted record"),
+)
+
+
 def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]]:
     """(verdict, violations, results per rule)."""
     c = summary["counts"]
@@ -83,6 +93,14 @@ def evaluate(topology: dict, summary: dict) -> tuple[str, list[dict], list[dict]
             if rule == "no-acked-loss" and not ok and summary.get("data_loss_window"):
                 numbers["data_loss_window"] = summary["data_loss_window"]
         results.append({"rule": rule, "description": description, "passed": ok, "message": message, "numbers": numbers})
+    transactions = summary.get("transactions")
+    if transactions and topology.get("profile") == "consistency-first":
+        for rule, name, description in TRANSACTION_RULES:
+            value = transactions["counts"][name]
+            message = f"{name} = {value}" + ("" if value == 0 else " (allowed 0)")
+            numbers = {name: value, "allowed": 0}
+            result = {"rule": rule, "description": description, "passed": value == 0}
+            results.append(result | {"message": message, "numbers": numbers})
     violations = [
         {"rule": r["rule"], "message": r["message"], "numbers": r["numbers"]} for r in results if not r["passed"]
     ]

@@ -44,6 +44,7 @@ from dcdrill.spark import (
     report_files,
     session,
     storage,
+    transactions,
     verdict,
 )
 from dcdrill.spark.ledgers import BadInput, bad_row, load, locate_problem, locate_problem_parquet, locate_produced
@@ -234,6 +235,7 @@ def verify(
                 topic=topics.pop() if len(topics) == 1 else None,
             )
         )
+    summary["transactions"] = transactions.check(spark, record, A, C)  # None: a record without transactions
     # What ran the check: a verdict is easier to trust (and to reproduce) with its engine named.
     summary["spark"] = {"version": spark.version, "master": spark.sparkContext.master, "shuffle_partitions": partitions}
     if when_spark_done is not None and not record.remote:  # no Spark call below this line
