@@ -45,6 +45,12 @@ def one_screen(summary: dict) -> str:
         f"offset mismatches {c['ack_offset_mismatch']}",
         f"  max ack gap {c['max_ack_gap_ms']} ms, torn lines {c['torn_lines']}",
     ]
+    if tx := summary.get("transactions"):
+        outcomes = ", ".join(f"{o} {n}" for o, n in tx["outcomes"].items())
+        lines.append(
+            f"  transactions {tx['transactions']}: {outcomes}; "
+            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in tx["counts"].items())
+        )
     for f in summary["faults"]:
         lines.append(
             f"  fault {f['fault']} {f['target']}: {((f.get('end_ms') or 0) - f['start_ms']) / 1000:.1f}s, "

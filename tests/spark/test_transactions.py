@@ -82,6 +82,9 @@ def test_each_transaction_anomaly_is_counted_exactly_and_fails_consistency_first
         assert summary["verdict"] == "fail" and {e["kind"] for e in tx["examples"]} == set(counts)
     run = tmp_path / "run"
     assert "<h2>Transactions</h2>" in (run / "report" / "index.html").read_text()
+    from dcdrill.spark.report_files import one_screen
+
+    assert f"  transactions {len(outcomes)}: " in one_screen(summary)
     junit = (run / "report" / "junit.xml").read_text()
     assert all(f'name="{rule}"' in junit for rule in named.values()), junit[:2000]
 
