@@ -29,6 +29,18 @@ def _libs(cache: Path) -> Path:
     return cache / KAFKA_VERSIONS[min(KAFKA_VERSIONS, key=lambda v: tuple(map(int, v.split("."))))] / "libs"
 
 
+def write_jar(classes: Path, jar: Path) -> None:
+    """The .class files under `classes` as `jar`, written whole or not at all, with fixed times:
+    the same sources give the same bytes (a class-data archive keyed by its digest stays valid)."""
+    partial = jar.with_suffix(".tmp")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+        entries = [("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: dcdrill\r\n\r\n")]
+        entries += [(str(c.relative_to(classes)), c.read_bytes()) for c in sorted(classes.rglob("*.class"))]
+        for name, data in entries:
+            out.writestr(zipfile.ZipInfo(name, FIXED_TIME), data, zipfile.ZIP_DEFLATED)
+    os.replace(partial, jar)
+
+
 def sources() -> list[Path]:
     return sorted(SOURCES.glob("*.java"))
 
@@ -57,13 +69,7 @@ def ensure() -> Path:
         )
         if done.returncode != 0:
             raise WorkloadJarUnavailable(f"javac failed on validation/jvm:\n{done.stderr[-3000:]}")
-        partial = jar.with_suffix(".tmp")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
-            entries = [("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: dcdrill\r\n\r\n")]
-            entries += [(str(c.relative_to(tmp)), c.read_bytes()) for c in sorted(Path(tmp).rglob("*.class"))]
-            for name, data in entries:  # fixed times: the same sources give the same jar
-                out.writestr(zipfile.ZipInfo(name, FIXED_TIME), data, zipfile.ZIP_DEFLATED)
-        os.replace(partial, jar)
+        write_jar(Path(tmp), jar)
     for older in jar.parent.glob("dcdrill-workload-*.jar"):
         if older != jar:
             older.unlink(missing_ok=True)

@@ -16,9 +16,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
+from dcdrill.infra import workload_jar
 from dcdrill.spark import cds
 
 SOURCES = Path(__file__).parent / "jvm"
@@ -101,15 +101,7 @@ def compile_jar(jar: Path) -> str:
         )
         if done.returncode != 0:
             raise KernelsUnavailable(f"javac failed on spark/jvm:\n{done.stderr[-3000:]}")
-        partial = jar.with_suffix(".tmp")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
-            # Fixed times: the same sources give the same jar, so the class-data archive keyed by
-            # its digest (spark/cds.py) stays valid.
-            entries = [("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: dcdrill\r\n\r\n")]
-            entries += [(str(c.relative_to(tmp)), c.read_bytes()) for c in sorted(Path(tmp).rglob("*.class"))]
-            for name, data in entries:
-                out.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
-        os.replace(partial, jar)
+        workload_jar.write_jar(Path(tmp), jar)  # fixed times: spark/cds.py keys its archive by the digest
     return _key()
 
 

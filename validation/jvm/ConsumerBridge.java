@@ -3,9 +3,7 @@ package dcdrill;
 
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
@@ -37,15 +35,9 @@ public final class ConsumerBridge {
     private static PrintStream answers;
 
     public static void main(String[] args) throws Exception {
-        answers = new PrintStream(System.out, false, StandardCharsets.UTF_8);
-        System.setOut(System.err);  // a logger's console output must not mix with the answers
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        StringBuilder block = new StringBuilder();
-        for (String line = in.readLine(); line != null && !line.isEmpty(); line = in.readLine()) {
-            block.append(line).append('\n');
-        }
-        Properties props = new Properties();
-        props.load(new StringReader(block.toString()));
+        answers = Bridge.answers();
+        BufferedReader in = Bridge.stdin();
+        Properties props = Bridge.properties(in);
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");

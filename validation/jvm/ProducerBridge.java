@@ -3,9 +3,7 @@ package dcdrill;
 
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
-import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -51,16 +49,9 @@ public final class ProducerBridge {
     private final LinkedBlockingQueue<String> answers = new LinkedBlockingQueue<>();
 
     public static void main(String[] args) throws Exception {
-        // The answers own stdout: whatever else prints there (a logger's console) goes to stderr.
-        answerStream = System.out;
-        System.setOut(System.err);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        StringBuilder block = new StringBuilder();
-        for (String line = in.readLine(); line != null && !line.isEmpty(); line = in.readLine()) {
-            block.append(line).append('\n');
-        }
-        Properties props = new Properties();
-        props.load(new StringReader(block.toString()));
+        answerStream = Bridge.answers();
+        BufferedReader in = Bridge.stdin();
+        Properties props = Bridge.properties(in);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         new ProducerBridge().run(props, in);
