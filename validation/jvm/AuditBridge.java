@@ -12,14 +12,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * The final audit of one topic on Kafka's own Java consumer (validation/audit.py starts it):
@@ -37,10 +35,7 @@ public final class AuditBridge {
     public static void main(String[] args) throws Exception {
         PrintStream out = Bridge.answers();
         BufferedReader in = Bridge.stdin();
-        Properties props = Bridge.properties(in);
-        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        Properties props = Bridge.consumerProperties(in);
         String topic = in.readLine();
         long timeoutMs = Long.parseLong(in.readLine().trim());
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {

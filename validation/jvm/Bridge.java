@@ -8,6 +8,8 @@ import java.io.PrintStream;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /** What the workload's JVM programs share: their stdin and stdout as validation/java_client.py speaks them. */
 final class Bridge {
@@ -32,6 +34,15 @@ final class Bridge {
         }
         Properties props = new Properties();
         props.load(new StringReader(block.toString()));
+        return props;
+    }
+
+    /** A consumer's properties: bytes in, and no commit but those the program makes itself. */
+    static Properties consumerProperties(BufferedReader in) throws IOException {
+        Properties props = properties(in);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         return props;
     }
 }

@@ -11,13 +11,11 @@ import java.util.List;
 import java.util.Properties;
 import java.util.StringJoiner;
 import java.util.concurrent.LinkedBlockingQueue;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Kafka's own Java consumer, one member of the workload's group, for validation/java_client.py.
@@ -37,10 +35,7 @@ public final class ConsumerBridge {
     public static void main(String[] args) throws Exception {
         answers = Bridge.answers();
         BufferedReader in = Bridge.stdin();
-        Properties props = Bridge.properties(in);
-        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        Properties props = Bridge.consumerProperties(in);
         String topic = in.readLine();
         LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
         Thread reader = new Thread(() -> {
