@@ -133,6 +133,7 @@ def test_transactions_on_the_java_client_commit_and_abort_and_readers_see_only_t
     assert {(r["producer_id"], r["seq"]) for r in rows(run, "consumed")} <= committed
     verified = subprocess.run(DCDRILL + ["verify", str(run)], capture_output=True, text=True, timeout=300)
     assert verified.returncode == 0 and "verdict: PASS" in verified.stdout, verified.stdout + verified.stderr
+    assert "lost commits 0, torn transactions 0, unknown torn 0, aborted in log 0, aborted reads 0" in verified.stdout
 
 
 def _progress(run, name: str) -> int:
