@@ -17,7 +17,7 @@ import time
 
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
-from dcdrill.validation import clients, java_client
+from dcdrill.validation import clients, java_readers
 
 
 class PartitionOffline(RuntimeError):
@@ -42,7 +42,7 @@ def audit_topic_java(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None
     """The same audit on Kafka's own Java consumer (the java client's drills)."""
     rows = []
     try:
-        for partition, offset, timestamp, value, pid, seq, origin in java_client.audit_rows(
+        for partition, offset, timestamp, value, pid, seq, origin in java_readers.audit_rows(
             cfg, topic, float(cfg.get("audit_timeout_s", 120))
         ):
             if pid is None or seq is None:  # a stretched stack's records carry it in the value only

@@ -12,7 +12,7 @@ import time
 from dcdrill.infra.constants import now_ms
 from dcdrill.record import DrillRecord
 from dcdrill.record.ledger import Ledger
-from dcdrill.validation import clients, java_client
+from dcdrill.validation import clients, java_readers
 
 # Rack-aware fetching (KIP-392) after a DC comes back: the leader names the restarted broker as
 # this consumer's preferred read replica, while the consumer's metadata still lists that broker
@@ -127,12 +127,12 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
 
 
 def run_java(cfg: dict, stop: clients.StopFlag) -> int:
-    """The same member on Kafka's own Java consumer (validation/java_client.JavaConsumer), with
+    """The same member on Kafka's own Java consumer (validation/java_readers.JavaConsumer), with
     the client's own defaults: the ledger, events and status as above."""
     cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
     where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
     consumed, events = Ledger(run.consumed(cid)), Ledger(run.events(cid))
-    member = java_client.JavaConsumer(cfg)
+    member = java_readers.JavaConsumer(cfg)
     delivered, read_to, rows, last_report, said = 0, {}, [], 0.0, None
 
     def report() -> None:

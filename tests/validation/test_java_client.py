@@ -9,7 +9,7 @@ import pytest
 from dcdrill.infra import workload_jar
 from dcdrill.infra.constants import KAFKA_VERSIONS, cache_dir
 from dcdrill.record import models
-from dcdrill.validation import java_client, outcomes
+from dcdrill.validation import java_client, java_readers, outcomes
 from dcdrill.validation import workload as wl
 from dcdrill.workload_command import register, spec_from_args
 
@@ -157,8 +157,8 @@ def test_a_transactional_producer_has_an_id_of_its_own_a_short_timeout_and_reade
     assert props["transactional.id"] == "dcdrill-dcdrill-t-p1"  # within the stacks' `dcdrill` prefixed ACL
     assert int(props["transaction.timeout.ms"]) == java_client.TRANSACTION_TIMEOUT_MS
     cfg |= {"fetch_min_bytes": 1, "fetch_max_wait_ms": 100}
-    assert java_client.consumer_properties(cfg)["isolation.level"] == "read_committed"
-    assert "isolation.level" not in java_client.consumer_properties({**cfg, "transaction_size": None})
+    assert java_readers.consumer_properties(cfg)["isolation.level"] == "read_committed"
+    assert "isolation.level" not in java_readers.consumer_properties({**cfg, "transaction_size": None})
     assert "transactional.id" not in java_client.properties(_cfg())
 
 
@@ -189,6 +189,6 @@ def test_the_drills_preflight_refuses_transactions_without_the_java_client():
 
 def test_the_audit_reads_committed_records_only_after_transactions():
     cfg = _cfg(transaction_size=100)
-    assert java_client.audit_properties(cfg)["isolation.level"] == "read_committed"
-    assert java_client.audit_properties(_cfg())["isolation.level"] == "read_uncommitted"
-    assert "group.id" not in java_client.audit_properties(cfg)
+    assert java_readers.audit_properties(cfg)["isolation.level"] == "read_committed"
+    assert java_readers.audit_properties(_cfg())["isolation.level"] == "read_uncommitted"
+    assert "group.id" not in java_readers.audit_properties(cfg)
