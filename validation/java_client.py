@@ -4,6 +4,8 @@ The Python producer keeps the sequencing, the intent log and the ledger as for t
 backends; every answer the ledger keeps is the Java client's. Settings the spec leaves as None
 are the client's own defaults (idempotent, acks=all, retries without end, a two-minute delivery
 timeout); the effective ones come back from the client and go into the intent log's header.
+The JVM's command line and the properties its programs share are here too; java_readers.py has
+the consumer and the audit.
 """
 
 from __future__ import annotations
