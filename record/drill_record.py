@@ -58,7 +58,7 @@ class DrillRecord(RecordReader):
         """Info rows for what a producer reserved and never wrote an outcome for (after it ended)."""
         return recover_in_flight(self.produced(producer_id), self.intents(producer_id))
 
-    def transactions(self, producer_id: str) -> Path:
+    def transaction_log(self, producer_id: str) -> Path:
         """A transactional producer's transactions, as each ended (models.Transaction)."""
         return self.path / "transactions" / f"{producer_id}.jsonl"
 

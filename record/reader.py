@@ -252,7 +252,7 @@ class RecordReader:
         """coordination.jsonl's samples, oldest first; missing: none."""
         return self._lines(COORDINATION, parse_coordination) or []
 
-    def transactions(self) -> list[dict]:
+    def transactions_ended(self) -> list[dict]:
         """Every transactional producer's transactions (transactions/*.jsonl); none: no transactions."""
         out = []
         for path in self.files.listdir(self.uri("transactions")) or []:  # full paths, sorted

@@ -26,7 +26,7 @@ EXAMPLES = 20  # transactions named in the report, per anomaly
 
 def check(spark, record: RecordReader, A, C) -> dict | None:
     """The transactions section of the summary, or None for a record without transactions."""
-    txns = record.transactions()
+    txns = record.transactions_ended()
     if not txns:
         return None
     schema = T.StructType(

@@ -29,7 +29,7 @@ class SequencedProducer:
         self.pid, self.dc, self.topic = cfg["producer_id"], cfg.get("dc"), cfg["topic"]
         run = self.record = DrillRecord(cfg["run_dir"])
         self.ledger = Ledger(run.produced(self.pid))
-        self.transactions = Ledger(run.transactions(self.pid)) if cfg.get("transaction_size") else None
+        self.transactions = Ledger(run.transaction_log(self.pid)) if cfg.get("transaction_size") else None
         # Which transactions abort on purpose: the same draws for the same producer, run after run.
         self.draws = random.Random(zlib.crc32(self.pid.encode()))
         self.counts = {"sent": 0, "ok": 0, "fail": 0, "info": 0}

@@ -104,3 +104,14 @@ def test_transactions_that_do_not_follow_each_other_are_refused(tmp_path, spark)
     (run / "transactions" / "p1.jsonl").write_text(json.dumps(_txn(1, "committed")) + "\n")
     with pytest.raises(BadInput, match="transactions/p1.jsonl: transaction 1 .* breaks the run"):
         verify.verify(str(run), spark=spark)
+
+
+def test_the_drill_verifies_its_own_record_with_transactions(tmp_path, spark):
+    """`dcdrill drill` hands verify its DrillRecord (the writer), not a RecordReader: both read
+    the transactions (a writer's method of the same name once shadowed the reader's)."""
+    from dcdrill.record import DrillRecord
+
+    run = record(tmp_path / "run", ["committed", "aborted"], [*WHOLE])
+    summary = verify.verify(DrillRecord(run), spark=spark)
+    assert summary["transactions"]["outcomes"] == {"committed": 1, "aborted": 1, "unknown": 0}
+    assert DrillRecord(run).transaction_log("p1") == run / "transactions" / "p1.jsonl"
