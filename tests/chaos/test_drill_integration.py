@@ -159,7 +159,15 @@ def test_kill_dc_loses_no_acknowledged_record(lab, tmp_path):
     before = [x for x in samples if x["at_ms"] <= faults[0]["start_ms"]]
     assert before and before[-1]["isr"] == faults[0]["isr_at_start"], before[-3:]
     assert faults[0]["start_ms"] - before[-1]["at_ms"] <= 3_000, (before[-1], faults[0])
-    held = [x["isr"] for x in samples if faults[0]["start_ms"] < x["at_ms"] < faults[0]["end_ms"] and x.get("isr")]
+    # dc-a is down from the kill until its brokers are back among the live ones, which the heal's
+    # restart takes seconds past end_ms; the ISR can shrink late in that on a loaded machine.
+    down = [
+        x
+        for x in samples
+        if x["at_ms"] > faults[0]["start_ms"]
+        and (x["at_ms"] < faults[0]["end_ms"] or not {1, 2} <= set(x.get("brokers") or []))
+    ]
+    held = [x["isr"] for x in down if x.get("isr") and x["at_ms"] < faults[0]["end_ms"] + 15_000]
     assert held and min(i["in_sync"] for i in held) < 6, held
     assert status.healthy(status.cluster_status(lab))
     # The drill began on preferred leaders and deleted its topic once the audit had it.
