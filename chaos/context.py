@@ -19,6 +19,9 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from dcdrill.infra import lifecycle
 from dcdrill.infra import stack as stacks
@@ -27,9 +30,10 @@ from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
 from dcdrill.infra.deployment import Deployment
 from dcdrill.infra.inventory import Inventory
 from dcdrill.infra.topology import Topology
-from dcdrill.record import DrillRecord
+from dcdrill.record import DrillRecord, models
 from dcdrill.record.contents import TOPOLOGY
-from dcdrill.record.models import PRODUCER_CLIENTS
+
+STRICT = ConfigDict(strict=True)
 
 
 def stack_name(configuration: dict | None) -> str:
@@ -122,25 +126,26 @@ def observers_avoid(configuration: dict | None) -> tuple[str, ...]:
     return tuple(avoid)
 
 
+def _planned(configuration: dict | None, key: str):
+    """A plan key as record/models.PlanConfiguration types it (its default when the experiment's
+    configuration lacks it): one model for plan.json and for what `chaos run` hands on."""
+    field = models.PlanConfiguration.model_fields[key]
+    value = (configuration or {}).get(key, field.default)
+    try:
+        return TypeAdapter(Annotated[field.annotation, field], config=STRICT).validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"configuration.{key}: {value!r}: {exc.errors(include_url=False)[0]['msg']}") from None
+
+
 def producer_client(configuration: dict | None) -> tuple[str, bool | None]:
-    """The plan's producer client and its idempotence (None: the client's default), held to
-    record/models.PlanConfiguration's values."""
-    config = configuration or {}
-    client, idempotence = config.get("client", "confluent"), config.get("idempotence", "default")
-    if client not in PRODUCER_CLIENTS:
-        raise ValueError(f"configuration.client: {client!r} is not one of {', '.join(PRODUCER_CLIENTS)}")
-    if idempotence not in ("on", "off", "default"):
-        raise ValueError(f"configuration.idempotence: {idempotence!r} is not on, off or default")
-    return client, None if idempotence == "default" else idempotence == "on"
+    """The plan's producer client and its idempotence (None: the client's default)."""
+    idempotence = _planned(configuration, "idempotence")
+    return _planned(configuration, "client"), None if idempotence == "default" else idempotence == "on"
 
 
 def transactions(configuration: dict | None) -> tuple[int | None, float]:
     """The plan's records per transaction (None: no transactions) and abort share."""
-    config = configuration or {}
-    size, aborts = config.get("transaction_size") or 0, config.get("abort_fraction") or 0.0
-    if not isinstance(size, int) or size < 0 or not isinstance(aborts, (int, float)) or not 0 <= aborts < 1:
-        raise ValueError(f"configuration.transaction_size / abort_fraction: {size!r} / {aborts!r}")
-    return size or None, float(aborts)
+    return _planned(configuration, "transaction_size") or None, float(_planned(configuration, "abort_fraction"))
 
 
 def check_dc(configuration: dict | None, dc: str) -> None:

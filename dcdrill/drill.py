@@ -27,6 +27,7 @@ from dcdrill.infra.constants import child_env
 from dcdrill.infra.observe import hostaccess, status, status_text
 from dcdrill.record import DrillRecord, models
 from dcdrill.record.contents import CHAOS_LOG, CONVERGENCE, EXPERIMENT, JOURNAL, PHASES, PLAN
+from dcdrill.validation.workload import DEFAULT_ABORT_FRACTION
 
 LINK_SHAPE = ("latency_ms", "jitter_ms", "loss_pct")  # slow-link's variables, floats
 TARGETS_A_DC = {"kill-dc", "stop-dc", "power-loss", "isolate-dc", "slow-link"}
@@ -298,7 +299,7 @@ def resolved_plan(args, plan: Plan, own: dict, variables: dict, run_dir: Path) -
             transaction_size=args.transactions or 0,
             abort_fraction=args.abort_fraction
             if args.abort_fraction is not None
-            else (0.1 if args.transactions else 0.0),
+            else (DEFAULT_ABORT_FRACTION if args.transactions else 0.0),
             observers_avoid=experiment.observers_avoid(plan.experiment, variables),
             **variables,
         ),

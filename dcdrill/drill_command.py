@@ -13,7 +13,7 @@ from dcdrill.chaos import experiment
 from dcdrill.infra import stack_lock
 from dcdrill.infra.schema import MAX_FACTOR
 from dcdrill.record.models import PRODUCER_CLIENTS
-from dcdrill.validation.workload import WorkloadSpec
+from dcdrill.validation.workload import DEFAULT_ABORT_FRACTION, WorkloadSpec
 
 
 def bounded(low: float, high: float, kind=int):
@@ -97,7 +97,8 @@ def register(sub) -> None:
         "--abort-fraction",
         type=float,
         metavar="F",
-        help="with --transactions, the share of transactions each producer aborts on purpose (default 0.1)",
+        help="with --transactions, the share of transactions each producer aborts on purpose "
+        f"(default {DEFAULT_ABORT_FRACTION:g})",
     )
     p.add_argument(
         "--run-dir",

@@ -77,7 +77,8 @@ def register(sub) -> None:
     p.add_argument(
         "--abort-fraction",
         type=float,
-        help="with --transactions, the share of transactions each producer aborts on purpose (default 0.1)",
+        help="with --transactions, the share of transactions each producer aborts on purpose "
+        f"(default {wl.DEFAULT_ABORT_FRACTION:g})",
     )
     p.add_argument("--hosts", nargs="*", default=[], help="client hosts or DCs to place producers/consumers on")
     p.add_argument(
@@ -96,7 +97,7 @@ def spec_from_args(args, stack_acks: str) -> wl.WorkloadSpec:
     if args.idempotence is not None:
         values["idempotence"] = args.idempotence == "on"
     if args.transaction_size and args.abort_fraction is None:
-        values["abort_fraction"] = 0.1
+        values["abort_fraction"] = wl.DEFAULT_ABORT_FRACTION
     if args.count:
         values["duration_s"] = None
     values["rate"] = args.rate or None

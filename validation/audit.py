@@ -38,6 +38,16 @@ def run(cfg: dict) -> int:
     return 0
 
 
+def _audited(topic, partition, offset, pid, seq, timestamp, extra: dict, origin) -> dict:
+    """One audit row (RECORD.md); `extra` a replicated stack's cluster, whose rows name the
+    cluster whose producer wrote the record (`origin`)."""
+    row = {"topic": topic, "partition": partition, "offset": offset, "producer_id": pid, "seq": seq}
+    row |= {"timestamp_ms": timestamp, **extra}
+    if extra:
+        row["origin"] = origin
+    return row
+
+
 def audit_topic_java(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
     """The same audit on Kafka's own Java consumer (the java client's drills)."""
     rows = []
@@ -49,11 +59,7 @@ def audit_topic_java(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None
                 pid, seq, _ = clients.decode_value(value.encode())
             else:
                 seq = int(seq) if seq.isdigit() else None
-            row = {"topic": topic, "partition": partition, "offset": offset, "producer_id": pid, "seq": seq}
-            row |= {"timestamp_ms": timestamp, **extra}
-            if extra:
-                row["origin"] = origin
-            rows.append(row)
+            rows.append(_audited(topic, partition, offset, pid, seq, timestamp, extra, origin))
             if len(rows) >= 5000:
                 ledger.write_many(rows)
                 rows = []
@@ -105,18 +111,7 @@ def audit_topic(cfg: dict, topic: str, ledger: Ledger, extra: dict) -> None:
                 pid, seq, origin = clients.identity_from_headers(r.headers)
                 if pid is None or seq is None:  # a stretched stack's records carry it in the value only
                     pid, seq, _ = clients.decode_value(r.value)
-                row = {
-                    "topic": tp.topic,
-                    "partition": tp.partition,
-                    "offset": r.offset,
-                    "producer_id": pid,
-                    "seq": seq,
-                    "timestamp_ms": r.timestamp,
-                    **extra,
-                }
-                if extra:  # a replicated stack's: the cluster whose producer wrote it
-                    row["origin"] = origin
-                rows.append(row)
+                rows.append(_audited(tp.topic, tp.partition, r.offset, pid, seq, r.timestamp, extra, origin))
             last_progress[tp] = time.monotonic()
         ledger.write_many(rows)
         for tp in list(remaining):

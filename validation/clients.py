@@ -152,22 +152,33 @@ def librdkafka_security(security: dict) -> dict:
     return out
 
 
-def java_properties(security: dict) -> list[str]:
-    """resolve_security's settings as a Java client's properties (Kafka's own tools)."""
+def java_security(security: dict) -> dict[str, str]:
+    """become_agent's (or resolve_security's) settings as a Java client's properties: a CA held
+    in memory as PEM text, one in a file by its path."""
     if not security:
-        return []
-    out = [
-        f"security.protocol={security['security_protocol']}",
-        "ssl.truststore.type=PEM",
-        f"ssl.truststore.location={security['ssl_cafile']}",
-    ]
-    if "sasl_mechanism" in security:
-        out += [
-            f"sasl.mechanism={security['sasl_mechanism']}",
-            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{security["sasl_plain_username"]}" password="{security["sasl_plain_password"]}";',
+        return {}
+    out = {"security.protocol": security["security_protocol"], "ssl.truststore.type": "PEM"}
+    if "ssl_cadata" in security:
+        out["ssl.truststore.certificates"] = security["ssl_cadata"]
+    else:
+        out["ssl.truststore.location"] = security["ssl_cafile"]
+    out["ssl.endpoint.identification.algorithm"] = "https" if security.get("ssl_check_hostname", True) else ""
+    if security.get("sasl_mechanism"):
+        quoted = [
+            security[k].replace("\\", "\\\\").replace('"', '\\"')
+            for k in ("sasl_plain_username", "sasl_plain_password")
         ]
+        out["sasl.mechanism"] = security["sasl_mechanism"]
+        out["sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{quoted[0]}" password="{quoted[1]}";'
+        )
     return out
+
+
+def java_properties(security: dict) -> list[str]:
+    """java_security's properties as the lines of a properties file (Kafka's own tools)."""
+    return [f"{k}={v}" for k, v in java_security(security).items()]
 
 
 def position_key(cluster: str | None, topic: str, partition: int) -> str:

@@ -23,15 +23,32 @@ from dcdrill.validation import clients, java_readers
 METADATA_MAX_AGE_MS = 5000
 
 
+def _delivery(cfg: dict, topic: str, partition: int, offset: int, value: bytes | None, consume_ms: int) -> dict:
+    """One consumed row (RECORD.md), the record's identity read from its value. A replicated
+    stack's member names the cluster it reads."""
+    pid, seq, _ = clients.decode_value(value)
+    return {
+        "consumer_id": cfg["consumer_id"],
+        "group": cfg["group"],
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "producer_id": pid,
+        "seq": seq,
+        "consume_ms": consume_ms,
+        "dc": cfg.get("dc"),
+        **({"cluster": cfg["cluster"]} if cfg.get("cluster") else {}),
+    }
+
+
 def run(cfg: dict, stop: clients.StopFlag) -> int:
     if cfg["client"] == "java":
         return run_java(cfg, stop)
     from kafka import ConsumerRebalanceListener, KafkaConsumer
 
     cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
-    # A replicated stack's cluster this member reads (None: the only one). A member failed over to
-    # another cluster starts from MM2's translated offsets: `none` makes a missing one an error.
-    where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
+    # A member failed over to another cluster (cfg["cluster"]) starts from MM2's translated
+    # offsets: auto_offset_reset `none` makes a missing one an error.
     consumed = Ledger(run.consumed(cid))
     events = Ledger(run.events(cid))
 
@@ -82,21 +99,7 @@ def run(cfg: dict, stop: clients.StopFlag) -> int:
             now = now_ms()
             for tp, records in batch.items():
                 for r in records:
-                    pid, seq, _ = clients.decode_value(r.value)
-                    rows.append(
-                        {
-                            "consumer_id": cid,
-                            "group": cfg["group"],
-                            "topic": tp.topic,
-                            "partition": tp.partition,
-                            "offset": r.offset,
-                            "producer_id": pid,
-                            "seq": seq,
-                            "consume_ms": now,
-                            "dc": dc,
-                            **where,
-                        }
-                    )
+                    rows.append(_delivery(cfg, tp.topic, tp.partition, r.offset, r.value, now))
             if rows:
                 consumed.write_many(rows)  # record first, then commit: a crash redelivers, never skips
                 delivered += len(rows)
@@ -130,7 +133,6 @@ def run_java(cfg: dict, stop: clients.StopFlag) -> int:
     """The same member on Kafka's own Java consumer (validation/java_readers.JavaConsumer), with
     the client's own defaults: the ledger, events and status as above."""
     cid, dc, run = cfg["consumer_id"], cfg.get("dc"), DrillRecord(cfg["run_dir"])
-    where = {"cluster": cfg["cluster"]} if cfg.get("cluster") else {}
     consumed, events = Ledger(run.consumed(cid)), Ledger(run.events(cid))
     member = java_readers.JavaConsumer(cfg)
     delivered, read_to, rows, last_report, said = 0, {}, [], 0.0, None
@@ -144,22 +146,8 @@ def run_java(cfg: dict, stop: clients.StopFlag) -> int:
     while not stop and (lines := member.lines(0.5)) is not None:
         for f in lines:
             if f[0] == "r":
-                pid, seq, _ = clients.decode_value(f[4].encode())
                 topic, partition, offset = f[1], int(f[2]), int(f[3])
-                rows.append(
-                    {
-                        "consumer_id": cid,
-                        "group": cfg["group"],
-                        "topic": topic,
-                        "partition": partition,
-                        "offset": offset,
-                        "producer_id": pid,
-                        "seq": seq,
-                        "consume_ms": now_ms(),
-                        "dc": dc,
-                        **where,
-                    }
-                )
+                rows.append(_delivery(cfg, topic, partition, offset, f[4].encode(), now_ms()))
                 key = clients.position_key(cfg.get("cluster"), topic, partition)
                 read_to[key] = max(read_to.get(key, -1), offset)
             elif f[0] == "b":  # record first, then commit: a crash redelivers, never skips

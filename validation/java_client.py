@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dcdrill.validation import outcomes
+from dcdrill.validation import clients, outcomes
 
 JVM = Path(__file__).parent / "jvm"
 JAR = JVM / "dcdrill-workload.jar"  # infra/agent_runtime.JAVA_WORKLOAD_JAR, in the bundle
@@ -55,12 +55,6 @@ def _escaped(value: str) -> str:
     return "\\" + out if out[:1] in (" ", "\t") else out
 
 
-def _jaas(username: str, password: str) -> str:
-    quoted = [v.replace("\\", "\\\\").replace('"', '\\"') for v in (username, password)]
-    module = "org.apache.kafka.common.security.scram.ScramLoginModule"
-    return f'{module} required username="{quoted[0]}" password="{quoted[1]}";'
-
-
 def properties(cfg: dict) -> dict[str, str]:
     """The producer's Java properties: the spec's given settings, its identity and its security
     (become_agent's: a CA held in memory is passed as PEM text, never as a file the agent cannot read)."""
@@ -76,24 +70,7 @@ def properties(cfg: dict) -> dict[str, str]:
         if cfg.get(ours) is not None:
             v = cfg[ours]
             out[theirs] = str(v).lower() if isinstance(v, bool) else str(v)
-    return out | security(cfg.get("security") or {})
-
-
-def security(sec: dict) -> dict[str, str]:
-    """become_agent's security settings as a Java client's properties."""
-    out = {}
-    if sec:
-        out["security.protocol"] = sec["security_protocol"]
-        out["ssl.truststore.type"] = "PEM"
-        if "ssl_cadata" in sec:
-            out["ssl.truststore.certificates"] = sec["ssl_cadata"]
-        else:
-            out["ssl.truststore.location"] = sec["ssl_cafile"]
-        out["ssl.endpoint.identification.algorithm"] = "https" if sec.get("ssl_check_hostname", True) else ""
-        if sec.get("sasl_mechanism"):
-            out["sasl.mechanism"] = sec["sasl_mechanism"]
-            out["sasl.jaas.config"] = _jaas(sec["sasl_plain_username"], sec["sasl_plain_password"])
-    return out
+    return out | clients.java_security(cfg.get("security") or {})
 
 
 def block(props: dict[str, str]) -> str:
@@ -245,7 +222,7 @@ class JavaClient:
             if outcome == "committed" and f is not None and f[0] == "a":
                 self.settle(seq, "ok", int(f[2]), None)
             elif outcome == "aborted":
-                self.settle(seq, "fail", None, f"transaction {txn} aborted" + (f": {why}" if why else "")[:300])
+                self.settle(seq, "fail", None, (f"transaction {txn} aborted" + (f": {why}" if why else ""))[:300])
             else:
                 self.settle(seq, "info", None, f"transaction {txn} {outcome}: {why}"[:300])
         self.answered()

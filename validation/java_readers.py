@@ -9,7 +9,8 @@ import os
 import select
 import subprocess
 
-from dcdrill.validation.java_client import block, command, security
+from dcdrill.validation.clients import java_security
+from dcdrill.validation.java_client import block, command
 
 CONSUMER_MAIN, AUDIT_MAIN = "dcdrill.ConsumerBridge", "dcdrill.AuditBridge"
 
@@ -27,7 +28,7 @@ def consumer_properties(cfg: dict) -> dict[str, str]:
         "fetch.max.wait.ms": str(cfg["fetch_max_wait_ms"]),
         "max.poll.records": "1000",
         **({"isolation.level": "read_committed"} if cfg.get("transaction_size") else {}),
-    } | security(cfg.get("security") or {})
+    } | java_security(cfg.get("security") or {})
 
 
 class JavaConsumer:
@@ -76,7 +77,7 @@ def audit_properties(cfg: dict) -> dict[str, str]:
         "max.poll.records": "5000",
         "fetch.max.bytes": str(50 * 1024 * 1024),
         "isolation.level": "read_committed" if cfg.get("transaction_size") else "read_uncommitted",
-    } | security(cfg.get("security") or {})
+    } | java_security(cfg.get("security") or {})
 
 
 def audit_rows(cfg: dict, topic: str, timeout_s: float):

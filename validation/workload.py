@@ -126,6 +126,7 @@ class WorkloadSpec:
 
 
 CLIENTS = ("confluent", "kafka-python", "java")
+DEFAULT_ABORT_FRACTION = 0.1  # with transactions and no --abort-fraction: the share aborted on purpose
 # The java client runs with its own defaults unless a flag says otherwise (idempotent, acks=all
 # where the stack says so, retries without end, a two-minute delivery timeout): what the Java
 # applications a platform team runs do. The other two keep the drill's settings above.
