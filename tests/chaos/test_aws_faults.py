@@ -89,10 +89,18 @@ def with_fis_effects(client, service: str, region: str):
     return client
 
 
+def any_ami(ec2) -> str:
+    """One of moto's stock images. Filtered: all of them (about 1,300) take seconds to serialize."""
+    [image, *_] = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "name", "Values": ["amzn2-ami-hvm-2.0*"]}])[
+        "Images"
+    ]
+    return image["ImageId"]
+
+
 def _build_stack(ec2, t, vpc, stack_tag=STACK_TAG):
     """Subnets and instances for every host of the topology, tagged as infra/aws tags them."""
     ids, subnets = {}, {}
-    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    ami = any_ami(ec2)
     for i, dc in enumerate(t.datacenters):
         sn = ec2.create_subnet(
             VpcId=vpc,
@@ -590,7 +598,7 @@ def aws_replicated(monkeypatch, tmp_path):
         for n, region in enumerate(plan.regions(d)):
             ec2 = clients[region] = boto3.client("ec2", region_name=region)
             vpc = ec2.create_vpc(CidrBlock=f"10.{20 + n}.0.0/16")["Vpc"]["VpcId"]
-            ami = ec2.describe_images()["Images"][0]["ImageId"]
+            ami = any_ami(ec2)
             for dc in (dc for dc in d.datacenters if dc.region == region):
                 cluster = d.cluster_of_dc(dc.name).name
                 subnets[dc.name] = ec2.create_subnet(
