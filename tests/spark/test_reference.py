@@ -11,8 +11,8 @@ import sys
 from dcdrill.spark import reference
 from tests.records import random_record
 
-RECORDS = 14  # every count is non-zero by the fifth seed (tested below); more records only cost CI time
-INTERLEAVED = 6  # drill-shaped records: seeds 0-5 draw each of random_record's three anomaly rates
+RECORDS = 8  # every count is non-zero by the fifth seed (tested below); more records only cost CI time
+INTERLEAVED = 5  # drill-shaped records (issue 71): seed 4 loses over 2 % of what it acknowledged
 
 
 def test_every_count_equals_the_reference_on_random_records(tmp_path):
