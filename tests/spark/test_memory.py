@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dcdrill.spark import memory
 from dcdrill.spark.memory import GIB
 from tests import records
@@ -80,51 +82,10 @@ def _bench():
     return bench
 
 
-def _verify(run: Path) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "dcdrill.cli", "verify", str(run), "--quiet"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return json.loads((run / "report" / "summary.json").read_text())["counts"]
-
-
-def test_few_huge_and_many_small_producers_count_as_duckdb_does(tmp_path):
-    """The two shapes the memory plan must hold for, on the default plan: 16 producers with row
-    groups of 1M rows, and 4096 producers with small row groups."""
-    bench = _bench()
-    for shape in ("few", "many"):
-        run = tmp_path / shape
-        bench.generate(run, 1_500_000, "parquet", shape)
-        counts = _verify(run)
-        _, expected = bench.duck(run, "parquet")
-        assert expected["acked_lost"] > 0 and expected["phantoms"] > 0
-        assert {k: counts[k] for k in expected} == expected, shape
-
-
-def test_a_drill_shaped_record_with_5_percent_of_each_anomaly_counts_as_duckdb_does(tmp_path):
-    """Issue 71's heaviest shape: producers interleaved over the partitions, 5 % of the records
-    lost, indeterminate, duplicated, reordered and phantom each, at random positions."""
-    bench = _bench()
-    run = tmp_path / "heavy"
-    bench.generate(run, 400_000, "parquet", "drill-5pct")
-    counts = _verify(run)
-    _, expected = bench.duck(run, "parquet")
-    assert min(expected.values()) > 0.04 * 400_000 / 2, expected  # every kind there, at about its rate
-    assert {k: counts[k] for k in expected} == expected
-    assert counts["reordered"] > 0.02 * 400_000 and counts["indeterminate"] > 0.02 * 400_000, counts
-
-
-def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches(tmp_path):
-    """300,000 acknowledged records of one producer in one task, the odd seqs missing from the log:
-    150,000 identities to fold, more than Identity.FOLD_LIMIT (131,072), so the task hands on two
-    batches and the reducers merge them; every count stays exact."""
+def _fold_record(run: Path) -> Path:
+    """300,000 acknowledged records of one producer in one task, the odd seqs missing from the log."""
     import duckdb
 
-    run = tmp_path / "run"
     for d in ("produced", "audit", "consumed"):
         (run / d).mkdir(parents=True)
     (run / "topology.json").write_text(json.dumps(records.topology()))
@@ -140,7 +101,57 @@ def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches
     con.execute(f"""COPY (SELECT 'c1' AS consumer_id, 'g' AS "group", topic, partition, "offset", producer_id, seq,
                    timestamp_ms AS consume_ms, 'dc-b' AS dc FROM '{run}/audit/a.parquet')
                    TO '{run}/consumed/c.parquet'""")
-    counts = _verify(run)
+    return run
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory) -> dict[str, tuple[dict, dict | None]]:
+    """The records the memory plan must hold for, verified in one `dcdrill verify` (one Spark
+    session, as a user re-verifying a folder would): by name, the counts and DuckDB's."""
+    bench, tmp = _bench(), tmp_path_factory.mktemp("memory")
+    for shape, n in (("few", 1_500_000), ("many", 1_500_000), ("drill-5pct", 400_000)):
+        bench.generate(tmp / shape, n, "parquet", shape)
+    runs = [tmp / "few", tmp / "many", tmp / "drill-5pct", _fold_record(tmp / "fold")]
+    done = subprocess.run(
+        [sys.executable, "-m", "dcdrill.cli", "verify", *map(str, runs), "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return {
+        run.name: (
+            json.loads((run / "report" / "summary.json").read_text())["counts"],
+            None if run.name == "fold" else bench.duck(run, "parquet")[1],
+        )
+        for run in runs
+    }
+
+
+@pytest.mark.parametrize("shape", ["few", "many"])
+def test_few_huge_and_many_small_producers_count_as_duckdb_does(verified, shape):
+    """The two shapes the memory plan must hold for, on the default plan: 16 producers with row
+    groups of 1M rows, and 4096 producers with small row groups."""
+    counts, expected = verified[shape]
+    assert expected["acked_lost"] > 0 and expected["phantoms"] > 0
+    assert {k: counts[k] for k in expected} == expected
+
+
+def test_a_drill_shaped_record_with_5_percent_of_each_anomaly_counts_as_duckdb_does(verified):
+    """Issue 71's heaviest shape: producers interleaved over the partitions, 5 % of the records
+    lost, indeterminate, duplicated, reordered and phantom each, at random positions."""
+    counts, expected = verified["drill-5pct"]
+    assert min(expected.values()) > 0.04 * 400_000 / 2, expected  # every kind there, at about its rate
+    assert {k: counts[k] for k in expected} == expected
+    assert counts["reordered"] > 0.02 * 400_000 and counts["indeterminate"] > 0.02 * 400_000, counts
+
+
+def test_a_task_with_more_anomalies_than_its_fold_holds_hands_them_on_in_batches(verified):
+    """300,000 acknowledged records of one producer in one task, the odd seqs missing from the log:
+    150,000 identities to fold, more than Identity.FOLD_LIMIT (131,072), so the task hands on two
+    batches and the reducers merge them; every count stays exact."""
+    counts, _ = verified["fold"]
     assert counts["acked_lost"] == counts["acked_unseen"] == 150_000
     assert counts["duplicates_in_log"] == counts["phantoms"] == counts["ack_offset_mismatch"] == 0
 
