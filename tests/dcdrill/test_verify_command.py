@@ -48,22 +48,6 @@ def _spark_submit(run, *options):
     )
 
 
-def test_spark_submit_runs_the_same_verifier_with_its_own_options(tmp_path):
-    """`spark-submit --jars <the kernel jar> dcdrill/verify_command.py RUN_DIR`: spark-submit's --master and
-    --conf are kept (the verifier's defaults only fill the rest), and the record gets the same
-    counts and report."""
-    from dcdrill.spark import cds
-
-    run = records.anomalies(tmp_path / "run")
-    done = _spark_submit(
-        run, "--master", "local[1]", "--jars", str(cds.kernel_jar()), "--conf", "spark.sql.shuffle.partitions=3"
-    )
-    assert done.returncode == exits.EXIT_FAIL, done.stderr[-3000:]
-    s = json.loads((run / "report" / "summary.json").read_text())
-    assert s["spark"]["master"] == "local[1]" and s["spark"]["shuffle_partitions"] == 3
-    assert s["counts"]["acked_lost"] == 3 and s["counts"]["torn_lines"] == 1 and s["verdict"] == "fail"
-
-
 def test_spark_submit_without_the_kernel_jar_names_it(tmp_path):
     from dcdrill.spark import cds
 

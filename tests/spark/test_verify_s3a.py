@@ -38,9 +38,10 @@ def _upload(client, run, prefix: str) -> None:
             client.put_object(Bucket=BUCKET, Key=f"{prefix}/{path.relative_to(run)}", Body=path.read_bytes())
 
 
-def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.CompletedProcess:
-    """`dcdrill verify URI`, or (`via="spark-submit"`) `spark-submit --jars <the s3a jars and
-    the kernel jar> dcdrill/verify_command.py URI`, as the README tells a user to run it. Also checks that the command
+def _verify(endpoint: str, uris: list[str], via: str = "dcdrill") -> subprocess.CompletedProcess:
+    """`dcdrill verify URI...`, or (`via="spark-submit"`) `spark-submit --master local[3] --jars <the s3a
+    jars and the kernel jar> --conf spark.sql.shuffle.partitions=3 dcdrill/verify_command.py URI...`,
+    as the README tells a user to run it. Also checks that the command
     returns with its JVM ended: nothing of its process group is still running."""
     conf = {
         "fs.s3a.endpoint": endpoint,
@@ -60,17 +61,19 @@ def _verify(endpoint: str, uri: str, via: str = "dcdrill") -> subprocess.Complet
         command = [
             os.path.join(venv_bin, "spark-submit"),
             "--master",
-            "local[2]",
+            "local[3]",
             "--jars",
             ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
+            "--conf",
+            "spark.sql.shuffle.partitions=3",
             *args,
             "dcdrill/verify_command.py",
-            uri,
+            *uris,
             "--json",
             "--quiet",
         ]
     else:
-        command = [sys.executable, "-m", "dcdrill.cli", "verify", uri, "--json", "--quiet", *args]
+        command = [sys.executable, "-m", "dcdrill.cli", "verify", *uris, "--json", "--quiet", *args]
     # Output to files, not pipes: a JVM still running would hold a pipe open and be waited for.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, cwd=ROOT, start_new_session=True)
@@ -129,23 +132,40 @@ def _as_parquet(run, out):
     return out
 
 
-@pytest.mark.parametrize("fmt,via", [("jsonl", "dcdrill"), ("parquet", "dcdrill"), ("jsonl", "spark-submit")])
-def test_s3a_record_gives_the_local_counts_and_gets_its_report(tmp_path, s3, fmt, via):
+def test_s3a_records_give_the_local_counts_and_get_their_reports(tmp_path, s3):
+    """A JSON-lines record and its Parquet copy, both in one `dcdrill verify` (one Spark session)."""
     endpoint, client = s3
     run = records.anomalies(tmp_path / "run")  # every anomaly, a torn last line, faults.jsonl
-    if fmt == "parquet":
-        run = _as_parquet(run, tmp_path / "parquet")
-    prefix = f"runs/{fmt}-{via}"
-    _upload(client, run, prefix)
-    done = _verify(endpoint, f"s3a://{BUCKET}/{prefix}", via)
-    assert done.returncode == 1, done.stderr[-3000:]  # the verdict fails: acked records were lost
+    runs = {"jsonl": run, "parquet": _as_parquet(run, tmp_path / "parquet")}
+    for fmt, path in runs.items():
+        _upload(client, path, f"runs/{fmt}")
+    done = _verify(endpoint, [f"s3a://{BUCKET}/runs/{fmt}" for fmt in runs])
+    assert done.returncode == 1, done.stderr[-3000:]  # the verdicts fail: acked records were lost
+    summaries = json.loads(done.stdout[: done.stdout.rindex("]") + 1])
+    for fmt, summary in zip(runs, summaries):
+        _assert_reported(client, f"runs/{fmt}", summary, torn_lines=1 if fmt == "jsonl" else 0)
+
+
+def test_spark_submit_verifies_an_s3a_record_with_its_own_options(tmp_path, s3):
+    """spark-submit's --master and --conf are kept (the verifier's defaults only fill the rest)."""
+    endpoint, client = s3
+    _upload(client, records.anomalies(tmp_path / "run"), "runs/spark-submit")
+    done = _verify(endpoint, [f"s3a://{BUCKET}/runs/spark-submit"], "spark-submit")
+    assert done.returncode == 1, done.stderr[-3000:]
     summary = json.loads(done.stdout[: done.stdout.rindex("}") + 1])
-    assert summary["counts"] == {**EXPECTED, "torn_lines": 1 if fmt == "jsonl" else 0}
+    stored = _assert_reported(client, "runs/spark-submit", summary, torn_lines=1)
+    assert stored["spark"]["master"] == "local[3]" and stored["spark"]["shuffle_partitions"] == 3, stored["spark"]
+
+
+def _assert_reported(client, prefix: str, summary: dict, torn_lines: int) -> dict:
+    """The summary's counts, and its report beside the record in the bucket; the stored summary."""
+    assert summary["counts"] == {**EXPECTED, "torn_lines": torn_lines}
     assert summary["faults"][0]["target"] == "dc-a"
     keys = {o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/report/")["Contents"]}
     assert keys == {f"{prefix}/report/{n}" for n in ("summary.json", "index.html", "junit.xml")}
     stored = json.loads(client.get_object(Bucket=BUCKET, Key=f"{prefix}/report/summary.json")["Body"].read())
     assert stored["counts"] == summary["counts"] and stored["verdict"] == "fail"
+    return stored
 
 
 def test_s3a_record_without_audit_is_bad_input(tmp_path, s3):
@@ -153,6 +173,6 @@ def test_s3a_record_without_audit_is_bad_input(tmp_path, s3):
     run = records.write(tmp_path / "run", [records.p("p1", 0, "ok", 0, 0, 1000)], [], [])
     (run / "audit").rmdir()
     _upload(client, run, "runs/r2")
-    done = _verify(endpoint, f"s3a://{BUCKET}/runs/r2")
+    done = _verify(endpoint, [f"s3a://{BUCKET}/runs/r2"])
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"s3a://{BUCKET}/runs/r2/audit: ledger folder missing" in done.stderr
