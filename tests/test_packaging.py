@@ -24,6 +24,7 @@ from dcdrill.infra import constants, schema
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import cache_dir, state_dir
 from tests import ROOT as SOURCE
+from tests.chaos.test_drill_integration import SLOW_LINK, check_slow_link_drill
 from tests.lab_access import TEST_RATE
 
 PYPROJECT = tomllib.loads((SOURCE / "pyproject.toml").read_text())
@@ -213,27 +214,26 @@ def test_installed_tool_inits_plans_and_drills_from_the_users_folder(installed, 
     assert (cache_dir() / "bin" / "pulumi-resource-pulumi-python").read_text() == shim  # the checkout's stays its own
     plan = _run(dcdrill, "plan", "--stack", "local", cwd=users)
     assert plan.returncode == 0 and "losing one DC" in plan.stdout, plan.stderr
-    # slow-link with a short hold: the wheel's roles and experiments drill from the user's folder as
-    # any experiment would, and kill-dc's own outcome is tests/chaos/test_drill_integration.py's
+    # CI's slow-link drill: the wheel's roles and experiments drill from the user's folder as any
+    # experiment would, and the delay and the heal are checked as tests/chaos/test_drill_integration.py does.
+    run = users / "runs/one"
     drill = _run(
         dcdrill,
         "drill",
         "--stack",
         "local",
-        "--experiment",
-        "slow-link",
-        "--latency-ms",
-        "20",
+        *SLOW_LINK,
         "--hold",
         "10",
         *TEST_RATE,
         "--run-dir",
-        str(users / "runs/one"),
+        str(run),
         cwd=users,
         timeout=900,
     )
     assert drill.returncode == 0, drill.stdout[-3000:] + drill.stderr[-3000:]
-    assert (users / "runs/one/report/index.html").is_file() and (users / "runs/one/report/junit.xml").is_file()
+    assert (run / "report/index.html").is_file() and (run / "report/junit.xml").is_file()
+    check_slow_link_drill(run)
 
 
 def test_from_the_wheel_init_the_recipes_install_and_check_every_aws_stack_with_no_route_to_aws(

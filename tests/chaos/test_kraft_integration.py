@@ -4,6 +4,7 @@ nothing, and the drills whose promises depend on the quorum. These run after eve
 test (tests/conftest.py), so each lab comes up once."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,11 @@ def test_kraft_losing_the_controller_leaders_dc_loses_no_acknowledged_record(kra
     assert status.healthy(status.cluster_status(kraft_lab))
 
 
+# Off CI's path: the kill-dc above already loses one of the three voters (the tiebreaker's, when the
+# active controller was there) and checks the quorum kept writes going where predicted.
+@pytest.mark.skipif(
+    not os.environ.get("DCDRILL_SLOW_LABS"), reason="CI loses a voter in the kill-dc drill: DCDRILL_SLOW_LABS=1"
+)
 def test_kraft_tiebreaker_loss_keeps_writes_going(kraft_lab, tmp_path):
     run = tmp_path / "tie"
     res = drill(run, "--experiment", "tiebreaker-loss")

@@ -65,7 +65,7 @@ def test_run_writes_ledgers_matching_the_schema(lab, tmp_path, client):
             "workload",
             "run",
             "--duration",
-            "15",
+            "8",  # seconds of every ledger: the schema needs rows, not volume
             "--producers",
             "3",
             "--consumers",
