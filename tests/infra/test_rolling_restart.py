@@ -2,6 +2,7 @@
 role's handler): each restarts once, the next one only after the cluster has no under-replicated
 partition, so the cluster never has two brokers down, and a broker whose config did not change
 keeps running. A change of the JVM's options alone rolls too (roles/jvm_service: the spec).
+The same run removes an ACL nobody declared and changes nothing else: the roles are idempotent.
 Real lab, real site.yml."""
 
 import json
@@ -15,6 +16,7 @@ from dcdrill.chaos.faults.lab import spec_path
 from dcdrill.infra import ansible
 from dcdrill.infra.lab import service
 from dcdrill.infra.observe import status
+from tests.infra.test_lab_integration import acl_step
 
 pytestmark = pytest.mark.lab
 CHANGED = {"log.cleaner.backoff.ms": "15001"}  # harmless: the cleaner's idle wait
@@ -74,7 +76,15 @@ def _with_changes(stack: str, extra: dict, option: str, dc: str) -> tuple[str, s
     return original, by_config, by_jvm
 
 
-def test_a_config_change_restarts_the_changed_brokers_one_at_a_time(lab):
+def test_a_config_change_restarts_the_changed_brokers_one_at_a_time_and_nothing_else_changes(lab):
+    # `local` has sasl and acls: the workload's user may use dcdrill-* topics and nothing more, and
+    # a wrong password gets nowhere. The step then adds an ACL nobody declared (User:intruder).
+    assert acl_step(lab, "dc-a", "before") == {
+        "wrong password": "refused",
+        "dcdrill-it-acl offset": 0,
+        "it-acl": "denied",
+        "create": "denied",
+    }
     before = _pids(lab)
     assert all(before.values()), before
     original, by_config, by_jvm = _with_changes("local", CHANGED, JVM_OPTION, ROLLED_DC)
@@ -92,6 +102,11 @@ def test_a_config_change_restarts_the_changed_brokers_one_at_a_time(lab):
     first, second = sorted(_started_s(after[b]) for b in rolled)
     assert second - first >= 3, (first, second)  # one at a time: the second after the first was back and in sync
     assert all(stats[b].get("changed", 0) > 0 for b in rolled)
+    # The ACL reconcile (its play runs on the first client host) removed the intruder's ACL, and
+    # no other host changed: the run on the lab `lab up` left is idempotent but for what we changed.
+    assert stats[lab.clients[0].name]["changed"] == 1, stats
+    assert not {h: st for h, st in stats.items() if h not in rolled | {lab.clients[0].name} and st.get("changed")}
+    assert acl_step(lab, "dc-b", "after") == {"principals": ["User:workload"]}
     for h in lab.brokers:
         changed = (
             "log.cleaner.backoff.ms=15001" in (Path(h.vars["data_root"]) / "kafka" / "server.properties").read_text()
