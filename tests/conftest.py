@@ -146,7 +146,7 @@ class Labs:
             text=True,
         ).stdout.split()
         disks = disk.mounts()
-        # test_lab_disk.py mounts disks of its own there, maybe now: make test runs it beside the lab tests.
+        # tests/infra/lab/test_disk.py mounts disks of its own there, maybe now: make test runs it beside the lab tests.
         unit_disks = os.path.join(tempfile.gettempdir(), "dcdrill-disk-")
         disks = [d for d in disks if not d.startswith(unit_disks)]
         if jvms:  # a zombie holds nothing: killed, not yet reaped by this machine's init

@@ -52,7 +52,7 @@ def _recovered(lab, dc: str) -> list[str]:
 
 # A lab of its own (FUSE disks under every data root): its bring-up and this drill took 4.2 min of
 # CI, whose 45 minutes the SSM plugin's build in setup now shares; the disks' cut is tested
-# without a lab (tests/infra/test_lab_disk.py) and a kill-dc drill on `local` runs in CI.
+# without a lab (tests/infra/lab/test_disk.py) and a kill-dc drill on `local` runs in CI.
 @pytest.mark.skipif(
     not os.environ.get("DCDRILL_SLOW_LABS"), reason="a lab of its own (about 4 min): DCDRILL_SLOW_LABS=1 runs it"
 )

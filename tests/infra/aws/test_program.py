@@ -88,7 +88,7 @@ def test_stack_builds_as_described(name):
     endpoint_zones = {(dc.region, dc.zone) for dc in t.datacenters}
     assert len(mocks.of("aws:ec2/subnet:Subnet")) == len(t.datacenters) + len(endpoint_zones)
     # inventory: same schema as the lab, ssh as the lab's login user (through SSM: the control adds
-    # the tunnel, tests/infra/test_ssm_tunnel.py), instance ids as hosts, each host's region
+    # the tunnel, tests/infra/aws/test_ssm_tunnel.py), instance ids as hosts, each host's region
     b1 = inv["all"]["children"]["kafka_broker"]["hosts"][f"b1.dc-a.{t.domain}"]
     assert inv["all"]["vars"]["ansible_connection"] == "ssh" and inv["all"]["vars"]["ansible_user"] == "dcdrill"
     assert b1["ansible_host"].endswith("-id") and b1["aws_region"] == t.dc("dc-a").region
