@@ -193,18 +193,6 @@ def test_kraft_config_has_a_dynamic_quorum_and_no_zookeeper(tmp_path):
     assert ctl["advertised.listeners"] == "CONTROLLER://ctl3.dc-c.lab:9094" and "broker.rack" not in ctl
 
 
-def test_kraft_identities_are_made_once_and_name_every_voter(tmp_path):
-    from dcdrill.infra import kraft
-
-    first = kraft.ensure(tmp_path / "kraft.json", ["ctl2.dc-b.lab", "ctl1.dc-a.lab"])
-    assert kraft.ensure(tmp_path / "kraft.json", ["ctl1.dc-a.lab", "ctl2.dc-b.lab"]) == first  # kept
-    ids = first["directory_ids"]
-    assert len(first["cluster_id"]) == 22 and not first["cluster_id"].startswith("-")
-    assert kraft.initial_controllers({"ctl2.dc-b.lab": 1002, "ctl1.dc-a.lab": 1001}, ids) == (
-        f"1001@ctl1.dc-a.lab:9094:{ids['ctl1.dc-a.lab']},1002@ctl2.dc-b.lab:9094:{ids['ctl2.dc-b.lab']}"
-    )
-
-
 def test_stack_files_are_valid_yaml_with_the_documented_shape():
     for name in stack.stack_names():
         cfg = yaml.safe_load((ROOT / f"Pulumi.{name}.yaml").read_text())["config"]
