@@ -9,12 +9,13 @@ import pytest
 from dcdrill.infra import workload_jar
 from dcdrill.infra.constants import KAFKA_VERSIONS, cache_dir
 from dcdrill.record import models
-from dcdrill.validation import java_client, java_readers, outcomes
+from dcdrill.validation import java_client, java_readers
 from dcdrill.validation import workload as wl
 from dcdrill.workload_command import register, spec_from_args
 
 
-def _cfg(**over):
+def java_cfg(**over):
+    """A java client's process config, as the workload hands it on (validation/java_client.py)."""
     base = {
         "bootstrap": ["b1:9093", "b2:9093"],
         "producer_id": "p1",
@@ -29,7 +30,7 @@ def _cfg(**over):
 
 
 def test_settings_left_to_the_client_are_not_given_to_it():
-    props = java_client.properties(_cfg())
+    props = java_client.properties(java_cfg())
     assert props == {
         "bootstrap.servers": "b1:9093,b2:9093",
         "client.id": "dcdrill-p1",
@@ -37,7 +38,7 @@ def test_settings_left_to_the_client_are_not_given_to_it():
         "acks": "all",
         "socket.connection.setup.timeout.ms": "10000",
     }
-    given = java_client.properties(_cfg(idempotence=False, retries=0, linger_ms=5))
+    given = java_client.properties(java_cfg(idempotence=False, retries=0, linger_ms=5))
     assert (given["enable.idempotence"], given["retries"], given["linger.ms"]) == ("false", "0", "5")
 
 
@@ -50,7 +51,7 @@ def test_a_ca_held_in_memory_goes_as_pem_text_and_the_password_into_a_quoted_jaa
         "sasl_plain_username": "workload",
         "sasl_plain_password": 'p"w\\d',
     }
-    props = java_client.properties(_cfg(security=sec))
+    props = java_client.properties(java_cfg(security=sec))
     assert props["ssl.truststore.type"] == "PEM" and props["ssl.truststore.certificates"] == sec["ssl_cadata"]
     assert "ssl.truststore.location" not in props
     assert props["ssl.endpoint.identification.algorithm"] == ""
@@ -58,34 +59,13 @@ def test_a_ca_held_in_memory_goes_as_pem_text_and_the_password_into_a_quoted_jaa
 
 
 def test_the_jvm_command_line_carries_no_setting_or_secret():
-    cfg = _cfg(kafka_libs="/opt/kafka/libs", run_dir="/data/run")
+    cfg = java_cfg(kafka_libs="/opt/kafka/libs", run_dir="/data/run")
     if not java_client.JAR.is_file():
         with pytest.raises(RuntimeError, match="bundle lacks it"):
             java_client.command(cfg)
         return
     argv = java_client.command(cfg)
     assert argv[-1] == "/data/run" and not any("bootstrap" in a or "password" in a for a in argv)
-
-
-@pytest.mark.parametrize(
-    ("exception", "message", "retries", "status"),
-    [
-        (
-            "org.apache.kafka.common.errors.TimeoutException",
-            "Topic t not present in metadata after 5000 ms.",
-            5,
-            "fail",
-        ),
-        ("org.apache.kafka.clients.producer.BufferExhaustedException", "Failed to allocate memory", 5, "fail"),
-        ("org.apache.kafka.common.errors.NotEnoughReplicasException", "x", 0, "fail"),
-        ("org.apache.kafka.common.errors.NotEnoughReplicasException", "x", 2147483647, "info"),
-        ("org.apache.kafka.common.errors.TimeoutException", "Expiring 3 record(s) for t-0: 120000 ms", 0, "info"),
-        ("org.apache.kafka.common.errors.NotEnoughReplicasAfterAppendException", "x", 0, "info"),
-        ("org.apache.kafka.common.errors.NotLeaderOrFollowerException", "x", 0, "info"),
-    ],
-)
-def test_java_outcomes_are_fail_only_when_certainly_unwritten(exception, message, retries, status):
-    assert outcomes.classify_java(exception, message, retries) == status
 
 
 def test_a_java_spec_leaves_the_producer_settings_to_the_client_and_the_others_keep_the_drills():
@@ -152,28 +132,14 @@ def test_the_program_reports_the_clients_effective_defaults_and_an_unreachable_b
 
 
 def test_a_transactional_producer_has_an_id_of_its_own_a_short_timeout_and_readers_read_committed():
-    cfg = _cfg(transaction_size=100, topic="dcdrill-t", group="dcdrill-g", consumer_id="c1", dc="dc-a")
+    cfg = java_cfg(transaction_size=100, topic="dcdrill-t", group="dcdrill-g", consumer_id="c1", dc="dc-a")
     props = java_client.properties(cfg)
     assert props["transactional.id"] == "dcdrill-dcdrill-t-p1"  # within the stacks' `dcdrill` prefixed ACL
     assert int(props["transaction.timeout.ms"]) == java_client.TRANSACTION_TIMEOUT_MS
     cfg |= {"fetch_min_bytes": 1, "fetch_max_wait_ms": 100}
     assert java_readers.consumer_properties(cfg)["isolation.level"] == "read_committed"
     assert "isolation.level" not in java_readers.consumer_properties({**cfg, "transaction_size": None})
-    assert "transactional.id" not in java_client.properties(_cfg())
-
-
-@pytest.mark.parametrize(
-    ("given", "why"),
-    [
-        ({"client": "confluent", "transaction_size": 10}, "transactions need a size > 0 and the java client"),
-        ({"client": "java", "transaction_size": 0}, "transactions need a size > 0"),
-        ({"client": "java", "transaction_size": 10, "abort_fraction": 1.0}, "abort_fraction must be in"),
-        ({"client": "java", "abort_fraction": 0.5}, "needs transactions"),
-    ],
-)
-def test_transactions_are_refused_where_the_workload_cannot_drive_them(given, why):
-    with pytest.raises(ValueError, match=why):
-        wl.WorkloadSpec.for_client(**given).check()
+    assert "transactional.id" not in java_client.properties(java_cfg())
 
 
 def test_the_drills_preflight_refuses_transactions_without_the_java_client():
@@ -185,10 +151,3 @@ def test_the_drills_preflight_refuses_transactions_without_the_java_client():
     assert drill.Plan(drill_args(client="java", transactions=10, abort_fraction=0.2)).problems == []
     problems = drill.Plan(drill_args(client="java", abort_fraction=0.2)).problems
     assert any("--abort-fraction must be in [0, 1) and needs --transactions" in p for p in problems), problems
-
-
-def test_the_audit_reads_committed_records_only_after_transactions():
-    cfg = _cfg(transaction_size=100)
-    assert java_readers.audit_properties(cfg)["isolation.level"] == "read_committed"
-    assert java_readers.audit_properties(_cfg())["isolation.level"] == "read_uncommitted"
-    assert "group.id" not in java_readers.audit_properties(cfg)

@@ -48,3 +48,24 @@ def _rd(name: str):
 )
 def test_librdkafka_outcome_classification(code, retries, expected):
     assert outcomes.classify_librdkafka(_rd(code), retries) == expected
+
+
+@pytest.mark.parametrize(
+    ("exception", "message", "retries", "status"),
+    [
+        (
+            "org.apache.kafka.common.errors.TimeoutException",
+            "Topic t not present in metadata after 5000 ms.",
+            5,
+            "fail",
+        ),
+        ("org.apache.kafka.clients.producer.BufferExhaustedException", "Failed to allocate memory", 5, "fail"),
+        ("org.apache.kafka.common.errors.NotEnoughReplicasException", "x", 0, "fail"),
+        ("org.apache.kafka.common.errors.NotEnoughReplicasException", "x", 2147483647, "info"),
+        ("org.apache.kafka.common.errors.TimeoutException", "Expiring 3 record(s) for t-0: 120000 ms", 0, "info"),
+        ("org.apache.kafka.common.errors.NotEnoughReplicasAfterAppendException", "x", 0, "info"),
+        ("org.apache.kafka.common.errors.NotLeaderOrFollowerException", "x", 0, "info"),
+    ],
+)
+def test_java_outcomes_are_fail_only_when_certainly_unwritten(exception, message, retries, status):
+    assert outcomes.classify_java(exception, message, retries) == status

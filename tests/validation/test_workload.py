@@ -1,7 +1,10 @@
-"""The workload's drain (validation/workload.py): when the consumers have read what the producers
-were acknowledged."""
+"""The workload (validation/workload.py): its drain ends when the consumers have read what the
+producers were acknowledged, and its spec refuses transactions it cannot drive."""
+
+import pytest
 
 from dcdrill.validation import clients
+from dcdrill.validation import workload as wl
 
 
 def _producer(acked_to: dict, final: bool = True) -> dict:
@@ -25,3 +28,17 @@ def test_the_drain_ends_once_every_partition_is_read_to_its_last_acknowledged_of
         [_producer({a: 40}), {"consumer_id": "c", "read_to": {clients.position_key("west", "t", 0): 99}}]
     )
     assert not caught_up([{"consumer_id": "c", "read_to": {a: 1}}])  # no producer: nothing says what to wait for
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ({"client": "confluent", "transaction_size": 10}, "transactions need a size > 0 and the java client"),
+        ({"client": "java", "transaction_size": 0}, "transactions need a size > 0"),
+        ({"client": "java", "transaction_size": 10, "abort_fraction": 1.0}, "abort_fraction must be in"),
+        ({"client": "java", "abort_fraction": 0.5}, "needs transactions"),
+    ],
+)
+def test_transactions_are_refused_where_the_workload_cannot_drive_them(given, why):
+    with pytest.raises(ValueError, match=why):
+        wl.WorkloadSpec.for_client(**given).check()
