@@ -2,65 +2,13 @@
 
 from collections import Counter
 
-import pulumi
 import pytest
 
 from dcdrill.infra import stack
-from dcdrill.infra.aws import plan, program
+from dcdrill.infra.aws import plan
 from dcdrill.infra.ports import CLIENT_PORT, MIRROR_REST_PORT
 from dcdrill.infra.topology import from_config
-
-WORLD = "0.0.0.0/0"
-ACCOUNT = "123456789012"
-
-
-class Mocks(pulumi.runtime.Mocks):
-    def __init__(self):
-        self.resources = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
-        outs = dict(args.inputs)
-        if args.typ == "aws:ec2/instance:Instance":
-            outs["privateIp"] = f"10.0.0.{len(self.resources) % 250}"
-        if args.typ == "aws:route53/zone:Zone":
-            outs["zoneId"] = "Z123"
-        if args.typ == "aws:s3/bucket:Bucket":
-            outs["bucket"] = "stack-bucket"
-        if args.typ == "aws:iam/role:Role":
-            outs["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{args.name}-0a1b2c3"
-        if args.typ == "aws:iam/policy:Policy":
-            outs["arn"] = f"arn:aws:iam::{ACCOUNT}:policy/{args.name}-0a1b2c3"
-        self.resources.append(args)
-        return [f"{args.name}-id", outs]
-
-    def call(self, args: pulumi.runtime.MockCallArgs):
-        if args.token == "aws:ec2/getAmi:getAmi":
-            return {"id": "ami-0123"}
-        if args.token == "aws:index/getAvailabilityZone:getAvailabilityZone":
-            return {"name": args.args["name"], "zoneId": "az-" + args.args["name"]}
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/ci", "userId": "AIDA0"}
-        return {}
-
-    def of(self, typ):
-        return [r for r in self.resources if r.typ == typ]
-
-
-def run_program(stack_name, config_patch=None, whole=False):
-    """The program under mocks: (mocks, the home cluster, its inventory), or with whole=True
-    (mocks, the Deployment, every stack output)."""
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="dcdrill", stack=stack_name, preview=False)
-    config = {**stack.load_config(stack_name), **(config_patch or {})}
-    d = stack.deployment_of(config, stack_name)
-    result = {}
-
-    @pulumi.runtime.test
-    def go():
-        return program.build(d, config).apply(lambda outs: result.update(outs))
-
-    go()
-    return (mocks, d, result) if whole else (mocks, d.home, result["inventory"])
+from tests.infra.aws.program_mocks import ACCOUNT, WORLD, run_program
 
 
 @pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-3az", "aws-2region-tiebreaker", "aws-3az-kraft"])
@@ -97,74 +45,6 @@ def test_stack_builds_as_described(name):
     assert all("useradd --create-home --shell /bin/bash dcdrill" in i.inputs["userData"] for i in instances)
     agents = {n for g in inv["all"]["children"].values() for n, hv in g["hosts"].items() if "dcdrill_agent_dir" in hv}
     assert agents == {h.name for h in t.hosts() if h.role == "client"}
-
-
-def test_two_regions_are_peered_with_routes_both_ways():
-    mocks, t, _ = run_program("aws-2region-tiebreaker")
-    assert len(mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")) == 3  # 3 regions, pairwise
-    routes = mocks.of("aws:ec2/route:Route")
-    assert len(routes) == 6
-    assert {r.inputs["destinationCidrBlock"] for r in routes} == {"10.20.0.0/16", "10.21.0.0/16", "10.22.0.0/16"}
-    mocks, _, _ = run_program("aws-3az")
-    assert not mocks.of("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")
-
-
-@pytest.mark.parametrize("name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker", "aws-3az-kraft"])
-def test_zookeeper_and_replication_ports_are_never_world_open(name):
-    mocks, _, _ = run_program(name)
-    rules = mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule")
-    assert rules
-    for r in rules:
-        assert r.inputs["type"] == "ingress"
-        assert WORLD not in (r.inputs.get("cidrBlocks") or [])
-        if r.inputs["fromPort"] in (2181, 2888, 3888, 9093, 9094):
-            assert r.inputs.get("sourceSecurityGroupId") or all(c.startswith("10.") for c in r.inputs["cidrBlocks"]), (
-                r.inputs
-            )
-    for sg in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
-        assert not sg.inputs.get("ingress")
-
-
-@pytest.mark.parametrize(
-    "name", ["aws-3az-tiebreaker", "aws-2region-tiebreaker", "aws-3az-kraft", "aws-2region-replicated"]
-)
-def test_the_security_groups_are_the_flow_table(name):
-    """Every ingress rule is a flow of infra/flows.py's table (a CIDR source stands for the roles
-    of the regions it covers), and every flow whose target has a host is rendered."""
-    from dcdrill.infra import flows
-
-    mocks, d, _ = run_program(name, whole=True)
-    s = plan.settings(d, stack.load_config(name))
-    held = {}  # region -> roles with hosts there
-    for h in d.hosts():
-        held.setdefault(d.dc(h.dc).region, set()).add(h.role)
-    group_of = {}  # group id -> (region, role)
-    for g in mocks.of("aws:ec2/securityGroup:SecurityGroup"):
-        if "role" in g.inputs["tags"]:  # not the VPC endpoints' own (infra/aws/network.py)
-            role = g.inputs["tags"]["role"]
-            group_of[f"{g.name}-id"] = (g.name[len("sg-") : -len(role) - 1], role)
-    region_of_cidr = {cidr: r for r, cidr in s.vpc_cidrs.items()}
-    rendered = set()
-    for r in mocks.of("aws:ec2/securityGroupRule:SecurityGroupRule"):
-        if r.inputs["securityGroupId"] not in group_of:
-            continue
-        region, target = group_of[r.inputs["securityGroupId"]]
-        port = r.inputs["fromPort"]
-        if r.inputs.get("sourceSecurityGroupId"):
-            sources = {group_of[r.inputs["sourceSecurityGroupId"]][1]}
-        elif r.inputs["cidrBlocks"] == s.client_cidrs and "clientCidrs" in r.inputs["description"]:
-            sources = {flows.CLIENT_NETWORKS}
-        else:
-            sources = {role for c in r.inputs["cidrBlocks"] for role in held[region_of_cidr[c]]}
-        keys = {(src, target, port) for src in sources} & {f.key for f in flows.table(d)}
-        assert keys, (r.name, sources, target, port)  # a rule no flow asks for
-        rendered |= keys
-    wanted = {
-        f.key
-        for f in flows.table(d)
-        if any(f.target in roles for roles in held.values()) and (f.source != flows.CLIENT_NETWORKS or s.client_cidrs)
-    }
-    assert rendered == wanted, (sorted(wanted - rendered), sorted(rendered - wanted))
 
 
 @pytest.mark.parametrize(
@@ -290,41 +170,6 @@ def test_replicated_stack_shares_the_stretched_programs_checks():
     clusters[1] = {**clusters[1], "datacenters": [{**clusters[1]["datacenters"][0], "zone": "eu-west-1b"}]}
     with pytest.raises(Exception, match="aws-zone-region"):
         run_program("aws-2region-replicated", {"dcdrill:clusters": clusters})
-
-
-@pytest.mark.parametrize("keep", [False, True])
-def test_the_image_stays_and_data_volumes_go_with_the_stack_unless_kept(monkeypatch, keep):
-    """The AMI found at the first `up` is not followed to a newer one (every instance would be
-    replaced); data volumes are deleted with the stack unless dcdrill:aws.keepDataVolumes; the
-    volume is waited for, formatted once with a label and mounted by it (device names change
-    across the stop/start of a DC loss)."""
-    from dcdrill.infra.aws import hosts
-
-    seen = {"instance": [], "volume": []}
-
-    def recording(cls, kind):
-        class Recorded(cls):
-            def __init__(self, name, *args, opts=None, **kwargs):
-                seen[kind].append(opts)
-                super().__init__(name, *args, opts=opts, **kwargs)
-
-        return Recorded
-
-    monkeypatch.setattr(hosts.aws.ec2, "Instance", recording(hosts.aws.ec2.Instance, "instance"))
-    monkeypatch.setattr(hosts.aws.ebs, "Volume", recording(hosts.aws.ebs.Volume, "volume"))
-    patch = {"dcdrill:aws": {"keepDataVolumes": True}} if keep else None
-    run_program("aws-3az", patch)
-    assert seen["instance"] and all("ami" in (o.ignore_changes or []) for o in seen["instance"])
-    assert seen["volume"] and all(bool(o.retain_on_delete) is keep for o in seen["volume"])
-    script = hosts.user_data("kafka_broker")
-    assert hosts.DATA_LABEL not in hosts.user_data("client")
-    assert f"mkfs.ext4 -q -L {hosts.DATA_LABEL}" in script and f"LABEL={hosts.DATA_LABEL} /var/lib/dcdrill" in script
-    assert "sleep 5" in script and "/dev/nvme" not in script
-    # room for host access's sessions on its one connection a host, as the lab's sshd has it
-    from dcdrill.infra.constants import SSHD_LIMITS
-
-    assert "printf 'MaxSessions 100\\nMaxStartups 100\\n' > /etc/ssh/sshd_config.d/00-dcdrill.conf" in script
-    assert SSHD_LIMITS == {"MaxSessions": 100, "MaxStartups": 100} and "systemctl reload sshd" in script
 
 
 def test_a_flow_table_lacking_what_the_probes_dial_is_refused_by_plan(monkeypatch, capsys):
