@@ -16,16 +16,6 @@ def settings_and_topology(**lab):
     return schema.parse(doc["config"]).lab, stack.topology_of(doc["config"], "local")
 
 
-def test_every_ordered_pair_gets_the_lab_wide_shape_then_its_link_override():
-    settings, t = settings_and_topology(
-        latencyMs=5, jitterMs=1, links=[{"between": ["dc-a", "dc-c"], "latencyMs": 40, "rateMbit": 100}]
-    )
-    table = layout.link_table(t, settings)
-    assert sorted(table) == [(1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2)]
-    assert table[(1, 2)] == table[(2, 1)] == table[(2, 3)] == LinkShape(5, 1, 0, 0)
-    assert table[(1, 3)] == table[(3, 1)] == LinkShape(40, 1, 0, 100)  # unset jitter: the lab's
-
-
 def test_the_table_round_trips_through_the_forwarder_file_format():
     settings, t = settings_and_topology(latencyMs=20, lossPct=2.5)
     table = layout.link_table(t, settings)
