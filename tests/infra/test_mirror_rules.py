@@ -1,7 +1,6 @@
-"""Replicated stacks, offline: the schema and rules refuse what MirrorMaker 2 cannot do safely,
-each named, with exit 2 from `dcdrill plan` and `dcdrill drill --check`; the model gives every
-host a lab-unique name, MM2 a host in its placement DC and a principal of its own; the lab's
-inventories split per cluster."""
+"""Replicated stacks, offline (infra/mirror_rules.py and the schema): what MirrorMaker 2 cannot do
+safely is refused, each rule named, with exit 2 from `dcdrill plan` and `dcdrill drill --check`.
+The model they check: tests/infra/test_deployment.py."""
 
 import copy
 from pathlib import Path
@@ -10,9 +9,7 @@ import pytest
 import yaml
 
 from dcdrill import cli
-from dcdrill.infra import mirror_rules, stack
 from dcdrill.infra.deployment import MIRROR_USER
-from dcdrill.infra.lab import layout
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICATED = yaml.safe_load((ROOT / "Pulumi.local-replicated.yaml").read_text())
@@ -292,145 +289,3 @@ def test_replicated_experiments_refuse_a_stretched_stack(capsys):
         assert "drills a replicated stack" in capsys.readouterr().err
     assert cli.main(["drill", "--stack", "local-replicated", "--check"]) == 0  # its default: kill-source-dc
     assert "kill-source-dc can run on stack local-replicated" in capsys.readouterr().out
-
-
-def test_the_model_names_every_host_once_and_places_mm2():
-    d = stack.load_deployment("local-replicated")
-    names = [h.name for h in d.hosts()]
-    shorts = [h.short for h in d.hosts()]
-    assert len(set(shorts)) == len(shorts), shorts  # lab namespaces and folders are per short name
-    assert names == [
-        "ctl1.dc-a.lab",
-        "b1.dc-a.lab",
-        "b2.dc-a.lab",
-        "c1.dc-a.lab",
-        "ctl2.dc-b.lab",
-        "b3.dc-b.lab",
-        "b4.dc-b.lab",
-        "c2.dc-b.lab",
-        "mm1.dc-b.lab",
-    ]
-    for c in d.clusters:  # MM2's own principal, on both clusters, allowed only its topics and groups
-        assert MIRROR_USER in c.users
-        mm = [a for a in c.acls if a.principal == MIRROR_USER]
-        assert mm and all(a.name != "*" for a in mm)
-        assert any(a.allows(MIRROR_USER, "topic", "east.dcdrill-x", "write") for a in mm)
-        assert not any(a.allows(MIRROR_USER, "topic", "payments", "read") for a in mm)
-    assert [f.name for f in stack.load_deployment("local-replicated-aa").flows] == ["east->west", "west->east"]
-    source = copy.deepcopy(REPLICATED)
-    mirror(placement="source")(source)
-    d2 = stack.deployment_of(source["config"])
-    assert [h.name for h, _ in d2.mirror_hosts()] == ["mm1.dc-a.lab"]
-    assert d2.mirrors[0].offset_syncs_location == "source"
-    assert not [v for v in mirror_rules.check(d2)]
-
-
-def test_the_lab_exports_an_inventory_per_cluster_and_one_for_mm2():
-    d = stack.load_deployment("local-replicated")
-    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, Path("/tmp/cache"))
-    assert sorted(outs) == ["inventories", "inventory", "mirrors"]
-    east, west = outs["inventories"]["east"], outs["inventories"]["west"]
-    assert outs["inventory"] == east
-    assert sorted(east["all"]["children"]["kafka_broker"]["hosts"]) == ["b1.dc-a.lab", "b2.dc-a.lab"]
-    assert sorted(west["all"]["children"]["kafka_broker"]["hosts"]) == ["b3.dc-b.lab", "b4.dc-b.lab"]
-    addresses = [
-        h["ansible_ssh_extra_args"]
-        for inv in (east, west)
-        for g in inv["all"]["children"].values()
-        for h in g["hosts"].values()
-    ]
-    assert len(set(addresses)) == len(addresses)  # one address plan over both clusters' DCs
-    for inv in (east, west):  # each cluster's own append time, so MM2's lag can be measured
-        assert inv["all"]["vars"]["kafka_broker_custom_properties"] == {"log.message.timestamp.type": "LogAppendTime"}
-    mm = outs["mirrors"]
-    host = mm["all"]["children"]["kafka_mirror"]["hosts"]["mm1.dc-b.lab"]
-    assert host["kafka_mirror_flows"] == [{"source": "east", "target": "west"}]
-    assert host["kafka_mirror_offset_syncs_topic_location"] == "target"
-    assert [c["alias"] for c in mm["all"]["vars"]["kafka_mirror_clusters"]] == ["east", "west"]
-    assert mm["all"]["vars"]["kafka_mirror_clusters"][1]["bootstrap"] == ["b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
-
-
-def test_each_cluster_has_its_own_ca_and_passwords_and_mm2_uses_each_ones(tmp_path, monkeypatch):
-    """Replicated clusters are separate blast-radius domains: no key or password of one works on
-    the other, and MM2 reaches each as that cluster's user, trusting that cluster's CA only."""
-    import json as _json
-
-    from dcdrill.infra import agent_runtime, ansible, pulumi_passwords
-    from dcdrill.infra.inventory import Inventory
-
-    monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
-    agent_runtime.wheels_dir(tmp_path).mkdir(parents=True)  # what setup downloads; nothing installs them here
-    (agent_runtime.wheels_dir(tmp_path) / ".complete").write_text("")
-    d = stack.load_deployment("local-replicated")
-    outs = layout.build_inventories(d, stack.backend("local-replicated").settings, tmp_path, tmp_path)
-    made = {
-        c: {kind: {u: f"{c}-{u}" for u in users} for kind, users in kinds.items()}
-        for c, kinds in pulumi_passwords.wanted(d).items()
-    }  # what the stack's Pulumi output holds
-    written = {}
-    for key, data in (
-        (None, outs["inventory"]),
-        ("west", outs["inventories"]["west"]),
-        (ansible.MIRRORS, outs["mirrors"]),
-    ):
-        written[key] = Inventory.load(
-            ansible.write_inventory("local-replicated", Inventory(data), key, made.get(key or "east"))
-        ).vars
-    east, west, mm = written[None], written["west"], written[ansible.MIRRORS]
-    assert east["kafka_tls_dir"] != west["kafka_tls_dir"]
-    cas = {(Path(v["kafka_tls_dir"]) / "ca.pem").read_bytes() for v in (east, west)}
-    assert len(cas) == 2
-    pw = [_json.loads(Path(v["kafka_sasl_credentials"]).read_text()) for v in (east, west)]
-    assert MIRROR_USER in pw[0] and MIRROR_USER in pw[1]
-    assert not set(pw[0].values()) & set(pw[1].values())  # not the admin's, not MM2's: nothing shared
-    clusters = {c["alias"]: c for c in mm["kafka_mirror_clusters"]}
-    assert clusters["east"]["tls_dir"] == east["kafka_tls_dir"] and clusters["west"]["tls_dir"] == west["kafka_tls_dir"]
-    assert clusters["west"]["sasl_credentials"] == west["kafka_sasl_credentials"]
-    # every lab service its own uid, so none reads another's key
-    uids = [
-        h.get("kafka_broker_service_user") or h.get("zookeeper_service_user") or h.get("kafka_mirror_service_user")
-        for inv in (outs["inventories"]["east"], outs["inventories"]["west"], outs["mirrors"])
-        for role, g in inv["all"]["children"].items()
-        if role != "client"
-        for h in g["hosts"].values()
-    ]
-    assert len(uids) == len(set(uids)) and all(u and int(u) >= layout.SERVICE_UID_BASE for u in uids)
-
-
-def test_a_failover_without_translated_offsets_is_bad_input_not_a_missed_fault():
-    from dcdrill.drill import _bad_input
-
-    failed = {
-        "run": [
-            {
-                "activity": {"name": "fail-over-consumers"},
-                "status": "failed",
-                "exception": [
-                    "Traceback ...\n",
-                    "chaoslib.exceptions.ActivityFailed: [failover-no-offsets] group dcdrill-verifier has no "
-                    "offsets for east.t in west after 30s: ...\n",
-                ],
-            }
-        ]
-    }
-    assert _bad_input(failed).startswith("[failover-no-offsets] group dcdrill-verifier has no offsets for east.t")
-    assert _bad_input({"run": [{"activity": {"name": "kill-dc"}, "status": "failed", "exception": ["boom"]}]}) is None
-
-
-@pytest.mark.parametrize(
-    "line,expected",
-    [
-        ('{"group": "g", "from": "east", "to": "west"}', "failovers.jsonl:2: at_ms must be an integer, got nothing"),
-        ('{"group": "g", "from": "east", "to": 3, "at_ms": 5}', "failovers.jsonl:2: to must be a string, got 3"),
-        ("[1]", "failovers.jsonl:2: a failover must be a JSON object"),
-        ('{"group": ', "failovers.jsonl:2"),
-    ],
-)
-def test_a_bad_failover_line_is_named_by_file_and_line(line, expected):
-    from dcdrill.record.contents import parse_failovers
-
-    good = '{"group": "g", "from": "east", "to": "west", "at_ms": 5}\n'
-    with pytest.raises(ValueError, match=None) as exc:
-        parse_failovers((good + line + "\n" + good).encode(), "failovers.jsonl")
-    assert expected in str(exc.value)
-    assert [r["to"] for r in parse_failovers(good.encode(), "failovers.jsonl")] == ["west"]
