@@ -380,34 +380,6 @@ def test_every_malformed_stack_exits_2_naming_its_key(case, base, change, expect
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize(
-    "text,expected",
-    [
-        ("config: [1, 2]\n", "must be a mapping with a config: mapping inside"),
-        ("- 1\n", "must be a mapping with a config: mapping inside"),
-        ("config:\n  dcdrill:cluster: {datacenters: [\n", "Pulumi.bad.yaml:3: not valid YAML"),
-        ("config:\n\tdcdrill:backend: local\n", "Pulumi.bad.yaml:2: not valid YAML"),
-        (
-            "a: &a [x, x, x, x, x, x, x, x, x]\n"
-            + "".join(
-                f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefghijklmno", "bcdefghijklmnop")
-            ),
-            "more than 100 YAML aliases",
-        ),
-    ],
-)
-def test_an_unreadable_stack_file_exits_2_naming_file_and_line(text, expected, stack_dir, capsys):
-    (stack_dir / "Pulumi.bad.yaml").write_text(text)
-    assert cli.main(["plan", "--stack", "bad"]) == 2
-    assert expected in capsys.readouterr().err
-
-
-def test_binary_stack_file(stack_dir, capsys):
-    (stack_dir / "Pulumi.bad.yaml").write_bytes(b"config:\n  x: \xff\xfe\n")
-    assert cli.main(["plan", "--stack", "bad"]) == 2
-    assert "not UTF-8 text" in capsys.readouterr().err
-
-
 def test_shipped_json_schema_is_current_and_agrees_with_the_shipped_stacks():
     shipped = json.loads((ROOT / "docs" / "stack.schema.json").read_text())
     assert shipped == json.loads(json.dumps(schema.json_schema())), "run: dcdrill schema > docs/stack.schema.json"
