@@ -1,4 +1,4 @@
-"""Stack parsing, inventory and the roles' rendered config (rendered by Ansible itself)."""
+"""The roles' rendered config (rendered by Ansible itself), and what the roles' programs decide."""
 
 import io
 import json
@@ -7,51 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from dcdrill.infra import ansible, inventory, stack
 from dcdrill.infra.lab import layout
-from dcdrill.infra.topology import ConfigError, from_config
 from tests import ansible_localhost
 from tests.process_configs import process_config
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_stack_parsing_and_lab_defaults():
-    assert set(stack.stack_names()) >= {"local", "local-3dc"}
-    t = stack.load("local")
-    assert (t.backend, t.profile, t.acks) == ("local", "consistency-first", "all")
-    assert [(d.name, d.brokers, d.zookeepers) for d in t.datacenters] == [
-        ("dc-a", 2, 1),
-        ("dc-b", 2, 1),
-        ("dc-c", 0, 1),
-    ]
-    assert stack.backend("local").settings.latency_ms == 5
-    with pytest.raises(stack.UnknownStack, match="valid: .*local"):
-        stack.load("nope")
-    with pytest.raises(ConfigError, match=r"datacenters\[0\]\.brokers: Input should be a valid integer \(got 'two'\)"):
-        from_config({"dcdrill:cluster": {"datacenters": [{"name": "a", "brokers": "two"}]}})
-
-
-def test_lab_inventory_schema():
-    t = stack.load("local")
-    inv = layout.build_inventory(t, stack.backend("local").settings, Path("/tmp/cache"))
-    kids = inv.data["all"]["children"]
-    assert sorted(kids) == ["client", "kafka_broker", "kafka_controller", "zookeeper"]
-    assert kids["kafka_controller"]["hosts"] == {} and inv.voters == inv.zookeepers
-    b1 = kids["kafka_broker"]["hosts"]["b1.dc-a.lab"]
-    assert (b1["dc"], b1["rack"], b1["broker_id"]) == ("dc-a", "dc-a", 1)
-    assert (b1["ansible_host"], b1["ansible_ssh_extra_args"]) == ("dcd-b1", "-o HostName=10.77.1.11")
-    assert kids["zookeeper"]["hosts"]["zk3.dc-c.lab"]["zookeeper_id"] == 3
-    assert inv.vars["kafka_min_insync_replicas"] == 3
-    assert [(h.name, h.dc, h.node_id) for h in inv.in_dc("dc-c")] == [("zk3.dc-c.lab", "dc-c", 3)]
-    assert inv.bootstrap_servers() == ["b1.dc-a.lab:9092", "b2.dc-a.lab:9092", "b3.dc-b.lab:9092", "b4.dc-b.lab:9092"]
-    addrs = [
-        hv["ansible_ssh_extra_args"].removeprefix("-o HostName=") for g in kids.values() for hv in g["hosts"].values()
-    ]
-    assert len(addrs) == len(set(addrs)) and all(a.startswith("10.77.") for a in addrs)
 
 
 RENDER = """
@@ -193,69 +156,6 @@ def test_kraft_config_has_a_dynamic_quorum_and_no_zookeeper(tmp_path):
     assert ctl["advertised.listeners"] == "CONTROLLER://ctl3.dc-c.lab:9094" and "broker.rack" not in ctl
 
 
-def test_stack_files_are_valid_yaml_with_the_documented_shape():
-    for name in stack.stack_names():
-        cfg = yaml.safe_load((ROOT / f"Pulumi.{name}.yaml").read_text())["config"]
-        assert cfg["dcdrill:backend"] in ("local", "aws")
-        clusters = [cfg["dcdrill:cluster"]] if "dcdrill:cluster" in cfg else cfg["dcdrill:clusters"]
-        assert all("datacenters" in c for c in clusters)
-
-
-def test_the_stack_ca_signs_broker_key_stores_for_their_names(tmp_path):
-    """infra/pki.py: a broker's PEM key store holds a PKCS#8 key and a chain the CA verifies, for
-    its DNS name (and its address, where the inventory has one); a second run keeps every file."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives.asymmetric import padding
-
-    from dcdrill.infra import pki
-
-    d = pki.ensure(tmp_path / "tls", "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
-    assert sorted(p.name for p in d.iterdir()) == ["b1.aws.internal.pem", "b1.dc-a.lab.pem", "ca.key", "ca.pem"]
-    assert pki.names_in((d / "b1.dc-a.lab.pem").read_bytes()) == ("b1.dc-a.lab", "10.77.1.11")
-    assert pki.names_in((d / "b1.aws.internal.pem").read_bytes()) == ("b1.aws.internal", None)  # an instance id
-    store = (d / "b1.dc-a.lab.pem").read_text()
-    assert store.startswith("-----BEGIN PRIVATE KEY-----") and store.count("BEGIN CERTIFICATE") == 2
-    ca = x509.load_pem_x509_certificate((d / "ca.pem").read_bytes())
-    leaf = x509.load_pem_x509_certificates(store.encode())[0]
-    ca.public_key().verify(
-        leaf.signature, leaf.tbs_certificate_bytes, padding.PKCS1v15(), leaf.signature_hash_algorithm
-    )
-    assert oct((d / "ca.key").stat().st_mode & 0o777) == "0o600"
-    before = {p.name: p.read_bytes() for p in d.iterdir()}
-    pki.ensure(d, "main", {"b1.dc-a.lab": "10.77.1.11", "b1.aws.internal": "i-0123456789abcdef0"})
-    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
-    pki.ensure(d, "main", {"b1.dc-a.lab": "10.77.1.99"})  # the broker moved: a new certificate for it
-    assert pki.names_in((d / "b1.dc-a.lab.pem").read_bytes()) == ("b1.dc-a.lab", "10.77.1.99")
-
-
-def test_clients_get_the_stack_ca_only_on_tls_stacks():
-    inv = inventory.Inventory({"all": {"vars": {"kafka_tls": True, "kafka_tls_dir": "/x/tls"}}})
-    assert inv.client_security() == {
-        "security_protocol": "SSL",
-        "ssl_cafile": "/x/tls/ca.pem",
-        "ssl_check_hostname": True,
-    }
-    assert inventory.Inventory({"all": {"vars": {"kafka_tls": False}}}).client_security() == {}
-    with pytest.raises(ValueError, match="kafka_tls_dir"):
-        inventory.Inventory({"all": {"vars": {"kafka_tls": True}}}).client_security()
-
-
-def test_sasl_inventory_names_users_super_users_and_declared_acls():
-    av = layout.build_inventory(stack.load("local"), stack.backend("local").settings, Path("/tmp/c")).vars
-    assert (av["kafka_sasl"], av["kafka_sasl_admin"], av["kafka_sasl_client"], av["kafka_sasl_users"]) == (
-        True,
-        "admin",
-        "workload",
-        ["admin", "workload"],
-    )
-    assert av["kafka_super_users"][:2] == ["User:admin", "User:CN=b1.dc-a.lab,O=dcdrill"]
-    assert {(a["principal"], a["resource"], a["name"], a["pattern"]) for a in av["kafka_access_acls"]} == {
-        ("User:workload", "topic", "dcdrill", "prefixed"),
-        ("User:workload", "group", "dcdrill", "prefixed"),
-        ("User:workload", "transactional_id", "dcdrill", "prefixed"),
-    }
-
-
 def test_passwords_reach_each_child_process_on_its_stdin(tmp_path, monkeypatch):
     """A child process's settings travel on its command line: there the password is a file name."""
     from dcdrill.infra import passwords
@@ -350,15 +250,6 @@ def test_topics_created_are_the_declared_ones_the_cluster_lacks_with_the_stacks_
         {"name": "own", "partitions": 3, "replication_factor": 2, "min_insync": 1},
     ]
     assert mod.missing(declared, {"dcdrill", "dcdrill-canary", "own", "other"}, 4, 3) == []
-
-
-def test_the_ansible_strategy_is_mitogens_unless_the_user_says_otherwise(monkeypatch):
-    monkeypatch.delenv("DCDRILL_ANSIBLE_STRATEGY", raising=False)
-    env = ansible.strategy_env()
-    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear"
-    assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
-    monkeypatch.setenv("DCDRILL_ANSIBLE_STRATEGY", "linear")
-    assert ansible.strategy_env() == {"ANSIBLE_STRATEGY": "linear"}
 
 
 def test_a_systemd_unit_waits_for_the_data_volume_its_service_works_on(tmp_path):

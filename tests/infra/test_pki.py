@@ -17,6 +17,8 @@ def test_each_broker_gets_a_certificate_for_its_name_and_address_signed_by_the_s
     folder = pki.ensure(tmp_path / "tls", "east", {"b1.dc-a.lab": "10.20.1.1", "b2.dc-b.lab": "i-0abc"})
     ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
     b1, b2 = _cert(folder / "b1.dc-a.lab.pem"), _cert(folder / "b2.dc-b.lab.pem")
+    store = (folder / "b1.dc-a.lab.pem").read_text()  # what Kafka reads (KIP-651): a PKCS#8 key, then the chain
+    assert store.startswith("-----BEGIN PRIVATE KEY-----") and store.count("BEGIN CERTIFICATE") == 2
     assert pki.names_in((folder / "b1.dc-a.lab.pem").read_bytes()) == ("b1.dc-a.lab", "10.20.1.1")
     assert pki.names_in((folder / "b2.dc-b.lab.pem").read_bytes()) == ("b2.dc-b.lab", None)  # an instance id: no IP
     for cert in (b1, b2):
