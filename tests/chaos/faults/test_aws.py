@@ -166,8 +166,9 @@ def _listen_to_the_bucket(monkeypatch) -> None:
     monkeypatch.setattr(AwsBackend, "_bucket", staticmethod(bucket_listened))
 
 
-@pytest.fixture
-def aws(monkeypatch, tmp_path):
+def _dummy_account(monkeypatch, tmp_path) -> None:
+    """moto's dummy credentials and region, a cache of the test's own, no cluster to ask for the
+    ISR (none here), FIS polled without waiting, and no SSM command sent yet."""
     for k, v in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -176,11 +177,15 @@ def aws(monkeypatch, tmp_path):
         "DCDRILL_CACHE": str(tmp_path / "cache"),
     }.items():
         monkeypatch.setenv(k, v)
-    # No cluster here to ask for the ISR, nor to wait on between broker restarts.
     monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
-    monkeypatch.setattr(actions, "wait_converged", lambda **kw: {"waited_s": 0})
     monkeypatch.setattr(aws_fis, "POLL_S", 0.0)
     SENT.clear()
+
+
+@pytest.fixture
+def aws(monkeypatch, tmp_path):
+    _dummy_account(monkeypatch, tmp_path)
+    monkeypatch.setattr(actions, "wait_converged", lambda **kw: {"waited_s": 0})  # nor to wait on
     real = AwsFaults._client
 
     def listened(self, service, region):
@@ -571,17 +576,7 @@ REPLICATED = "aws-2region-replicated"
 def aws_replicated(monkeypatch, tmp_path):
     """aws-2region-replicated in moto: a VPC per region, each DC's subnet and hosts tagged with
     their own cluster, MM2's host in the target's DC, and the inventories `lab up` would write."""
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "DCDRILL_CACHE": str(tmp_path / "cache"),
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setattr(actions, "isr_snapshot", lambda configuration: None)
-    monkeypatch.setattr(aws_fis, "POLL_S", 0.0)
-    SENT.clear()
+    _dummy_account(monkeypatch, tmp_path)
     real = AwsFaults._client
 
     def listened(self, service, region):
