@@ -4,7 +4,6 @@ of the drill's own, the DCs observers avoid, and clear errors naming the bad key
 import pytest
 
 from dcdrill.chaos import context
-from dcdrill.infra.constants import DRILL_TOPIC_PREFIX
 
 
 def test_a_run_dir_is_required():
@@ -13,13 +12,16 @@ def test_a_run_dir_is_required():
     assert context.stack_name(None) == "local"
 
 
-def test_each_record_folder_gets_a_topic_of_its_own_that_kafka_accepts(tmp_path):
-    one = context.drill_topic({"run_dir": str(tmp_path / "x3" / "drill-1")})
-    other = context.drill_topic({"run_dir": str(tmp_path / "matrix" / "drill-1")})  # same name, other series
-    odd = context.drill_topic({"run_dir": str(tmp_path / "a drill: #1")})
-    assert one != other and one.startswith(f"{DRILL_TOPIC_PREFIX}drill-1-") and other.startswith(DRILL_TOPIC_PREFIX)
-    assert odd.startswith(f"{DRILL_TOPIC_PREFIX}a-drill---1-")
-    assert context.drill_topic({"run_dir": str(tmp_path / "x3" / "drill-1")}) == one  # stable
+def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
+    """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
+    the folder alone was written by several drills, whose audit then saw the others' records
+    (phantoms) and whose topic kept the first drill's settings."""
+    a, b = (
+        context.drill_topic({"run_dir": str(tmp_path / s / "drill-1")}) for s in ("x3", "matrix/acks-1_min-insync-2")
+    )
+    assert a != b and a.startswith("dcdrill-drill-1-") and b.startswith("dcdrill-drill-1-")
+    assert context.drill_topic({"run_dir": str(tmp_path / "x3" / "drill-1")}) == a  # start and audit agree
+    assert context.drill_topic({"run_dir": str(tmp_path / "a b+c")}).startswith("dcdrill-a-b-c-")
 
 
 def test_plan_keys_arrive_typed_or_are_refused_naming_the_key():

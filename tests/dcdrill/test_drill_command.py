@@ -187,18 +187,6 @@ def test_the_activities_load_the_stack_once_and_refuse_one_that_changed_mid_dril
         context.topology(configuration)
 
 
-def test_every_drill_record_folder_gets_its_own_topic(tmp_path):
-    """Two series both have a drill-1, and a --matrix series one per setting: a topic named after
-    the folder alone was written by several drills, whose audit then saw the others' records
-    (phantoms) and whose topic kept the first drill's settings."""
-    from dcdrill.chaos.context import drill_topic
-
-    a, b = (drill_topic({"run_dir": str(tmp_path / s / "drill-1")}) for s in ("x3", "matrix/acks-1_min-insync-2"))
-    assert a != b and a.startswith("dcdrill-drill-1-") and b.startswith("dcdrill-drill-1-")
-    assert drill_topic({"run_dir": str(tmp_path / "x3" / "drill-1")}) == a  # start and audit agree
-    assert drill_topic({"run_dir": str(tmp_path / "a b+c")}).startswith("dcdrill-a-b-c-")
-
-
 def test_drill_matrix_plans_one_drill_per_setting_that_meets_a_profile():
     from dcdrill import drill
     from dcdrill import drill_settings as settings

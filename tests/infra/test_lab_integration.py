@@ -129,68 +129,6 @@ else:
     assert cons.stdout.strip() == "120", cons.stderr
 
 
-ACL_CLIENT = """
-import json, sys
-from kafka import KafkaProducer
-from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, KafkaAdminClient,
-                         NewTopic, ResourcePattern, ResourcePatternFilter, ResourceType)
-from kafka.errors import KafkaError, TopicAuthorizationFailedError
-
-step = sys.argv[1]
-boot, workload, admin_security = (json.loads(a) for a in sys.argv[2:5])
-out = {}
-admin = KafkaAdminClient(bootstrap_servers=boot, **admin_security)
-everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
-                       ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
-if step == "before":
-    try:
-        KafkaAdminClient(bootstrap_servers=boot, bootstrap_timeout_ms=8000, request_timeout_ms=8000,
-                         **{**workload, "sasl_plain_password": "not-the-password"}).list_topics()
-        out["wrong password"] = "in"
-    except KafkaError:
-        out["wrong password"] = "refused"
-    admin.create_topics([NewTopic("dcdrill-it-acl", 1, 4), NewTopic("it-acl", 1, 4)])
-    p = KafkaProducer(bootstrap_servers=boot, acks="all", max_block_ms=15000, **workload)
-    out["dcdrill-it-acl offset"] = p.send("dcdrill-it-acl", b"allowed").get(timeout=30).offset
-    try:
-        p.send("it-acl", b"denied").get(timeout=30)
-        out["it-acl"] = "written"
-    except TopicAuthorizationFailedError:
-        out["it-acl"] = "denied"
-    p.close(timeout=5)
-    user = KafkaAdminClient(bootstrap_servers=boot, **workload)
-    try:  # creating topics is the admin's: no ACL grants it to the workload
-        user.create_topics([NewTopic("dcdrill-it-create", 1, 4)])
-        out["create"] = "created"
-    except TopicAuthorizationFailedError:
-        out["create"] = "denied"
-    user.close()
-    admin.create_acls([ACL("User:intruder", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
-                           ResourcePattern(ResourceType.TOPIC, "it-acl", ACLResourcePatternType.LITERAL))])
-else:
-    acls, _ = admin.describe_acls(everything)
-    out["principals"] = sorted({a.principal for a in acls})
-admin.close()
-print(json.dumps(out))
-"""
-
-
-def acl_step(lab, dc: str, step: str) -> dict:
-    """ACL_CLIENT's `step` as an application on `dc`'s client host: its answer."""
-    args = [
-        json.dumps(lab.bootstrap_servers()),
-        json.dumps(lab.client_security()),
-        json.dumps(lab.client_security(admin=True)),
-    ]
-    done = in_client(lab, dc, ACL_CLIENT, step, *args)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
-# The Ansible run that removes the undeclared ACL is the rolling restart's
-# (tests/infra/test_rolling_restart.py): one run of site.yml for both, in CI's time.
-
-
 def test_status_json_cli(lab):
     out = subprocess.run(
         [sys.executable, "-m", "dcdrill.cli", "status", "--stack", "local", "--json"],
