@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dcdrill.infra.observe import status
+from dcdrill.infra import lifecycle
 from dcdrill.record import DrillRecord
 from tests.chaos.test_drill_integration import activity, summary
 
@@ -96,4 +96,6 @@ def test_a_power_loss_after_the_isr_shrank_into_the_dc_loses_acknowledged_record
     assert "a power loss takes what dc-a's replicas had not flushed" in checks["power-loss"]["predicted"]["why"]
     assert checks["power-loss"]["as_predicted"] and checks["isolate-dc"]["as_predicted"], checks
     assert _recovered(power_loss_lab, "dc-a"), "dc-a's brokers recovered nothing"
-    assert status.healthy(status.cluster_status(power_loss_lab))
+    # Healthy again, and staying so: a verify beside CI's unit track starves the lab's JVMs, and a
+    # follower may lag out of its ISR for seconds after the drill's wait saw it full (CI, stop 83).
+    lifecycle.wait_healthy(power_loss_lab, timeout_s=90, quiet=True)  # its error renders the status
