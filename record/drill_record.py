@@ -172,12 +172,9 @@ class DrillRecord(RecordReader):
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            state = self.read_json(FAULT_STATE) or {"active": []}
+            state = self.fault_state_now()
             yield state
-            write_json_atomically(path, state)
-
-    def active_faults(self) -> list[dict]:
-        return (self.read_json(FAULT_STATE) or {}).get("active") or []
+            write_json_atomically(path, validated(models.FaultState, state, str(path)))
 
     # -- the drill's processes: heal stops whichever a crash left running ------------------------
     def note_agent(

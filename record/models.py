@@ -75,6 +75,26 @@ class Fault(Row):
         return self
 
 
+class ActiveFault(Fault):
+    """chaos-state.json's `active`: a fault heal must still undo, as faults.jsonl's injection line
+    gave it, and what its driver noted before each change (each driver's undo_problems holds
+    `undo` to what that stack's own faults could have noted)."""
+
+    end_ms: None = Field(None, description="null: an active fault has not ended")
+    undo: dict[str, object] = Field(description="an object: the driver's notes")
+
+
+KEPT_AS = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$"  # chaos/faults/recovery.kept_key's names
+
+
+class FaultState(Row):
+    """chaos-state.json: what is broken right now, replaced whole at each change; `kept_as` names
+    the backend's copy of it (recovery.kept_key, or the drill's a recovered record keeps)."""
+
+    active: list[ActiveFault] = Field(description="a list of active faults")
+    kept_as: Annotated[str, Field(pattern=KEPT_AS)] | None = Field(None, description="a copy's name or null")
+
+
 class Agent(Row):
     """agents.jsonl: a process the drill started."""
 
@@ -411,7 +431,7 @@ MODELS: dict[str, type[BaseModel] | str] = {
     "experiment.json": "Chaos Toolkit's experiment format (its own validation runs before the drill)",
     "journal.json": "Chaos Toolkit's journal format: the record reads only its status and run",
     "chaos.log": NO_MODEL_LOG,
-    "chaos-state.json": "the fault drivers' undo notes: heal checks each against the stack",
+    "chaos-state.json": FaultState,
     "agents.jsonl": Agent,
     "collected.jsonl": Collected,
     "clocks.jsonl": Clock,

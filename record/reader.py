@@ -159,9 +159,8 @@ class RecordReader:
             for f in self.faults()
             if f.get("end_ms") is None
         ]
-        state = self.read_document(FAULT_STATE, required=False)
-        if isinstance(state, dict) and state.get("active"):
-            out.append(f"{FAULT_STATE}: still lists {len(state['active'])} fault(s) as active")
+        if active := self.active_faults():
+            out.append(f"{FAULT_STATE}: still lists {len(active)} fault(s) as active")
         journal = self.read_document(JOURNAL, required=False)
         if journal is None and self.files.read_bytes(self.uri(EXPERIMENT)) is not None:
             out.append(f"{EXPERIMENT} is there and {JOURNAL} is not: chaos run never finished")
@@ -348,6 +347,18 @@ class RecordReader:
         if data is None:
             return None
         return checked(lambda d, name: models.parsed(models.Plan, d, name), data, self.uri(PLAN))
+
+    def fault_state_now(self) -> dict:
+        """chaos-state.json held to its model (record/models.FaultState), keys as written; with no
+        file, no active fault. A garbled one is a BadRecord naming the file and key: heal and the
+        verifier refuse it rather than read a fault into it or out of it."""
+        data = self.read_document(FAULT_STATE, required=False)
+        if data is None:
+            return {"active": []}
+        return checked(lambda d, name: models.validated(models.FaultState, d, name), data, self.uri(FAULT_STATE))
+
+    def active_faults(self) -> list[dict]:
+        return self.fault_state_now()["active"]
 
     def settings(self) -> dict:
         """The drill's own settings (plan.json's), as Topology.with_settings() takes them."""

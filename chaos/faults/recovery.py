@@ -30,13 +30,13 @@ from dcdrill.infra import ansible, inventory, lifecycle
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.constants import now_ms
 from dcdrill.infra.observe import hostaccess, open_drills
-from dcdrill.record import DrillRecord
+from dcdrill.record import DrillRecord, models
 from dcdrill.record.contents import AGENTS, FAULT_STATE, fault_key
 from dcdrill.validation import workload as wl
 
 AGENT_STOP_S = 10.0  # SIGTERM, then this long to finish what is in flight, then SIGKILL
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a file name: the intents path takes it
-KEPT_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")  # kept_key's names: a folder of its own
+KEPT_KEY = re.compile(models.KEPT_AS)  # kept_key's names: a folder of its own
 
 
 class RecordRefused(ValueError):
@@ -66,7 +66,7 @@ def kept_key(record: DrillRecord) -> str:
 
 
 def _kept_as(record: DrillRecord) -> str:
-    return (record.read_json(FAULT_STATE, {}) or {}).get("kept_as") or kept_key(record)
+    return record.fault_state_now().get("kept_as") or kept_key(record)
 
 
 @contextlib.contextmanager
@@ -96,15 +96,14 @@ def refusals(stack: str, records: list[DrillRecord], kept: dict[str, dict]) -> l
         if not KEPT_KEY.match(key):
             out.append(f"the fault-state copy {key!r}: not a name dcdrill gives a copy")
             continue
-        active = state.get("active") if isinstance(state, dict) else None
-        if not isinstance(active, list) or not all(
-            isinstance(a, dict) and isinstance(a.get("undo"), dict) for a in active
-        ):
-            out.append(f"the fault-state copy {key}: its active faults are not a list of faults with their undo")
+        try:  # the same model as the record's own chaos-state.json
+            models.validated(models.FaultState, state, f"the fault-state copy {key}")
+        except ValueError as exc:
+            out.append(str(exc))
             continue
         out += [
-            f"the fault-state copy {key}: {a.get('fault')} {a.get('target')}: {p}"
-            for a in active
+            f"the fault-state copy {key}: {a['fault']} {a['target']}: {p}"
+            for a in state["active"]
             for p in driver.undo_problems(a["undo"])
         ]
     return out
@@ -112,14 +111,12 @@ def refusals(stack: str, records: list[DrillRecord], kept: dict[str, dict]) -> l
 
 def _record_refusals(stack: str, record: DrillRecord) -> list[str]:
     out = []
-    if active := record.active_faults():
-        if not isinstance(active, list) or not all(isinstance(a, dict) for a in active):
-            return [f"{record.file(FAULT_STATE)}: its active faults are not a list of faults"]
+    if active := record.active_faults():  # held to record/models.FaultState: a BadRecord otherwise
         d = stack_driver(stack, record)
         out += [
-            f"{record.file(FAULT_STATE)}: {a.get('fault')} {a.get('target')}: {p}"
+            f"{record.file(FAULT_STATE)}: {a['fault']} {a['target']}: {p}"
             for a in active
-            for p in (d.undo_problems(a["undo"]) if isinstance(a.get("undo"), dict) else ["no undo noted"])
+            for p in d.undo_problems(a["undo"])
         ]
     clusters = set(context.deployment_for(stack, record).cluster_names)
     for agent in record.agents():

@@ -4,6 +4,9 @@ must refuse to read or write through, and which host clocks were too far off."""
 import json
 import os
 
+import pytest
+
+from dcdrill.record.contents import BadRecord
 from dcdrill.record.reader import RecordReader
 from tests import records
 
@@ -16,12 +19,21 @@ def test_a_whole_record_is_complete_and_each_crash_leaves_its_reason(tmp_path):
     run = clean(tmp_path)
     assert RecordReader(run).incomplete() == []
     (run / "faults.jsonl").write_text(json.dumps({"fault": "kill-dc", "target": "dc-a", "start_ms": 5}) + "\n")
-    (run / "chaos-state.json").write_text(json.dumps({"active": [{"fault": "kill-dc"}]}))
+    (run / "chaos-state.json").write_text(
+        json.dumps({"active": [{"fault": "kill-dc", "target": "dc-a", "start_ms": 5, "undo": {}}]})
+    )
     (run / "experiment.json").write_text("{}")
     got = RecordReader(run).incomplete()
     assert any("kill-dc dc-a has no end" in g for g in got), got
     assert any("still lists 1 fault(s) as active" in g for g in got), got
     assert any("chaos run never finished" in g for g in got), got
+
+
+def test_a_fault_state_is_held_to_its_model(tmp_path):
+    run = clean(tmp_path)
+    (run / "chaos-state.json").write_text(json.dumps({"active": [{"fault": "kill-dc"}]}))
+    with pytest.raises(BadRecord, match=r"chaos-state.json: active must be a list of active faults \(0.target"):
+        RecordReader(run).incomplete()
 
 
 def test_a_symlink_out_of_the_record_or_a_report_elsewhere_is_refused(tmp_path):

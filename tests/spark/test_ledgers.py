@@ -316,8 +316,13 @@ BAD = [
     ),
     (
         "a fault state still active",
-        with_file("chaos-state.json", json.dumps({"active": [kill_dc(undo={})]})),
+        with_file("chaos-state.json", json.dumps({"active": [kill_dc(end_ms=None, undo={})]})),
         "chaos-state.json: still lists 1 fault(s) as active",
+    ),
+    (  # an empty-looking state is no proof of a healed fault: held to its model, not read for "active"
+        "a fault state its model does not hold",
+        with_file("chaos-state.json", json.dumps({"active": [], "undo": {"restart": []}})),
+        "chaos-state.json: unknown key 'undo'",
     ),
     (
         "an experiment without its journal",

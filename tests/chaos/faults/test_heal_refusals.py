@@ -44,11 +44,20 @@ def broker(inv):
     return inv.in_dc("dc-a", lab_faults.DC_LOSS_ROLES)[0]
 
 
-def with_fault(tmp_path, undo: dict) -> DrillRecord:
+def active(undo, **changed) -> dict:
+    """An active fault as chaos/faults/actions._inject notes it."""
+    return {"fault": "kill-dc", "target": "dc-a", "start_ms": 1_700_000_000_000, "end_ms": None, "undo": undo} | changed
+
+
+def with_state(tmp_path, state: dict) -> DrillRecord:
     record = DrillRecord(tmp_path / "run")
-    record.write_json(FAULT_STATE, {"active": [{"fault": "kill-dc", "target": "dc-a", "undo": undo}]})
+    record.write_json(FAULT_STATE, state)
     open_drills.note("local", str(record.path.resolve()))
     return record
+
+
+def with_fault(tmp_path, undo: dict) -> DrillRecord:
+    return with_state(tmp_path, {"active": [active(undo)]})
 
 
 def refused(capsys, *needles: str) -> None:
@@ -98,11 +107,39 @@ def test_the_undo_a_real_kill_dc_notes_is_accepted(lab_stack):
     assert driver.undo_problems({"links": [[1, 2]]}) == []
 
 
-def test_a_fault_entry_without_its_undo_is_refused(lab_stack, tmp_path, capsys):
-    record = DrillRecord(tmp_path / "run")
-    record.write_json(FAULT_STATE, {"active": [{"fault": "kill-dc", "target": "dc-a", "undo": "rm -rf /"}]})
-    open_drills.note("local", str(record.path.resolve()))
-    refused(capsys, "no undo noted")
+# chaos-state.json held to record/models.FaultState before any undo is looked at.
+def without(key: str) -> dict:
+    return {k: v for k, v in active({}).items() if k != key}
+
+
+STATES = {
+    "an undo that is a command": ({"active": [active("rm -rf /")]}, "(0.undo: input should be a valid dictionary)"),
+    "a fault with no undo": (
+        {"active": [without("undo")]},
+        "(0.undo: field required)",
+    ),
+    "a fault dcdrill has no name for": (
+        {"active": [active({}, fault="reboot")]},
+        "(0.fault: input should be",
+    ),
+    "a fault that has ended": ({"active": [active({}, end_ms=1_700_000_000_001)]}, "(0.end_ms: input should be none)"),
+    "a fault with no start": (
+        {"active": [without("start_ms")]},
+        "(0.start_ms: field required)",
+    ),
+    "a key of its own": ({"active": [active({}, run=["sh"])]}, "unknown key 'active.0.run'"),
+    "no list of faults": ({"active": {"kill-dc": {}}}, "active must be"),
+    "a copy's name with a path": ({"active": [active({})], "kept_as": "../../stacks"}, "kept_as must be"),
+    "no object at all": ([active({})], FAULT_STATE),
+}
+
+
+@pytest.mark.parametrize("case", STATES)
+def test_a_fault_state_its_model_does_not_hold_is_refused_naming_the_key(lab_stack, tmp_path, capsys, case):
+    state, needle = STATES[case]
+    record = with_state(tmp_path, state)
+    refused(capsys, f"{record.file(FAULT_STATE)}", needle)
+    assert record.read_json(FAULT_STATE) == state, "a refused heal changed the fault state"
 
 
 def test_a_garbled_fault_state_is_refused_naming_its_file(lab_stack, tmp_path, capsys):
@@ -177,12 +214,17 @@ def keep(name: str, text: str) -> None:
 
 
 def test_a_kept_copy_with_a_foreign_undo_is_refused(lab_stack, capsys):
-    keep("r1-0123abcd", json.dumps({"active": [{"fault": "kill-dc", "target": "dc-a", "undo": {"power": ["/"]}}]}))
+    keep("r1-0123abcd", json.dumps({"active": [active({"power": ["/"]})]}))
     refused(capsys, "the fault-state copy r1-0123abcd: kill-dc dc-a: power '/'")
 
 
+def test_a_kept_copy_its_model_does_not_hold_is_refused(lab_stack, capsys):
+    keep("r3-0123abcd", json.dumps({"active": [active({}, fault="reboot")]}))
+    refused(capsys, "the fault-state copy r3-0123abcd: active must be a list of active faults (0.fault:")
+
+
 def test_a_kept_copy_named_as_a_path_is_refused(lab_stack, capsys):
-    keep(".hidden", json.dumps({"active": [{"fault": "kill-dc", "target": "dc-a", "undo": {}}]}))
+    keep(".hidden", json.dumps({"active": [active({})]}))
     refused(capsys, "the fault-state copy '.hidden': not a name dcdrill gives a copy")
 
 
