@@ -137,3 +137,18 @@ def test_heal_starts_again_a_broker_that_exits_until_the_cluster_lists_it(driver
     assert sorted(starts) == sorted([s[0] for s in specs] * 2)  # each exited and was started again
     monkeypatch.setattr(lab.hostaccess, "call", lambda *a, **k: status(3, 4))
     assert not driver._until_registered(specs, within_s=1)  # never listed: said so, the wait names why
+
+
+def test_heal_starts_zookeeper_before_it_decides_when_the_brokers_may_start(driver, monkeypatch):
+    """A DC's ZooKeeper is started before the wait for its brokers' old sessions: that wait
+    needs the quorum, which the restarted peer helps to form."""
+    running, asked = set(), []
+    monkeypatch.setattr(lab, "start_service", lambda name, spec, ns: running.add(name))
+    monkeypatch.setattr(lab.service, "load", lambda spec: spec)
+    monkeypatch.setattr(lab.service, "running_pid", lambda spec: spec in running)
+    monkeypatch.setattr(lab.LabFaults, "_settle_s", lambda self, undo: asked.append(set(running)) or 0.0)
+    monkeypatch.setattr(lab.LabFaults, "_until_registered", lambda self, specs: True)
+    undo = {"restart": [[h.name, h.name, "ns"] for h in driver.inventory.in_dc("dc-a")], "killed_ms": lab.now_ms()}
+    driver.undo(undo)
+    assert asked == [{h.name for h in driver.inventory.in_dc("dc-a", ("zookeeper",))}]
+    assert running == {h.name for h in driver.inventory.in_dc("dc-a")}
