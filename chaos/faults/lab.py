@@ -266,8 +266,8 @@ class LabFaults(FaultDriver):
             disk.power(layout.lab_dir(state_dir()), short)
         if undo.get("restart"):
             # ZooKeeper and controllers at once: they register nothing a session must outlive,
-            # and a started peer's votes end the survivors' election backoff (18 s to form a
-            # quorum after a power loss, without them). The brokers once the settle is known.
+            # and a started peer's votes end the survivors' election backoff. The brokers wait
+            # for the settle, which needs that quorum.
             brokers = {h.name for h in self.inventory.brokers}
             if first := [s for s in undo["restart"] if s[0] not in brokers]:
                 restart(first, settle_s=0.0)

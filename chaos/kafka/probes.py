@@ -21,6 +21,7 @@ __all__ = [
     "cluster_healthy",
     "wait_converged",
     "wait_leaders",
+    "wait_shrunk_into",
 ]
 
 
@@ -150,3 +151,34 @@ def wait_leaders(timeout_s: float = 120, configuration: dict = None, secrets: di
         float(timeout_s),
         configuration,
     )
+
+
+def wait_shrunk_into(
+    dc: str, then_s: float = 10, timeout_s: float = 120, configuration: dict = None, secrets: dict = None
+) -> dict:
+    """Until every partition with a replica in `dc` is led from `dc` and its ISR holds only `dc`'s
+    replicas (the other DC cut off: its followers dropped, its leaderships moved), then `then_s`
+    more, for the followers' truncations to the new leaders to become durable (ext4 commits its
+    journal every 5 s). A fixed pause instead would cut the power too early on a loaded machine,
+    seconds after a leader change: the follower truncation loop of docs/evidence.md."""
+
+    def outside(st: dict) -> list[str]:
+        return [
+            f"{p['topic']}-{p['partition']} (leader in {p['leader_dc']}, ISR in {sorted(set(p['isr_dcs']))})"
+            for p in st["partitions"]
+            if dc in p["replica_dcs"] and (p["leader_dc"] != dc or set(p["isr_dcs"]) != {dc})
+        ]
+
+    def explain(st: dict) -> str:
+        left = outside(st)
+        return f"not yet shrunk into {dc}: {len(left)} partition(s): {', '.join(left[:10])}"
+
+    out = wait_until(
+        lambda st: st["partitions"] and not outside(st),
+        f"every ISR shrunk into {dc}",
+        float(timeout_s),
+        configuration,
+        explain,
+    )
+    time.sleep(float(then_s))
+    return {**out, "then_s": float(then_s)}

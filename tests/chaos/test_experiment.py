@@ -212,6 +212,7 @@ def test_discover_lists_every_action_and_probe():
         "coordination_quorum",
         "wait_converged",
         "wait_leaders",
+        "wait_shrunk_into",
         "workload_progressing",
         "elect_preferred_leaders",
         "partitions_off_preferred_leader",

@@ -3,6 +3,8 @@ afresh every time."""
 
 from __future__ import annotations
 
+import pytest
+
 from dcdrill.chaos import context, session
 from dcdrill.chaos.kafka import probes
 from dcdrill.infra.observe import status as cluster
@@ -55,3 +57,32 @@ def test_a_read_older_than_the_share_and_every_wait_read_afresh(monkeypatch, tmp
     assert (
         probes.partitions_off_preferred_leader(configuration=cfg) == 0 and len(reads) == 3
     )  # not the hypothesis's: afresh
+
+
+def _partition(name: str, leader_dc: str, isr_dcs: list[str], replica_dcs=("dc-a", "dc-a", "dc-b", "dc-b")) -> dict:
+    return {"topic": name, "partition": 0, "leader_dc": leader_dc, "isr_dcs": isr_dcs, "replica_dcs": list(replica_dcs)}
+
+
+def test_the_shrink_wait_holds_until_every_dc_a_partition_is_led_and_in_sync_only_there(monkeypatch):
+    shrunk = _partition("t", "dc-a", ["dc-a", "dc-a"])
+    elsewhere = _partition("only-b", "dc-b", ["dc-b"], replica_dcs=("dc-b",))  # no replica in dc-a: not waited on
+    seen = [
+        {"partitions": [_partition("t", "dc-b", ["dc-b", "dc-a", "dc-a"]), elsewhere]},  # dc-b still leads
+        {"partitions": [_partition("t", "dc-a", ["dc-a", "dc-a", "dc-b"]), elsewhere]},  # dc-b still in sync
+        {"partitions": [shrunk, elsewhere]},
+    ]
+    monkeypatch.setattr(probes, "cluster_now", lambda configuration: seen.pop(0))
+    monkeypatch.setattr(probes.time, "sleep", lambda s: None)
+    out = probes.wait_shrunk_into("dc-a", then_s=10, configuration={})
+    assert not seen and out["then_s"] == 10.0 and out["condition"] == "every ISR shrunk into dc-a"
+
+
+def test_a_shrink_that_never_comes_names_the_partitions_left(monkeypatch):
+    status = {"partitions": [_partition("t", "dc-b", ["dc-b", "dc-a"])], "brokers": [], "quorum": {}}
+    monkeypatch.setattr(probes, "cluster_now", lambda configuration: status)
+    monkeypatch.setattr(probes.status_text, "render", lambda st: "(status)")
+    with pytest.raises(TimeoutError) as raised:
+        probes.wait_shrunk_into("dc-a", timeout_s=0, configuration={})
+    assert "not yet shrunk into dc-a: 1 partition(s): t-0 (leader in dc-b, ISR in ['dc-a', 'dc-b'])" in str(
+        raised.value
+    )
