@@ -40,8 +40,8 @@ def failover_s(coordination: str = "zookeeper") -> float:
 
 def default_hold(t) -> float:
     """availability-first promises that writes go on while the DC is gone: every partition must
-    acknowledge again before the heal (the writes-continued rule). A 30 s hold ended before the
-    failover in one drill of three on the lab, so those stacks hold the fault twice the failover."""
+    acknowledge again before the heal (the writes-continued rule). A hold near the failover time
+    can end before the failover on a loaded host, so those stacks hold the fault twice the failover."""
     return max(HOLD_S, 2 * failover_s(t.coordination)) if t.profile == "availability-first" else HOLD_S
 
 

@@ -2,8 +2,8 @@
 """Ansible module: create the declared topics the cluster lacks; existing ones are left alone.
 
 Runs on one client host with kafka-python (the agents' Python), as a client of the brokers'
-CLIENT listener: one process for every topic, where Kafka's TopicCommand started a JVM per
-topic (about 9 s of a lab's bring-up, against about 1 s).
+CLIENT listener: one process for every topic, where Kafka's TopicCommand starts a JVM per
+topic, each seconds of CPU on a lab's busy cores.
 `missing` is the whole decision, a pure function (tests/infra/test_config.py).
 """
 
