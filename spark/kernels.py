@@ -3,7 +3,7 @@
 (hatch_build.py), so a user's `dcdrill verify` needs only pyspark and a Java runtime. Without
 them (a wheel built where pyspark or javac was missing, or another pyspark than the one they
 were built against), they are compiled here on first use, by the JDK that runs Spark
-(spark/cds.py picks it): no Go, Maven or root. `make setup` calls this too.
+(spark/java_runtime.py picks it): no Go, Maven or root. `make setup` calls this too.
 
     python -m dcdrill.spark.kernels        (a no-op when the jar matches the sources and pyspark)
 """
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from dcdrill.infra import workload_jar
-from dcdrill.spark import cds
+from dcdrill.spark import java_runtime
 
 SOURCES = Path(__file__).parent / "jvm"
 
@@ -38,7 +38,7 @@ def _key() -> str:
 
 
 def _javac() -> str:
-    home = cds.java_home()
+    home = java_runtime.java_home()
     javac = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
     if not javac or not Path(javac).exists():
         import pyspark
@@ -59,7 +59,7 @@ SHIPPED_KEY = SHIPPED_JAR.with_suffix(".key")
 def ensure(say=None) -> Path:
     """The kernel jar in the cache: the wheel's own when it was built from these sources against
     this pyspark, else compiled now if missing or older than the sources or pyspark."""
-    jar, key = cds.kernel_jar(), _key()
+    jar, key = java_runtime.kernel_jar(), _key()
     stamp = jar.with_suffix(".key")
     if jar.exists() and stamp.exists() and stamp.read_text() == key:
         return jar
@@ -101,7 +101,7 @@ def compile_jar(jar: Path) -> str:
         )
         if done.returncode != 0:
             raise KernelsUnavailable(f"javac failed on spark/jvm:\n{done.stderr[-3000:]}")
-        workload_jar.write_jar(Path(tmp), jar)  # fixed times: spark/cds.py keys its archive by the digest
+        workload_jar.write_jar(Path(tmp), jar)  # fixed times: spark/java_runtime.py keys its archive by the digest
     return _key()
 
 

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from dcdrill.spark import cds, kernels, memory
+from dcdrill.spark import java_runtime, kernels, memory
 from dcdrill.spark.ledgers import BadInput
 
 
@@ -235,8 +235,9 @@ def session(
             "spark.master": chosen,
             "spark.driver.memory": os.environ.get("DCDRILL_SPARK_DRIVER_MEMORY", plan.heap_setting),
             # The checker's folds (spark/jvm): on the driver's own classpath, where py4j finds them.
-            "spark.driver.extraClassPath": str(cds.kernel_jar()),
-            "spark.driver.extraJavaOptions": f"{cds.java_options()} {JIT_OPTIONS} {GC_OPTIONS} {memory.JVM_OPTIONS} "
+            "spark.driver.extraClassPath": str(java_runtime.kernel_jar()),
+            "spark.driver.extraJavaOptions": f"{java_runtime.java_options()} {JIT_OPTIONS} {GC_OPTIONS} "
+            f"{memory.JVM_OPTIONS} "
             f"{_tmpdir_option(settings)} "
             f"{_log_options()} {os.environ.get('DCDRILL_SPARK_JAVA_OPTIONS', '')}".strip(),
         }
@@ -247,13 +248,13 @@ def session(
             raise BadInput(str(exc)) from None
     jars = []
     if not submitted and not (chosen == "local" or chosen.startswith("local[")):
-        jars.append(str(cds.kernel_jar()))  # executors in JVMs of their own load the kernels from spark.jars
+        jars.append(str(java_runtime.kernel_jar()))  # executors in JVMs of their own load the kernels from spark.jars
     if s3a and not submitted:
-        if not cds.s3a_jars():
+        if not java_runtime.s3a_jars():
             raise BadInput(
                 "s3a:// records need hadoop-aws and the AWS SDK: run `make setup` (infra/toolchain/s3a-pom.xml)"
             )
-        jars += cds.s3a_jars()
+        jars += java_runtime.s3a_jars()
     if jars:
         settings["spark.jars"] = ",".join(jars)
     ours = {key: value for key, value in {**settings, **conf}.items() if key not in given}
@@ -261,7 +262,7 @@ def session(
         raise JvmEnded("the verifier's JVM has ended (it ran out of memory, or was killed)")
     if not _JVM.context_made:  # the first session of this process: its JVM, launched (or reached) here
         if _JVM.gateway is None:
-            with cds.spark_java_home():
+            with java_runtime.spark_java_home():
                 _JVM.gateway = _launch(ours)
         SparkContext(conf=SparkConf(loadDefaults=False).setAll(ours.items()), gateway=_JVM.gateway)
         _JVM.context_made = True  # later sessions' contexts find the same gateway
@@ -275,7 +276,7 @@ def session(
 
     if not isinstance(_JVM.gateway.jvm.dcdrill.Screen, JavaClass):  # spark-submit without --jars
         raise BadInput(
-            f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {cds.kernel_jar()} "
+            f"the verifier's JVM kernels are not on Spark's classpath: pass --jars {java_runtime.kernel_jar()} "
             "to spark-submit (`python -m dcdrill.spark.kernels` builds it)"
         )
     return spark

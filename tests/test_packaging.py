@@ -267,10 +267,14 @@ def test_from_the_wheel_init_the_recipes_install_and_check_every_aws_stack_with_
         assert warnings and all("vCPU quota (L-1216C47A) could not be read" in w for w in warnings), res.stderr
 
 
+def _system_jdk() -> Path:
+    return Path(subprocess.check_output(["readlink", "-f", "/usr/bin/java"], text=True)).parents[1]
+
+
 def test_the_installed_verifier_needs_a_java_runtime_and_nothing_of_setup(installed, tmp_path):
     """`dcdrill verify` from the wheel with an empty cache and no setup, on a Java runtime with no
     javac: the wheel's compiled kernels run, and Go, Maven and javac are never called."""
-    from dcdrill.spark import cds
+    from dcdrill.spark import java_runtime
     from tests import records
 
     wheel, dcdrill, _ = installed
@@ -290,9 +294,7 @@ def test_the_installed_verifier_needs_a_java_runtime_and_nothing_of_setup(instal
         (tools / name).chmod(0o755)
     jre = tmp_path / "jre"  # the JDK Spark would take, less its compiler: a Java runtime
     (jre / "bin").mkdir(parents=True)
-    jdk = Path(
-        cds.java_home() or Path(subprocess.check_output(["readlink", "-f", "/usr/bin/java"], text=True)).parents[1]
-    )
+    jdk = Path(java_runtime.java_home() or _system_jdk())
     for entry in jdk.iterdir():
         if entry.name != "bin":
             (jre / entry.name).symlink_to(entry)

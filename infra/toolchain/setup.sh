@@ -14,7 +14,7 @@
 #      and AWS's session-manager-plugin (SSH to EC2 hosts through SSM) -> cache/bin  Go module proxy (ssm-plugin/go.mod)
 #   5. Pulumi home -> cache/pulumi-home (its local file backend is state: infra/pulumi_cli.py)
 #   6. The verifier's JVM kernels (spark/jvm/*.java) -> cache/spark-kernel/dcdrill-kernel.jar   javac
-#   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/cds.py, spark/archive.py)
+#   7. Class-data archive for the verifier JVM -> cache/spark-cds-*.jsa (spark/java_runtime.py, spark/java_archive.py)
 #   8. The lab's inter-DC forwarder (infra/lab/forwarder, Go, standard library only) -> cache/bin
 #      and its power-loss disk (infra/lab/disk, Go, go-fuse from the Go module proxy) -> cache/bin;
 #      skipped without Go (only the lab needs them)
@@ -203,15 +203,15 @@ fi
 mkdir -p "$CACHE/pulumi-home"
 
 # 6. The verifier's JVM kernels, compiled against pyspark's own jars (no Spark download) -------------
-# The JDK that runs Spark compiles them (spark/cds.py picks it), for Java 17 so any JDK Spark
+# The JDK that runs Spark compiles them (spark/java_runtime.py picks it), for Java 17 so any JDK Spark
 # supports can load them. Without pyspark (installed without [verify]) steps 6 and 7 wait for it.
 if "$PY" -c 'import pyspark' 2>/dev/null; then
 (cd "$ROOT" && "$PY" -m dcdrill.spark.kernels)
 
-# 7. Class-data archive for the verifier's JVM (spark/cds.py: ~3 s off every verify) --------------
-if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.cds import archive_path; print(archive_path())')" ]; then
+# 7. Class-data archive for the verifier's JVM (spark/java_runtime.py, spark/java_archive.py) ---------
+if [ ! -f "$(cd "$ROOT" && "$PY" -c 'from dcdrill.spark.java_runtime import archive_path; print(archive_path())')" ]; then
   step "Spark class-data archive (about a minute, once per JDK and pyspark version)"
-  with_progress "the class-data archive" sh -c "cd '$ROOT' && '$PY' -m dcdrill.spark.archive"
+  with_progress "the class-data archive" sh -c "cd '$ROOT' && '$PY' -m dcdrill.spark.java_archive"
 fi
 else
   step "verifier kernels: skipped, no pyspark here (pip install 'dcdrill[verify]', then setup again)"

@@ -15,7 +15,7 @@ from tests.records import a, c, p
 
 def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
     assert verify_command.main([str(tmp_path / "nowhere")]) == exits.EXIT_BAD_INPUT
-    monkeypatch.setattr(session.cds, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
+    monkeypatch.setattr(session.java_runtime, "s3a_jars", lambda: [])  # a machine without `make setup`'s s3a jars
     assert verify_command.main(["s3a://bucket/runs/r1", "--quiet"]) == exits.EXIT_BAD_INPUT
     assert "s3a:// records need hadoop-aws" in capsys.readouterr().err
 
@@ -49,10 +49,10 @@ def _spark_submit(run, *options):
 
 
 def test_spark_submit_without_the_kernel_jar_names_it(tmp_path):
-    from dcdrill.spark import cds
+    from dcdrill.spark import java_runtime
 
     done = _spark_submit(records.anomalies(tmp_path / "run"), "--master", "local[1]")
     assert done.returncode == exits.EXIT_BAD_INPUT
     # spark-submit hands the Python driver's stderr on through its own stdout
-    assert f"pass --jars {cds.kernel_jar()} to spark-submit" in done.stdout + done.stderr
+    assert f"pass --jars {java_runtime.kernel_jar()} to spark-submit" in done.stdout + done.stderr
     assert not (tmp_path / "run" / "report").exists()

@@ -5,14 +5,14 @@ import zipfile
 
 import pytest
 
-from dcdrill.spark import cds, kernels
+from dcdrill.spark import java_runtime, kernels
 
 
 def test_the_kernels_compile_once_from_the_sources_and_the_same_sources_give_the_same_jar(tmp_path, monkeypatch):
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
     said = []
     jar = kernels.ensure(say=said.append)
-    assert jar == cds.kernel_jar() and len(said) == 1 and "compiling" in said[0]
+    assert jar == java_runtime.kernel_jar() and len(said) == 1 and "compiling" in said[0]
     names = zipfile.ZipFile(jar).namelist()
     assert "dcdrill/Scan.class" in names and "dcdrill/MirrorFold.class" in names
     first = jar.read_bytes()
@@ -24,6 +24,6 @@ def test_the_kernels_compile_once_from_the_sources_and_the_same_sources_give_the
 
 def test_without_a_jdk_the_error_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("DCDRILL_CACHE", str(tmp_path))
-    monkeypatch.setattr(cds, "java_home", lambda: str(tmp_path / "a-jre"))
+    monkeypatch.setattr(java_runtime, "java_home", lambda: str(tmp_path / "a-jre"))
     with pytest.raises(kernels.KernelsUnavailable, match="needs a JDK 17, 21 or 25"):
         kernels.ensure()

@@ -11,7 +11,7 @@ import boto3
 import duckdb
 import pytest
 
-from dcdrill.spark import cds
+from dcdrill.spark import java_runtime
 from dcdrill.spark.ledgers import REQUIRED, SCHEMAS
 from tests import ROOT, records
 
@@ -63,7 +63,7 @@ def _verify(endpoint: str, uris: list[str], via: str = "dcdrill") -> subprocess.
             "--master",
             "local[3]",
             "--jars",
-            ",".join([*cds.s3a_jars(), str(cds.kernel_jar())]),
+            ",".join([*java_runtime.s3a_jars(), str(java_runtime.kernel_jar())]),
             "--conf",
             "spark.sql.shuffle.partitions=3",
             *args,

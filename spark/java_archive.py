@@ -1,7 +1,7 @@
-"""Builds the verifier JVM's class-data archive (spark/cds.py says why): verifies two tiny
+"""Builds the verifier JVM's class-data archive (spark/java_runtime.py says why): verifies two tiny
 records, a JSON Lines one and its Parquet copy, in a JVM that dumps its loaded classes on exit.
 
-    python -m dcdrill.spark.archive        (make setup runs it once per JDK, pyspark and kernel jar)
+    python -m dcdrill.spark.java_archive        (make setup runs it once per JDK, pyspark and kernel jar)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from dcdrill.infra.constants import PACKAGE
 from dcdrill.spark import session, verify
-from dcdrill.spark.cds import archive_path
+from dcdrill.spark.java_runtime import archive_path
 from dcdrill.spark.ledgers import SCHEMAS
 
 
@@ -99,7 +99,7 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(prefix="dcdrill-cds-") as tmp:
         env = {**os.environ, "DCDRILL_CDS_DUMP": str(path) + ".tmp"}
         subprocess.run(
-            [sys.executable, "-m", "dcdrill.spark.archive", "--exercise", tmp],
+            [sys.executable, "-m", "dcdrill.spark.java_archive", "--exercise", tmp],
             cwd=PACKAGE.parent,
             env=env,
             check=True,

@@ -1,4 +1,5 @@
-"""The verifier's JVM: which JDK runs Spark, and a class-data-sharing archive for it.
+"""The verifier's JVM: which JDK runs Spark, the jars on its classpath (the kernels, s3a) and its
+class-data archive (built by spark/java_archive.py; the lab's Kafka JVMs have theirs, infra/java_archive.py).
 
 JDK: Spark 4 runs on Java 17, 21 and 25. The newest of those found on the machine is used
 (`DCDRILL_SPARK_JAVA_HOME` picks one, otherwise JAVA_HOME and then /usr/lib/jvm are searched),
@@ -10,7 +11,6 @@ that is seconds of every `dcdrill verify`. The JVM can map them from an archive 
 earlier run (AppCDS, JDK 13+), which shortens the session's start and the first query
 (docs/benchmarks.md). The archive is tied to the JDK and to pyspark's jars, hence the
 name; a stale or missing archive only costs the time back (the JVM loads classes itself).
-spark/archive.py builds it.
 """
 
 from __future__ import annotations
