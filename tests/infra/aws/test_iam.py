@@ -10,7 +10,7 @@ import yaml
 from dcdrill.infra.aws import iam
 from tests import iam_model
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TAG, FIS_ROLE, BUCKET = "dcdrill/aws-3az", "arn:aws:iam::123456789012:role/fis-role-0a1b2c3", "stack-bucket-0a1b2c3"
 SWAP = "ec2:ReplaceNetworkAclAssociation"
 
