@@ -6,7 +6,7 @@ JDK: Spark 4 runs on Java 17, 21 and 25. The newest of those found on the machin
 because its JIT and collector are what a verify run mostly waits for (docs/benchmarks.md
 has the figures). Kafka keeps the system JDK.
 
-Archive: Spark's driver loads some 15,000 classes before the first query; on a 2-core machine
+Archive: Spark's driver loads many thousand classes before the first query; on a 2-core machine
 that is seconds of every `dcdrill verify`. The JVM can map them from an archive dumped by an
 earlier run (AppCDS, JDK 13+), which shortens the session's start and the first query
 (docs/benchmarks.md). The archive is tied to the JDK and to pyspark's jars, hence the

@@ -25,7 +25,7 @@ OFFSET = re.compile(r"TruncationState\(offset=(\d+)|Truncating to (?:offset )?(\
 # One offset truncated to this often in the log's tail is a loop, not a leader change: a change
 # truncates each follower once or twice.
 LOOP_REPEATS = 20
-TAIL_LINES = 200_000  # a loop writes ~1,000 lines a minute per follower; older history is not the cause
+TAIL_LINES = 200_000  # minutes of a loop's lines per follower; older history is not the cause
 
 
 def truncations(lines: Iterable[str], partition: str) -> Counter:
