@@ -101,8 +101,8 @@ def lab_up_command_lines():
 
 class Labs:
     """The real labs, one at a time (this machine fits one, and two would share addresses):
-    asking for another stack's lab brings the current one down first. Tests on the KRaft lab run
-    after every other lab test (pytest_collection_modifyitems), so each stack comes up once."""
+    asking for another stack's lab brings the current one down first. The lab tests run grouped
+    by lab in LAB_ORDER (pytest_collection_modifyitems), so each stack comes up once."""
 
     def __init__(self, command_lines: dict):
         self.current: str | None = None
