@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dcdrill import project
 from dcdrill.exits import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS
-from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema, stack_lock
+from dcdrill.infra import ansible, lifecycle, mirror_rules, pulumi_cli, rules, schema, stack_lock, transaction_rules
 from dcdrill.infra import stack as stacks
 from dcdrill.infra.observe import status, status_text
 
@@ -112,6 +112,7 @@ def _plan(args) -> int:
         "inventory": inv.data,
         "violations": [v.as_dict() for v in violations],
         "predictions": rules.predictions(t),
+        "transactions": transaction_rules.transactions(t),
         "produce_latency": rules.produce_latency(t, one_way) if one_way is not None else None,
     }
     blocking = rules.blocking(t, violations)
@@ -148,8 +149,27 @@ def _plan(args) -> int:
             whys = {f: p["faults"][f]["why"] for f in ("kill-dc", "stop-dc", "power-loss")}
             for why in dict.fromkeys(whys.values()):  # each reason once, with the faults it decides
                 print(f"           {', '.join(f for f, w in whys.items() if w == why)}: {why}")
+        _print_transactions(out["transactions"])
         _print_latency(out["produce_latency"])
     return EXIT_BAD_INPUT if blocking else EXIT_PASS
+
+
+def _print_transactions(tx: dict) -> None:
+    """What losing each DC does to transactional producers (acks=all, idempotent, whatever the stack's acks)."""
+    log = tx["state_log"]
+    print(
+        f"transactions (transaction.version {tx['transaction_version']}; __transaction_state factor "
+        f"{log['factor']}, min.isr {log['min_insync']}; commit loss after a kill, a clean stop, a power loss):"
+    )
+    print(f"  {tx['version_why']}")
+    faults = ("kill-dc", "stop-dc", "power-loss")
+    for dc, p in tx["per_dc"].items():
+        loss = " / ".join("POSSIBLE" if p["faults"][f]["commit_loss_possible"] else "impossible" for f in faults)
+        print(f"  {dc:<8} transactions {'continue' if p['writable'] else 'STOP':<9} commit loss {loss}")
+        print(f"           {p['writable_why']}")
+        whys = {f: p["faults"][f]["why"] for f in faults if p["faults"][f]["commit_loss_possible"]}
+        for why in dict.fromkeys(whys.values()):
+            print(f"           {', '.join(f for f, w in whys.items() if w == why)}: {why}")
 
 
 def _plan_replicated(args, d, violations) -> int:

@@ -32,6 +32,22 @@ def test_plan_json_has_inventory_violations_and_predictions():
     )
     assert out["predictions"]["dc-a"]["faults"]["power-loss"]["acked_loss_possible"] is False
     assert set(out["inventory"]["all"]["children"]) == {"zookeeper", "kafka_controller", "kafka_broker", "client"}
+    tx = out["transactions"]  # infra/transaction_rules.py: a broker DC's loss stops them, loses no commit
+    assert (tx["transaction_version"], tx["state_log"]) == (0, {"factor": 4, "min_insync": 3})
+    assert tx["per_dc"]["dc-a"]["writable"] is False and tx["per_dc"]["dc-c"]["writable"] is True
+
+
+def test_plan_says_what_each_dc_loss_does_to_transactions():
+    res = run("plan", "--stack", "local-power-loss")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("transactions (transaction.version 0;"))
+    assert "__transaction_state factor 4, min.isr 2" in lines[head]
+    assert any(
+        line.split()
+        == ["dc-a", "transactions", "continue", "commit", "loss", "impossible", "/", "impossible", "/", "POSSIBLE"]
+        for line in lines[head:]
+    ), lines[head:]
 
 
 @pytest.fixture
